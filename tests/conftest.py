@@ -1,0 +1,69 @@
+"""Shared fixtures: real vaults (from vault-template/) in real git repositories under tmp_path."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from vaultmem import Vault
+from vaultmem.cli import app
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch, tmp_path):
+    """No vault or agent leaks in from the environment; commands run in tmp_path."""
+    monkeypatch.delenv("VAULTMEM_VAULT", raising=False)
+    monkeypatch.delenv("VAULTMEM_AGENT", raising=False)
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def vault(tmp_path) -> Vault:
+    """A fresh Chinese-language vault whose orchestrator is 'lee'."""
+    v, _ = Vault.init(tmp_path / "vault", lang="zh", orchestrator="lee")
+    return v
+
+
+@pytest.fixture
+def en_vault(tmp_path) -> Vault:
+    v, _ = Vault.init(tmp_path / "en-vault", lang="en", orchestrator="orch")
+    return v
+
+
+class Cli:
+    """Runs the real CLI in-process; ``.json()`` parses stdout."""
+
+    def __init__(self) -> None:
+        self.runner = CliRunner()
+
+    def __call__(self, *args: str, input: str | None = None, env: dict | None = None):
+        result = self.runner.invoke(app, [str(a) for a in args], input=input, env=env)
+        if result.exception and not isinstance(result.exception, SystemExit):
+            raise result.exception
+        return result
+
+
+@pytest.fixture
+def cli() -> Cli:
+    return Cli()
+
+
+def run_vaultmem(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 60):
+    """Run ``python -m vaultmem`` as a real subprocess."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "vaultmem", *map(str, args)], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "core.quotepath=off", "-C", str(root), *args], capture_output=True, text=True, check=True).stdout
+
+
+def out_json(result) -> dict:
+    return json.loads(result.stdout)

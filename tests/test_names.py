@@ -1,0 +1,77 @@
+import pytest
+
+from vaultmem.errors import NameRefused
+from vaultmem.names import check_name, check_new_name, slugify
+
+
+@pytest.mark.parametrize("name", ["前端审查", "code-reviewer", "后端 架构", "Ella", "agent.v2", "a" * 252])
+def test_safe_names_are_accepted(name):
+    assert check_name(name) == name
+
+
+def test_names_are_nfc_normalised():
+    decomposed = "Cafe\u0301"  # 'e' + combining acute (NFD, as macOS stores it)
+    assert check_name(decomposed) == "Caf\u00e9"
+
+
+@pytest.mark.parametrize(
+    "name, why",
+    [
+        ("", "empty"),
+        ("../etc", ".."),
+        ("a/b", "path separator"),
+        ("a\\b", "path separator"),
+        ("..", ".."),
+        ("ok\x00", "control"),
+        ("line\nbreak", "control"),
+        ("zero\u200bwidth", "invisible"),
+        ("bidi\u202etxt", "invisible"),
+        ("isolate\u2066x", "invisible"),
+        ("bom\ufeff", "invisible"),
+        ("CON", "reserved"),
+        ("nul.md", "reserved"),
+        ("com1", "reserved"),
+        ("LPT9.txt", "reserved"),
+        ("trailing.", "ends with a dot"),
+        ("trailing ", "space"),
+        (" leading", "space"),
+        (".hidden", "starts with a dot"),
+        ("x" * 253, "bytes"),
+        ("审" * 85, "bytes"),  # 255 bytes in UTF-8
+        ("a:b", "colon"),
+        ("a|b", "Obsidian"),
+        ("a#b", "Obsidian"),
+        ("wide\u3000space", "unusual space"),
+    ],
+)
+def test_unsafe_names_are_refused_with_a_reason(name, why):
+    with pytest.raises(NameRefused) as err:
+        check_name(name, "role name")
+    assert why in err.value.message
+    assert "role name" in err.value.message
+
+
+@pytest.mark.parametrize("existing, new", [("Frontend", "frontend"), ("ReviewER", "reviewer"), ("Ａgent", "Agent"),
+                                           ("Caf\u00e9", "CAFE\u0301")])
+def test_case_and_width_collisions_are_refused(existing, new):
+    with pytest.raises(NameRefused) as err:
+        check_new_name(new, [existing])
+    assert existing in err.value.message or existing in (err.value.hint or "")
+
+
+def test_exact_existing_name_is_not_a_collision():
+    assert check_new_name("前端审查", ["前端审查", "后端架构"]) == "前端审查"
+
+
+@pytest.mark.parametrize(
+    "text, slug",
+    [("Backend port is 8080!", "backend-port-is-8080"), ("后端端口固定8080", "后端端口固定8080"),
+     ("  --  ", "note"), ("React 18 + TypeScript 严格模式", "react-18-typescript-严格模式")],
+)
+def test_slugify_keeps_words_and_cjk(text, slug):
+    assert slugify(text) == slug
+
+
+def test_slugify_cuts_long_text_at_a_word():
+    slug = slugify("word " * 40)
+    assert len(slug) <= 60 and not slug.endswith("-") and slug.startswith("word-word")

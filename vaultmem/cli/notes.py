@@ -1,0 +1,67 @@
+"""``vaultmem remember`` / ``forget``: one-file-per-fact memory notes."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from ._common import AsOpt, JsonOpt, VaultOpt, handles_errors, read_text_arg, session
+
+
+@handles_errors
+def remember(
+    ctx: typer.Context,
+    text: Annotated[str, typer.Argument(help="The fact, in a sentence or a short paragraph ('-' reads standard input).",
+                                        show_default=False)],
+    type_: Annotated[str, typer.Option("--type", help="preference, decision, fact, failure+fix, procedure, episode "
+                                       "(the vault's memory.types).", show_default=False)],
+    name: Annotated[Optional[str], typer.Option(help="Short title; also makes the file name. Default: the text's first line.")] = None,
+    description: Annotated[Optional[str], typer.Option(help="One-line description for MEMORY.md.")] = None,
+    importance: Annotated[Optional[float], typer.Option(help="0..1; default memory.default_importance.")] = None,
+    confidence: Annotated[Optional[float], typer.Option(help="0..1; default 1.0 for user-stated facts, else 0.7.")] = None,
+    tag: Annotated[Optional[list[str]], typer.Option(help="A tag (repeatable).")] = None,
+    alias: Annotated[Optional[list[str]], typer.Option(help="A synonym or other-language term to find it by (repeatable).")] = None,
+    key: Annotated[Optional[str], typer.Option(help="A key such as backend.port: a newer fact with the same key contradicts this one.")] = None,
+    scope: Annotated[Optional[str], typer.Option(help="global, agent or project (default: agent with --agent, project with --project, else global).")] = None,
+    agent: Annotated[Optional[str], typer.Option(help="The role whose memory this is (scope agent).")] = None,
+    project: Annotated[Optional[str], typer.Option(help="The project it belongs to (scope project).")] = None,
+    author: Annotated[Optional[str], typer.Option(help="Who said it (default: the acting agent or you).")] = None,
+    author_kind: Annotated[Optional[str], typer.Option(help="user, agent, third_party or unknown.")] = None,
+    source: Annotated[Optional[str], typer.Option(help="Where it came from: a session id, log entry or file.")] = None,
+    vault: VaultOpt = None,
+    as_: AsOpt = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Write a memory note (memories/<slug>.md) and add its line to MEMORY.md, as one commit.
+
+    Example: vaultmem remember "后端端口固定8080" --type fact --alias "backend port" --key backend.port
+    """
+    s = session(ctx, vault, as_, json_)
+    v = s.open()
+    change = v.remember(
+        read_text_arg(text), v.actor(s.agent), type_, name=name, description=description,
+        importance=importance, confidence=confidence, tags=tag or [], aliases=alias or [], key=key,
+        scope=scope, agent=agent, project=project, author=author, author_kind=author_kind, source=source,
+    )  # fmt: skip
+    s.emit(change.to_dict(), f"remembered {change.details['path']} (commit {change.commit[:8]})")
+
+
+@handles_errors
+def forget(
+    ctx: typer.Context,
+    slug: Annotated[str, typer.Argument(help="The note's slug (its file name without .md).", show_default=False)],
+    reason: Annotated[Optional[str], typer.Option(help="Why it is forgotten (kept in the archived note).")] = None,
+    vault: VaultOpt = None,
+    as_: AsOpt = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Move a memory note to archive/memories/ and remove its MEMORY.md line (git keeps everything).
+
+    Example: vaultmem forget backend-port-8080 --reason "moved to 9090"
+    """
+    s = session(ctx, vault, as_, json_)
+    v = s.open()
+    change = v.forget(slug, v.actor(s.agent), reason=reason)
+    s.emit(change.to_dict(), f"archived {change.details['slug']} to {change.details['archived_to']} "
+                             f"(commit {change.commit[:8]})")

@@ -1,0 +1,115 @@
+"""The one exception tree of vaultmem.
+
+Every error a user can cause or meet is a :class:`VaultmemError`. Each carries a
+message written for the user, optionally the file and line it is about and a hint
+on what to do next, and the process exit code the CLI uses for it. Adapters (CLI,
+hooks, MCP) translate these in one place; nothing else prints them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class VaultmemError(Exception):
+    """Base of every error vaultmem raises on purpose."""
+
+    exit_code = 1
+    kind = "error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | Path | None = None,
+        line: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.path = str(path) if path is not None else None
+        self.line = line
+        self.hint = hint
+
+    def where(self) -> str | None:
+        """``file:line`` (or just the file) this error is about, if any."""
+        if self.path is None:
+            return None
+        return f"{self.path}:{self.line}" if self.line else self.path
+
+    def to_dict(self) -> dict:
+        return {
+            "type": self.kind,
+            "message": self.message,
+            "path": self.path,
+            "line": self.line,
+            "hint": self.hint,
+        }
+
+    def __str__(self) -> str:
+        parts = [self.message]
+        where = self.where()
+        if where:
+            parts.insert(0, f"{where}: ")
+        text = "".join(parts)
+        if self.hint:
+            text += f" (hint: {self.hint})"
+        return text
+
+
+class BadInput(VaultmemError):
+    """An argument or option the user gave cannot be used as it is."""
+
+    exit_code = 2
+    kind = "bad_input"
+
+
+class NameRefused(BadInput):
+    """A role, agent or note name cannot safely become a file name."""
+
+    kind = "name_refused"
+
+
+class VaultNotFound(VaultmemError):
+    """No vault where one was expected."""
+
+    kind = "vault_not_found"
+
+
+class NotFound(VaultmemError):
+    """A page, note or entry that was asked for does not exist."""
+
+    kind = "not_found"
+
+
+class ParseError(VaultmemError):
+    """A vault file cannot be read as its format says (broken YAML, missing section...)."""
+
+    kind = "parse_error"
+
+
+class PermissionRefused(VaultmemError):
+    """The acting agent may not make this change (sovereignty rules)."""
+
+    exit_code = 3
+    kind = "permission_refused"
+
+
+class UnsafePath(VaultmemError):
+    """A write would land outside the vault (traversal or a symlink leading out)."""
+
+    exit_code = 3
+    kind = "unsafe_path"
+
+
+class Busy(VaultmemError):
+    """Another process holds a lock for longer than we are willing to wait."""
+
+    exit_code = 4
+    kind = "busy"
+
+
+class GitError(VaultmemError):
+    """git refused or failed to record a change; the files were restored."""
+
+    kind = "git_error"

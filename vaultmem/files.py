@@ -1,0 +1,123 @@
+"""Vault file I/O: the only module that writes files.
+
+Writes are atomic: the new content goes to a temp file in the target's folder, is
+fsynced, replaces the target with ``os.replace`` and the folder is fsynced, so a
+process killed at any instant leaves the old file or the new one, never a torn one.
+A killed writer can leave its temp file behind; :func:`sweep_temp_files` removes
+those (the facade calls it under the vault's write lock, so no live writer's temp
+file is touched). Every path is checked to stay inside the vault, symlinks included.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+from .errors import UnsafePath
+
+TEMP_MARK = ".vmtmp-"
+
+
+def inside(root: Path, rel: str | Path) -> Path:
+    """Resolve ``rel`` against the vault ``root`` and refuse anything that leaves it.
+
+    Symlinks are followed before the check (``Path.resolve``), and the comparison is
+    on path components, so ``vault-evil/`` is not inside ``vault/``.
+    """
+    root_real = root.resolve()
+    rel_path = Path(rel)
+    if rel_path.is_absolute():
+        raise UnsafePath(f"refusing the absolute path {rel}: vault paths are relative", path=rel)
+    target = (root_real / rel_path).resolve()
+    if target != root_real and root_real not in target.parents:
+        raise UnsafePath(
+            f"refusing to touch {rel}: it resolves to {target}, outside the vault {root_real}",
+            path=rel,
+            hint="a symlink or '..' leads out of the vault",
+        )
+    return root_real / rel_path
+
+
+def read_text(path: Path) -> str:
+    """Read a vault file as UTF-8 (a BOM and CRLF are kept for the parser to see)."""
+    with open(path, "r", encoding="utf-8", newline="") as fh:
+        return fh.read()
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` (UTF-8) so that readers and crashes see either the
+    old or the new content, never a mix. Creates missing parent folders."""
+    folder = path.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".{path.name}{TEMP_MARK}{secrets.token_hex(4)}"
+    data = text.encode("utf-8")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        tmp.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+    if path.exists():
+        try:
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+        except OSError:
+            pass
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(folder)
+
+
+def atomic_move(src: Path, dst: Path) -> None:
+    """Move a file within the vault durably (same file system: ``os.replace``)."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(src, dst)
+    _fsync_dir(dst.parent)
+    if src.parent != dst.parent:
+        _fsync_dir(src.parent)
+
+
+def remove(path: Path) -> None:
+    path.unlink(missing_ok=True)
+    _fsync_dir(path.parent)
+
+
+def sweep_temp_files(root: Path, folders: list[str]) -> list[Path]:
+    """Delete temp files that killed writers left in the vault's writable folders.
+
+    Only call this while holding the vault's write lock: every live writer holds it
+    too, so any temp file found is an orphan.
+    """
+    removed = []
+    for rel in ["."] + folders:
+        folder = root / rel
+        try:
+            names = os.listdir(folder)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for name in names:
+            if name.startswith(".") and TEMP_MARK in name:
+                victim = folder / name
+                try:
+                    victim.unlink()
+                    removed.append(victim)
+                except FileNotFoundError:
+                    pass
+    return removed

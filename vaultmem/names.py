@@ -1,0 +1,122 @@
+"""Turning agent, role and note names into safe file names.
+
+Pure functions: no I/O. A name is NFC-normalised, then refused with a message that
+says why when it could escape its folder, hide characters from a reviewer, break on
+another operating system or break an Obsidian link. Chinese (and any other script)
+is allowed.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+
+from .errors import NameRefused
+
+MAX_NAME_BYTES = 255 - len(".md")
+
+# Characters Windows refuses in file names, plus those that break Obsidian links
+# ([[page#heading|alias]], ^block-ids).
+_FORBIDDEN = {
+    "/": "a path separator",
+    "\\": "a path separator",
+    ":": "a colon (not allowed in Windows file names)",
+    "*": "'*' (not allowed in Windows file names)",
+    "?": "'?' (not allowed in Windows file names)",
+    '"': "a double quote (not allowed in Windows file names)",
+    "<": "'<' (not allowed in Windows file names)",
+    ">": "'>' (not allowed in Windows file names)",
+    "|": "'|' (breaks Obsidian links and Windows file names)",
+    "#": "'#' (breaks Obsidian links)",
+    "^": "'^' (breaks Obsidian links)",
+    "[": "'[' (breaks Obsidian links)",
+    "]": "']' (breaks Obsidian links)",
+}
+
+_WINDOWS_RESERVED = re.compile(
+    r"^(con|prn|aux|nul|com[0-9¹²³]|lpt[0-9¹²³])(\..*)?$", re.IGNORECASE
+)
+
+
+def _describe(ch: str) -> str:
+    name = unicodedata.name(ch, None)
+    return f"U+{ord(ch):04X}" + (f" {name}" if name else "")
+
+
+def check_name(raw: str, what: str = "name") -> str:
+    """Return the NFC form of ``raw`` if it is a safe file name, else raise NameRefused."""
+    if not isinstance(raw, str) or raw == "":
+        raise NameRefused(f"the {what} is empty", hint=f"give a {what} such as 前端审查 or code-reviewer")
+    name = unicodedata.normalize("NFC", raw)
+    shown = name.encode("unicode_escape").decode("ascii") if not name.isprintable() else name
+
+    def refuse(why: str, hint: str | None = None) -> NameRefused:
+        return NameRefused(f"the {what} {shown!r} is refused: {why}", hint=hint)
+
+    if name in {".", ".."} or ".." in name:
+        raise refuse("it contains '..'", "use a plain name without dots in a row")
+    for ch in name:
+        if ch in _FORBIDDEN:
+            raise refuse(f"it contains {_FORBIDDEN[ch]}")
+        cat = unicodedata.category(ch)
+        if cat == "Cc":
+            raise refuse(f"it contains the control character {_describe(ch)}")
+        if cat in {"Cf", "Co", "Cs", "Cn"}:
+            # Cf holds zero-width and bidi controls (U+200B..U+200F, U+202A..U+202E,
+            # U+2066..U+2069, U+FEFF): invisible in review, so refused.
+            raise refuse(f"it contains the invisible or unassigned character {_describe(ch)}")
+        if cat in {"Zl", "Zp"} or (cat == "Zs" and ch != " "):
+            raise refuse(f"it contains the unusual space {_describe(ch)}", "use a plain space or '-'")
+    if name != name.strip():
+        raise refuse("it starts or ends with a space")
+    if name.endswith("."):
+        raise refuse("it ends with a dot (Windows drops it)")
+    if name.startswith("."):
+        raise refuse("it starts with a dot (hidden file; Obsidian would not show it)")
+    if _WINDOWS_RESERVED.match(name):
+        raise refuse("it is a reserved device name on Windows", "add a word, e.g. 'con-reviewer'")
+    if len(name.encode("utf-8")) > MAX_NAME_BYTES:
+        raise refuse(
+            f"it is {len(name.encode('utf-8'))} bytes long in UTF-8; at most {MAX_NAME_BYTES} fit in a file name",
+            "shorten it",
+        )
+    return name
+
+
+def collision_key(name: str) -> str:
+    """The form two names share when a case-insensitive or compatibility-folding file
+    system (macOS, Windows) would treat them as one file."""
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFC", name)).casefold()
+
+
+def check_new_name(raw: str, existing: Iterable[str], what: str = "name") -> str:
+    """Like :func:`check_name`, and also refuse a name that differs from an existing
+    one only by case, Unicode normalisation or full-width forms. An exact match of an
+    existing name is fine (it is the same thing)."""
+    name = check_name(raw, what)
+    key = collision_key(name)
+    for other in existing:
+        other_nfc = unicodedata.normalize("NFC", other)
+        if other_nfc == name:
+            return name
+        if collision_key(other_nfc) == key:
+            raise NameRefused(
+                f"the {what} {name!r} collides with the existing {other_nfc!r}",
+                hint=f"use {other_nfc!r} exactly, or choose a clearly different {what}",
+            )
+    return name
+
+
+_SLUG_DROP = re.compile(r"[^\w]+", re.UNICODE)
+
+
+def slugify(text: str, max_len: int = 60) -> str:
+    """A readable file-name slug: lower case, words joined by '-', CJK kept as is."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    slug = _SLUG_DROP.sub("-", text).strip("-_")
+    slug = re.sub(r"-{2,}", "-", slug)
+    if len(slug) > max_len:
+        cut = slug[:max_len]
+        slug = cut.rsplit("-", 1)[0] if "-" in cut[max_len // 2 :] else cut
+    return slug.strip("-_") or "note"

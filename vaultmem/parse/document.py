@@ -1,0 +1,201 @@
+"""A Markdown file with YAML frontmatter, held so that it writes back byte for byte.
+
+Pure: text in, :class:`Document` out. The text is kept as its original lines (with
+their own line endings) plus the BOM flag; edits insert or replace lines, so lines
+nobody touched are written back exactly. The frontmatter is parsed with ruamel.yaml in
+round-trip mode and re-emitted only when it changed, keeping the user's comments, key
+order, quoting and flow style.
+
+python-frontmatter is not used for vault files: it strips the document and re-emits
+YAML through PyYAML, which drops comments and reformats what a human wrote, so every
+write would show up in ``git diff`` as noise (see docs/design.md).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ParseError
+
+_LINE = re.compile(r"[^\n]*\n|[^\n]+\Z")
+_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+
+
+def yaml_rt():
+    """A ruamel.yaml round-trip loader/dumper configured for vault files."""
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="rt")
+    yaml.preserve_quotes = True
+    yaml.width = 4096  # never fold a long value onto a second line
+    yaml.allow_unicode = True
+    return yaml
+
+
+def load_yaml(text: str, path: str, first_line: int) -> Any:
+    """Parse YAML text that starts at file line ``first_line``; errors name file and line."""
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    try:
+        return yaml_rt().load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = first_line + mark.line if mark is not None else first_line
+        problem = exc.problem or exc.context or "invalid YAML"
+        if exc.context and exc.context_mark is not None and exc.context_mark.line != getattr(mark, "line", None):
+            problem += f" ({exc.context} started on line {first_line + exc.context_mark.line})"
+        raise ParseError(
+            f"broken YAML frontmatter: {problem}",
+            path=path,
+            line=line,
+            hint="fix the properties between the '---' lines; quote values that contain ': ' or start with '[', '{', '*' or '&'",
+        ) from None
+    except YAMLError as exc:  # pragma: no cover - ruamel raises marked errors for syntax
+        raise ParseError(f"broken YAML frontmatter: {exc}", path=path, line=first_line) from None
+
+
+def dump_yaml(data: Any) -> str:
+    buf = io.StringIO()
+    yaml_rt().dump(data, buf)
+    return buf.getvalue()
+
+
+def yaml_timestamp(moment) -> Any:
+    """A YAML timestamp that is written as ``2026-05-08T14:05:00Z`` (ISO 8601, UTC)."""
+    import datetime as _dt
+
+    utc = moment.astimezone(_dt.timezone.utc).replace(microsecond=0, tzinfo=None)
+    return yaml_rt().load(f"t: {utc.isoformat()}Z")["t"]
+
+
+def split_lines(text: str) -> list[str]:
+    """Split into lines that keep their endings; only '\\n' ends a line (not U+2028 etc.)."""
+    return _LINE.findall(text)
+
+
+def line_content(line: str) -> str:
+    return line.rstrip("\r\n")
+
+
+@dataclass
+class Document:
+    """One Markdown file: optional frontmatter (``meta``) and body lines."""
+
+    path: str
+    lines: list[str]
+    bom: bool = False
+    newline: str = "\n"
+    body_start: int = 0  # index into lines of the first body line
+    meta: Any = None  # ruamel CommentedMap, or None when the file has no frontmatter
+    _meta_dirty: bool = field(default=False, repr=False)
+
+    # -- reading -------------------------------------------------------------------
+    def content(self, index: int) -> str:
+        return line_content(self.lines[index])
+
+    def body_lines(self) -> range:
+        return range(self.body_start, len(self.lines))
+
+    def fenced(self) -> list[bool]:
+        """For each line: is it inside (or a delimiter of) a fenced code block?"""
+        out = [False] * len(self.lines)
+        fence: str | None = None
+        for i in self.body_lines():
+            m = _FENCE.match(self.content(i))
+            if fence is None and m:
+                fence = m.group(1)[0] * 3
+                out[i] = True
+            elif fence is not None:
+                out[i] = True
+                if m and m.group(1).startswith(fence):
+                    fence = None
+        return out
+
+    # -- editing -------------------------------------------------------------------
+    def set_meta(self, meta: Any) -> None:
+        """Replace the frontmatter (re-emitted through ruamel, so comments survive)."""
+        dumped = [line_content(x) for x in split_lines(dump_yaml(meta))]
+        if self.meta is None:
+            head = ["---", *dumped, "---"]
+            self.insert_lines(0, head)
+            self.body_start = len(head)
+        else:
+            close = self.body_start - 1
+            self.lines[1:close] = [x + self.newline for x in dumped]
+            self.body_start = len(dumped) + 2
+        self.meta = meta
+
+    def insert_lines(self, index: int, new: list[str]) -> None:
+        """Insert lines (given without endings) before ``lines[index]``."""
+        if index > 0 and index == len(self.lines) and not self.lines[-1].endswith("\n"):
+            self.lines[-1] += self.newline
+        self.lines[index:index] = [x + self.newline for x in new]
+        if index < self.body_start:
+            self.body_start += len(new)
+
+    def text(self) -> str:
+        return ("\ufeff" if self.bom else "") + "".join(self.lines)
+
+
+def parse_document(text: str, path: str, require_frontmatter: bool = True) -> Document:
+    """Split ``text`` into frontmatter and body lines. Raises ParseError (with the line)
+    for an unclosed or broken frontmatter, or a missing one when it is required."""
+    text = text.replace("\x00", "")
+    bom = text.startswith("\ufeff")
+    if bom:
+        text = text[1:]
+    lines = split_lines(text)
+    crlf = sum(1 for x in lines if x.endswith("\r\n"))
+    newline = "\r\n" if crlf and crlf >= len(lines) / 2 else "\n"
+    doc = Document(path=path, lines=lines, bom=bom, newline=newline)
+    if not lines or line_content(lines[0]).rstrip() != "---":
+        if require_frontmatter:
+            raise ParseError(
+                "the file has no frontmatter (properties between '---' lines at the top)",
+                path=path,
+                line=1,
+                hint="start the file with a line '---', the properties, and another '---'",
+            )
+        return doc
+    close = next((i for i in range(1, len(lines)) if line_content(lines[i]).rstrip() == "---"), None)
+    if close is None:
+        raise ParseError(
+            "the frontmatter opened on line 1 is never closed",
+            path=path,
+            line=1,
+            hint="add a line '---' after the last property",
+        )
+    fm_text = "".join(line_content(x) + "\n" for x in lines[1:close])
+    meta = load_yaml(fm_text, path, first_line=2)
+    if meta is None:
+        from ruamel.yaml.comments import CommentedMap
+
+        meta = CommentedMap()
+    if not isinstance(meta, dict):
+        raise ParseError(
+            f"the frontmatter is {'a list' if isinstance(meta, list) else 'plain text'}, not a set of 'key: value' properties",
+            path=path,
+            line=2,
+            hint="write one 'key: value' per line between the '---' lines",
+        )
+    doc.meta = meta
+    doc.body_start = close + 1
+    return doc
+
+
+def plain(value: Any) -> Any:
+    """Convert ruamel round-trip values (CommentedMap, dates) into JSON-ready Python."""
+    import datetime as _dt
+
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, (_dt.date, _dt.datetime)):
+        return value.isoformat()
+    if isinstance(value, bool) or value is None or isinstance(value, (int, float)):
+        return value
+    return str(value)

@@ -1,0 +1,480 @@
+"""The :class:`Vault` facade: every operation a user or agent performs on a vault.
+
+Adapters (CLI, hooks, MCP, watcher) call these methods and render what they return;
+they never touch files or git themselves. A mutation here is: take the vault's write
+lock, read and parse what it changes (refusing bad input before writing anything),
+write each file atomically, and commit exactly those files as the acting agent. If
+writing or committing fails, the files are put back as they were.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import difflib
+import os
+import re
+import string
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from . import files, gitstore
+from .config import CONFIG_PATH, Config, load_config, parse_config, set_value
+from .errors import BadInput, Busy, NotFound, ParseError, PermissionRefused, VaultNotFound
+from .models import AUTHOR_KINDS, SCOPES, Actor, Change, NoteInfo, PageInfo
+from .names import check_name, check_new_name, collision_key, slugify
+from .parse import (
+    RolePage,
+    add_context_entry,
+    add_project,
+    add_work_entry,
+    index_line,
+    new_page_text,
+    parse_note,
+    parse_page,
+    render_note,
+    set_note_fields,
+    update_index,
+)
+from .parse.document import yaml_timestamp
+
+AGENTS_DIR = "agents"
+MEMORIES_DIR = "memories"
+ARCHIVE_DIR = "archive"
+IDENTITY_DIR = "identity"
+MEMORY_INDEX = "MEMORY.md"
+WRITE_LOCK = ".vaultmem/write.lock"
+# Folders vaultmem writes into (where a killed write may leave a temp file).
+WRITABLE = [AGENTS_DIR, MEMORIES_DIR, IDENTITY_DIR, "inbox", ARCHIVE_DIR, f"{ARCHIVE_DIR}/{MEMORIES_DIR}",
+            "shared", "checkpoints", "journal", ".vaultmem"]  # fmt: skip
+ENV_VAULT = "VAULTMEM_VAULT"
+ENV_AGENT = "VAULTMEM_AGENT"
+
+
+def template_root() -> Path:
+    """``vault-template/``: inside the installed package, or at the source checkout's top."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "_vault_template", here.parent / "vault-template"):
+        if (candidate / "common").is_dir():
+            return candidate
+    raise NotFound("the vault template is missing from this installation",
+                   hint="reinstall vaultmem (pip install -e . from the project folder)")  # pragma: no cover
+
+
+def is_vault(path: Path) -> bool:
+    return (path / CONFIG_PATH).is_file()
+
+
+def locate(path: str | Path | None = None, cwd: Path | None = None) -> Path:
+    """The vault to use: ``path`` if given, else ``$VAULTMEM_VAULT``, else the nearest
+    folder at or above ``cwd`` that holds ``.vaultmem/config.yaml``."""
+    chosen = path if path not in (None, "") else os.environ.get(ENV_VAULT) or None
+    if chosen is not None:
+        root = Path(chosen).expanduser()
+        if not is_vault(root):
+            raise VaultNotFound(
+                f"{root} is not a vault (it has no {CONFIG_PATH})",
+                path=str(root),
+                hint=f"create one with 'vaultmem init {root}'",
+            )
+        return root.resolve()
+    start = (cwd or Path.cwd()).resolve()
+    for folder in (start, *start.parents):
+        if is_vault(folder):
+            return folder
+    raise VaultNotFound(
+        f"no vault at or above {start}",
+        hint=f"pass --vault PATH, set {ENV_VAULT}, or create one with 'vaultmem init PATH'",
+    )
+
+
+def _today() -> _dt.date:
+    return _dt.datetime.now().astimezone().date()
+
+
+def _now():
+    return yaml_timestamp(_dt.datetime.now(_dt.timezone.utc))
+
+
+class Vault:
+    """One vault on disk. Open with :meth:`open` (finds it) or :meth:`init` (creates it)."""
+
+    def __init__(self, root: Path, config: Config | None = None) -> None:
+        self.root = Path(root).resolve()
+        self.config = config or load_config(self.root)
+
+    # -- opening and creating ----------------------------------------------------------
+    @classmethod
+    def open(cls, path: str | Path | None = None) -> Vault:
+        return cls(locate(path))
+
+    @classmethod
+    def init(cls, path: str | Path, lang: str = "en", orchestrator: str | None = None,
+             actor: Actor | None = None) -> tuple[Vault, Change]:
+        """Create a vault from ``vault-template/`` (files that already exist are kept).
+        On an existing vault nothing changes and the Change says so."""
+        root = Path(path).expanduser()
+        if is_vault(root):
+            vault = cls(root)
+            return vault, Change("init", [], None, f"{vault.root} is already a vault; nothing changed",
+                                 {"created": False, "root": str(vault.root)})
+        if lang not in ("zh", "en"):
+            raise BadInput(f"--lang is {lang!r}; it must be zh or en")
+        orchestrator = check_name(orchestrator or "orchestrator", "orchestrator name")
+        if root.exists() and not root.is_dir():
+            raise BadInput(f"{root} exists and is not a folder", path=str(root))
+        root.mkdir(parents=True, exist_ok=True)
+        root = root.resolve()
+        tpl = template_root()
+        common = tpl / "common"
+        planned = {src.relative_to(common).as_posix(): files.read_text(src)
+                   for src in sorted(common.rglob("*")) if src.is_file()}
+        planned[MEMORY_INDEX] = files.read_text(tpl / lang / "MEMORY.md")
+        identity = string.Template(files.read_text(tpl / lang / "identity.md"))
+        planned[f"{IDENTITY_DIR}/{orchestrator}.md"] = identity.safe_substitute(agent=orchestrator)
+        text = set_value(planned[CONFIG_PATH], "lang", lang)
+        planned[CONFIG_PATH] = set_value(text, "orchestrator", orchestrator)
+        written = []
+        for rel, text in planned.items():
+            target = files.inside(root, rel)
+            if not target.exists():
+                files.atomic_write(target, text)
+                written.append(rel)
+        gitstore.init_repo(root)
+        actor = actor or gitstore.human_actor(root)
+        config = parse_config(files.read_text(root / CONFIG_PATH))
+        vault = cls(root, config)
+        message = f"vaultmem: create vault (lang {lang}, orchestrator {orchestrator})"
+        sha = gitstore.commit(root, written, message, actor, config.lock_timeout)
+        return vault, Change("init", written, sha, message,
+                             {"created": True, "root": str(root), "lang": lang, "orchestrator": orchestrator})
+
+    # -- who acts ----------------------------------------------------------------------
+    def actor(self, name: str | None = None) -> Actor:
+        """The agent named by ``--as`` / ``$VAULTMEM_AGENT``, or the human when neither is set."""
+        name = name if name not in (None, "") else os.environ.get(ENV_AGENT) or None
+        if name is None:
+            return gitstore.human_actor(self.root)
+        return Actor(check_name(name, "agent name"), "agent")
+
+    def _may_write_role(self, actor: Actor, role: str) -> None:
+        """Sovereignty: only the orchestrator (and humans) write a role's page and memory."""
+        if actor.is_human or actor.name == self.config.orchestrator:
+            return
+        raise PermissionRefused(
+            f"agent {actor.name!r} may not write the memory of role {role!r}: only the orchestrator "
+            f"{self.config.orchestrator!r} writes role pages and role memory",
+            hint="send the change to the orchestrator; humans can edit the page in Obsidian",
+        )
+
+    # -- the write path ----------------------------------------------------------------
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        from filelock import FileLock, Timeout
+
+        lock_path = files.inside(self.root, WRITE_LOCK)
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(lock_path), timeout=self.config.lock_timeout)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise Busy(f"another vaultmem process has been writing this vault for {self.config.lock_timeout:g}s",
+                       path=WRITE_LOCK, hint="retry in a moment") from None
+        try:
+            files.sweep_temp_files(self.root, WRITABLE)
+            yield
+        finally:
+            lock.release()
+
+    def tidy(self) -> int:
+        """Remove temp files left by killed writers if no writer is active; returns how many."""
+        from filelock import FileLock, Timeout
+
+        lock = FileLock(str(self.root / WRITE_LOCK), timeout=0)
+        try:
+            with lock:
+                return len(files.sweep_temp_files(self.root, WRITABLE))
+        except (Timeout, OSError):
+            return 0
+
+    def _apply(self, actor: Actor, message: str, writes: dict[str, str | None]) -> str | None:
+        """Write (text) or delete (None) each vault-relative path, then commit them as
+        one commit. Restores every file if a write or the commit fails."""
+        targets = {rel: files.inside(self.root, rel) for rel in writes}
+        before: dict[str, str | None] = {}
+        for rel, target in targets.items():
+            before[rel] = files.read_text(target) if target.exists() else None
+        done: list[str] = []
+        try:
+            for rel, text in writes.items():
+                if text is None:
+                    files.remove(targets[rel])
+                else:
+                    files.atomic_write(targets[rel], text)
+                done.append(rel)
+            return gitstore.commit(self.root, list(writes), message, actor, self.config.lock_timeout)
+        except BaseException:
+            for rel in done:
+                if before[rel] is None:
+                    targets[rel].unlink(missing_ok=True)
+                else:
+                    files.atomic_write(targets[rel], before[rel])
+            raise
+
+    # -- role pages ----------------------------------------------------------------------
+    def roles(self) -> list[str]:
+        folder = self.root / AGENTS_DIR
+        if not folder.is_dir():
+            return []
+        import unicodedata
+
+        return sorted(unicodedata.normalize("NFC", p.stem) for p in folder.glob("*.md") if p.is_file())
+
+    def _role(self, role: str) -> str:
+        """The existing role's exact name, or NotFound with the closest names as a hint."""
+        name = check_name(role, "role name")
+        existing = self.roles()
+        if name in existing:
+            return name
+        same = [r for r in existing if collision_key(r) == collision_key(name)]
+        close = same or difflib.get_close_matches(name, existing, n=3)
+        raise NotFound(
+            f"no page for role {name!r} (agents/{name}.md)",
+            hint=(f"did you mean {', '.join(close)}? " if close else "")
+            + f"a page is created on first dispatch: vaultmem page ensure {name}",
+        )
+
+    def _page_rel(self, role: str) -> str:
+        return f"{AGENTS_DIR}/{role}.md"
+
+    def _load_page(self, role: str) -> RolePage:
+        rel = self._page_rel(role)
+        return parse_page(files.read_text(files.inside(self.root, rel)), rel, stem=role)
+
+    def read_page(self, role: str) -> PageInfo:
+        self.tidy()
+        return self._load_page(self._role(role)).info()
+
+    def list_pages(self) -> list[dict]:
+        self.tidy()
+        out = []
+        for role in self.roles():
+            row = {"role": role, "path": self._page_rel(role)}
+            try:
+                info = self._load_page(role).info()
+            except ParseError as exc:
+                row.update(ok=False, problem=str(exc))
+            else:
+                counts = {s: sum(1 for e in info.entries if e.section == s) for s in ("context", "work", "subagents")}
+                row.update(ok=True, name=info.name, category=info.meta.get("category"),
+                           first_used=info.meta.get("first_used"), projects=info.projects, entries=counts)
+            out.append(row)
+        return out
+
+    def ensure_page(self, role: str, actor: Actor, category: str | None = None,
+                    project: str | None = None) -> Change:
+        """Create ``agents/<role>.md`` on first use; on an existing page only add ``project``."""
+        project = _clean_project(project)
+        with self._locked():
+            name = check_new_name(role, self.roles(), "role name")
+            rel = self._page_rel(name)
+            target = files.inside(self.root, rel)
+            details = {"role": name, "path": rel, "created": False, "project_added": False}
+            if target.exists():
+                page = self._load_page(name)
+                if project is None or not add_project(page, project):
+                    return Change("page.ensure", [rel], None, f"{rel} exists; nothing changed", details)
+                self._may_write_role(actor, name)
+                message = f"page: add project {project} to {rel}"
+                details["project_added"] = True
+                sha = self._apply(actor, message, {rel: page.doc.text()})
+                return Change("page.ensure", [rel], sha, message, details)
+            self._may_write_role(actor, name)
+            text = new_page_text(name, self.config.lang, category, project, _today())
+            parse_page(text, rel)  # the template itself must parse
+            message = f"page: create {rel} on first dispatch"
+            details.update(created=True, project_added=project is not None)
+            sha = self._apply(actor, message, {rel: text})
+            return Change("page.ensure", [rel], sha, message, details)
+
+    def add_entry(self, role: str, text: str, actor: Actor, section: str = "work",
+                  project: str | None = None) -> Change:
+        """Append a dated working-memory entry, or a project-context bullet, with a block id."""
+        if section not in ("work", "context"):
+            raise BadInput(f"--section is {section!r}; it must be work or context")
+        project = _clean_project(project)
+        with self._locked():
+            name = self._role(role)
+            self._may_write_role(actor, name)
+            rel = self._page_rel(name)
+            page = self._load_page(name)
+            if section == "work":
+                new_text, entry = add_work_entry(page, text, _today())
+                what = "working-memory entry"
+            else:
+                if project is None:
+                    if len(page.projects) != 1:
+                        raise BadInput("--project is needed for a project-context entry",
+                                       hint=f"this page's projects: {', '.join(page.projects) or 'none yet'}")
+                    project = page.projects[0]
+                if add_project(page, project):
+                    page = parse_page(page.doc.text(), rel, stem=name)
+                new_text, entry = add_context_entry(page, project, text)
+                what = f"project-context entry ({project})"
+            message = f"page: add {what} ^{entry.id} to {rel}"
+            sha = self._apply(actor, message, {rel: new_text})
+            return Change("page.add", [rel], sha, message,
+                          {"role": name, "entry": entry.to_dict(rel)})
+
+    # -- memory notes ----------------------------------------------------------------------
+    def _note_slugs(self, folder: str = MEMORIES_DIR) -> list[str]:
+        path = self.root / folder
+        return sorted(p.stem for p in path.glob("*.md")) if path.is_dir() else []
+
+    def remember(self, text: str, actor: Actor, type: str, *, name: str | None = None,
+                 description: str | None = None, importance: float | None = None,
+                 confidence: float | None = None, tags: list[str] = (), aliases: list[str] = (),
+                 key: str | None = None, scope: str | None = None, agent: str | None = None,
+                 project: str | None = None, author: str | None = None, author_kind: str | None = None,
+                 source: str | None = None) -> Change:
+        """Write ``memories/<slug>.md`` and its line in MEMORY.md, as one commit."""
+        body = (text or "").strip()
+        if not body:
+            raise BadInput("the fact to remember is empty", hint="give the fact as TEXT")
+        if type not in self.config.note_types:
+            raise BadInput(f"--type {type!r} is not a memory type of this vault",
+                           hint=f"use one of {', '.join(self.config.note_types)}, "
+                                f"or add it to memory.types in {CONFIG_PATH}")
+        importance = self.config.default_importance if importance is None else importance
+        for label, value in (("--importance", importance), ("--confidence", confidence)):
+            if value is not None and not 0 <= value <= 1:
+                raise BadInput(f"{label} is {value}; it must be between 0 and 1")
+        author_kind = author_kind or ("user" if actor.is_human else "agent")
+        if author_kind not in AUTHOR_KINDS:
+            raise BadInput(f"--author-kind {author_kind!r} is not one of {', '.join(AUTHOR_KINDS)}")
+        if agent is not None:
+            agent = check_name(agent, "agent name")
+        scope = scope or ("agent" if agent else "project" if project else "global")
+        if scope not in SCOPES:
+            raise BadInput(f"--scope {scope!r} is not one of {', '.join(SCOPES)}")
+        if scope == "agent" and not agent:
+            raise BadInput("--scope agent needs --agent ROLE (whose memory it is)")
+        if scope == "project" and not project:
+            raise BadInput("--scope project needs --project NAME")
+        if key is not None and not re.fullmatch(r"[\w][\w.\-/]*", key):
+            raise BadInput(f"--key {key!r} must be a dotted name such as backend.port")
+        clean_tags = [_clean_tag(t) for t in tags]
+        clean_aliases = [a.strip() for a in aliases if a and a.strip()]
+        first_line = body.splitlines()[0].strip()
+        title = (name or _shorten(first_line, 60)).strip()
+        if not title:
+            raise BadInput("--name is empty")
+        desc = (description or _shorten(first_line, 120)).strip()
+        if agent is not None:
+            self._may_write_role(actor, agent)
+        meta = {
+            "name": title, "description": desc, "type": type, "scope": scope, "agent": agent,
+            "project": project, "importance": importance, "confidence": confidence if confidence is not None
+            else (1.0 if author_kind == "user" else 0.7), "author": author or actor.name,
+            "author_kind": author_kind, "source": source or "cli", "created": _now(), "confirmed": _now(),
+            "aliases": clean_aliases, "tags": clean_tags, "status": "active", "key": key,
+        }  # fmt: skip
+        with self._locked():
+            slug = self._free_slug(slugify(title), self._note_slugs())
+            rel = f"{MEMORIES_DIR}/{slug}.md"
+            index_rel = MEMORY_INDEX
+            index_path = files.inside(self.root, index_rel)
+            index_text = files.read_text(index_path) if index_path.exists() else ""
+            new_index = update_index(index_text, index_rel, add=[index_line(slug, title, desc, type)])
+            message = f"remember: {title} ({rel})"
+            sha = self._apply(actor, message, {rel: render_note(meta, body), index_rel: new_index})
+            return Change("remember", [rel, index_rel], sha, message, {"slug": slug, "path": rel})
+
+    @staticmethod
+    def _free_slug(base: str, taken: list[str]) -> str:
+        try:
+            base = check_name(base, "note name")
+        except BadInput:
+            base = f"note-{base}"[:60].strip("-.") or "note"
+            base = check_name(base, "note name")
+        keys = {collision_key(t) for t in taken}
+        slug, n = base, 2
+        while collision_key(slug) in keys:
+            slug, n = f"{base}-{n}", n + 1
+        return slug
+
+    def _note_slug(self, slug: str) -> str:
+        raw = slug.strip()
+        raw = raw.removeprefix(f"{MEMORIES_DIR}/").removesuffix(".md")
+        name = check_name(raw, "note slug")
+        existing = self._note_slugs()
+        if name not in existing:
+            close = difflib.get_close_matches(name, existing, n=3)
+            raise NotFound(f"no memory note {name!r} ({MEMORIES_DIR}/{name}.md)",
+                           hint=f"did you mean {', '.join(close)}?" if close else "list notes in MEMORY.md")
+        return name
+
+    def read_note(self, slug: str) -> NoteInfo:
+        name = self._note_slug(slug)
+        rel = f"{MEMORIES_DIR}/{name}.md"
+        return parse_note(files.read_text(files.inside(self.root, rel)), rel)
+
+    def forget(self, slug: str, actor: Actor, reason: str | None = None) -> Change:
+        """Move a note to ``archive/memories/`` (status archived) and drop its MEMORY.md line."""
+        with self._locked():
+            name = self._note_slug(slug)
+            src = f"{MEMORIES_DIR}/{name}.md"
+            meta = parse_note(files.read_text(files.inside(self.root, src)), src).meta
+            if meta.get("agent"):
+                self._may_write_role(actor, str(meta["agent"]))
+            archived_slug = self._free_slug(name, self._note_slugs(f"{ARCHIVE_DIR}/{MEMORIES_DIR}"))
+            dst = f"{ARCHIVE_DIR}/{MEMORIES_DIR}/{archived_slug}.md"
+            updates = {"status": "archived", "archived": _now(), "archived_by": actor.name}
+            if reason:
+                updates["archive_reason"] = reason
+            new_note = set_note_fields(files.read_text(files.inside(self.root, src)), src, **updates)
+            index_path = files.inside(self.root, MEMORY_INDEX)
+            index_text = files.read_text(index_path) if index_path.exists() else ""
+            new_index = update_index(index_text, MEMORY_INDEX, remove=[f"{MEMORIES_DIR}/{name}"])
+            writes: dict[str, str | None] = {dst: new_note, src: None}
+            if new_index != index_text:
+                writes[MEMORY_INDEX] = new_index
+            message = f"forget: {src} → {dst}" + (f" ({reason})" if reason else "")
+            sha = self._apply(actor, message, writes)
+            return Change("forget", list(writes), sha, message, {"slug": name, "archived_to": dst})
+
+    # -- settings ------------------------------------------------------------------------
+    def set_config(self, dotted: str, value, actor: Actor) -> Change:
+        with self._locked():
+            text = files.read_text(self.root / CONFIG_PATH)
+            new_text = set_value(text, dotted, value)
+            message = f"config: set {dotted} = {value}"
+            sha = self._apply(actor, message, {CONFIG_PATH: new_text})
+            self.config = parse_config(new_text)
+            return Change("config.set", [CONFIG_PATH], sha, message, {"key": dotted, "value": value})
+
+    def history(self, path: str | None = None, max_count: int = 20) -> list[dict]:
+        return gitstore.log(self.root, path, max_count)
+
+
+def _clean_project(project: str | None) -> str | None:
+    if project is None:
+        return None
+    project = " ".join(project.split())
+    if not project:
+        raise BadInput("--project is empty")
+    if any(ch in project for ch in "[]#^|\n"):
+        raise BadInput(f"--project {project!r} may not contain [ ] # ^ | (they break Obsidian links)")
+    return project
+
+
+def _clean_tag(tag: str) -> str:
+    tag = tag.strip().lstrip("#")
+    if not re.fullmatch(r"[\w/\-]+", tag) or tag.isdigit():
+        raise BadInput(f"--tag {tag!r} is not an Obsidian tag (letters, digits, '_', '-', '/'; not only digits)")
+    return tag
+
+
+def _shorten(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
