@@ -115,7 +115,21 @@ def commit(root: Path, paths: list[str], message: str, actor: Actor, lock_timeou
                     path=str(root / ".git" / "index.lock"),
                     hint="retry when the other git command has finished",
                 ) from None
+            _unstage(repo, paths)
             raise GitError(f"git could not record the change: {text.strip()}", path=str(root)) from None
+
+
+def _unstage(repo, paths: list[str]) -> None:
+    """Put the index entries of ``paths`` back to HEAD after a refused commit."""
+    import git
+
+    try:
+        if _has_head(repo):
+            repo.git.reset("-q", "--", *paths)
+        else:
+            repo.git.rm("-q", "--cached", "--ignore-unmatch", "--", *paths)
+    except git.GitCommandError:
+        pass
 
 
 def _has_head(repo) -> bool:

@@ -1,0 +1,145 @@
+"""vaultmem remember / forget: one file per fact, MEMORY.md's generated block."""
+
+import pytest
+from conftest import git, out_json
+
+from vaultmem.parse import parse_note
+
+
+def vm(cli, vault, *args, agent="lee"):
+    extra = ["--as", agent] if agent else []
+    return cli("--vault", vault.root, *extra, *args)
+
+
+def note(vault, slug):
+    rel = f"memories/{slug}.md"
+    return parse_note((vault.root / rel).read_text(encoding="utf-8"), rel)
+
+
+def test_remember_writes_a_note_with_spec_frontmatter_and_an_index_line(cli, vault):
+    r = vm(cli, vault, "remember", "后端端口固定8080", "--type", "fact", "--alias", "backend port", "--alias", "port",
+           "--tag", "backend", "--key", "backend.port", "--importance", "0.8", "--source", "session-42", "--json")
+    assert r.exit_code == 0, r.output
+    data = out_json(r)
+    assert data["slug"] == "后端端口固定8080" and data["path"] == "memories/后端端口固定8080.md"
+    n = note(vault, "后端端口固定8080")
+    assert n.body == "后端端口固定8080"
+    m = n.meta
+    assert (m["name"], m["type"], m["scope"], m["importance"], m["key"]) == ("后端端口固定8080", "fact", "global", 0.8,
+                                                                             "backend.port")
+    assert (m["author"], m["author_kind"], m["source"], m["status"]) == ("lee", "agent", "session-42", "active")
+    assert m["aliases"] == ["backend port", "port"] and m["tags"] == ["backend"]
+    assert m["created"] == m["confirmed"] and m["created"].endswith("+00:00")
+    raw = (vault.root / "memories" / "后端端口固定8080.md").read_text(encoding="utf-8")
+    assert "&id" not in raw and "created: 20" in raw
+    index = (vault.root / "MEMORY.md").read_text(encoding="utf-8")
+    assert "- [[memories/后端端口固定8080|后端端口固定8080]] (fact)\n<!-- vaultmem:index:end -->" in index
+    assert sorted(git(vault.root, "show", "--name-only", "--format=", "HEAD").split()) == [
+        "MEMORY.md", "memories/后端端口固定8080.md"]
+    assert git(vault.root, "log", "-1", "--format=%an").strip() == "lee"
+
+
+def test_same_name_gets_a_new_slug_never_overwrites(cli, vault):
+    a = out_json(vm(cli, vault, "remember", "Use pnpm", "--type", "preference", "--json"))
+    b = out_json(vm(cli, vault, "remember", "use PNPM", "--type", "preference", "--json"))
+    assert a["slug"] == "use-pnpm" and b["slug"] == "use-pnpm-2"
+    assert note(vault, "use-pnpm").body == "Use pnpm"
+
+
+def test_name_description_and_scope_options(cli, vault):
+    r = vm(cli, vault, "remember", "Long text about the database choice and why.", "--type", "decision",
+           "--name", "DB choice", "--description", "Postgres over MySQL", "--agent", "后端架构", "--json")
+    n = note(vault, out_json(r)["slug"])
+    assert n.slug == "db-choice"
+    assert (n.meta["scope"], n.meta["agent"], n.meta["description"]) == ("agent", "后端架构", "Postgres over MySQL")
+    assert "[[memories/db-choice|DB choice]] (decision) — Postgres over MySQL" in (vault.root / "MEMORY.md").read_text()
+
+
+def test_human_remembering_is_user_stated(cli, vault):
+    r = vm(cli, vault, "remember", "I like tabs", "--type", "preference", "--json", agent=None)
+    n = note(vault, out_json(r)["slug"])
+    assert n.meta["author_kind"] == "user" and n.meta["confidence"] == 1.0
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["", "--type", "fact"], "empty"),
+        (["x", "--type", "gossip"], "not a memory type"),
+        (["x", "--type", "fact", "--importance", "1.5"], "between 0 and 1"),
+        (["x", "--type", "fact", "--author-kind", "god"], "author-kind"),
+        (["x", "--type", "fact", "--scope", "agent"], "--agent"),
+        (["x", "--type", "fact", "--scope", "world"], "--scope"),
+        (["x", "--type", "fact", "--key", "bad key!"], "--key"),
+        (["x", "--type", "fact", "--tag", "two words"], "--tag"),
+        (["x", "--type", "fact", "--agent", "../x"], "refused"),
+    ],
+)
+def test_bad_remember_input_is_refused_and_nothing_is_written(cli, vault, args, words):
+    before = (vault.root / "MEMORY.md").read_text(encoding="utf-8")
+    r = vm(cli, vault, "remember", *args)
+    assert r.exit_code == 2, r.output
+    assert words in r.stderr
+    assert sorted(p.name for p in (vault.root / "memories").iterdir()) == [".gitkeep"]
+    assert (vault.root / "MEMORY.md").read_text(encoding="utf-8") == before
+
+
+def test_role_memory_is_the_orchestrators_to_write(cli, vault):
+    r = vm(cli, vault, "remember", "x", "--type", "fact", "--agent", "前端审查", agent="ella")
+    assert r.exit_code == 3
+    r = vm(cli, vault, "remember", "global fact by an agent", "--type", "fact", agent="ella")
+    assert r.exit_code == 0
+
+
+def test_forget_archives_the_note_and_removes_only_its_line(cli, vault):
+    index = vault.root / "MEMORY.md"
+    vm(cli, vault, "remember", "keep me", "--type", "fact")
+    vm(cli, vault, "remember", "drop me", "--type", "fact")
+    text = index.read_text(encoding="utf-8")
+    text = "My own line above.\n" + text + "\nMy own line below — [[memories/drop-me]] mentioned by hand.\n"
+    index.write_text(text, encoding="utf-8")
+    git(vault.root, "commit", "-qam", "human notes")
+    r = vm(cli, vault, "forget", "drop-me", "--reason", "wrong", "--json")
+    assert r.exit_code == 0, r.output
+    assert out_json(r)["archived_to"] == "archive/memories/drop-me.md"
+    assert not (vault.root / "memories" / "drop-me.md").exists()
+    archived = parse_note((vault.root / "archive/memories/drop-me.md").read_text(), "archive/memories/drop-me.md")
+    assert archived.meta["status"] == "archived" and archived.meta["archive_reason"] == "wrong"
+    assert archived.body == "drop me"
+    new = index.read_text(encoding="utf-8")
+    assert new == text.replace("- [[memories/drop-me|drop me]] (fact)\n", "")
+    status = git(vault.root, "show", "--name-status", "-M", "--format=", "HEAD")
+    assert "archive/memories/drop-me.md" in status and "memories/drop-me.md" in status
+    assert git(vault.root, "status", "--porcelain") == ""
+
+
+def test_forget_unknown_or_unsafe_slug(cli, vault):
+    vm(cli, vault, "remember", "backend port", "--type", "fact")
+    r = vm(cli, vault, "forget", "backend-prt")
+    assert r.exit_code == 1 and "did you mean backend-port" in r.stderr
+    r = vm(cli, vault, "forget", "../MEMORY")
+    assert r.exit_code == 2
+    r = vm(cli, vault, "forget", "memories/backend-port.md")
+    assert r.exit_code == 0
+
+
+def test_forgetting_twice_keeps_both_archived_copies(cli, vault):
+    vm(cli, vault, "remember", "same", "--type", "fact")
+    vm(cli, vault, "forget", "same")
+    vm(cli, vault, "remember", "same", "--type", "fact")
+    r = out_json(vm(cli, vault, "forget", "same", "--json"))
+    assert r["archived_to"] == "archive/memories/same-2.md"
+    assert (vault.root / "archive/memories/same.md").exists()
+
+
+def test_memory_index_without_markers_gets_a_block_and_broken_markers_are_reported(cli, vault):
+    index = vault.root / "MEMORY.md"
+    index.write_text("# Mine\n\nno markers here\n", encoding="utf-8")
+    vm(cli, vault, "remember", "a fact", "--type", "fact")
+    text = index.read_text(encoding="utf-8")
+    assert text.startswith("# Mine\n\nno markers here\n\n<!-- vaultmem:index:begin")
+    assert "[[memories/a-fact|a fact]]" in text
+    index.write_text(text.replace("<!-- vaultmem:index:end -->\n", ""), encoding="utf-8")
+    r = vm(cli, vault, "remember", "another", "--type", "fact")
+    assert r.exit_code == 1 and "MEMORY.md:5:" in r.stderr and "never closed" in r.stderr
+    assert not (vault.root / "memories" / "another.md").exists()

@@ -1,0 +1,110 @@
+"""Every mutation is one commit of exactly its files, by the acting agent; git trouble
+is waited for or reported, and never leaves half a change behind."""
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+from conftest import git, out_json
+
+from vaultmem import Busy, GitError
+
+
+def vm(cli, vault, *args, agent="lee"):
+    return cli("--vault", vault.root, "--as", agent, *args)
+
+
+def test_users_unrelated_edits_stay_uncommitted_and_intact(cli, vault):
+    root = vault.root
+    (root / "wiki" / "draft.md").write_text("half-written wiki page\n")
+    (root / "memories" / "staged.md").write_text("staged by the user\n")
+    git(root, "add", "memories/staged.md")
+    identity = root / "identity" / "lee.md"
+    identity.write_text(identity.read_text() + "\nuser edit\n")
+    r = vm(cli, vault, "page", "ensure", "前端审查")
+    assert r.exit_code == 0
+    assert git(root, "show", "--name-only", "--format=", "HEAD").split() == ["agents/前端审查.md"]
+    status = git(root, "status", "--porcelain").splitlines()
+    assert "A  memories/staged.md" in status  # still staged, not committed
+    assert " M identity/lee.md" in status and "?? wiki/draft.md" in status
+    assert (root / "wiki" / "draft.md").read_text() == "half-written wiki page\n"
+    assert identity.read_text().endswith("\nuser edit\n")
+    vm(cli, vault, "remember", "fact", "--type", "fact")
+    assert "A  memories/staged.md" in git(root, "status", "--porcelain").splitlines()
+
+
+def test_commit_author_and_committer_are_the_agent(cli, vault):
+    vm(cli, vault, "page", "ensure", "r")
+    assert git(vault.root, "log", "-1", "--format=%an|%cn|%ae").strip() == "lee|lee|lee@agents.vaultmem.invalid"
+
+
+def test_busy_index_lock_is_waited_for(cli, vault):
+    lock = vault.root / ".git" / "index.lock"
+    lock.write_text("")
+    threading.Timer(0.5, lock.unlink).start()
+    started = time.monotonic()
+    r = vm(cli, vault, "page", "ensure", "r")
+    assert r.exit_code == 0, r.output
+    assert time.monotonic() - started >= 0.4
+    assert "agents/r.md" in git(vault.root, "show", "--name-only", "--format=", "HEAD")
+
+
+def test_stuck_index_lock_is_reported_and_the_files_are_restored(cli, vault):
+    vm(cli, vault, "config", "set", "git.lock_timeout", "0.3")
+    lock = vault.root / ".git" / "index.lock"
+    lock.write_text("")
+    r = vm(cli, vault, "page", "ensure", "r", "--json")
+    assert r.exit_code == 4
+    err = out_json(r)["error"]
+    assert err["type"] == "busy" and "index.lock" in err["path"] and "delete that file" in err["hint"]
+    assert not (vault.root / "agents" / "r.md").exists()
+    lock.unlink()
+
+
+def test_a_rejecting_git_hook_leaves_no_half_change(vault):
+    hook = vault.root / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\necho 'policy: no commits today' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    index_before = (vault.root / "MEMORY.md").read_text(encoding="utf-8")
+    try:
+        vault.remember("a fact", vault.actor("lee"), "fact")
+    except GitError as exc:
+        assert "no commits today" in exc.message
+    else:
+        raise AssertionError("the hook should have refused the commit")
+    assert not (vault.root / "memories" / "a-fact.md").exists()
+    assert (vault.root / "MEMORY.md").read_text(encoding="utf-8") == index_before
+    assert git(vault.root, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_concurrent_writers_in_separate_processes_lose_nothing(vault):
+    """Four processes add 5 entries each to the same page at once: the write lock
+    serialises them, so all 20 entries and 20 commits are there."""
+    vault.ensure_page("r", vault.actor("lee"))
+    code = (
+        "import sys; from vaultmem import Vault\n"
+        "v = Vault(sys.argv[1])\n"
+        "for i in range(5): v.add_entry('r', f'{sys.argv[2]} entry {i}', v.actor('lee'))\n"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(vault.root), f"w{n}"]) for n in range(4)]
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
+    page = vault.read_page("r")
+    texts = sorted(e.text for e in page.entries if e.section == "work")
+    assert texts == sorted(f"w{n} entry {i}" for n in range(4) for i in range(5))
+    assert len({e.id for e in page.entries}) == 20
+    assert int(git(vault.root, "rev-list", "--count", "HEAD")) == 2 + 20
+    assert git(vault.root, "status", "--porcelain") == ""
+
+
+def test_busy_write_lock_is_reported(vault):
+    from filelock import FileLock
+
+    vault.set_config("git.lock_timeout", 0.2, vault.actor("lee"))
+    with FileLock(str(vault.root / ".vaultmem" / "write.lock")):
+        code = "import sys; from vaultmem import Vault; v = Vault(sys.argv[1]); v.ensure_page('r', v.actor('lee'))"
+        r = subprocess.run([sys.executable, "-c", code, str(vault.root)], capture_output=True, text=True)
+    assert r.returncode != 0 and "Busy" in r.stderr and "another vaultmem process" in r.stderr
+    assert Busy.exit_code == 4
+    assert not os.path.exists(vault.root / "agents" / "r.md")
