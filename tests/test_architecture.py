@@ -15,7 +15,7 @@ ALLOWED = {
     "names": {"errors"},
     "files": {"errors"},
     "parse": {"errors", "models", "parse"},
-    "config": {"errors", "files", "parse"},
+    "config": {"errors", "files", "names", "parse"},
     "gitstore": {"errors", "models"},
     "vault": {"errors", "models", "names", "files", "parse", "config", "gitstore"},
     "cli": {"errors", "models", "names", "parse", "vault", "cli", "__init__"},

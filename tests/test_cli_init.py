@@ -39,7 +39,8 @@ def test_init_on_an_existing_vault_changes_nothing_and_says_so(cli, tmp_path):
     before = git(tmp_path / "v", "rev-parse", "HEAD")
     r = cli("init", tmp_path / "v", "--lang", "zh")
     assert r.exit_code == 0
-    assert "already a vault; nothing changed" in r.stdout
+    assert "already a vault (lang en, orchestrator orchestrator); nothing changed" in r.stdout
+    assert "--lang zh ignored" in r.stdout
     assert (tmp_path / "v" / "MEMORY.md").read_text() == "my own text\n"
     assert git(tmp_path / "v", "rev-parse", "HEAD") == before
 

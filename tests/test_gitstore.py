@@ -13,7 +13,8 @@ from vaultmem import Busy, GitError
 
 
 def vm(cli, vault, *args, agent="lee"):
-    return cli("--vault", vault.root, "--as", agent, *args)
+    extra = ["--as", agent] if agent else []
+    return cli("--vault", vault.root, *extra, *args)
 
 
 def test_users_unrelated_edits_stay_uncommitted_and_intact(cli, vault):
@@ -52,7 +53,7 @@ def test_busy_index_lock_is_waited_for(cli, vault):
 
 
 def test_stuck_index_lock_is_reported_and_the_files_are_restored(cli, vault):
-    vm(cli, vault, "config", "set", "git.lock_timeout", "0.3")
+    assert vm(cli, vault, "config", "set", "git.lock_timeout", "0.3", agent=None).exit_code == 0
     lock = vault.root / ".git" / "index.lock"
     lock.write_text("")
     r = vm(cli, vault, "page", "ensure", "r", "--json")
@@ -101,7 +102,7 @@ def test_concurrent_writers_in_separate_processes_lose_nothing(vault):
 def test_busy_write_lock_is_reported(vault):
     from filelock import FileLock
 
-    vault.set_config("git.lock_timeout", 0.2, vault.actor("lee"))
+    vault.set_config("git.lock_timeout", 0.2, vault.actor(None))
     with FileLock(str(vault.root / ".vaultmem" / "write.lock")):
         code = "import sys; from vaultmem import Vault; v = Vault(sys.argv[1]); v.ensure_page('r', v.actor('lee'))"
         r = subprocess.run([sys.executable, "-c", code, str(vault.root)], capture_output=True, text=True)

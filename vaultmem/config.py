@@ -6,12 +6,15 @@ and key order survive :func:`save_config`.
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .errors import BadInput, ParseError
 from .files import atomic_write, read_text
+from .names import check_name
 from .parse.document import dump_yaml, load_yaml
 
 CONFIG_PATH = ".vaultmem/config.yaml"
@@ -37,43 +40,68 @@ def _get(raw: Any, dotted: str, default: Any = None) -> Any:
     return node
 
 
-def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
-    raw = load_yaml(text, path, first_line=1)
+CONFIG_HINT = "fix the YAML in .vaultmem/config.yaml (indent with spaces; 'key: value' per line)"
+TYPE_NAME = re.compile(r"[a-z][a-z0-9_+\-]*")
+
+
+def _load(text: str, path: str) -> Any:
+    raw = load_yaml(text.lstrip("\ufeff"), path, first_line=1, what="YAML in the config", hint=CONFIG_HINT)
     if raw is None:
-        raw = {}
+        from ruamel.yaml.comments import CommentedMap
+
+        raw = CommentedMap()
     if not isinstance(raw, dict):
-        raise ParseError("the config is not a set of 'key: value' settings", path=path, line=1)
+        raise ParseError("the config is not a set of 'key: value' settings", path=path, line=1, hint=CONFIG_HINT)
+    return raw
+
+
+def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
+    """Read and check the settings; a bad value is named with its line."""
+    raw = _load(text, path)
 
     def bad(key: str, why: str) -> ParseError:
         line = None
         try:
-            line = raw.lc.key(key.split(".")[0])[0] + 1
+            node, parts = raw, key.split(".")
+            for part in parts[:-1]:
+                node = node[part]
+            line = node.lc.key(parts[-1])[0] + 1
         except Exception:
             pass
-        return ParseError(f"the setting '{key}' {why}", path=path, line=line)
+        return ParseError(f"the setting '{key}' {why}", path=path, line=line,
+                          hint=f"fix it in {CONFIG_PATH}, or: vaultmem config set {key} VALUE")
 
-    lang = str(_get(raw, "lang", "en"))
+    def number(key: str, default: float, low: float, high: float) -> float:
+        value = _get(raw, key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise bad(key, f"is {value!r}; it must be a number from {low:g} to {high:g}")
+        if not low <= value <= high:
+            raise bad(key, f"is {value:g}; it must be from {low:g} to {high:g}")
+        return float(value)
+
+    lang = _get(raw, "lang", "en")
     if lang not in ("zh", "en"):
         raise bad("lang", f"is {lang!r}; it must be zh or en")
     orchestrator = _get(raw, "orchestrator", "orchestrator")
-    if not orchestrator or not isinstance(orchestrator, str):
+    if not isinstance(orchestrator, str):
         raise bad("orchestrator", "must name the orchestrator agent")
     try:
-        timeout = float(_get(raw, "git.lock_timeout", 10))
-    except (TypeError, ValueError):
-        raise bad("git.lock_timeout", "must be a number of seconds") from None
+        check_name(orchestrator, "orchestrator name")
+    except BadInput as exc:
+        raise bad("orchestrator", exc.message.replace("the orchestrator name ", "")) from None
+    for group in ("git", "memory"):
+        if group in raw and not isinstance(raw[group], dict):
+            raise bad(group, "must be a group of settings (key: value lines indented below it)")
+    timeout = number("git.lock_timeout", 10, 0, 3600)
     types = _get(raw, "memory.types", list(DEFAULT_TYPES))
-    if not isinstance(types, list) or not types:
-        raise bad("memory.types", "must be a non-empty list of type names")
-    try:
-        importance = float(_get(raw, "memory.default_importance", 0.5))
-    except (TypeError, ValueError):
-        raise bad("memory.default_importance", "must be a number from 0 to 1") from None
+    if not isinstance(types, list) or not types or not all(isinstance(t, str) and TYPE_NAME.fullmatch(t) for t in types):
+        raise bad("memory.types", "must be a non-empty list of type names such as fact or failure+fix")
+    importance = number("memory.default_importance", 0.5, 0, 1)
     return Config(
         lang=lang,
-        orchestrator=str(orchestrator),
+        orchestrator=orchestrator,
         lock_timeout=timeout,
-        note_types=tuple(str(t) for t in types),
+        note_types=tuple(types),
         default_importance=importance,
         raw=raw,
     )
@@ -82,7 +110,7 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
 def load_config(root: Path) -> Config:
     path = root / CONFIG_PATH
     try:
-        text = read_text(path)
+        text = read_text(path, CONFIG_PATH)
     except FileNotFoundError:
         raise ParseError("the vault has no config file", path=CONFIG_PATH,
                          hint="run 'vaultmem init' in the vault to restore it") from None
@@ -90,12 +118,14 @@ def load_config(root: Path) -> Config:
 
 
 def set_value(text: str, dotted: str, value: Any, path: str = CONFIG_PATH) -> str:
-    """Return the config text with one setting changed; comments and order are kept."""
-    raw = load_yaml(text, path, first_line=1)
-    if not isinstance(raw, dict):
-        raise ParseError("the config is not a set of 'key: value' settings", path=path, line=1)
-    node = raw
+    """Return the config text with one setting changed; comments, order, a BOM and
+    CRLF line ends are kept. A value that makes the config invalid is refused."""
     parts = dotted.split(".")
+    if not all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_\-]*", p) for p in parts):
+        raise BadInput(f"{dotted!r} is not a setting name", hint="use a dotted name such as git.lock_timeout")
+    crlf, bom = "\r\n" in text, text.startswith("\ufeff")
+    raw = _load(text.lstrip("\ufeff").replace("\r\n", "\n"), path)
+    node = raw
     for part in parts[:-1]:
         if part not in node:
             from ruamel.yaml.comments import CommentedMap
@@ -104,10 +134,15 @@ def set_value(text: str, dotted: str, value: Any, path: str = CONFIG_PATH) -> st
         node = node[part]
         if not isinstance(node, dict):
             raise BadInput(f"'{dotted}' cannot be set: '{part}' is not a group of settings")
+    if isinstance(node.get(parts[-1]), dict):
+        raise BadInput(f"'{dotted}' is a group of settings; set its keys one by one",
+                       hint=f"e.g. vaultmem config set {dotted}.{next(iter(node[parts[-1]]), 'key')} VALUE")
     node[parts[-1]] = value
     new_text = dump_yaml(raw)
-    parse_config(new_text, path)  # refuse a value that makes the config invalid
-    return new_text
+    parse_config(new_text, path)
+    if crlf:
+        new_text = new_text.replace("\n", "\r\n")
+    return ("\ufeff" if bom else "") + new_text
 
 
 def save_config(root: Path, text: str) -> None:

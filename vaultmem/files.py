@@ -14,7 +14,7 @@ import os
 import secrets
 from pathlib import Path
 
-from .errors import UnsafePath
+from .errors import ParseError, UnsafePath, VaultmemError
 
 TEMP_MARK = ".vmtmp-"
 
@@ -39,10 +39,29 @@ def inside(root: Path, rel: str | Path) -> Path:
     return root_real / rel_path
 
 
-def read_text(path: Path) -> str:
-    """Read a vault file as UTF-8 (a BOM and CRLF are kept for the parser to see)."""
-    with open(path, "r", encoding="utf-8", newline="") as fh:
-        return fh.read()
+def read_text(path: Path, shown: str | None = None) -> str:
+    """Read a vault file as UTF-8 (a BOM and CRLF are kept for the parser to see).
+    Errors name the file (as ``shown``, e.g. its vault-relative path) and line."""
+    shown = shown or str(path)
+    try:
+        data = path.read_bytes()
+    except IsADirectoryError:
+        raise VaultmemError(f"{shown} is a folder, where a file was expected", path=shown,
+                            hint="rename or remove that folder") from None
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise VaultmemError(f"cannot read {shown}: {exc.strerror}", path=shown) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ParseError(
+            f"not UTF-8 text: byte 0x{data[exc.start]:02x} cannot be decoded",
+            path=shown,
+            line=line,
+            hint="save the file as UTF-8 (Obsidian and most editors do by default)",
+        ) from None
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -55,7 +74,11 @@ def _fsync_dir(folder: Path) -> None:
 
 def atomic_write(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` (UTF-8) so that readers and crashes see either the
-    old or the new content, never a mix. Creates missing parent folders."""
+    old or the new content, never a mix. Creates missing parent folders. A symlink is
+    not written through (that would replace the link with a file): it is refused."""
+    if path.is_symlink():
+        raise UnsafePath(f"refusing to write {path}: it is a symbolic link", path=str(path),
+                         hint="vaultmem writes only regular files; replace the link with the file itself")
     folder = path.parent
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f".{path.name}{TEMP_MARK}{secrets.token_hex(4)}"
@@ -107,7 +130,10 @@ def sweep_temp_files(root: Path, folders: list[str]) -> list[Path]:
     """
     removed = []
     for rel in ["."] + folders:
-        folder = root / rel
+        try:
+            folder = inside(root, rel)
+        except UnsafePath:
+            continue  # never follow a link out of the vault
         try:
             names = os.listdir(folder)
         except (FileNotFoundError, NotADirectoryError):

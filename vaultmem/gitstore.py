@@ -26,7 +26,7 @@ def _repo(root: Path):
         raise GitError(
             f"{root} is not a git repository",
             path=str(root),
-            hint="run 'git init' there, or 'vaultmem init' to make it a vault",
+            hint=f"run 'git init' in {root} and commit its files; vaultmem records every change as a commit",
         ) from None
 
 
@@ -69,7 +69,7 @@ def _wait_for_index_lock(root: Path, timeout: float) -> None:
     while lock.exists():
         if time.monotonic() >= deadline:
             raise Busy(
-                f"another git process has held {lock} for {timeout:g}s",
+                f"another git process has held {lock} for {timeout:.1f}s",
                 path=str(lock),
                 hint="wait for it to finish and retry; if no git process is running, delete that file",
             )
@@ -90,46 +90,75 @@ def commit(root: Path, paths: list[str], message: str, actor: Actor, lock_timeou
         "GIT_COMMITTER_EMAIL": email,
     }
     deadline = time.monotonic() + lock_timeout
-    while True:
-        _wait_for_index_lock(root, max(0.0, deadline - time.monotonic()))
-        try:
-            with repo.git.custom_environment(**env):
-                # Stage only our paths (-A: also their deletions), then commit only them.
-                tracked = set(repo.git.ls_files("-z", "--", *paths).split("\0"))
-                paths = [p for p in paths if p in tracked or (root / p).exists()]
-                if not paths:
-                    return None
-                repo.git.add("-A", "--", *paths)
-                if not repo.git.diff("--cached", "--name-only", "--", *paths).strip() and _has_head(repo):
-                    return None
-                repo.git.commit("--only", "--no-gpg-sign", "-q", "-m", message, "--", *paths)
-            return repo.head.commit.hexsha
-        except git.GitCommandError as exc:
-            text = f"{exc.stderr or ''} {exc.stdout or ''}"
-            if any(m in text for m in _LOCK_MARKERS) and time.monotonic() < deadline:
+    staged = False
+    lock_path = str(root / ".git" / "index.lock")
+    try:
+        while True:
+            _wait_for_index_lock(root, max(0.0, deadline - time.monotonic()))
+            try:
+                with repo.git.custom_environment(**env):
+                    # Stage only our paths (-A: also their deletions), then commit only them.
+                    tracked = set(repo.git.ls_files("-z", "--", *paths).split("\0"))
+                    paths = [p for p in paths if p in tracked or (root / p).exists()]
+                    if not paths:
+                        return None
+                    repo.git.add("-A", "--", *paths)
+                    staged = True
+                    if not repo.git.diff("--cached", "--name-only", "--", *paths).strip() and _has_head(repo):
+                        return None
+                    repo.git.commit("--only", "--no-gpg-sign", "-q", "-m", message, "--", *paths)
+                return repo.head.commit.hexsha
+            except git.GitCommandError as exc:
+                text = f"{exc.stderr or ''} {exc.stdout or ''}"
+                if not any(m in text for m in _LOCK_MARKERS):
+                    if staged:
+                        _unstage(repo, paths)
+                    raise GitError(f"git could not record the change: {text.strip()}", path=str(root)) from None
+                if time.monotonic() >= deadline:
+                    raise Busy(f"git's index is locked by another process (waited {lock_timeout:.1f}s)",
+                               path=lock_path, hint="retry when the other git command has finished") from None
                 time.sleep(0.05)
-                continue
-            if any(m in text for m in _LOCK_MARKERS):
-                raise Busy(
-                    f"git's index is locked by another process (waited {lock_timeout:g}s)",
-                    path=str(root / ".git" / "index.lock"),
-                    hint="retry when the other git command has finished",
-                ) from None
-            _unstage(repo, paths)
-            raise GitError(f"git could not record the change: {text.strip()}", path=str(root)) from None
+    except Busy as exc:
+        # We may have staged our paths before another process took the lock: put them
+        # back once it lets go, so that the user's next commit does not carry them.
+        if staged and not _unstage(repo, paths, wait=lock_timeout):
+            exc.hint = (exc.hint or "") + f"; then run 'git reset -- {' '.join(paths)}' to unstage this attempt"
+        raise
 
 
-def _unstage(repo, paths: list[str]) -> None:
+def _unstage(repo, paths: list[str], wait: float = 0.0) -> bool:
     """Put the index entries of ``paths`` back to HEAD after a refused commit."""
     import git
 
-    try:
-        if _has_head(repo):
-            repo.git.reset("-q", "--", *paths)
-        else:
-            repo.git.rm("-q", "--cached", "--ignore-unmatch", "--", *paths)
-    except git.GitCommandError:
-        pass
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            if _has_head(repo):
+                repo.git.reset("-q", "--", *paths)
+            else:
+                repo.git.rm("-q", "--cached", "--ignore-unmatch", "--", *paths)
+            return True
+        except git.GitCommandError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+
+
+def uncommitted(root: Path, paths: list[str]) -> list[str]:
+    """Those of ``paths`` whose file differs from the last commit (edited, new or deleted)."""
+    repo = _repo(root)
+    out = repo.git.status("--porcelain=v1", "-z", "--untracked-files=all", "--", *paths)
+    found = set()
+    records = out.split("\0")
+    i = 0
+    while i < len(records):
+        rec = records[i]
+        if len(rec) > 3:
+            found.add(rec[3:])
+            if rec[0] in "RC":  # a rename/copy record is followed by its source path
+                i += 1
+        i += 1
+    return [p for p in paths if p in found]
 
 
 def _has_head(repo) -> bool:

@@ -70,7 +70,10 @@ class PageInfo:
 
     @property
     def projects(self) -> list[str]:
-        return list(self.meta.get("projects") or [])
+        value = self.meta.get("projects")
+        if value in (None, ""):
+            return []
+        return [str(x) for x in value] if isinstance(value, list) else [str(value)]
 
     def to_dict(self) -> dict[str, Any]:
         by_section: dict[str, list] = {s: [] for s in SECTIONS}

@@ -14,7 +14,21 @@ from collections.abc import Iterable
 
 from .errors import NameRefused
 
-MAX_NAME_BYTES = 255 - len(".md")
+# A page's temp file is ".<name>.md.vmtmp-xxxxxxxx": it must fit in 255 bytes too.
+MAX_NAME_BYTES = 255 - len(".") - len(".md") - len(".vmtmp-") - 8
+
+# Characters that render as nothing (Unicode Default_Ignorable_Code_Point and the
+# blank fillers): a name holding one looks identical to a name without it.
+_INVISIBLE_RANGES = (
+    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F),
+    (0x2800, 0x2800), (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFFA0, 0xFFA0), (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
+)  # fmt: skip
+
+
+def _invisible(ch: str) -> bool:
+    cp = ord(ch)
+    return any(lo <= cp <= hi for lo, hi in _INVISIBLE_RANGES)
 
 # Characters Windows refuses in file names, plus those that break Obsidian links
 # ([[page#heading|alias]], ^block-ids).
@@ -54,15 +68,19 @@ def check_name(raw: str, what: str = "name") -> str:
     def refuse(why: str, hint: str | None = None) -> NameRefused:
         return NameRefused(f"the {what} {shown!r} is refused: {why}", hint=hint)
 
-    if name in {".", ".."} or ".." in name:
+    if name == ".":
+        raise refuse("it is '.', the current folder")
+    if ".." in name:
         raise refuse("it contains '..'", "use a plain name without dots in a row")
+    if unicodedata.category(name[0]) in {"Mn", "Mc", "Me"}:
+        raise refuse(f"it starts with the combining mark {_describe(name[0])}")
     for ch in name:
         if ch in _FORBIDDEN:
             raise refuse(f"it contains {_FORBIDDEN[ch]}")
         cat = unicodedata.category(ch)
         if cat == "Cc":
             raise refuse(f"it contains the control character {_describe(ch)}")
-        if cat in {"Cf", "Co", "Cs", "Cn"}:
+        if cat in {"Cf", "Co", "Cs", "Cn"} or _invisible(ch):
             # Cf holds zero-width and bidi controls (U+200B..U+200F, U+202A..U+202E,
             # U+2066..U+2069, U+FEFF): invisible in review, so refused.
             raise refuse(f"it contains the invisible or unassigned character {_describe(ch)}")

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from . import files, gitstore
 from .config import CONFIG_PATH, Config, load_config, parse_config, set_value
-from .errors import BadInput, Busy, NotFound, ParseError, PermissionRefused, VaultNotFound
+from .errors import BadInput, Busy, NotFound, ParseError, PermissionRefused, VaultmemError, VaultNotFound
 from .models import AUTHOR_KINDS, SCOPES, Actor, Change, NoteInfo, PageInfo
 from .names import check_name, check_new_name, collision_key, slugify
 from .parse import (
@@ -106,18 +106,27 @@ class Vault:
     # -- opening and creating ----------------------------------------------------------
     @classmethod
     def open(cls, path: str | Path | None = None) -> Vault:
-        return cls(locate(path))
+        """Open the vault (see :func:`locate`) and remove temp files of killed writers."""
+        vault = cls(locate(path))
+        vault.tidy()
+        return vault
 
     @classmethod
-    def init(cls, path: str | Path, lang: str = "en", orchestrator: str | None = None,
+    def init(cls, path: str | Path, lang: str | None = None, orchestrator: str | None = None,
              actor: Actor | None = None) -> tuple[Vault, Change]:
         """Create a vault from ``vault-template/`` (files that already exist are kept).
         On an existing vault nothing changes and the Change says so."""
         root = Path(path).expanduser()
         if is_vault(root):
             vault = cls(root)
-            return vault, Change("init", [], None, f"{vault.root} is already a vault; nothing changed",
-                                 {"created": False, "root": str(vault.root)})
+            message = (f"{vault.root} is already a vault (lang {vault.config.lang}, orchestrator "
+                       f"{vault.config.orchestrator}); nothing changed")
+            ignored = [f"--{k} {v}" for k, v in (("lang", lang), ("orchestrator", orchestrator))
+                       if v is not None and v != getattr(vault.config, k)]
+            if ignored:
+                message += f"; {' and '.join(ignored)} ignored (change settings with 'vaultmem config set')"
+            return vault, Change("init", [], None, message, {"created": False, "root": str(vault.root)})
+        lang = lang or "en"
         if lang not in ("zh", "en"):
             raise BadInput(f"--lang is {lang!r}; it must be zh or en")
         orchestrator = check_name(orchestrator or "orchestrator", "orchestrator name")
@@ -201,6 +210,13 @@ class Vault:
         """Write (text) or delete (None) each vault-relative path, then commit them as
         one commit. Restores every file if a write or the commit fails."""
         targets = {rel: files.inside(self.root, rel) for rel in writes}
+        drafts = [] if actor.is_human else gitstore.uncommitted(self.root, list(writes))
+        if drafts:
+            # A human's unsaved-to-git edits of these files are theirs: commit them as the
+            # human first, so the agent's commit (and git blame) holds only its own change.
+            human = gitstore.human_actor(self.root)
+            gitstore.commit(self.root, drafts, f"vaultmem: record {human.name}'s uncommitted edits to "
+                            f"{', '.join(drafts)} before a change by {actor.name}", human, self.config.lock_timeout)
         before: dict[str, str | None] = {}
         for rel, target in targets.items():
             before[rel] = files.read_text(target) if target.exists() else None
@@ -222,13 +238,18 @@ class Vault:
             raise
 
     # -- role pages ----------------------------------------------------------------------
-    def roles(self) -> list[str]:
-        folder = self.root / AGENTS_DIR
-        if not folder.is_dir():
-            return []
+    def _role_files(self) -> dict[str, str]:
+        """NFC role name → the page's file stem as stored (macOS may store it NFD)."""
         import unicodedata
 
-        return sorted(unicodedata.normalize("NFC", p.stem) for p in folder.glob("*.md") if p.is_file())
+        folder = self.root / AGENTS_DIR
+        if not folder.is_dir():
+            return {}
+        return {unicodedata.normalize("NFC", p.stem): p.stem for p in folder.glob("*.md")
+                if p.is_file() or p.is_symlink()}
+
+    def roles(self) -> list[str]:
+        return sorted(self._role_files())
 
     def _role(self, role: str) -> str:
         """The existing role's exact name, or NotFound with the closest names as a hint."""
@@ -245,24 +266,22 @@ class Vault:
         )
 
     def _page_rel(self, role: str) -> str:
-        return f"{AGENTS_DIR}/{role}.md"
+        return f"{AGENTS_DIR}/{self._role_files().get(role, role)}.md"
 
     def _load_page(self, role: str) -> RolePage:
         rel = self._page_rel(role)
-        return parse_page(files.read_text(files.inside(self.root, rel)), rel, stem=role)
+        return parse_page(files.read_text(files.inside(self.root, rel), rel), rel, stem=role)
 
     def read_page(self, role: str) -> PageInfo:
-        self.tidy()
         return self._load_page(self._role(role)).info()
 
     def list_pages(self) -> list[dict]:
-        self.tidy()
         out = []
         for role in self.roles():
             row = {"role": role, "path": self._page_rel(role)}
             try:
                 info = self._load_page(role).info()
-            except ParseError as exc:
+            except VaultmemError as exc:
                 row.update(ok=False, problem=str(exc))
             else:
                 counts = {s: sum(1 for e in info.entries if e.section == s) for s in ("context", "work", "subagents")}
@@ -445,6 +464,12 @@ class Vault:
 
     # -- settings ------------------------------------------------------------------------
     def set_config(self, dotted: str, value, actor: Actor) -> Change:
+        """Change one setting. Only a human may: the config decides who the orchestrator is."""
+        if not actor.is_human:
+            raise PermissionRefused(
+                f"agent {actor.name!r} may not change the vault's settings",
+                hint="settings (the orchestrator among them) are changed by a human: run without --as",
+            )
         with self._locked():
             text = files.read_text(self.root / CONFIG_PATH)
             new_text = set_value(text, dotted, value)

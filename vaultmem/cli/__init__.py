@@ -57,7 +57,7 @@ def main_options(
 def init(
     ctx: typer.Context,
     path: Annotated[Path, typer.Argument(help="Folder for the new vault (created if missing).", show_default=False)],
-    lang: Annotated[str, typer.Option(help="Language of headings: zh or en.")] = "en",
+    lang: Annotated[Optional[str], typer.Option(help="Language of headings: zh or en. [default: en]")] = None,
     orchestrator: Annotated[Optional[str], typer.Option(help="The agent allowed to write role pages.")] = None,
     vault: VaultOpt = None,
     as_: AsOpt = None,

@@ -35,7 +35,12 @@ def yaml_rt():
     return yaml
 
 
-def load_yaml(text: str, path: str, first_line: int) -> Any:
+FRONTMATTER_HINT = ("fix the properties between the '---' lines; quote values that contain ': ' "
+                    "or start with '[', '{', '*' or '&'")
+
+
+def load_yaml(text: str, path: str, first_line: int, what: str = "YAML frontmatter",
+              hint: str = FRONTMATTER_HINT) -> Any:
     """Parse YAML text that starts at file line ``first_line``; errors name file and line."""
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
@@ -47,14 +52,9 @@ def load_yaml(text: str, path: str, first_line: int) -> Any:
         problem = exc.problem or exc.context or "invalid YAML"
         if exc.context and exc.context_mark is not None and exc.context_mark.line != getattr(mark, "line", None):
             problem += f" ({exc.context} started on line {first_line + exc.context_mark.line})"
-        raise ParseError(
-            f"broken YAML frontmatter: {problem}",
-            path=path,
-            line=line,
-            hint="fix the properties between the '---' lines; quote values that contain ': ' or start with '[', '{', '*' or '&'",
-        ) from None
+        raise ParseError(f"broken {what}: {problem}", path=path, line=line, hint=hint) from None
     except YAMLError as exc:  # pragma: no cover - ruamel raises marked errors for syntax
-        raise ParseError(f"broken YAML frontmatter: {exc}", path=path, line=first_line) from None
+        raise ParseError(f"broken {what}: {exc}", path=path, line=first_line, hint=hint) from None
 
 
 def dump_yaml(data: Any) -> str:
@@ -90,6 +90,7 @@ class Document:
     newline: str = "\n"
     body_start: int = 0  # index into lines of the first body line
     meta: Any = None  # ruamel CommentedMap, or None when the file has no frontmatter
+    fm_comments: list[str] = field(default_factory=list)  # lines of a frontmatter that held only comments
     _meta_dirty: bool = field(default=False, repr=False)
 
     # -- reading -------------------------------------------------------------------
@@ -100,13 +101,22 @@ class Document:
         return range(self.body_start, len(self.lines))
 
     def fenced(self) -> list[bool]:
-        """For each line: is it inside (or a delimiter of) a fenced code block?"""
+        """For each line: is it inside (or a delimiter of) a fenced code block?
+
+        A fence opened on an indented line (inside a list item) also ends where the item
+        ends — at the next non-blank line indented less than the fence — as in CommonMark,
+        so an unclosed fence in one entry cannot swallow the rest of the page."""
         out = [False] * len(self.lines)
         fence: str | None = None
+        indent = 0
         for i in self.body_lines():
-            m = _FENCE.match(self.content(i))
+            text = self.content(i)
+            m = _FENCE.match(text)
+            if fence is not None and indent and text.strip() and len(text) - len(text.lstrip()) < indent:
+                fence = None  # the list item holding the fence has ended
             if fence is None and m:
                 fence = m.group(1)[0] * 3
+                indent = len(text) - len(text.lstrip())
                 out[i] = True
             elif fence is not None:
                 out[i] = True
@@ -117,7 +127,8 @@ class Document:
     # -- editing -------------------------------------------------------------------
     def set_meta(self, meta: Any) -> None:
         """Replace the frontmatter (re-emitted through ruamel, so comments survive)."""
-        dumped = [line_content(x) for x in split_lines(dump_yaml(meta))]
+        dumped = self.fm_comments + [line_content(x) for x in split_lines(dump_yaml(meta))]
+        self.fm_comments = []
         if self.meta is None:
             head = ["---", *dumped, "---"]
             self.insert_lines(0, head)
@@ -174,6 +185,7 @@ def parse_document(text: str, path: str, require_frontmatter: bool = True) -> Do
         from ruamel.yaml.comments import CommentedMap
 
         meta = CommentedMap()
+        doc.fm_comments = [line_content(x) for x in lines[1:close] if line_content(x).strip()]
     if not isinstance(meta, dict):
         raise ParseError(
             f"the frontmatter is {'a list' if isinstance(meta, list) else 'plain text'}, not a set of 'key: value' properties",

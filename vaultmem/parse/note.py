@@ -64,6 +64,8 @@ def set_note_fields(text: str, path: str, **updates: Any) -> str:
 
 
 def _link_text(value: str) -> str:
+    """One line of text that cannot break the link or hide what follows it."""
+    value = value.replace("<!--", "‹!--").replace("-->", "--›")
     return re.sub(r"\s+", " ", value).replace("|", "/").replace("[", "(").replace("]", ")").strip()
 
 
@@ -79,7 +81,10 @@ def index_line(slug: str, name: str, description: str, kind: str) -> str:
 def _block(doc: Document) -> tuple[int, int] | None:
     """(index of begin marker, index of end marker), or None when the file has neither."""
     begin = end = None
+    fenced = doc.fenced()
     for i in range(len(doc.lines)):
+        if fenced[i]:
+            continue  # a marker shown inside a code block is an example, not the block
         content = doc.content(i).strip()
         if content.startswith(INDEX_BEGIN):
             if begin is not None:

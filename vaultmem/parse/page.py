@@ -85,7 +85,7 @@ class RolePage:
 
     @property
     def projects(self) -> list[str]:
-        value = self.doc.meta.get("projects")
+        value = self.doc.meta.get("projects")  # a list, or a single project written as text
         if value is None:
             return []
         if isinstance(value, (list, tuple)):
@@ -170,9 +170,21 @@ def _items(doc: Document, start: int, end: int, fenced: list[bool]):
             continue
         first, parts = i, [m.group(1)]
         i += 1
-        while i < end and doc.content(i)[:1] in (" ", "\t") and doc.content(i).strip():
-            parts.append(doc.content(i).strip())
-            i += 1
+        while i < end:
+            line = doc.content(i)
+            if line.strip() and line[:1] in (" ", "\t"):
+                parts.append(line.strip())
+                i += 1
+                continue
+            if not line.strip():  # a blank line continues the item if an indented line follows
+                j = i
+                while j < end and not doc.content(j).strip():
+                    j += 1
+                if j < end and doc.content(j)[:1] in (" ", "\t"):
+                    parts.extend([""] * (j - i))
+                    i = j
+                    continue
+            break
         yield first, "\n".join(parts)
 
 
@@ -308,6 +320,26 @@ def _as_item(lines: list[str], eid: str, prefix: str = "") -> list[str]:
     return head
 
 
+def _verified(page: RolePage, entry: Entry) -> str:
+    """The edited page's text, after checking it still parses with the new entry whole
+    in its section (text that would break the page is refused, not written)."""
+    text = page.doc.text()
+    try:
+        again = parse_page(text, page.path)
+    except ParseError as exc:
+        again, why = None, exc.message
+    else:
+        found = [e for e in again.entries if e.id == entry.id]
+        ok = len(found) == 1 and found[0].section == entry.section and found[0].text == entry.text
+        why = "" if ok else "the entry would not read back as written"
+    if again is None or why:
+        raise BadInput(
+            f"this text would break the structure of {page.path}: {why}",
+            hint="close any ``` code fence in the text, and avoid lines that look like Markdown headings",
+        )
+    return text
+
+
 def add_work_entry(page: RolePage, text: str, day: _dt.date) -> tuple[str, Entry]:
     """Append ``- YYYY-MM-DD | text ^m-id`` to working memory; return new text and entry."""
     lines = _check_text(text)
@@ -315,7 +347,8 @@ def add_work_entry(page: RolePage, text: str, day: _dt.date) -> tuple[str, Entry
     sec = page.sections["work"]
     at = _insert_point(page.doc, sec.start + 1, sec.end)
     _insert_block(page.doc, at, _as_item(lines, eid, f"{day.isoformat()} | "), sec.end)
-    return page.doc.text(), Entry("work", "\n".join(lines), at + 1, eid, date=day.isoformat())
+    entry = Entry("work", "\n".join(x.strip() for x in lines).strip(), at + 1, eid, date=day.isoformat())
+    return _verified(page, entry), entry
 
 
 def add_context_entry(page: RolePage, project: str, text: str) -> tuple[str, Entry]:
@@ -337,20 +370,43 @@ def add_context_entry(page: RolePage, project: str, text: str) -> tuple[str, Ent
         at = _insert_point(doc, start, end)
         _insert_block(doc, at, _as_item(lines, eid), end)
         line = at + 1
-    return doc.text(), Entry("context", "\n".join(lines), line, eid, project=project)
+    entry = Entry("context", "\n".join(x.strip() for x in lines).strip(), line, eid, project=project)
+    return _verified(page, entry), entry
 
 
 def add_project(page: RolePage, project: str) -> bool:
-    """Add ``project`` to the frontmatter's ``projects`` list; False if already there."""
+    """Add ``project`` to the frontmatter's ``projects`` list; False if already there.
+
+    A block list gets one new line after its last item (nothing else in the frontmatter
+    is re-emitted); other shapes are rewritten through ruamel.yaml's round trip."""
     from ruamel.yaml.comments import CommentedSeq
 
     if project in page.projects:
         return False
-    meta = page.doc.meta
+    doc, meta = page.doc, page.doc.meta
     current = meta.get("projects")
+    if isinstance(current, CommentedSeq) and current and not current.fa.flow_style() and _append_line(doc, current, project):
+        current.append(project)
+        return True
     if isinstance(current, list):
         current.append(project)
     else:
         meta["projects"] = CommentedSeq(([str(current)] if current not in (None, "") else []) + [project])
-    page.doc.set_meta(meta)
+    doc.set_meta(meta)
+    return True
+
+
+def _append_line(doc: Document, seq, value: str) -> bool:
+    """Insert ``- value`` after the last item of a block sequence, matching its indent."""
+    from .document import dump_yaml
+
+    last_line, col = seq.lc.item(len(seq) - 1)
+    index = 1 + last_line  # frontmatter starts at file line 2 (index 1)
+    prefix = doc.content(index)[: col]
+    if not prefix.rstrip().endswith("-") or not all(isinstance(x, str) and "\n" not in x for x in seq):
+        return False
+    item = dump_yaml([value]).rstrip("\n")  # "- value", quoted if YAML needs it
+    if "\n" in item:
+        return False
+    doc.insert_lines(index + 1, [prefix[: prefix.rstrip().rindex("-")] + item])
     return True
