@@ -17,8 +17,15 @@ ALLOWED = {
     "parse": {"errors", "models", "parse"},
     "config": {"errors", "files", "names", "parse"},
     "gitstore": {"errors", "models"},
-    "vault": {"errors", "models", "names", "files", "parse", "config", "gitstore"},
-    "cli": {"errors", "models", "names", "parse", "vault", "cli", "__init__"},
+    "analysis": set(),
+    "index": {"errors", "models", "files", "parse", "analysis"},
+    "retrieve": {"analysis", "index", "models"},
+    "brief": {"analysis", "errors", "models"},
+    "evaluate": {"errors", "models", "parse"},
+    "vault": {"errors", "models", "names", "files", "parse", "config", "gitstore", "analysis", "index",
+              "retrieve", "brief", "evaluate"},
+    "watch": {"vault"},
+    "cli": {"errors", "models", "names", "parse", "vault", "watch", "cli", "__init__"},
 }
 
 
@@ -63,3 +70,12 @@ def test_public_api_is_what_all_says():
     for name in vaultmem.__all__:
         assert hasattr(vaultmem, name), name
     assert "Vault" in vaultmem.__all__ and "VaultmemError" in vaultmem.__all__
+
+
+def test_only_the_engine_module_imports_whoosh():
+    offenders = []
+    for path in sorted(PKG.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if ("import whoosh" in text or "from whoosh" in text) and path.name != "whoosh_engine.py":
+            offenders.append(str(path.relative_to(PKG)))
+    assert offenders == []

@@ -74,7 +74,7 @@ def test_config_set_keeps_comments_and_order(cli, vault):
     new = path.read_text(encoding="utf-8")
     assert "lock_timeout: 3\n" in new
     assert "lang: zh  # my note on lang" in new
-    assert new.replace("lock_timeout: 3", "lock_timeout: 10") == text
+    assert new.replace("lock_timeout: 3\n", "lock_timeout: 10\n", 1) == text
     assert Vault(vault.root).config.lock_timeout == 3.0
     r = cli("--vault", vault.root, "config", "set", "lang", "fr")
     assert r.exit_code != 0 and "zh or en" in r.stderr

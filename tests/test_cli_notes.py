@@ -52,7 +52,7 @@ def test_name_description_and_scope_options(cli, vault):
     n = note(vault, out_json(r)["slug"])
     assert n.slug == "db-choice"
     assert (n.meta["scope"], n.meta["agent"], n.meta["description"]) == ("agent", "后端架构", "Postgres over MySQL")
-    assert "[[memories/db-choice|DB choice]] (decision) — Postgres over MySQL" in (vault.root / "MEMORY.md").read_text()
+    assert "[[memories/db-choice|DB choice]] (decision, @后端架构) — Postgres over MySQL" in (vault.root / "MEMORY.md").read_text()
 
 
 def test_human_remembering_is_user_stated(cli, vault):

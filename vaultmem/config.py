@@ -28,6 +28,11 @@ class Config:
     lock_timeout: float = 10.0
     note_types: tuple[str, ...] = DEFAULT_TYPES
     default_importance: float = 0.5
+    brief_window: int = 128000
+    brief_ratio: float = 0.3
+    brief_max_items: int = 10
+    brief_min_coverage: float = 0.3
+    index_lock_timeout: float = 30.0
     raw: Any = field(default=None, compare=False, repr=False)
 
 
@@ -89,7 +94,7 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
         check_name(orchestrator, "orchestrator name")
     except BadInput as exc:
         raise bad("orchestrator", exc.message.replace("the orchestrator name ", "")) from None
-    for group in ("git", "memory"):
+    for group in ("git", "memory", "brief", "index"):
         if group in raw and not isinstance(raw[group], dict):
             raise bad(group, "must be a group of settings (key: value lines indented below it)")
     timeout = number("git.lock_timeout", 10, 0, 3600)
@@ -97,12 +102,22 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
     if not isinstance(types, list) or not types or not all(isinstance(t, str) and TYPE_NAME.fullmatch(t) for t in types):
         raise bad("memory.types", "must be a non-empty list of type names such as fact or failure+fix")
     importance = number("memory.default_importance", 0.5, 0, 1)
+    window = number("brief.window", 128000, 1000, 10_000_000)
+    ratio = number("brief.ratio", 0.3, 0.01, 1)
+    max_items = number("brief.max_items", 10, 0, 200)
+    min_coverage = number("brief.min_coverage", 0.3, 0, 1)
+    index_timeout = number("index.lock_timeout", 30, 0, 3600)
     return Config(
         lang=lang,
         orchestrator=orchestrator,
         lock_timeout=timeout,
         note_types=tuple(types),
         default_importance=importance,
+        brief_window=int(window),
+        brief_ratio=ratio,
+        brief_max_items=int(max_items),
+        brief_min_coverage=min_coverage,
+        index_lock_timeout=index_timeout,
         raw=raw,
     )
 

@@ -113,3 +113,57 @@ class Change:
     def to_dict(self) -> dict[str, Any]:
         return {"action": self.action, "changed": self.commit is not None, "commit": self.commit,
                 "paths": self.paths, "message": self.message, **self.details}
+
+
+@dataclass
+class IndexDoc:
+    """One searchable unit: a memory note, one role-page entry, or a section of another
+    vault file. ``id`` is what search results and evaluations cite: the note's path, or
+    ``agents/<role>.md#^<entry id>`` for an entry (``#L<line>`` when it has no id)."""
+
+    id: str
+    path: str
+    kind: str
+    text: str
+    title: str = ""
+    agent: str | None = None
+    section: str | None = None
+    type: str | None = None
+    status: str = "active"
+    author_kind: str = "unknown"
+    importance: float = 0.5
+    date: str | None = None
+    aliases: list[str] = field(default_factory=list)
+    near: str = ""
+    entry_id: str | None = None
+    project: str | None = None
+    line: int | None = None
+    key: str | None = None
+
+    @property
+    def link(self) -> str:
+        target = self.path.removesuffix(".md")
+        if self.entry_id:
+            return f"[[{target}#^{self.entry_id}]]"
+        return f"[[{target}]]"
+
+
+@dataclass
+class Hit:
+    """A search result: the document, its engine score, the share of query terms it
+    holds (``coverage``), and a highlighted snippet."""
+
+    doc: IndexDoc
+    score: float
+    coverage: float = 0.0
+    snippet: str = ""
+    rank_score: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = self.doc
+        out = {"id": d.id, "path": d.path, "kind": d.kind, "entry_id": d.entry_id, "link": d.link,
+               "title": d.title, "agent": d.agent, "section": d.section, "type": d.type, "date": d.date,
+               "score": round(self.score, 4), "coverage": round(self.coverage, 3), "snippet": self.snippet}
+        if self.rank_score is not None:
+            out["rank_score"] = round(self.rank_score, 4)
+        return out

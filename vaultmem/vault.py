@@ -47,6 +47,11 @@ WRITE_LOCK = ".vaultmem/write.lock"
 # Folders vaultmem writes into (where a killed write may leave a temp file).
 WRITABLE = [AGENTS_DIR, MEMORIES_DIR, IDENTITY_DIR, "inbox", ARCHIVE_DIR, f"{ARCHIVE_DIR}/{MEMORIES_DIR}",
             "shared", "checkpoints", "journal", ".vaultmem"]  # fmt: skip
+WATCH_HEARTBEAT = ".vaultmem/local/watch.json"
+WATCH_STALE_SECONDS = 15
+# What a brief may draw on: never the inbox (quarantine), the archive, or identities
+# (the agent's own identity has its own part of the brief).
+BRIEF_KINDS = ("note", "entry", "wiki", "skill", "journal", "shared", "checkpoint", "doc")
 ENV_VAULT = "VAULTMEM_VAULT"
 ENV_AGENT = "VAULTMEM_AGENT"
 
@@ -102,6 +107,7 @@ class Vault:
     def __init__(self, root: Path, config: Config | None = None) -> None:
         self.root = Path(root).resolve()
         self.config = config or load_config(self.root)
+        self._index = None
 
     # -- opening and creating ----------------------------------------------------------
     @classmethod
@@ -404,7 +410,7 @@ class Vault:
             index_rel = MEMORY_INDEX
             index_path = files.inside(self.root, index_rel)
             index_text = files.read_text(index_path) if index_path.exists() else ""
-            new_index = update_index(index_text, index_rel, add=[index_line(slug, title, desc, type)])
+            new_index = update_index(index_text, index_rel, add=[index_line(slug, title, desc, type, agent)])
             message = f"remember: {title} ({rel})"
             sha = self._apply(actor, message, {rel: render_note(meta, body), index_rel: new_index})
             return Change("remember", [rel, index_rel], sha, message, {"slug": slug, "path": rel})
@@ -480,6 +486,127 @@ class Vault:
 
     def history(self, path: str | None = None, max_count: int = 20) -> list[dict]:
         return gitstore.log(self.root, path, max_count)
+
+    # -- recall: index, search, brief ------------------------------------------------------
+    @property
+    def index(self):
+        """The vault's search index (derived data in ``.vaultmem/index/``)."""
+        if self._index is None:
+            from .index.store import IndexStore
+
+            self._index = IndexStore(self.root, lock_timeout=self.config.index_lock_timeout)
+        return self._index
+
+    def watcher_alive(self) -> bool:
+        """True while a ``vaultmem watch`` process keeps this vault's index fresh."""
+        import json
+        import time
+
+        try:
+            beat = json.loads((self.root / WATCH_HEARTBEAT).read_text(encoding="utf-8"))
+            os.kill(int(beat["pid"]), 0)
+        except (OSError, ValueError, KeyError, TypeError):
+            return False
+        return time.time() - float(beat.get("beat", 0)) < WATCH_STALE_SECONDS
+
+    def refresh_index(self, paths=None, wait: float | None = None, progress=None):
+        """Index what changed since the last refresh (or just ``paths``)."""
+        return self.index.refresh(paths=paths, wait=wait, progress=progress)
+
+    def rebuild_index(self, progress=None):
+        """Build the index afresh beside the live one and swap it in."""
+        return self.index.rebuild(progress=progress)
+
+    def _fresh(self) -> None:
+        """Before answering: refresh stale entries, unless a watcher already does (or
+        another process is indexing right now — then answer from the index as it is)."""
+        if not self.watcher_alive():
+            self.index.refresh(wait=0)
+
+    def search(self, query: str, agent: str | None = None, kinds: tuple[str, ...] = (),
+               types: tuple[str, ...] = (), limit: int = 10):
+        """Ranked hits for ``query``. With ``agent``, only that agent's own memory plus
+        global and shared memory are searched — never another role's page."""
+        from .index import Filters
+        from .retrieve import search
+
+        if not query.strip():
+            raise BadInput("the query is empty", hint="give words to search for")
+        if limit < 1:
+            raise BadInput(f"-n is {limit}; it must be at least 1")
+        agent = check_name(agent, "agent name") if agent else None
+        self._fresh()
+        return search(self.index, query, Filters(agent=agent, kinds=tuple(kinds), types=tuple(types)), limit)
+
+    def brief(self, agent: str, task: str, window: int | None = None, ratio: float | None = None,
+              tokens: int | None = None):
+        """The briefing for ``agent`` before a session on ``task``, within
+        ``min(ratio × window, tokens)`` tokens (see :mod:`vaultmem.brief`)."""
+        from .brief import BriefParts, budget_for, build_brief
+        from .index import Filters
+        from .parse.note import index_block_lines
+        from .retrieve import is_relevant, rank, search
+
+        agent = check_name(agent, "agent name")
+        if not task.strip():
+            raise BadInput("the task is empty", hint="describe the task the agent is about to do")
+        budget = budget_for(window or self.config.brief_window,
+                            ratio if ratio is not None else self.config.brief_ratio, tokens)
+        self._fresh()
+        cfg = self.config
+        hits = search(self.index, task, Filters(agent=agent, kinds=BRIEF_KINDS), limit=max(30, cfg.brief_max_items * 3))
+        relevant = rank([h for h in hits if is_relevant(h, task, cfg.brief_min_coverage)], _today())
+        identity = ""
+        identity_path = self.root / IDENTITY_DIR / f"{agent}.md"
+        if identity_path.is_file():
+            from .parse.document import parse_document
+
+            doc = parse_document(files.read_text(identity_path, f"{IDENTITY_DIR}/{agent}.md"),
+                                 f"{IDENTITY_DIR}/{agent}.md", require_frontmatter=False)
+            identity = "".join(doc.lines[doc.body_start:])
+        index_path = self.root / MEMORY_INDEX
+        index_lines = (index_block_lines(files.read_text(index_path, MEMORY_INDEX), MEMORY_INDEX, agent)
+                       if index_path.is_file() else [])
+        parts = BriefParts(agent=agent, task=task, identity=identity, hits=relevant, index_lines=index_lines,
+                           lang=self.config.lang, max_items=cfg.brief_max_items)
+        return build_brief(parts, budget)
+
+    def evaluate(self, queries_path: str | Path, at: str | None = "HEAD"):
+        """Run a retrieval evaluation on a frozen copy of this vault (see
+        :mod:`vaultmem.evaluate`); returns the report and what was frozen."""
+        import tempfile
+
+        from .evaluate import evaluate, load_queries, snapshot
+        from .index import Filters
+        from .index.store import IndexStore
+        from .retrieve import is_relevant, search
+
+        path = Path(queries_path)
+        try:
+            text = files.read_text(path, str(path))
+        except FileNotFoundError:
+            raise NotFound(f"no queries file {path}", path=str(path)) from None
+        queries = load_queries(text, str(path))
+        cutoff = self.config.brief_min_coverage
+        with tempfile.TemporaryDirectory(prefix="vaultmem-eval-") as tmp:
+            frozen_root = Path(tmp) / "vault"
+            frozen = snapshot(self.root, frozen_root, at)
+            store = IndexStore(frozen_root)
+            store.rebuild()
+            try:
+                report = evaluate(queries, lambda q: search(store, q.query, Filters(agent=q.agent), limit=10),
+                                  lambda hit, query: is_relevant(hit, query, cutoff))
+            finally:
+                store.close()
+        return report, frozen
+
+    def dispatch(self, role: str, task: str, actor: Actor, category: str | None = None,
+                 project: str | None = None, window: int | None = None, ratio: float | None = None,
+                 tokens: int | None = None):
+        """Seed 000's dispatch: create the role's page on first use, then brief it."""
+        change = self.ensure_page(role, actor, category=category, project=project)
+        brief = self.brief(change.details["role"], task, window=window, ratio=ratio, tokens=tokens)
+        return change, brief
 
 
 def _clean_project(project: str | None) -> str | None:

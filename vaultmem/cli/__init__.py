@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from . import notes, page
+from . import notes, page, recall
 from ._common import AsOpt, JsonOpt, Session, VaultOpt, handles_errors, session
 
 app = typer.Typer(
@@ -29,6 +29,12 @@ app = typer.Typer(
 app.add_typer(page.app, name="page")
 app.command("remember")(notes.remember)
 app.command("forget")(notes.forget)
+app.command("index")(recall.index)
+app.command("search")(recall.search)
+app.command("brief")(recall.brief)
+app.command("dispatch")(recall.dispatch)
+app.command("eval")(recall.eval_)
+app.command("watch")(recall.watch)
 
 
 def _print_version(value: bool) -> None:

@@ -69,9 +69,13 @@ def _link_text(value: str) -> str:
     return re.sub(r"\s+", " ", value).replace("|", "/").replace("[", "(").replace("]", ")").strip()
 
 
-def index_line(slug: str, name: str, description: str, kind: str) -> str:
-    """``- [[memories/<slug>|<name>]] (<type>) — <description>``"""
-    line = f"- [[memories/{slug}|{_link_text(name)}]] ({kind})"
+_SCOPED_LINE = re.compile(r"\]\] \([^)]*, @([^)]+)\)")
+
+
+def index_line(slug: str, name: str, description: str, kind: str, agent: str | None = None) -> str:
+    """``- [[memories/<slug>|<name>]] (<type>) — <description>``; a note that is one role's
+    memory says so: ``(<type>, @<role>)``, so briefs for other roles can leave it out."""
+    line = f"- [[memories/{slug}|{_link_text(name)}]] ({kind}" + (f", @{agent})" if agent else ")")
     desc = _link_text(description)
     if desc and desc != _link_text(name):
         line += f" — {desc}"
@@ -105,6 +109,25 @@ def _block(doc: Document) -> tuple[int, int] | None:
         raise ParseError("the generated index block is opened but never closed", path=doc.path,
                          line=begin + 1, hint=f"add the line '{INDEX_END_LINE}' after the last index line")
     return begin, end
+
+
+def index_block_lines(text: str, path: str = "MEMORY.md", agent: str | None = None) -> list[str]:
+    """The lines of the generated block, leaving out notes scoped to a role other than
+    ``agent`` (all scoped notes when ``agent`` is None)."""
+    doc = parse_document(text, path, require_frontmatter=False)
+    span = _block(doc)
+    if span is None:
+        return []
+    out = []
+    for i in range(span[0] + 1, span[1]):
+        line = doc.content(i).strip()
+        if not line:
+            continue
+        m = _SCOPED_LINE.search(line)
+        if m and m.group(1) != agent:
+            continue
+        out.append(line)
+    return out
 
 
 def index_entries(text: str, path: str = "MEMORY.md") -> list[str]:

@@ -1,0 +1,219 @@
+"""``vaultmem index / search / brief / dispatch / eval / watch``: recall."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ._common import AsOpt, JsonOpt, VaultOpt, handles_errors, session
+
+WindowOpt = Annotated[Optional[int], typer.Option(help="Context window of the agent, in tokens (default: brief.window).")]
+RatioOpt = Annotated[Optional[float], typer.Option(help="Share of the window a brief may use (default: brief.ratio, 0.3).")]
+TokensOpt = Annotated[Optional[int], typer.Option("--tokens", help="Hard cap on the brief, in tokens.")]
+
+
+def _report_text(r) -> str:
+    if r.skipped:
+        return f"index not updated: {r.skipped}"
+    head = "rebuilt the index" if r.rebuilt else "index up to date"
+    parts = [f"{head}: {len(r.new)} new, {len(r.modified)} modified, {len(r.deleted)} deleted, "
+             f"{len(r.moved)} moved, {r.unchanged} unchanged ({r.docs} docs written, {r.seconds:.2f}s)"]
+    for src, dst in r.moved:
+        parts.append(f"  moved {src} → {dst}")
+    for p in r.problems:
+        parts.append(f"  skipped {p['path']}:{p.get('line') or ''}: {p['message']}" +
+                     (f" (hint: {p['hint']})" if p.get("hint") else ""))
+    return "\n".join(parts)
+
+
+@handles_errors
+def index(
+    ctx: typer.Context,
+    rebuild: Annotated[bool, typer.Option("--rebuild", help="Build a fresh index beside the live one and swap it in.")] = False,
+    vault: VaultOpt = None,
+    as_: AsOpt = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Bring the search index up to date: only files whose content changed are re-read.
+
+    The index is derived data in .vaultmem/index/ (never committed). Files that cannot be
+    read (broken YAML, a missing section) are skipped and listed with file and line.
+    """
+    s = session(ctx, vault, as_, json_)
+    v = s.open()
+    if rebuild:
+        report = _with_progress(s, v.rebuild_index)
+    else:
+        report = v.refresh_index()
+    s.emit(report.to_dict(), lambda: _report_text(report))
+
+
+def _with_progress(s, fn):
+    import sys
+
+    if s.json or not sys.stderr.isatty():
+        return fn()
+    from rich.progress import Progress
+
+    with Progress(transient=True) as bar:
+        task = bar.add_task("indexing", total=None)
+        return fn(progress=lambda done, total: bar.update(task, completed=done, total=total))
+
+
+@handles_errors
+def search(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="Words to look for, in Chinese, English or both.", show_default=False)],
+    agent: Annotated[Optional[str], typer.Option(help="Search as this role: its own page and memory plus global and shared memory.")] = None,
+    kind: Annotated[Optional[list[str]], typer.Option(help="Only these kinds: note, entry, identity, wiki, skill, journal, shared, checkpoint, inbox, archive, doc (repeatable).")] = None,
+    type_: Annotated[Optional[list[str]], typer.Option("--type", help="Only notes of this type (repeatable).")] = None,
+    n: Annotated[int, typer.Option("-n", help="How many hits.")] = 10,
+    vault: VaultOpt = None,
+    as_: AsOpt = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Ranked hits with their source, entry id, a highlighted snippet and the score.
+
+    Each role-page entry is its own hit. Example: vaultmem search 端口 --agent 后端架构
+    """
+    s = session(ctx, vault, as_, json_)
+    hits = s.open().search(query, agent=agent, kinds=tuple(kind or ()), types=tuple(type_ or ()), limit=n)
+
+    def human() -> str:
+        if not hits:
+            return "no hits"
+        out = []
+        for i, h in enumerate(hits, 1):
+            d = h.doc
+            where = d.id + (f"  (line {d.line})" if d.line else "")
+            out.append(f"{i:>2}. {where}  [{d.kind}{'/' + (d.type or d.section) if (d.type or d.section) else ''}]"
+                       f"  score {h.score:.2f}\n    {h.snippet}")
+        return "\n".join(out)
+
+    s.emit({"query": query, "hits": [h.to_dict() for h in hits]}, human)
+
+
+@handles_errors
+def brief(
+    ctx: typer.Context,
+    agent: Annotated[str, typer.Argument(help="The agent (role) to brief.", show_default=False)],
+    task: Annotated[str, typer.Option(help="What the agent is about to do.", show_default=False)],
+    window: WindowOpt = None,
+    ratio: RatioOpt = None,
+    tokens: TokensOpt = None,
+    vault: VaultOpt = None,
+    as_: AsOpt = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Print the briefing for AGENT's next session: never more than ratio × window tokens.
+
+    Identity, the most relevant memory for the task (this agent's page, global and shared
+    memory — never another role's page), then the memory index, each line citing its
+    source, fenced as reference data. Example: vaultmem brief 前端审查 --task "审查Dashboard性能"
+    """
+    s = session(ctx, vault, as_, json_)
+    b = s.open().brief(agent, task, window=window, ratio=ratio, tokens=tokens)
+    s.emit(b.to_dict(), b.markdown.rstrip("\n"))
+
+
+@handles_errors
+def dispatch(
+    ctx: typer.Context,
+    role: Annotated[str, typer.Argument(help="The role to dispatch.", show_default=False)],
+    task: Annotated[str, typer.Option(help="What the role is dispatched to do.", show_default=False)],
+    category: Annotated[Optional[str], typer.Option(help="Category for a new page.")] = None,
+    project: Annotated[Optional[str], typer.Option(help="Project of this dispatch (added to the page).")] = None,
+    window: WindowOpt = None,
+    ratio: RatioOpt = None,
+    tokens: TokensOpt = None,
+    vault: VaultOpt = None,
+    as_: AsOpt = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Seed 000's dispatch in one step: create ROLE's page on first use, then print its brief.
+
+    Example: vaultmem dispatch 前端性能审计 --task "审查这个React组件的性能" --as lee
+    """
+    s = session(ctx, vault, as_, json_)
+    v = s.open()
+    change, b = v.dispatch(role, task, v.actor(s.agent), category=category, project=project,
+                           window=window, ratio=ratio, tokens=tokens)
+    data = {**b.to_dict(), "page_created": change.details["created"], "page": change.details["path"],
+            "commit": change.commit}
+    note = f"(created {change.details['path']})\n" if change.details["created"] else ""
+    s.emit(data, note + b.markdown.rstrip("\n"))
+
+
+@handles_errors
+def eval_(
+    ctx: typer.Context,
+    queries: Annotated[Path, typer.Argument(help="YAML file: queries with expected notes/entries (expected: [] = no answer).",
+                                            show_default=False)],
+    at: Annotated[str, typer.Option(help="Evaluate the vault as of this commit ('' = the working tree).")] = "HEAD",
+    details: Annotated[bool, typer.Option("--details", help="Also show every query's results.")] = False,
+    vault: VaultOpt = None,
+    as_: AsOpt = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Measure retrieval on a frozen copy of the vault: Hit@1/5/10, MRR@10, Recall@5/10, false hits.
+
+    Fails (exit 1) when Hit@1 ≤ MRR@10 ≤ Hit@1 + (Hit@10 − Hit@1)/2 does not hold.
+    """
+    s = session(ctx, vault, as_, json_)
+    report, frozen = s.open().evaluate(queries, at=at or None)
+
+    def human() -> str:
+        m = report.metrics
+        out = [f"{report.queries} queries ({report.answerable} answerable, {report.no_answer} no-answer) on {frozen}",
+               "  ".join(f"{k} {v:.3f}" for k, v in m.items())]
+        for kind, km in report.by_kind.items():
+            out.append(f"  {kind:<15} n={int(km['queries']):<3} hit@1 {km['hit@1']:.2f}  hit@5 {km['hit@5']:.2f}  "
+                       f"mrr@10 {km['mrr@10']:.2f}  recall@5 {km['recall@5']:.2f}  false-hit {km['false_hit_rate']:.2f}")
+        if details:
+            for r in report.details:
+                mark = "ok " if (r["first_rank"] if r["expected"] else not r["false_hit"]) else "MISS"
+                out.append(f"{mark} {r['id']} [{r['kind'] or '-'}] {r['query']} → rank {r['first_rank']}; "
+                           f"top: {', '.join(r['results'][:3])}")
+        for p in report.problems:
+            out.append(f"INVARIANT BROKEN: {p}")
+        return "\n".join(out)
+
+    s.emit({**report.to_dict(details), "frozen": frozen}, human)
+    if report.problems:
+        raise typer.Exit(1)
+
+
+@handles_errors
+def watch(
+    ctx: typer.Context,
+    debounce: Annotated[float, typer.Option(help="Seconds of quiet before a burst of changes is indexed.")] = 0.2,
+    vault: VaultOpt = None,
+    as_: AsOpt = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Keep the index fresh while files change (Obsidian, editors, agents, git pull). Ctrl-C stops.
+
+    Other commands work without it; while it runs they skip their own freshness check.
+    """
+    from ..watch import Watcher
+
+    s = session(ctx, vault, as_, json_)
+    v = s.open()
+
+    def on_sync(report) -> None:
+        if report.changed or report.problems:
+            s.emit(report.to_dict(), lambda: _report_text(report))
+
+    w = Watcher(v, debounce=debounce, on_sync=on_sync)
+    if not s.json:
+        typer.echo(f"watching {v.root} (Ctrl-C to stop)", err=True)
+    try:
+        w.run()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        w.stop()
+    if not s.json:
+        typer.echo("stopped", err=True)

@@ -1,0 +1,75 @@
+"""Index stage: the search engine behind a small interface, and keeping it in sync.
+
+Retrieval and the brief talk to :class:`SearchEngine` only; they never import Whoosh.
+The engine receives terms already produced by :mod:`vaultmem.analysis`, so its own
+analysis never decides what matches (a second engine can be added beside Whoosh).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from ..models import IndexDoc
+
+DEFAULT_EXCLUDED_KINDS = ("inbox", "archive")
+INACTIVE = ("archived", "superseded")
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Which documents a query may return.
+
+    ``agent``: scope to this agent — its own docs plus those owned by no agent (global
+    and shared memory); other agents' page entries and notes are never returned.
+    ``kinds``/``types``: keep only these. ``kinds`` defaults to everything but the inbox
+    (quarantine) and the archive; inactive (archived, superseded) notes are left out
+    unless ``include_inactive``."""
+
+    agent: str | None = None
+    kinds: tuple[str, ...] = ()
+    types: tuple[str, ...] = ()
+    include_inactive: bool = False
+
+
+@dataclass
+class SyncReport:
+    """What a refresh of the index found and did."""
+
+    new: list[str] = field(default_factory=list)
+    modified: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    moved: list[tuple[str, str]] = field(default_factory=list)
+    unchanged: int = 0
+    problems: list[dict] = field(default_factory=list)
+    docs: int = 0
+    rebuilt: bool = False
+    skipped: str | None = None  # why nothing was done (e.g. another process is indexing)
+    seconds: float = 0.0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.new or self.modified or self.deleted)
+
+    def to_dict(self) -> dict:
+        return {"new": self.new, "modified": self.modified, "deleted": self.deleted,
+                "moved": [list(m) for m in self.moved], "unchanged": self.unchanged, "docs": self.docs,
+                "problems": self.problems, "rebuilt": self.rebuilt, "skipped": self.skipped,
+                "seconds": round(self.seconds, 3)}
+
+
+class SearchEngine(Protocol):
+    """What an index engine provides. Terms come from :func:`vaultmem.analysis.tokens`."""
+
+    def write(self, add: list[IndexDoc], delete_paths: list[str]) -> None:
+        """Delete every doc of ``delete_paths``, then add ``add``: one atomic commit."""
+
+    def search(self, terms: list[str], filters: Filters, limit: int) -> list[tuple[IndexDoc, float]]:
+        """The best ``limit`` docs for the terms (any term may match), best first."""
+
+    def doc_count(self) -> int: ...
+
+    def optimize(self) -> None:
+        """Merge segments (call when idle)."""
+
+    def close(self) -> None: ...

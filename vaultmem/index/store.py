@@ -1,0 +1,328 @@
+"""Keeping the derived index in step with the vault's files.
+
+The index lives in ``.vaultmem/index/`` (git-ignored) as generations: ``gen-<n>/`` holds
+an engine folder and ``manifest.json`` (per file: mtime, size, sha1, parse problem), and
+the file ``CURRENT`` names the live generation. A refresh stats every Markdown file,
+re-reads only those whose mtime or size moved, and re-indexes only those whose content
+checksum changed — reporting new, modified, deleted and moved (same checksum, new path)
+files. A rebuild fills a fresh generation beside the live one and swaps ``CURRENT``
+atomically, so searches keep working meanwhile. Writers take ``.vaultmem/index.lock``
+(an OS lock, freed when its process dies); readers take no lock. An index that cannot be
+opened or searched (killed mid-commit, files deleted or corrupted) is rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from .. import files
+from ..analysis import ANALYZER_VERSION
+from ..errors import Busy, ParseError, VaultmemError
+from ..models import IndexDoc
+from ..parse.records import records
+from . import Filters, SyncReport
+
+INDEX_DIR = ".vaultmem/index"
+LOCK_FILE = ".vaultmem/index.lock"
+MANIFEST_VERSION = 1
+IGNORED_DIRS = {".git", ".vaultmem", ".obsidian", ".trash", "node_modules"}
+BATCH = 2000  # docs per commit during a rebuild (bounds memory)
+
+Progress = Callable[[int, int], None]
+
+
+def _engine_class():
+    from .whoosh_engine import WhooshEngine
+
+    return WhooshEngine
+
+
+def scan(root: Path) -> dict[str, tuple[int, int]]:
+    """Every Markdown file of the vault: rel path → (mtime_ns, size)."""
+    out: dict[str, tuple[int, int]] = {}
+    root_str = str(root)
+    for folder, dirs, names in os.walk(root_str):
+        dirs[:] = [d for d in dirs if d not in IGNORED_DIRS and not d.startswith(".")]
+        rel_folder = os.path.relpath(folder, root_str).replace(os.sep, "/")
+        prefix = "" if rel_folder == "." else rel_folder + "/"
+        for name in names:
+            if not name.endswith(".md") or name.startswith("."):
+                continue
+            try:
+                st = os.stat(os.path.join(folder, name))
+            except FileNotFoundError:
+                continue
+            out[prefix + name] = (st.st_mtime_ns, st.st_size)
+    return out
+
+
+def _read(root: Path, rel: str) -> tuple[bytes, str] | None:
+    try:
+        data = (root / rel).read_bytes()
+    except (FileNotFoundError, IsADirectoryError, PermissionError):
+        return None
+    return data, hashlib.sha1(data).hexdigest()
+
+
+def _docs(rel: str, data: bytes) -> tuple[list[IndexDoc], dict | None]:
+    try:
+        text = data.decode("utf-8")
+        return records(rel, text), None
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        return [], {"path": rel, "line": line, "message": "not UTF-8 text"}
+    except ParseError as exc:
+        return [], {"path": rel, "line": exc.line, "message": exc.message, "hint": exc.hint}
+
+
+class IndexStore:
+    """The vault's index: open it, refresh it, rebuild it, search it."""
+
+    def __init__(self, root: Path, lock_timeout: float = 30.0) -> None:
+        self.root = Path(root)
+        self.base = self.root / INDEX_DIR
+        self.lock_timeout = lock_timeout
+        self._engine = None
+        self._engine_gen: str | None = None
+
+    # -- generations -------------------------------------------------------------------
+    def _current_gen(self) -> str | None:
+        try:
+            name = (self.base / "CURRENT").read_text(encoding="utf-8").strip()
+        except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
+            return None
+        return name if name.startswith("gen-") and (self.base / name).is_dir() else None
+
+    def _manifest(self, gen: str) -> dict | None:
+        try:
+            data = json.loads((self.base / gen / "manifest.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if (not isinstance(data, dict) or data.get("version") != MANIFEST_VERSION
+                or data.get("analyzer") != ANALYZER_VERSION or not isinstance(data.get("files"), dict)):
+            return None
+        return data
+
+    def _save_manifest(self, gen: str, manifest_files: dict) -> None:
+        data = {"version": MANIFEST_VERSION, "analyzer": ANALYZER_VERSION, "engine": "whoosh",
+                "files": manifest_files}
+        files.atomic_write(self.base / gen / "manifest.json", json.dumps(data, ensure_ascii=False))
+
+    def _lock(self, timeout: float):
+        from filelock import FileLock
+
+        self.base.parent.mkdir(parents=True, exist_ok=True)
+        return FileLock(str(self.root / LOCK_FILE), timeout=timeout)
+
+    # -- reading -----------------------------------------------------------------------
+    def engine(self):
+        """The live generation's engine, opened once per process (rebuilt if unreadable)."""
+        gen = self._current_gen()
+        if gen is not None and gen == self._engine_gen and self._engine is not None:
+            return self._engine
+        if gen is None or self._manifest(gen) is None:
+            self.rebuild()
+            gen = self._current_gen()
+        try:
+            engine = _engine_class()(self.base / gen)
+        except Exception:
+            self.rebuild()
+            gen = self._current_gen()
+            engine = _engine_class()(self.base / gen)
+        self.close()
+        self._engine, self._engine_gen = engine, gen
+        return engine
+
+    def search(self, terms: list[str], filters: Filters, limit: int) -> list[tuple[IndexDoc, float]]:
+        try:
+            return self.engine().search(terms, filters, limit)
+        except VaultmemError:
+            raise
+        except Exception:
+            # A damaged index (a segment deleted or truncated under us): rebuild, retry once.
+            self.close()
+            self.rebuild()
+            return self.engine().search(terms, filters, limit)
+
+    def close(self) -> None:
+        if self._engine is not None:
+            try:
+                self._engine.close()
+            except Exception:
+                pass
+        self._engine, self._engine_gen = None, None
+
+    # -- writing -----------------------------------------------------------------------
+    def refresh(self, paths: Iterable[str] | None = None, wait: float | None = None,
+                progress: Progress | None = None) -> SyncReport:
+        """Bring the index up to date with the files (all of them, or just ``paths``,
+        vault-relative, as a watcher reports them). With ``wait=0`` a refresh that would
+        have to wait for another indexing process is skipped and says so."""
+        from filelock import Timeout
+
+        started = time.perf_counter()
+        lock = self._lock(self.lock_timeout if wait is None else wait)
+        try:
+            lock.acquire()
+        except Timeout:
+            if wait == 0:
+                return SyncReport(skipped="another process is updating the index")
+            raise Busy(f"another process has been updating the index for {self.lock_timeout:.0f}s",
+                       path=LOCK_FILE, hint="retry in a moment") from None
+        try:
+            gen = self._current_gen()
+            manifest = self._manifest(gen) if gen else None
+            if manifest is None:
+                report = self._rebuild_locked(progress)
+            else:
+                report = self._update_locked(gen, manifest["files"], paths)
+        finally:
+            lock.release()
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _update_locked(self, gen: str, known: dict, paths: Iterable[str] | None) -> SyncReport:
+        report = SyncReport()
+        if paths is None:
+            seen = scan(self.root)
+            candidates = set(seen) | set(known)
+        else:
+            candidates = {p for p in paths if p.endswith(".md")}
+            seen = {}
+            for rel in candidates:
+                try:
+                    st = os.stat(self.root / rel)
+                except (FileNotFoundError, NotADirectoryError):
+                    continue
+                if os.path.isfile(self.root / rel):
+                    seen[rel] = (st.st_mtime_ns, st.st_size)
+        add: list[IndexDoc] = []
+        delete: list[str] = []
+        deleted_hashes: dict[str, str] = {}
+        for rel in sorted(candidates):
+            old = known.get(rel)
+            if rel not in seen:
+                if old is not None:
+                    report.deleted.append(rel)
+                    delete.append(rel)
+                    deleted_hashes[old["h"]] = rel
+                    del known[rel]
+                continue
+            mtime, size = seen[rel]
+            if old is not None and old["m"] == mtime and old["s"] == size:
+                report.unchanged += 1
+                continue
+            got = _read(self.root, rel)
+            if got is None:
+                continue
+            data, sha = got
+            if old is not None and old["h"] == sha:
+                old["m"], old["s"] = mtime, size
+                report.unchanged += 1
+                continue
+            docs, problem = _docs(rel, data)
+            (report.modified if old is not None else report.new).append(rel)
+            if old is not None:
+                delete.append(rel)
+            add.extend(docs)
+            known[rel] = {"m": mtime, "s": size, "h": sha, "p": problem}
+        # a move is a deleted path and a new path with the same checksum
+        report.moved = [(deleted_hashes[known[rel]["h"]], rel) for rel in report.new
+                        if known[rel]["h"] in deleted_hashes]
+        if add or delete:
+            engine = self.engine_for(gen)
+            engine.write(add, delete)
+        self._save_manifest(gen, known)
+        report.docs = len(add)
+        report.problems = [v["p"] for v in known.values() if v.get("p")]
+        return report
+
+    def engine_for(self, gen: str):
+        if gen == self._engine_gen and self._engine is not None:
+            return self._engine
+        return _engine_class()(self.base / gen)
+
+    def rebuild(self, progress: Progress | None = None) -> SyncReport:
+        """Build a fresh generation from every file and swap it in atomically."""
+        started = time.perf_counter()
+        with self._lock(max(self.lock_timeout, 300.0)):
+            report = self._rebuild_locked(progress)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _rebuild_locked(self, progress: Progress | None) -> SyncReport:
+        report = SyncReport(rebuilt=True)
+        self.base.mkdir(parents=True, exist_ok=True)
+        gen = f"gen-{time.time_ns()}"
+        engine = _engine_class()(self.base / gen, create=True)
+        seen = scan(self.root)
+        manifest: dict[str, dict] = {}
+        batch: list[IndexDoc] = []
+        total = len(seen)
+        for n, rel in enumerate(sorted(seen), 1):
+            got = _read(self.root, rel)
+            if got is None:
+                continue
+            data, sha = got
+            docs, problem = _docs(rel, data)
+            batch.extend(docs)
+            report.docs += len(docs)
+            report.new.append(rel)
+            manifest[rel] = {"m": seen[rel][0], "s": seen[rel][1], "h": sha, "p": problem}
+            if len(batch) >= BATCH:
+                engine.write(batch, [])
+                batch = []
+            if progress:
+                progress(n, total)
+        engine.write(batch, [])
+        if report.docs and engine.segment_count() > 1:
+            engine.optimize()
+        engine.close()
+        self._save_manifest(gen, manifest)
+        files.atomic_write(self.base / "CURRENT", gen + "\n")  # the swap
+        self.close()
+        self._remove_old_generations(keep={gen})
+        report.problems = [v["p"] for v in manifest.values() if v.get("p")]
+        return report
+
+    def _remove_old_generations(self, keep: set[str]) -> None:
+        """Remove generations except the live one and the newest older one (a process
+        that opened it a moment ago may still be reading it)."""
+        gens = sorted((p for p in self.base.glob("gen-*") if p.is_dir()), key=lambda p: p.name)
+        older = [g for g in gens if g.name not in keep]
+        for old in older[:-1]:
+            shutil.rmtree(old, ignore_errors=True)
+
+    def maintain(self, max_segments: int = 4) -> bool:
+        """Merge the index's segments when updates have fragmented it (call when idle;
+        many small segments slow every query). Skipped if another process is indexing."""
+        from filelock import Timeout
+
+        try:
+            with self._lock(0):
+                gen = self._current_gen()
+                if gen is None:
+                    return False
+                engine = self.engine_for(gen)
+                if engine.segment_count() <= max_segments:
+                    return False
+                engine.optimize()
+                return True
+        except Timeout:
+            return False
+
+    def stats(self) -> dict:
+        gen = self._current_gen()
+        manifest = self._manifest(gen) if gen else None
+        if manifest is None:
+            return {"generation": None, "files": 0, "docs": 0}
+        engine = self.engine()
+        size = sum(p.stat().st_size for p in (self.base / gen).rglob("*") if p.is_file())
+        return {"generation": gen, "files": len(manifest["files"]), "docs": engine.doc_count(),
+                "segments": engine.segment_count(), "bytes": size}

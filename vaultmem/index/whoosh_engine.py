@@ -1,0 +1,132 @@
+"""The Whoosh engine (whoosh-reloaded 2.7.5, pinned; see docs/recall.md for why).
+
+Fields hold pre-analysed terms (one space-separated string per field), so Whoosh's own
+analysis only splits on spaces. Scoring is BM25F (k1 0.9, b 0.4) over title (×2),
+body, aliases (×1.5) and the neighbours' text (×0.5). Queries are built as term
+objects, without Whoosh's query parser. The whole IndexDoc is stored as JSON for
+results; filters use ID fields.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+from ..analysis import tokens
+from ..models import IndexDoc
+from . import DEFAULT_EXCLUDED_KINDS, INACTIVE, Filters
+
+NONE = "_"  # the value of the agent field for docs that belong to no agent
+FIELDS = (("title", 2.0), ("body", 1.0), ("aliases", 1.5), ("near", 0.5))
+
+
+def schema():
+    from whoosh.analysis import RegexTokenizer
+    from whoosh.fields import ID, STORED, TEXT, Schema
+
+    terms = RegexTokenizer(r"[^ ]+")
+    return Schema(
+        id=ID(stored=False, unique=True),
+        path=ID(),
+        kind=ID(),
+        agent=ID(),
+        type=ID(),
+        status=ID(),
+        doc=STORED(),
+        **{name: TEXT(analyzer=terms, field_boost=boost, phrase=False) for name, boost in FIELDS},
+    )
+
+
+def _fields(doc: IndexDoc) -> dict:
+    return {
+        "id": doc.id,
+        "path": doc.path,
+        "kind": doc.kind,
+        "agent": doc.agent or NONE,
+        "type": doc.type or NONE,
+        "status": doc.status or "active",
+        "doc": json.dumps(asdict(doc), ensure_ascii=False),
+        "title": " ".join(tokens(doc.title)),
+        "body": " ".join(tokens(doc.text)),
+        "aliases": " ".join(tokens(" ".join(doc.aliases))),
+        "near": " ".join(tokens(doc.near)),
+    }
+
+
+class WhooshEngine:
+    """One Whoosh index folder. ``create=True`` makes a new empty index there."""
+
+    def __init__(self, folder: Path, create: bool = False) -> None:
+        from whoosh import index
+
+        self.folder = Path(folder)
+        if create:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self.ix = index.create_in(str(self.folder), schema())
+        else:
+            self.ix = index.open_dir(str(self.folder))
+        self._searcher = None
+
+    def write(self, add: list[IndexDoc], delete_paths: list[str]) -> None:
+        if not add and not delete_paths:
+            return
+        # Large indexes: non-compound segments avoid copying a big segment on every update.
+        writer = self.ix.writer(limitmb=128, compound=self.ix.doc_count_all() < 20000)
+        try:
+            for path in delete_paths:
+                writer.delete_by_term("path", path)
+            for doc in add:
+                writer.add_document(**_fields(doc))
+        except BaseException:
+            writer.cancel()
+            raise
+        writer.commit()
+        self._searcher = None
+
+    def _get_searcher(self):
+        from whoosh.scoring import BM25F
+
+        if self._searcher is None:
+            self._searcher = self.ix.searcher(weighting=BM25F(B=0.4, K1=0.9))
+        elif not self._searcher.up_to_date():
+            self._searcher = self._searcher.refresh()
+        return self._searcher
+
+    def search(self, terms: list[str], filters: Filters, limit: int) -> list[tuple[IndexDoc, float]]:
+        from whoosh import query as Q
+
+        if not terms:
+            return []
+        q = Q.Or([Q.Term(name, t) for t in terms for name, _boost in FIELDS])
+        allow = []
+        if filters.agent is not None:
+            allow.append(Q.Or([Q.Term("agent", filters.agent), Q.Term("agent", NONE)]))
+        if filters.kinds:
+            allow.append(Q.Or([Q.Term("kind", k) for k in filters.kinds]))
+        if filters.types:
+            allow.append(Q.Or([Q.Term("type", t) for t in filters.types]))
+        deny = [] if filters.kinds else [Q.Term("kind", k) for k in DEFAULT_EXCLUDED_KINDS]
+        if not filters.include_inactive:
+            deny += [Q.Term("status", s) for s in INACTIVE]
+        searcher = self._get_searcher()
+        results = searcher.search(
+            q, limit=limit, filter=Q.And(allow) if allow else None, mask=Q.Or(deny) if deny else None
+        )
+        return [(IndexDoc(**json.loads(hit["doc"])), float(hit.score)) for hit in results]
+
+    def doc_count(self) -> int:
+        return self.ix.doc_count()
+
+    def segment_count(self) -> int:
+        return len(self.ix._segments())
+
+    def optimize(self) -> None:
+        self.ix.optimize()
+        self._searcher = None
+
+    def close(self) -> None:
+        if self._searcher is not None:
+            self._searcher.close()
+            self._searcher = None
+        self.ix.close()

@@ -1,0 +1,149 @@
+"""From vault files to searchable records (:class:`IndexDoc`): pure, text in, docs out.
+
+- ``memories/*.md``: one doc per note (its frontmatter gives type, scope, importance…);
+- ``agents/*.md``: one doc per entry — working-memory line, project-context bullet,
+  sub-agent record — each with the text of its neighbours (±2 in the same section) as a
+  low-weight ``near`` field;
+- ``identity/*.md``, ``checkpoints/*.md``: one doc, owned by the agent the file names;
+- ``inbox/``, ``archive/``: indexed but marked, so recall can keep them out of briefs;
+- everything else (wiki, skills, journal, shared …): one doc per ``##`` section.
+
+``MEMORY.md`` is not indexed: the brief loads it whole.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from ..errors import ParseError
+from ..models import IndexDoc
+from .document import parse_document, plain
+from .page import parse_page
+
+NEAR = 2  # neighbours on each side folded into an entry's ``near`` field
+_FOLDER_KIND = {
+    "memories": "note", "agents": "entry", "identity": "identity", "checkpoints": "checkpoint",
+    "inbox": "inbox", "archive": "archive", "wiki": "wiki", "skills": "skill", "journal": "journal",
+    "shared": "shared",
+}  # fmt: skip
+SKIP = {"MEMORY.md"}
+
+
+def kind_of(rel: str) -> str:
+    top = rel.split("/", 1)[0] if "/" in rel else ""
+    return _FOLDER_KIND.get(top, "doc")
+
+
+def _stem(rel: str) -> str:
+    return unicodedata.normalize("NFC", rel.rsplit("/", 1)[-1].removesuffix(".md"))
+
+
+def _float(value, default: float) -> float:
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return default
+    return min(1.0, max(0.0, f)) if f == f else default
+
+
+def _str_list(value) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value if v is not None]
+    return [str(value)]
+
+
+def records(rel: str, text: str) -> list[IndexDoc]:
+    """The docs of one vault file. Raises ParseError for a file that cannot be read as
+    its folder's format says (a broken role page); callers report it and go on."""
+    if rel in SKIP or not rel.endswith(".md"):
+        return []
+    kind = kind_of(rel)
+    if kind == "entry" and rel.count("/") == 1:
+        return _page_records(rel, text)
+    doc = parse_document(text, rel, require_frontmatter=False)
+    meta = plain(doc.meta) if doc.meta is not None else {}
+    body = "".join(doc.lines[doc.body_start :]).replace("\r\n", "\n").strip()
+    if kind in ("note", "inbox", "archive") or meta.get("type") in ("fact", "preference", "decision"):
+        return [_note_record(rel, kind, meta, body)]
+    if kind in ("identity", "checkpoint"):
+        return [IndexDoc(id=rel, path=rel, kind=kind, text=body, title=str(meta.get("name") or _stem(rel)),
+                         agent=str(meta.get("agent") or meta.get("name") or _stem(rel)), status="active")]
+    return _section_records(rel, kind, meta, body)
+
+
+def _note_record(rel: str, kind: str, meta: dict, body: str) -> IndexDoc:
+    scope = str(meta.get("scope") or "global")
+    agent = meta.get("agent") if scope == "agent" else None
+    status = str(meta.get("status") or "active")
+    if kind == "archive":
+        status = "archived"
+    created = meta.get("confirmed") or meta.get("created")
+    return IndexDoc(
+        id=rel, path=rel, kind=kind, text=body,
+        title=str(meta.get("name") or _stem(rel)),
+        agent=str(agent) if agent else None,
+        type=str(meta["type"]) if meta.get("type") else None,
+        status=status,
+        author_kind=str(meta.get("author_kind") or "unknown"),
+        importance=_float(meta.get("importance"), 0.5),
+        date=str(created)[:10] if created else None,
+        aliases=_str_list(meta.get("aliases")) + [str(meta["description"])] * bool(meta.get("description")),
+        key=str(meta["key"]) if meta.get("key") else None,
+        project=str(meta["project"]) if meta.get("project") else None,
+    )  # fmt: skip
+
+
+def _page_records(rel: str, text: str) -> list[IndexDoc]:
+    page = parse_page(text, rel, stem=_stem(rel))
+    role = _stem(rel)
+    out: list[IndexDoc] = []
+    by_section: dict[str, list] = {}
+    for e in page.entries:
+        by_section.setdefault(e.section, []).append(e)
+    for section, entries in by_section.items():
+        for n, e in enumerate(entries):
+            neighbours = entries[max(0, n - NEAR) : n] + entries[n + 1 : n + 1 + NEAR]
+            body = e.text
+            title = e.title or ""
+            if section == "subagents":
+                f = e.fields or {}
+                body = "\n".join(v for v in (f.get("task"), f.get("conclusion"), f.get("output"),
+                                             f.get("decision")) if v) or e.text
+            out.append(IndexDoc(
+                id=f"{rel}#^{e.id}" if e.id else f"{rel}#L{e.line}",
+                path=rel, kind="entry", text=body, title=title or (e.project or ""), agent=role,
+                section=section, status="active", author_kind="agent", importance=0.5, date=e.date,
+                near=" \n".join(x.text for x in neighbours), entry_id=e.id, project=e.project, line=e.line,
+            ))  # fmt: skip
+    return out
+
+
+_H2 = re.compile(r"^##\s+(.*)$", re.M)
+
+
+def _section_records(rel: str, kind: str, meta: dict, body: str) -> list[IndexDoc]:
+    title = str(meta.get("name") or meta.get("title") or _stem(rel))
+    parts = _H2.split(body)
+    chunks = [(None, parts[0])] + [(parts[i], parts[i + 1]) for i in range(1, len(parts) - 1, 2)]
+    out = []
+    for n, (heading, chunk) in enumerate(chunks):
+        chunk = chunk.strip()
+        if not chunk and heading is None:
+            continue
+        out.append(IndexDoc(
+            id=rel if n == 0 else f"{rel}#{n}", path=rel, kind=kind, text=chunk or heading or "",
+            title=f"{title} — {heading}" if heading else title, section=heading,
+            agent=str(meta["agent"]) if meta.get("agent") else None,
+            status=str(meta.get("status") or "active"),
+            author_kind=str(meta.get("author_kind") or "unknown"),
+            importance=_float(meta.get("importance"), 0.3),
+            date=str(meta.get("created") or meta.get("date") or "")[:10] or None,
+            aliases=_str_list(meta.get("aliases")),
+        ))  # fmt: skip
+    return out
+
+
+__all__ = ["records", "kind_of", "ParseError"]

@@ -1,0 +1,71 @@
+"""Retrieve stage: a query → ranked, snippeted hits, through the index interface only.
+
+``search`` returns the engine's BM25 order with each hit's coverage (the share of the
+query's terms it holds) and a highlighted snippet. ``rank`` re-orders candidates for a
+brief by relevance, importance, recency and provenance (user-stated beats agent-inferred
+beats third-party).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+
+from .analysis import coverage, highlight, query_tokens
+from .index import Filters
+from .models import Hit
+
+PROVENANCE = {"user": 1.0, "agent": 0.6, "unknown": 0.4, "third_party": 0.2}
+WEIGHTS = {"relevance": 0.6, "importance": 0.15, "recency": 0.1, "provenance": 0.15}
+HALF_LIFE_DAYS = 180
+
+
+def search(store, query: str, filters: Filters = Filters(), limit: int = 10, snippet_width: int = 160) -> list[Hit]:
+    terms = query_tokens(query)
+    out = []
+    for doc, score in store.search(terms, filters, limit):
+        text = f"{doc.title}\n{doc.text}\n{' '.join(doc.aliases)}"
+        out.append(Hit(doc=doc, score=score, coverage=coverage(terms, text),
+                       snippet=highlight(doc.text, terms, width=snippet_width)))
+    return out
+
+
+def _recency(date: str | None, today: _dt.date) -> float:
+    if not date:
+        return 0.5
+    try:
+        day = _dt.date.fromisoformat(date[:10])
+    except ValueError:
+        return 0.5
+    age = max(0, (today - day).days)
+    return 0.5 ** (age / HALF_LIFE_DAYS)
+
+
+def rank(hits: list[Hit], today: _dt.date | None = None) -> list[Hit]:
+    """Order hits by a blend of relevance (score relative to the best hit), importance,
+    recency and provenance; sets each hit's ``rank_score``."""
+    if not hits:
+        return []
+    today = today or _dt.date.today()
+    top = max(h.score for h in hits) or 1.0
+    for h in hits:
+        d = h.doc
+        h.rank_score = (
+            WEIGHTS["relevance"] * (h.score / top)
+            + WEIGHTS["importance"] * d.importance
+            + WEIGHTS["recency"] * _recency(d.date, today)
+            + WEIGHTS["provenance"] * PROVENANCE.get(d.author_kind, 0.4)
+        )
+    return sorted(hits, key=lambda h: h.rank_score, reverse=True)
+
+
+def is_relevant(hit: Hit, query: str, min_coverage: float) -> bool:
+    """Whether a hit matches enough of the query to be worth injecting (or to count as a
+    hit in an evaluation): at least ``min_coverage`` of the query's terms, counted on at
+    most six terms, so a long task text needs a couple of matching terms, not a third of
+    all its words."""
+    terms = query_tokens(query)
+    if not terms:
+        return False
+    need = max(1, math.ceil(min_coverage * min(len(terms), 6) - 1e-9))
+    return round(hit.coverage * len(terms)) >= need

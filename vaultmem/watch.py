@@ -1,0 +1,182 @@
+"""``vaultmem watch``: a watchdog observer that keeps the index fresh.
+
+An adapter at the edge: it only groups file events and calls the facade's
+``refresh_index`` with the paths that changed. Saves in place, by rename (vim) and by
+temp-file-and-replace (which watchdog reports only as the destination of a move) all
+name a Markdown path, so each is picked up; bursts are debounced; ``.git/``,
+``.vaultmem/`` and hidden files are ignored. Folder events (a ``git checkout`` or a
+moved folder) and a kernel event-queue overflow (watchdog recovers its watches and
+logs it, but the lost events are gone) trigger a full reconcile, as does a slow
+periodic check. While it runs it keeps a heartbeat in ``.vaultmem/local/watch.json``
+so that other commands skip their own freshness check.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from .vault import WATCH_HEARTBEAT, Vault
+
+IGNORED_DIRS = {".git", ".vaultmem", ".obsidian", ".trash", "node_modules"}
+HEARTBEAT_EVERY = 5.0
+
+
+class _OverflowSpy(logging.Handler):
+    """watchdog logs a queue overflow and carries on; we turn that into a reconcile."""
+
+    def __init__(self, callback: Callable[[], None]) -> None:
+        super().__init__(level=logging.WARNING)
+        self.callback = callback
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "overflow" in record.getMessage().lower():
+            self.callback()
+
+
+class Watcher:
+    def __init__(self, vault: Vault, debounce: float = 0.2, max_delay: float = 1.0,
+                 on_sync: Callable | None = None, reconcile_every: float = 600.0,
+                 idle_maintenance: float = 10.0) -> None:
+        self.vault = vault
+        self.root = vault.root
+        self.debounce = debounce
+        self.max_delay = max_delay
+        self.on_sync = on_sync
+        self.reconcile_every = reconcile_every
+        self.idle_maintenance = idle_maintenance
+        self._cond = threading.Condition()
+        self._pending: set[str] = set()
+        self._full = False
+        self._first = self._last = 0.0
+        self._stop = threading.Event()
+        self._observer = None
+        self._spy = _OverflowSpy(self.request_full)
+        self.syncs = 0
+
+    # -- events --------------------------------------------------------------------------
+    def _rel(self, path: str | bytes) -> str | None:
+        path = os.fsdecode(path)
+        try:
+            rel = os.path.relpath(path, self.root).replace(os.sep, "/")
+        except ValueError:
+            return None
+        parts = rel.split("/")
+        if rel.startswith("..") or any(p in IGNORED_DIRS or p.startswith(".") for p in parts):
+            return None
+        return rel
+
+    def _on_event(self, event) -> None:
+        if event.event_type in ("opened", "closed", "closed_no_write"):
+            return
+        if event.is_directory:
+            if event.event_type in ("created", "deleted", "moved") and self._rel(event.src_path) is not None:
+                self.request_full()
+            return
+        paths = [self._rel(event.src_path)]
+        if getattr(event, "dest_path", None):
+            paths.append(self._rel(event.dest_path))
+        paths = [p for p in paths if p and p.endswith(".md")]
+        if paths:
+            with self._cond:
+                now = time.monotonic()
+                if not self._pending and not self._full:
+                    self._first = now
+                self._pending.update(paths)
+                self._last = now
+                self._cond.notify()
+
+    def request_full(self) -> None:
+        with self._cond:
+            now = time.monotonic()
+            if not self._pending and not self._full:
+                self._first = now
+            self._full = True
+            self._last = now
+            self._cond.notify()
+
+    # -- running -------------------------------------------------------------------------
+    def start(self) -> None:
+        from watchdog.events import FileSystemEventHandler
+        from watchdog.observers import Observer
+
+        handler = FileSystemEventHandler()
+        handler.on_any_event = self._on_event
+        logging.getLogger("watchdog").addHandler(self._spy)
+        self._observer = Observer()
+        self._observer.schedule(handler, str(self.root), recursive=True)
+        self._observer.start()
+        self._beat()
+        self._sync(None)  # whatever changed while nobody watched
+
+    def step(self, timeout: float = 1.0) -> bool:
+        """Wait up to ``timeout`` for changes; once a burst has been quiet for
+        ``debounce`` seconds (or began ``max_delay`` ago), index it. True if it synced."""
+        end = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                if self._pending or self._full:
+                    ready_at = min(self._last + self.debounce, self._first + self.max_delay)
+                    if now >= ready_at:
+                        break
+                    self._cond.wait(ready_at - now)
+                elif now >= end:
+                    return False
+                else:
+                    self._cond.wait(end - now)
+            paths, full = self._pending, self._full
+            self._pending, self._full = set(), False
+        self._sync(None if full else sorted(paths))
+        return True
+
+    def _sync(self, paths: list[str] | None) -> None:
+        report = self.vault.refresh_index(paths=paths)
+        self.syncs += 1
+        if self.on_sync:
+            self.on_sync(report)
+
+    def run(self) -> None:
+        """Watch until :meth:`stop` (or Ctrl-C)."""
+        self.start()
+        last_beat = last_full = last_activity = time.monotonic()
+        maintained = True
+        while not self._stop.is_set():
+            if self.step(timeout=1.0):
+                last_activity, maintained = time.monotonic(), False
+            now = time.monotonic()
+            if now - last_beat >= HEARTBEAT_EVERY:
+                self._beat()
+                last_beat = now
+            if now - last_full >= self.reconcile_every:
+                self.request_full()
+                last_full = now
+            if not maintained and now - last_activity >= self.idle_maintenance:
+                self.vault.index.maintain()
+                maintained = True
+
+    def _beat(self) -> None:
+        path = self.root / WATCH_HEARTBEAT
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"pid": os.getpid(), "beat": time.time()}), encoding="utf-8")
+        os.replace(tmp, path)
+
+    def stop(self) -> None:
+        self._stop.set()
+        logging.getLogger("watchdog").removeHandler(self._spy)
+        if self._observer is not None:
+            self._observer.stop()
+            self._observer.join(timeout=5)
+            self._observer = None
+        try:
+            beat = json.loads((self.root / WATCH_HEARTBEAT).read_text(encoding="utf-8"))
+            if beat.get("pid") == os.getpid():
+                Path(self.root / WATCH_HEARTBEAT).unlink()
+        except (OSError, ValueError):
+            pass
