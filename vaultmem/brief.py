@@ -204,7 +204,7 @@ def build_brief(parts: BriefParts, budget: int) -> Brief:
             remaining = len(parts.index_lines) - n
             more = labels["more"].format(n=remaining)
             more_cost = estimate_tokens(more + "\n") if remaining > 1 else 0
-            if not b.add(_safe(line), reserve=close_cost + more_cost):
+            if not b.add(_safe(shorten(line, parts.max_line_chars)), reserve=close_cost + more_cost):
                 b.add(_safe(more), reserve=close_cost)
                 break
             index_used += 1

@@ -550,7 +550,7 @@ class Vault:
         agent = check_name(agent, "agent name")
         if not task.strip():
             raise BadInput("the task is empty", hint="describe the task the agent is about to do")
-        budget = budget_for(window or self.config.brief_window,
+        budget = budget_for(window if window is not None else self.config.brief_window,
                             ratio if ratio is not None else self.config.brief_ratio, tokens)
         self._fresh()
         cfg = self.config

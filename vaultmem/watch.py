@@ -76,6 +76,9 @@ class Watcher:
             return
         if event.is_directory:
             if event.event_type in ("created", "deleted", "moved") and self._rel(event.src_path) is not None:
+                for p in (event.src_path, getattr(event, "dest_path", None)):
+                    if p and Path(os.fsdecode(p)).parent == self.root:
+                        self._watch_folder(Path(os.fsdecode(p)))  # a new top-level folder
                 self.request_full()
             return
         paths = [self._rel(event.src_path)]
@@ -102,17 +105,31 @@ class Watcher:
 
     # -- running -------------------------------------------------------------------------
     def start(self) -> None:
+        """Index what changed while nobody watched, then watch. The root folder is
+        watched on its own and each top-level folder recursively, so ``.git/`` (with its
+        many object folders) and ``.vaultmem/`` get no watches at all."""
         from watchdog.events import FileSystemEventHandler
         from watchdog.observers import Observer
 
-        handler = FileSystemEventHandler()
-        handler.on_any_event = self._on_event
+        self._handler = FileSystemEventHandler()
+        self._handler.on_any_event = self._on_event
         logging.getLogger("watchdog").addHandler(self._spy)
         self._observer = Observer()
-        self._observer.schedule(handler, str(self.root), recursive=True)
+        self._observer.schedule(self._handler, str(self.root), recursive=False)
+        self._watched: set[str] = set()
+        for child in sorted(self.root.iterdir()):
+            self._watch_folder(child)
         self._observer.start()
+        self._sync(None)
         self._beat()
-        self._sync(None)  # whatever changed while nobody watched
+
+    def _watch_folder(self, folder: Path) -> None:
+        name = folder.name
+        if name in IGNORED_DIRS or name.startswith(".") or name in self._watched:
+            return
+        if folder.is_dir() and not folder.is_symlink():
+            self._observer.schedule(self._handler, str(folder), recursive=True)
+            self._watched.add(name)
 
     def step(self, timeout: float = 1.0) -> bool:
         """Wait up to ``timeout`` for changes; once a burst has been quiet for

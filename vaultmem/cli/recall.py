@@ -203,8 +203,14 @@ def watch(
     v = s.open()
 
     def on_sync(report) -> None:
-        if report.changed or report.problems:
-            s.emit(report.to_dict(), lambda: _report_text(report))
+        if not (report.changed or report.problems):
+            return
+        if s.json:  # one JSON object per line: a stream programs can follow
+            import json
+
+            typer.echo(json.dumps(report.to_dict(), ensure_ascii=False))
+        else:
+            typer.echo(_report_text(report))
 
     w = Watcher(v, debounce=debounce, on_sync=on_sync)
     if not s.json:

@@ -90,7 +90,7 @@ def _note_record(rel: str, kind: str, meta: dict, body: str) -> IndexDoc:
         author_kind=str(meta.get("author_kind") or "unknown"),
         importance=_float(meta.get("importance"), 0.5),
         date=str(created)[:10] if created else None,
-        aliases=_str_list(meta.get("aliases")) + [str(meta["description"])] * bool(meta.get("description")),
+        aliases=_str_list(meta.get("aliases")) + _str_list(meta.get("description")),
         key=str(meta["key"]) if meta.get("key") else None,
         project=str(meta["project"]) if meta.get("project") else None,
     )  # fmt: skip

@@ -1,0 +1,184 @@
+"""The derived index: incremental sync by checksum, rebuild and swap, and faults."""
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import git
+
+from vaultmem.index import Filters
+from vaultmem.index.store import INDEX_DIR, IndexStore
+from vaultmem.retrieve import search
+
+
+def ids(store, query, **filters):
+    return [h.doc.id for h in search(store, query, Filters(**filters), limit=20)]
+
+
+def write(vault, rel, text):
+    path = vault.root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+NOTE = "---\nname: {name}\ntype: fact\nscope: global\n---\n{body}\n"
+
+
+@pytest.fixture
+def filled(vault):
+    write(vault, "memories/port.md", NOTE.format(name="port", body="后端端口固定8080"))
+    write(vault, "memories/db.md", NOTE.format(name="db", body="We chose PostgreSQL for billing"))
+    vault.ensure_page("前端审查", vault.actor("lee"))
+    vault.add_entry("前端审查", "reviews must check useEffect cleanup", vault.actor("lee"))
+    return vault
+
+
+def test_first_refresh_builds_then_only_changes_are_reread(filled):
+    store = IndexStore(filled.root)
+    first = store.refresh()
+    assert first.rebuilt and "memories/port.md" in first.new and first.problems == []
+    again = store.refresh()
+    assert (again.new, again.modified, again.deleted, again.docs) == ([], [], [], 0) and again.unchanged > 3
+    os.utime(filled.root / "memories/port.md")  # touched, same content: no re-index
+    assert store.refresh().modified == []
+    write(filled, "memories/port.md", NOTE.format(name="port", body="后端端口改为9090"))
+    r = store.refresh()
+    assert r.modified == ["memories/port.md"] and r.docs == 1
+    assert ids(store, "9090") == ["memories/port.md"] and ids(store, "8080") == []
+
+
+def test_new_deleted_and_moved_files_are_found(filled):
+    store = IndexStore(filled.root)
+    store.refresh()
+    write(filled, "memories/new.md", NOTE.format(name="new", body="Unleash feature flags"))
+    os.remove(filled.root / "memories/db.md")
+    os.rename(filled.root / "memories/port.md", filled.root / "memories/ports.md")
+    r = store.refresh()
+    assert "memories/new.md" in r.new and "memories/db.md" in r.deleted
+    assert r.moved == [("memories/port.md", "memories/ports.md")]
+    assert ids(store, "PostgreSQL") == []
+    assert ids(store, "端口") == ["memories/ports.md"]
+
+
+def test_refresh_of_named_paths_only(filled):
+    store = IndexStore(filled.root)
+    store.refresh()
+    write(filled, "memories/db.md", NOTE.format(name="db", body="We chose MySQL"))
+    write(filled, "memories/other.md", NOTE.format(name="o", body="MySQL other"))
+    r = store.refresh(paths=["memories/db.md"])
+    assert r.modified == ["memories/db.md"] and r.new == []
+    assert ids(store, "MySQL") == ["memories/db.md"]
+
+
+def test_broken_page_is_reported_and_the_rest_indexed(filled):
+    write(filled, "agents/broken.md", "---\nname: [x\n---\n## 工作记忆\n")
+    r = IndexStore(filled.root).refresh()
+    (problem,) = r.problems
+    assert problem["path"] == "agents/broken.md" and problem["line"] == 3 and "started on line 2" in problem["message"]
+    assert ids(IndexStore(filled.root), "PostgreSQL") == ["memories/db.md"]
+
+
+def test_each_page_entry_is_its_own_hit_with_its_id(filled):
+    store = IndexStore(filled.root)
+    store.refresh()
+    (hit,) = search(store, "review", Filters(), limit=5)
+    assert hit.doc.id.startswith("agents/前端审查.md#^m-") and hit.doc.entry_id and hit.doc.section == "work"
+    assert hit.doc.link == f"[[agents/前端审查#^{hit.doc.entry_id}]]"
+
+
+def test_index_is_derived_data_never_committed(filled):
+    filled.refresh_index()
+    assert (filled.root / INDEX_DIR / "CURRENT").exists()
+    assert git(filled.root, "status", "--porcelain", "--untracked-files=all", "--", ".vaultmem") == ""
+
+
+def test_rebuild_swaps_generations_and_an_open_reader_keeps_working(filled):
+    store = IndexStore(filled.root)
+    store.refresh()
+    reader = IndexStore(filled.root)
+    assert ids(reader, "PostgreSQL") == ["memories/db.md"]
+    old = (filled.root / INDEX_DIR / "CURRENT").read_text()
+    IndexStore(filled.root).rebuild()
+    new = (filled.root / INDEX_DIR / "CURRENT").read_text()
+    assert new != old and (filled.root / INDEX_DIR / new.strip()).is_dir()
+    assert ids(reader, "PostgreSQL") == ["memories/db.md"]  # moves to the new generation
+    IndexStore(filled.root).rebuild()
+    gens = sorted(p.name for p in (filled.root / INDEX_DIR).glob("gen-*"))
+    assert len(gens) == 2  # the live one and the one before it
+
+
+@pytest.mark.parametrize("damage", ["delete_segment", "garbage_toc", "garbage_current", "empty_manifest", "no_index"])
+def test_damaged_index_is_rebuilt_and_answers_correctly(filled, damage):
+    filled.refresh_index()
+    base = filled.root / INDEX_DIR
+    gen = base / (base / "CURRENT").read_text().strip()
+    if damage == "delete_segment":
+        for p in gen.glob("*.seg"):
+            p.unlink()
+    elif damage == "garbage_toc":
+        for p in gen.glob("*.toc"):
+            p.write_bytes(b"\x00garbage" * 10)
+    elif damage == "garbage_current":
+        (base / "CURRENT").write_text("../../etc")
+    elif damage == "empty_manifest":
+        (gen / "manifest.json").write_text("")
+    else:
+        import shutil
+
+        shutil.rmtree(base)
+    r = subprocess.run([sys.executable, "-m", "vaultmem", "--vault", str(filled.root), "search", "端口", "--json"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr
+    assert '"memories/port.md"' in r.stdout
+
+
+INDEXER = r"""
+import sys, time
+from pathlib import Path
+from vaultmem.index.store import IndexStore
+root = Path(sys.argv[1]); store = IndexStore(root)
+print("ready", flush=True)
+i = 0
+while True:
+    for n in range(40):
+        (root / "memories" / f"bulk{n}.md").write_text(f"---\nname: b{n}\ntype: fact\n---\nbulk text {i} 批量{n}\n")
+    store.refresh()
+    i += 1
+"""
+
+
+def test_process_killed_during_index_commits_leaves_an_index_that_answers(filled):
+    filled.refresh_index()
+    rng = random.Random(3)
+    for _ in range(4):
+        proc = subprocess.Popen([sys.executable, "-c", INDEXER, str(filled.root)], stdout=subprocess.PIPE, text=True)
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(rng.uniform(0.3, 1.2))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        proc.stdout.close()
+        r = subprocess.run([sys.executable, "-m", "vaultmem", "--vault", str(filled.root), "search", "PostgreSQL",
+                            "--json"], capture_output=True, text=True)
+        assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+        assert '"memories/db.md"' in r.stdout
+    store = IndexStore(filled.root)
+    store.refresh()
+    assert len(ids(store, "bulk")) == 20 and len(ids(store, "批量")) == 20  # limit 20 of 40
+
+
+def test_two_processes_indexing_at_once_both_succeed(filled):
+    for n in range(60):
+        write(filled, f"memories/m{n}.md", NOTE.format(name=f"m{n}", body=f"concurrent fact {n}"))
+    code = "import sys; from vaultmem import Vault; v = Vault(sys.argv[1]); print(v.refresh_index().docs)"
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(filled.root)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    assert all("Traceback" not in err for _out, err in outs)
+    store = IndexStore(filled.root)
+    assert len([h for h in search(store, "concurrent fact", Filters(), limit=100)]) == 60

@@ -1,0 +1,152 @@
+"""The watcher with a real watchdog observer: every kind of save is picked up."""
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from vaultmem.index import Filters
+from vaultmem.retrieve import search
+from vaultmem.watch import Watcher
+
+
+def found(vault, word):
+    return [h.doc.id for h in search(vault.index, word, Filters(), limit=10)]
+
+
+def sync_until(watcher, vault, word, expect=True, timeout=10.0):
+    """Let the watcher work until ``word`` is (or is no longer) found; ``expect`` may
+    also be the exact list of ids expected."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        watcher.step(timeout=0.2)
+        got = found(vault, word)
+        if (got == expect) if isinstance(expect, list) else (bool(got) == expect):
+            return True
+    return False
+
+
+@pytest.fixture
+def watcher(vault):
+    reports = []
+    w = Watcher(vault, debounce=0.1, max_delay=0.5, on_sync=reports.append)
+    w.reports = reports
+    w.start()
+    yield w
+    w.stop()
+
+
+NOTE = "---\nname: {w}\ntype: fact\n---\n{w} is a fact\n"
+
+
+def test_in_place_save_is_picked_up(vault, watcher):
+    path = vault.root / "memories" / "a.md"
+    path.write_text(NOTE.format(w="alphaword"))
+    assert sync_until(watcher, vault, "alphaword")
+    with open(path, "w") as fh:  # truncate and rewrite in place
+        fh.write(NOTE.format(w="betaword"))
+    assert sync_until(watcher, vault, "betaword") and not found(vault, "alphaword")
+
+
+def test_temp_file_and_replace_save_is_picked_up(vault, watcher):
+    tmp = vault.root / "memories" / ".a.md.tmp123"
+    tmp.write_text(NOTE.format(w="gammaword"))
+    os.replace(tmp, vault.root / "memories" / "a.md")
+    assert sync_until(watcher, vault, "gammaword")
+
+
+def test_vim_style_rename_save_is_picked_up(vault, watcher):
+    path = vault.root / "memories" / "v.md"
+    path.write_text(NOTE.format(w="deltaword"))
+    assert sync_until(watcher, vault, "deltaword")
+    backup = vault.root / "memories" / "v.md~"
+    os.rename(path, backup)  # vim: move the original away, write a new file, drop the backup
+    path.write_text(NOTE.format(w="epsilonword"))
+    backup.unlink()
+    assert sync_until(watcher, vault, "epsilonword") and not found(vault, "deltaword")
+
+
+def test_deleted_and_moved_files(vault, watcher):
+    (vault.root / "memories" / "m.md").write_text(NOTE.format(w="zetaword"))
+    assert sync_until(watcher, vault, "zetaword")
+    os.rename(vault.root / "memories" / "m.md", vault.root / "wiki" / "m.md")
+    assert sync_until(watcher, vault, "zetaword", expect=["wiki/m.md"])
+    (vault.root / "wiki" / "m.md").unlink()
+    assert sync_until(watcher, vault, "zetaword", expect=False)
+
+
+def test_a_burst_is_debounced_into_few_syncs(vault, watcher):
+    before = watcher.syncs
+    for n in range(30):
+        (vault.root / "memories" / f"b{n}.md").write_text(NOTE.format(w=f"burst{n}"))
+    assert sync_until(watcher, vault, "burst29")
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        watcher.step(timeout=0.2)
+    assert 1 <= watcher.syncs - before <= 4
+    assert all(found(vault, f"burst{n}") for n in range(30))
+
+
+def test_git_and_vaultmem_folders_are_ignored(vault, watcher):
+    watcher.step(timeout=0.3)
+    before = watcher.syncs
+    (vault.root / ".git" / "x.md").write_text("ignored")
+    (vault.root / ".vaultmem" / "x.md").write_text("ignored")
+    (vault.root / "memories" / ".hidden.md").write_text("ignored")
+    for _ in range(5):
+        watcher.step(timeout=0.2)
+    assert watcher.syncs == before
+
+
+def test_queue_overflow_triggers_a_full_reconcile(vault, watcher):
+    watcher.step(timeout=0.3)
+    # Events lost in an overflow never arrive: a file changes without an event we see...
+    watcher._observer.stop()
+    watcher._observer.join()
+    (vault.root / "memories" / "lost.md").write_text(NOTE.format(w="lostword"))
+    # ...and watchdog reports the overflow the only way it does: a warning in its log.
+    logging.getLogger("watchdog.observers.inotify_c").warning("Inotify queue overflowed; events were lost")
+    assert watcher.step(timeout=2.0)
+    assert found(vault, "lostword") == ["memories/lost.md"]
+    assert watcher.reports[-1].new == ["memories/lost.md"]
+
+
+def test_heartbeat_lets_other_commands_trust_the_watcher(vault, watcher):
+    assert vault.watcher_alive()
+    watcher.stop()
+    assert not vault.watcher_alive()
+
+
+def test_ctrl_c_stops_the_watch_command_cleanly(vault):
+    proc = subprocess.Popen([sys.executable, "-m", "vaultmem", "--vault", str(vault.root), "watch", "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while not vault.watcher_alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert vault.watcher_alive()
+        (vault.root / "memories" / "w.md").write_text(NOTE.format(w="watchedword"))
+        deadline = time.monotonic() + 10
+        while not found(vault, "watchedword") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert found(vault, "watchedword") == ["memories/w.md"]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+    reports = [json.loads(line) for line in out.splitlines() if line.strip()]  # JSON lines
+    assert any(r["new"] == ["memories/w.md"] for r in reports)
+    assert not vault.watcher_alive()
+
+
+def test_a_new_top_level_folder_is_watched_too(vault, watcher):
+    (vault.root / "projects").mkdir()
+    watcher.step(timeout=0.5)
+    (vault.root / "projects" / "p.md").write_text(NOTE.format(w="projectword"))
+    assert sync_until(watcher, vault, "projectword")
