@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A first tour of vaultmem on an example vault: create it, dispatch a role (its page is
-# created on first use), record what the role learned, remember a fact, show the page
-# and the git history that answers "who taught the agent this, and when".
+# created on first use), record what the role learned, remember a fact, show the page,
+# search, print the budgeted brief for the role's next session, and the git history
+# that answers "who taught the agent this, and when".
 # Usage: bash examples/quickstart.sh [VAULT_DIR]   (default: a new temp folder)
 set -euo pipefail
 
@@ -18,6 +19,10 @@ vaultmem remember "The user prefers function components and CSS Modules" --type 
 
 echo; echo "== vaultmem page show 前端审查"
 vaultmem page show 前端审查
+echo; echo "== vaultmem search 端口   (a 2-character word inside a sentence; the index builds itself)"
+vaultmem search 端口
+echo; echo "== vaultmem dispatch 前端审查 --task … --tokens 400   (the brief handed to the role's new session)"
+vaultmem dispatch 前端审查 --task "审查 Dashboard 组件的 useEffect 和渲染性能" --tokens 400 --as lee
 echo; echo "== MEMORY.md"
 cat "$VAULT/MEMORY.md"
 echo; echo "== git log (every change is a commit by the acting agent)"

@@ -51,3 +51,5 @@ def test_readme_quickstart_runs(tmp_path):
     assert "发现Dashboard组件存在useEffect清理函数缺失问题" in r.stdout
     assert "[[memories/后端端口固定8080|后端端口固定8080]] (fact)" in r.stdout
     assert "lee: page: create agents/前端审查.md on first dispatch" in r.stdout
+    assert "后端**端口**固定8080" in r.stdout  # search
+    assert "[记忆简报 - 前端审查]" in r.stdout and "~~~~memory" in r.stdout  # the brief

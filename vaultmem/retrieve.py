@@ -15,15 +15,23 @@ from .analysis import coverage, highlight, query_tokens
 from .index import Filters
 from .models import Hit
 
+OWN_BOOST = 1.5  # searching as a role: its own page and notes weigh more than shared memory
 PROVENANCE = {"user": 1.0, "agent": 0.6, "unknown": 0.4, "third_party": 0.2}
 WEIGHTS = {"relevance": 0.6, "importance": 0.15, "recency": 0.1, "provenance": 0.15}
 HALF_LIFE_DAYS = 180
 
 
 def search(store, query: str, filters: Filters = Filters(), limit: int = 10, snippet_width: int = 160) -> list[Hit]:
+    """The best ``limit`` hits. Searching as a role (``filters.agent``), the role's own
+    documents' scores are multiplied by ``OWN_BOOST`` before the cut, so its own page
+    entries come before shared memory that matches as well."""
     terms = query_tokens(query)
+    found = store.search(terms, filters, limit * 3 if filters.agent else limit)
+    if filters.agent:
+        found = sorted(((d, s * OWN_BOOST if d.agent == filters.agent else s) for d, s in found),
+                       key=lambda x: x[1], reverse=True)[:limit]
     out = []
-    for doc, score in store.search(terms, filters, limit):
+    for doc, score in found:
         text = f"{doc.title}\n{doc.text}\n{' '.join(doc.aliases)}"
         out.append(Hit(doc=doc, score=score, coverage=coverage(terms, text),
                        snippet=highlight(doc.text, terms, width=snippet_width)))
