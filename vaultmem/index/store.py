@@ -32,7 +32,6 @@ INDEX_DIR = ".vaultmem/index"
 LOCK_FILE = ".vaultmem/index.lock"
 MANIFEST_VERSION = 1
 IGNORED_DIRS = {".git", ".vaultmem", ".obsidian", ".trash", "node_modules"}
-BATCH = 2000  # docs per commit during a rebuild (bounds memory)
 
 Progress = Callable[[int, int], None]
 
@@ -205,6 +204,7 @@ class IndexStore:
         add: list[IndexDoc] = []
         delete: list[str] = []
         deleted_hashes: dict[str, str] = {}
+        touched = False  # a file's mtime moved without a content change
         for rel in sorted(candidates):
             old = known.get(rel)
             if rel not in seen:
@@ -225,6 +225,7 @@ class IndexStore:
             if old is not None and old["h"] == sha:
                 old["m"], old["s"] = mtime, size
                 report.unchanged += 1
+                touched = True
                 continue
             docs, problem = _docs(rel, data)
             (report.modified if old is not None else report.new).append(rel)
@@ -238,7 +239,8 @@ class IndexStore:
         if add or delete:
             engine = self.engine_for(gen)
             engine.write(add, delete)
-        self._save_manifest(gen, known)
+        if add or delete or report.new or report.modified or report.deleted or touched:
+            self._save_manifest(gen, known)
         report.docs = len(add)
         report.problems = [v["p"] for v in known.values() if v.get("p")]
         return report
@@ -263,26 +265,21 @@ class IndexStore:
         engine = _engine_class()(self.base / gen, create=True)
         seen = scan(self.root)
         manifest: dict[str, dict] = {}
-        batch: list[IndexDoc] = []
+        docs: list[IndexDoc] = []
         total = len(seen)
         for n, rel in enumerate(sorted(seen), 1):
             got = _read(self.root, rel)
             if got is None:
                 continue
             data, sha = got
-            docs, problem = _docs(rel, data)
-            batch.extend(docs)
-            report.docs += len(docs)
+            found, problem = _docs(rel, data)
+            docs.extend(found)
             report.new.append(rel)
             manifest[rel] = {"m": seen[rel][0], "s": seen[rel][1], "h": sha, "p": problem}
-            if len(batch) >= BATCH:
-                engine.write(batch, [])
-                batch = []
             if progress:
                 progress(n, total)
-        engine.write(batch, [])
-        if report.docs and engine.segment_count() > 1:
-            engine.optimize()
+        report.docs = len(docs)
+        engine.write(docs, [])  # one commit: one segment, nothing to merge afterwards
         engine.close()
         self._save_manifest(gen, manifest)
         files.atomic_write(self.base / "CURRENT", gen + "\n")  # the swap

@@ -72,7 +72,7 @@ class WhooshEngine:
         if not add and not delete_paths:
             return
         # Large indexes: non-compound segments avoid copying a big segment on every update.
-        writer = self.ix.writer(limitmb=128, compound=self.ix.doc_count_all() < 20000)
+        writer = self.ix.writer(limitmb=128, compound=self.ix.doc_count_all() + len(add) < 20000)
         try:
             for path in delete_paths:
                 writer.delete_by_term("path", path)

@@ -106,10 +106,10 @@ class RolePage:
         return {e.id for e in self.entries if e.id}
 
 
-def parse_page(text: str, path: str, stem: str | None = None) -> RolePage:
+def parse_page(text: str, path: str, stem: str | None = None, fast: bool = False) -> RolePage:
     """Parse a role page. Raises ParseError naming the file and line for broken YAML,
-    a missing or duplicated section."""
-    doc = parse_document(text, path, require_frontmatter=True)
+    a missing or duplicated section. ``fast``: read-only (for indexing)."""
+    doc = parse_document(text, path, require_frontmatter=True, fast=fast)
     fenced = doc.fenced()
     sections: list[Section] = []
     for i in doc.body_lines():

@@ -63,7 +63,7 @@ def records(rel: str, text: str) -> list[IndexDoc]:
     kind = kind_of(rel)
     if kind == "entry" and rel.count("/") == 1:
         return _page_records(rel, text)
-    doc = parse_document(text, rel, require_frontmatter=False)
+    doc = parse_document(text, rel, require_frontmatter=False, fast=True)
     meta = plain(doc.meta) if doc.meta is not None else {}
     body = "".join(doc.lines[doc.body_start :]).replace("\r\n", "\n").strip()
     if kind in ("note", "inbox", "archive") or meta.get("type") in ("fact", "preference", "decision"):
@@ -97,7 +97,7 @@ def _note_record(rel: str, kind: str, meta: dict, body: str) -> IndexDoc:
 
 
 def _page_records(rel: str, text: str) -> list[IndexDoc]:
-    page = parse_page(text, rel, stem=_stem(rel))
+    page = parse_page(text, rel, stem=_stem(rel), fast=True)
     role = _stem(rel)
     out: list[IndexDoc] = []
     by_section: dict[str, list] = {}
