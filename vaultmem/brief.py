@@ -5,7 +5,8 @@ The budget is a guarantee: every part is added only if the running token estimat
 and the finished text is checked once more. Parts, in order of priority: the header and
 task, the agent's identity (at most a quarter of the budget), the most relevant memory
 (deduplicated, long entries shortened, each line citing its source as an Obsidian link),
-then as much of the memory index as still fits.
+then the newest live-log entries of other agents this agent has not read, then as much
+of the memory index as still fits.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ LABELS = {
         "identity": "## 身份",
         "memory": "## 相关记忆",
         "index": "## 记忆索引",
+        "live": "## 共享动态（未读）",
         "more": "- …另有 {n} 条，见 [[MEMORY]]",
         "preference": "用户偏好", "decision": "决策", "fact": "事实", "failure+fix": "已知问题",
         "procedure": "流程", "episode": "经历", "work": "工作记忆", "context": "项目约定",
@@ -38,6 +40,7 @@ LABELS = {
         "identity": "## Identity",
         "memory": "## Relevant memory",
         "index": "## Memory index",
+        "live": "## Live context (unseen)",
         "more": "- … {n} more in [[MEMORY]]",
         "preference": "User preference", "decision": "Decision", "fact": "Fact", "failure+fix": "Known issue",
         "procedure": "Procedure", "episode": "Episode", "work": "Lesson", "context": "Project convention",
@@ -58,6 +61,7 @@ class BriefParts:
     identity: str = ""
     hits: list[Hit] = field(default_factory=list)
     index_lines: list[str] = field(default_factory=list)
+    live: list[str] = field(default_factory=list)  # newest log entries of others this agent has not read
     lang: str = "en"
     max_items: int = 10
     max_line_chars: int = 240
@@ -74,11 +78,13 @@ class Brief:
     index_lines: int
     index_total: int
     identity_included: bool
+    live_entries: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {"agent": self.agent, "task": self.task, "budget": self.budget, "tokens": self.tokens,
                 "items": self.items, "index_lines": self.index_lines, "index_total": self.index_total,
-                "identity_included": self.identity_included, "markdown": self.markdown}
+                "identity_included": self.identity_included, "live_entries": self.live_entries,
+                "markdown": self.markdown}
 
 
 def budget_for(window: int, ratio: float, cap: int | None) -> int:
@@ -133,6 +139,8 @@ def _label(hit: Hit, labels: dict[str, str]) -> str:
         return labels.get(d.section or "", labels["other"])
     if d.kind == "note":
         return labels.get(d.type or "", labels["fact"])
+    if d.kind == "decision":
+        return labels["decision"]
     return labels["other"]
 
 
@@ -198,6 +206,13 @@ def build_brief(parts: BriefParts, budget: int) -> Brief:
             if b.add(line, reserve=close_cost):
                 items.append({**hit.to_dict(), "label": _label(hit, labels), "line": line})
 
+    live_used = 0
+    if parts.live and b.add("", reserve=close_cost) and b.add(labels["live"], reserve=close_cost):
+        for line in parts.live:
+            if not b.add(_safe(shorten(line, parts.max_line_chars)), reserve=close_cost):
+                break
+            live_used += 1
+
     index_used = 0
     if parts.index_lines and b.add("", reserve=close_cost) and b.add(labels["index"], reserve=close_cost):
         for n, line in enumerate(parts.index_lines):
@@ -214,4 +229,5 @@ def build_brief(parts: BriefParts, budget: int) -> Brief:
     if used > budget:  # the guarantee (tested on generated vaults); never reached
         raise RuntimeError(f"brief of {used} tokens exceeds its budget of {budget}")
     return Brief(agent=parts.agent, task=parts.task, budget=budget, tokens=used, markdown=markdown, items=items,
-                 index_lines=index_used, index_total=len(parts.index_lines), identity_included=identity_included)
+                 index_lines=index_used, index_total=len(parts.index_lines), identity_included=identity_included,
+                 live_entries=live_used)

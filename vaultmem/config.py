@@ -33,6 +33,7 @@ class Config:
     brief_max_items: int = 10
     brief_min_coverage: float = 0.3
     index_lock_timeout: float = 30.0
+    checkpoint_fresh_minutes: float = 120.0
     raw: Any = field(default=None, compare=False, repr=False)
 
 
@@ -94,7 +95,7 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
         check_name(orchestrator, "orchestrator name")
     except BadInput as exc:
         raise bad("orchestrator", exc.message.replace("the orchestrator name ", "")) from None
-    for group in ("git", "memory", "brief", "index"):
+    for group in ("git", "memory", "brief", "index", "checkpoint"):
         if group in raw and not isinstance(raw[group], dict):
             raise bad(group, "must be a group of settings (key: value lines indented below it)")
     timeout = number("git.lock_timeout", 10, 0, 3600)
@@ -107,6 +108,7 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
     max_items = number("brief.max_items", 10, 0, 200)
     min_coverage = number("brief.min_coverage", 0.3, 0, 1)
     index_timeout = number("index.lock_timeout", 30, 0, 3600)
+    fresh = number("checkpoint.fresh_minutes", 120, 1, 525600)
     return Config(
         lang=lang,
         orchestrator=orchestrator,
@@ -118,6 +120,7 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
         brief_max_items=int(max_items),
         brief_min_coverage=min_coverage,
         index_lock_timeout=index_timeout,
+        checkpoint_fresh_minutes=fresh,
         raw=raw,
     )
 

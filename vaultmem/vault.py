@@ -51,7 +51,7 @@ WATCH_HEARTBEAT = ".vaultmem/local/watch.json"
 WATCH_STALE_SECONDS = 15
 # What a brief may draw on: never the inbox (quarantine), the archive, or identities
 # (the agent's own identity has its own part of the brief).
-BRIEF_KINDS = ("note", "entry", "wiki", "skill", "journal", "shared", "checkpoint", "doc")
+BRIEF_KINDS = ("note", "entry", "decision", "wiki", "skill", "journal", "shared", "checkpoint", "doc")
 ENV_VAULT = "VAULTMEM_VAULT"
 ENV_AGENT = "VAULTMEM_AGENT"
 
@@ -487,6 +487,15 @@ class Vault:
     def history(self, path: str | None = None, max_count: int = 20) -> list[dict]:
         return gitstore.log(self.root, path, max_count)
 
+    # -- coordination: keys, logs, decisions, state, checkpoints, sync ----------------------
+    @property
+    def shared(self):
+        """Keys, the signed live-context and decision logs, project state, checkpoints and
+        git sync (see :mod:`vaultmem.shared`)."""
+        from .shared import Shared
+
+        return Shared(self)
+
     # -- recall: index, search, brief ------------------------------------------------------
     @property
     def index(self):
@@ -567,8 +576,10 @@ class Vault:
         index_path = self.root / MEMORY_INDEX
         index_lines = (index_block_lines(files.read_text(index_path, MEMORY_INDEX), MEMORY_INDEX, agent)
                        if index_path.is_file() else [])
+        live = [f"- {e.ts[:16]}Z {e.id} #{e.channel} {e.type}: {e.summary} [[{e.log_path}]]"
+                for e in self.shared.unseen_for_brief(agent)]
         parts = BriefParts(agent=agent, task=task, identity=identity, hits=relevant, index_lines=index_lines,
-                           lang=self.config.lang, max_items=cfg.brief_max_items)
+                           live=live, lang=self.config.lang, max_items=cfg.brief_max_items)
         return build_brief(parts, budget)
 
     def evaluate(self, queries_path: str | Path, at: str | None = "HEAD"):

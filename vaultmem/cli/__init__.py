@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from . import notes, page, recall
+from . import coord, notes, page, recall
 from ._common import AsOpt, JsonOpt, Session, VaultOpt, handles_errors, session
 
 app = typer.Typer(
@@ -35,6 +35,12 @@ app.command("brief")(recall.brief)
 app.command("dispatch")(recall.dispatch)
 app.command("eval")(recall.eval_)
 app.command("watch")(recall.watch)
+app.add_typer(coord.keys_app, name="keys")
+app.add_typer(coord.log_app, name="log")
+app.command("decide")(coord.decide)
+app.add_typer(coord.state_app, name="state")
+app.add_typer(coord.checkpoint_app, name="checkpoint")
+app.command("sync")(coord.sync)
 
 
 def _print_version(value: bool) -> None:

@@ -60,6 +60,8 @@ def records(rel: str, text: str) -> list[IndexDoc]:
     its folder's format says (a broken role page); callers report it and go on."""
     if rel in SKIP or not rel.endswith(".md"):
         return []
+    if rel.startswith(("shared/log/", "shared/decisions/")) and rel.count("/") == 2:
+        return _log_records(rel, text)
     kind = kind_of(rel)
     if kind == "entry" and rel.count("/") == 1:
         return _page_records(rel, text)
@@ -118,6 +120,27 @@ def _page_records(rel: str, text: str) -> list[IndexDoc]:
                 section=section, status="active", author_kind="agent", importance=0.5, date=e.date,
                 near=" \n".join(x.text for x in neighbours), entry_id=e.id, project=e.project, line=e.line,
             ))  # fmt: skip
+    return out
+
+
+def _log_records(rel: str, text: str) -> list[IndexDoc]:
+    """One doc per entry of a live-context or decision log (shared: owned by no agent)."""
+    from .logline import LineError, entry_text, parse_line
+
+    kind = "decision" if rel.startswith("shared/decisions/") else "log"
+    out = []
+    for n, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            e = parse_line(line, n)
+        except LineError:
+            continue
+        out.append(IndexDoc(
+            id=f"{rel}#{e.agent}-{e.seq}", path=rel, kind=kind, text=entry_text(e),
+            title=f"{e.agent} {e.type} #{e.channel}", section=e.channel, type=e.type, author_kind="agent",
+            importance=0.7 if kind == "decision" else 0.4, date=e.ts[:10], line=n,
+        ))  # fmt: skip
     return out
 
 

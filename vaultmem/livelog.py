@@ -1,0 +1,471 @@
+"""The shared live-context log and the decision log: signed, append-only, per-agent files.
+
+Layout: ``shared/log/<agent>.md`` (live context) and ``shared/decisions/<agent>.md``
+(decisions), one entry per line (see :mod:`vaultmem.parse.logline`). Each agent appends
+only to its own files, so clones merge through git without conflicts; readers merge the
+files by (timestamp, agent, sequence), so every clone reads the same order.
+
+Keys: ``vaultmem keys new AGENT`` writes an Ed25519 private key to
+``.vaultmem/keys/<agent>.key`` (mode 0600, git-ignored) and the public key to
+``shared/keys/<agent>.pub`` (committed). Later keys are introduced by a ``key-rotate``
+entry signed with the current key; ``key-revoke`` retires one.
+
+Appending: open with O_APPEND, take an exclusive ``flock`` on the file, read the agent's
+last line (sequence number and hash for the chain), then write the whole line with one
+``os.write``. A reader skips a last line without its newline, so it never sees a partial
+entry; a writer killed mid-write leaves such a tail, which ``verify`` reports and
+``repair`` cuts.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import fcntl
+import hashlib
+import json
+import os
+import secrets
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import files
+from .errors import BadInput, NotFound, VaultmemError
+from .names import check_name
+from .parse.logline import CHANNEL, TYPE, LineError, LogEntry, line_hash, parse_line, render, visible
+
+LOG_DIRS = {"live": "shared/log", "decisions": "shared/decisions"}
+KEYS_DIR = "shared/keys"
+PRIVATE_DIR = ".vaultmem/keys"
+CURSOR_DIR = ".vaultmem/local/cursors"
+MAX_ENTRY_BYTES = 256 * 1024
+BLOCK = 64 * 1024
+
+
+# -- keys ----------------------------------------------------------------------------------
+
+
+def key_id(public_raw: bytes) -> str:
+    return hashlib.sha256(public_raw).hexdigest()[:16]
+
+
+def _public_raw(private) -> bytes:
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    return private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+
+
+def _private_raw(private) -> bytes:
+    from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
+
+    return private.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
+
+
+def new_private_key():
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    return Ed25519PrivateKey.generate()
+
+
+def save_private_key(root: Path, agent: str, private) -> Path:
+    path = files.inside(root, f"{PRIVATE_DIR}/{agent}.key")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.chmod(path.parent, 0o700)
+    tmp = path.with_name(f".{path.name}{files.TEMP_MARK}{secrets.token_hex(4)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(fd, base64.b64encode(_private_raw(private)) + b"\n")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    return path
+
+
+def load_private_key(root: Path, agent: str):
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    path = root / PRIVATE_DIR / f"{agent}.key"
+    try:
+        raw = base64.b64decode(path.read_bytes().strip())
+        return Ed25519PrivateKey.from_private_bytes(raw)
+    except FileNotFoundError:
+        raise NotFound(f"agent {agent!r} has no private key on this machine ({PRIVATE_DIR}/{agent}.key)",
+                       hint=f"create one with: vaultmem keys new {agent}") from None
+    except ValueError:
+        raise VaultmemError(f"the private key {PRIVATE_DIR}/{agent}.key is damaged", path=str(path)) from None
+
+
+def public_key_line(private) -> str:
+    raw = _public_raw(private)
+    created = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return f"ed25519 {base64.b64encode(raw).decode()} {key_id(raw)} {created}"
+
+
+def initial_keys(root: Path) -> dict[str, tuple[str, bytes]]:
+    """Each agent's first public key, from ``shared/keys/<agent>.pub``: agent → (kid, raw)."""
+    out = {}
+    folder = root / KEYS_DIR
+    if not folder.is_dir():
+        return out
+    for path in sorted(folder.glob("*.pub")):
+        try:
+            first = path.read_text(encoding="utf-8").split("\n", 1)[0].split()
+            raw = base64.b64decode(first[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        out[path.stem] = (key_id(raw), raw)
+    return out
+
+
+def verify_signature(public_raw: bytes, entry: LogEntry) -> bool:
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    try:
+        Ed25519PublicKey.from_public_bytes(public_raw).verify(base64.b64decode(entry.sig), entry.payload())
+        return True
+    except (InvalidSignature, ValueError):
+        return False
+
+
+# -- reading -------------------------------------------------------------------------------
+
+
+def log_file(root: Path, log: str, agent: str) -> Path:
+    return files.inside(root, f"{LOG_DIRS[log]}/{agent}.md")
+
+
+def log_files(root: Path, log: str) -> dict[str, Path]:
+    folder = root / LOG_DIRS[log]
+    if not folder.is_dir():
+        return {}
+    return {p.stem: p for p in sorted(folder.glob("*.md")) if p.is_file()}
+
+
+def _tail_lines(path: Path, want: int | None = None) -> Iterator[str]:
+    """Whole lines from the end of a file, newest first, reading backwards in blocks. A
+    last line without its newline (a write in progress, or a torn tail) is skipped."""
+    with open(path, "rb") as fh:
+        pos = fh.seek(0, os.SEEK_END)
+        buf = b""
+        found_end = False
+        count = 0
+        while pos > 0:
+            step = min(BLOCK, pos)
+            pos -= step
+            fh.seek(pos)
+            buf = fh.read(step) + buf
+            if not found_end:
+                nl = buf.rfind(b"\n")
+                if nl < 0:
+                    continue  # all torn so far
+                buf, found_end = buf[:nl], True
+            parts = buf.split(b"\n")
+            buf = parts[0]  # may begin before this block: kept for the next one
+            for part in reversed(parts[1:]):
+                if part:
+                    yield part.decode("utf-8", errors="replace")
+                    count += 1
+                    if want is not None and count >= want:
+                        return
+        if found_end and buf:
+            yield buf.decode("utf-8", errors="replace")
+
+
+def read_entries(path: Path) -> tuple[list[LogEntry], list[dict]]:
+    """Every entry of one file in file order, and the lines that could not be read."""
+    entries, problems = [], []
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    torn = lines.pop()  # text after the last newline: "" when the file ends cleanly
+    for n, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        text = raw.decode("utf-8", errors="replace")
+        try:
+            entries.append(parse_line(text, n))
+        except LineError as exc:
+            problems.append({"line": n, "message": str(exc)})
+    if torn:
+        problems.append({"line": len(lines) + 1, "message": "the last entry is cut off (a write did not finish)",
+                         "kind": "truncated"})
+    return entries, problems
+
+
+def newest(root: Path, log: str = "live", n: int = 20, agent: str | None = None, channel: str | None = None,
+           type_: str | None = None, since: str | None = None, after: dict[str, int] | None = None,
+           exclude: str | None = None) -> list[LogEntry]:
+    """The newest ``n`` matching entries across agents, oldest first, read from the end
+    of each file. ``after`` (agent → seq) keeps only entries past those high-water marks."""
+    picked: list[LogEntry] = []
+    for who, path in log_files(root, log).items():
+        if (agent and who != agent) or (exclude and who == exclude):
+            continue
+        count = 0
+        for line in _tail_lines(path):
+            try:
+                e = parse_line(line)
+            except LineError:
+                continue
+            if after is not None and e.seq <= after.get(who, 0):
+                break
+            if since and e.ts < since:
+                break
+            if (channel and e.channel != channel) or (type_ and e.type != type_):
+                continue
+            picked.append(e)
+            count += 1
+            if count >= n:
+                break
+    picked.sort(key=lambda e: (e.ts, e.agent, e.seq))
+    return picked[-n:]
+
+
+def all_entries(root: Path, log: str = "live") -> list[LogEntry]:
+    """Every entry of a log in reading order: (timestamp, agent, sequence)."""
+    out = []
+    for path in log_files(root, log).values():
+        out.extend(read_entries(path)[0])
+    out.sort(key=lambda e: (e.ts, e.agent, e.seq))
+    return out
+
+
+# -- cursors: what an agent has seen ---------------------------------------------------------
+
+
+def read_cursor(root: Path, agent: str) -> dict[str, int]:
+    try:
+        data = json.loads((root / CURSOR_DIR / f"{agent}.json").read_text(encoding="utf-8"))
+        return {str(k): int(v) for k, v in data.items()}
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
+def save_cursor(root: Path, agent: str, cursor: dict[str, int]) -> None:
+    files.atomic_write(files.inside(root, f"{CURSOR_DIR}/{agent}.json"), json.dumps(cursor, ensure_ascii=False))
+
+
+# -- appending -------------------------------------------------------------------------------
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def check_fields(channel: str, type_: str, summary: str, body: str) -> None:
+    if not CHANNEL.fullmatch(channel or ""):
+        raise BadInput(f"--channel {channel!r} must be a word such as general or backend/db")
+    if not TYPE.fullmatch(type_ or ""):
+        raise BadInput(f"--type {type_!r} must be a word such as status, question, decision or handoff")
+    if not summary or not summary.strip():
+        raise BadInput("the summary is empty", hint="give a one-line summary of the turn with --summary")
+    if "\n" in summary or "\r" in summary:
+        raise BadInput("the summary must be one line", hint="put the details in --body")
+
+
+@dataclass
+class Appended:
+    entry: LogEntry
+    path: str
+    bytes: int
+    extra: dict = field(default_factory=dict)
+
+
+def append(root: Path, log: str, agent: str, channel: str, type_: str, summary: str, body: str = "",
+           ref: str | None = None, extra: dict | None = None, hw: dict[str, int] | None = None,
+           private=None, fsync: bool = True) -> Appended:
+    """Sign and append one entry to ``agent``'s file of ``log``."""
+    agent = check_name(agent, "agent name")
+    check_fields(channel, type_, summary, body)
+    private = private or load_private_key(root, agent)
+    kid = key_id(_public_raw(private))
+    path = log_file(root, log, agent)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            raise VaultmemError(f"{LOG_DIRS[log]}/{agent}.md ends with a cut-off entry",
+                                path=f"{LOG_DIRS[log]}/{agent}.md",
+                                hint="run 'vaultmem log repair' to cut it back to the last whole entry")
+        last = next(_tail_lines(path, want=1), None)
+        seq, prev = 1, ""
+        if last is not None:
+            try:
+                seq = parse_line(last).seq + 1
+            except LineError:
+                raise VaultmemError(f"the last entry of {LOG_DIRS[log]}/{agent}.md cannot be read",
+                                    path=f"{LOG_DIRS[log]}/{agent}.md",
+                                    hint="run 'vaultmem log verify' to see what happened to it") from None
+            prev = line_hash(last)
+        entry = LogEntry(log=log, agent=agent, ts=_now(), seq=seq, prev=prev, nonce=secrets.token_hex(8),
+                         channel=channel, type=type_, summary=summary.strip(), body=(body or "").strip("\n"),
+                         hw=dict(hw or {}), ref=ref, extra=dict(extra or {}), kid=kid)
+        entry.sig = base64.b64encode(private.sign(entry.payload())).decode()
+        data = (render(entry) + "\n").encode("utf-8")
+        if len(data) > MAX_ENTRY_BYTES:
+            raise BadInput(f"the entry is {len(data)} bytes; at most {MAX_ENTRY_BYTES} fit in one entry",
+                           hint="keep the body short and link to a file instead")
+        view = memoryview(data)
+        while view:  # one write; a short write (rare) is completed, still under the lock
+            view = view[os.write(fd, view):]
+        if fsync:
+            os.fsync(fd)
+        entry.line = render(entry)
+        return Appended(entry, f"{LOG_DIRS[log]}/{agent}.md", len(data))
+    finally:
+        os.close(fd)  # closing releases the flock
+
+
+def repair(root: Path) -> list[dict]:
+    """Cut every log file's torn tail back to its last whole entry."""
+    cut = []
+    for log in LOG_DIRS:
+        for agent, path in log_files(root, log).items():
+            fd = os.open(path, os.O_RDWR)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                size = os.fstat(fd).st_size
+                if not size or os.pread(fd, 1, size - 1) == b"\n":
+                    continue
+                data = os.pread(fd, size, 0)
+                keep = data.rfind(b"\n") + 1
+                os.ftruncate(fd, keep)
+                os.fsync(fd)
+                cut.append({"path": f"{LOG_DIRS[log]}/{agent}.md", "removed_bytes": size - keep,
+                            "kept_bytes": keep})
+            finally:
+                os.close(fd)
+    return cut
+
+
+# -- verifying -------------------------------------------------------------------------------
+
+
+def verify(root: Path, checkpoint_marks: dict[str, dict[str, int]] | None = None) -> tuple[list[dict], dict]:
+    """Check every signature, chain and high-water mark of both logs. Returns the findings
+    (each naming log, agent, sequence number, line and what is wrong) and counts."""
+    findings: list[dict] = []
+    keys = initial_keys(root)
+    kid_owner = {kid: agent for agent, (kid, _raw) in keys.items()}
+    nonces: dict[str, str] = {}
+    last_seq: dict[tuple[str, str], int] = {}
+    marks: list[tuple[str, str, dict[str, int]]] = []
+    total = 0
+
+    def find(kind: str, log: str, agent: str, message: str, seq: int | None = None, line: int | None = None):
+        findings.append({"kind": kind, "log": log, "agent": agent, "seq": seq, "line": line,
+                         "path": f"{LOG_DIRS[log]}/{agent}.md", "message": message})
+
+    for log in LOG_DIRS:
+        for agent, path in log_files(root, log).items():
+            entries, problems = read_entries(path)
+            for p in problems:
+                find(p.get("kind", "unreadable"), log, agent, p["message"], line=p["line"])
+            valid = {keys[agent][0]: keys[agent][1]} if agent in keys else {}
+            revoked: set[str] = set()
+            expect, prev_line = 1, None
+            for e in entries:
+                total += 1
+                where = dict(seq=e.seq, line=e.lineno)
+                if agent not in keys:
+                    find("unknown-key", log, agent, f"no public key for {agent!r} in {KEYS_DIR}/", **where)
+                if e.line[: e.line.rfind(" <!-- vm1 ")] != visible(e):
+                    find("edited", log, agent, "the visible text differs from the signed fields", **where)
+                if e.agent != agent or e.log != log:
+                    find("wrong-author", log, agent,
+                         f"entry claims to be {e.agent!r}'s {e.log} entry but sits in {agent!r}'s {log} file", **where)
+                if e.kid in valid and e.kid not in revoked:
+                    if not verify_signature(valid[e.kid], e):
+                        find("bad-signature", log, agent, "the signature does not match (the entry was edited)",
+                             **where)
+                elif e.kid in kid_owner and kid_owner[e.kid] != agent:
+                    find("forged-author", log, agent,
+                         f"signed with {kid_owner[e.kid]!r}'s key, but claims to be {agent!r}", **where)
+                elif e.kid in revoked:
+                    find("revoked-key", log, agent, f"signed with the revoked key {e.kid}", **where)
+                else:
+                    find("unknown-key", log, agent, f"signed with an unknown key {e.kid}", **where)
+                if e.nonce in nonces:
+                    find("replayed", log, agent, f"the same entry (nonce) already appears at {nonces[e.nonce]}",
+                         **where)
+                nonces.setdefault(e.nonce, f"{LOG_DIRS[log]}/{agent}.md:{e.lineno}")
+                if e.seq < expect:
+                    kind = "duplicated" if e.seq == expect - 1 and prev_line is not None else "reordered"
+                    find(kind, log, agent, f"sequence {e.seq} after {expect - 1}: entries out of order or repeated",
+                         **where)
+                elif e.seq > expect:
+                    find("deleted", log, agent, f"sequence jumps from {expect - 1} to {e.seq}: "
+                                                f"{e.seq - expect} entries missing", **where)
+                elif prev_line is not None and e.prev != line_hash(prev_line):
+                    find("chain-broken", log, agent, "does not follow the previous entry (one was removed or "
+                                                     "replaced before it)", **where)
+                elif prev_line is None and e.prev:
+                    find("deleted", log, agent, "the first entries of this log are missing", **where)
+                if e.type == "key-rotate" and e.kid in valid and e.extra.get("public"):
+                    try:
+                        raw = base64.b64decode(e.extra["public"])
+                        valid[key_id(raw)] = raw
+                        kid_owner.setdefault(key_id(raw), agent)
+                    except ValueError:
+                        pass
+                if e.type == "key-revoke" and e.extra.get("kid"):
+                    revoked.add(str(e.extra["kid"]))
+                expect = max(expect, e.seq + 1)
+                prev_line = e.line
+                if e.hw:
+                    marks.append((log, e.id, e.hw))
+            last_seq[(log, agent)] = expect - 1
+    for owner, hw in (checkpoint_marks or {}).items():
+        marks.append(("live", f"checkpoint of {owner}", hw))
+    for log, source, hw in marks:
+        for other, seen in hw.items():
+            have = last_seq.get(("live", other), 0)
+            if seen > have:
+                find("truncated", "live", other, f"{other}'s log ends at sequence {have}, but {source} saw it up "
+                                                 f"to {seen}: later entries are missing", seq=have)
+    return findings, {"entries": total, "agents": len({a for _l, a in last_seq})}
+
+
+def rotate(root: Path, agent: str) -> tuple[LogEntry, str]:
+    """A new key for ``agent``, announced by an entry signed with the current one."""
+    old = load_private_key(root, agent)
+    new = new_private_key()
+    raw = _public_raw(new)
+    done = append(root, "live", agent, "keys", "key-rotate", f"{agent} rotates to key {key_id(raw)}",
+                  extra={"public": base64.b64encode(raw).decode(), "kid": key_id(raw)}, private=old)
+    save_private_key(root, agent, new)
+    return done.entry, key_id(raw)
+
+
+def wait_for_new(root: Path, log: str, offsets: dict[str, int], interval: float = 0.2) -> Iterator[LogEntry]:
+    """Follow: yield entries appended after ``offsets`` (agent → byte size), forever."""
+    while True:
+        found = []
+        for agent, path in log_files(root, log).items():
+            start = offsets.get(agent, 0)
+            try:
+                size = path.stat().st_size
+            except FileNotFoundError:
+                continue
+            if size <= start:
+                continue
+            with open(path, "rb") as fh:
+                fh.seek(start)
+                chunk = fh.read(size - start)
+            whole = chunk[: chunk.rfind(b"\n") + 1]
+            offsets[agent] = start + len(whole)
+            for raw in whole.split(b"\n"):
+                if raw.strip():
+                    try:
+                        found.append(parse_line(raw.decode("utf-8", errors="replace")))
+                    except LineError:
+                        pass
+        found.sort(key=lambda e: (e.ts, e.agent, e.seq))
+        yield from found
+        if not found:
+            time.sleep(interval)

@@ -1,0 +1,322 @@
+"""Shared coordination state on top of a vault: keys, the signed logs, decisions,
+project state, checkpoints and git sync. Reached as ``vault.shared``.
+
+Log appends are not git commits each (eight agents appending a thousand entries would
+be eight thousand commits): the log files are committed by ``sync``, or by ``vaultmem
+log commit``. Everything else here — public keys, project state, checkpoints — is a
+mutation and is committed at once, authored by the acting agent.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import files, gitstore, livelog
+from .errors import BadInput, GitError, NotFound, PermissionRefused, VaultmemError
+from .models import Actor, Change
+from .names import check_name
+from .parse.document import parse_document, plain, yaml_timestamp
+from .parse.logline import LogEntry
+
+STATE_FILE = "shared/project-state.md"
+CHECKPOINT_DIR = "checkpoints"
+GITATTRIBUTES_LINES = ("shared/log/*.md merge=union", "shared/decisions/*.md merge=union")
+
+
+@dataclass
+class SyncReport:
+    committed: str | None = None
+    pulled: int = 0
+    pushed: bool = False
+    conflicts: list[str] = field(default_factory=list)
+    findings: int = 0
+    remote: str = ""
+
+    def to_dict(self) -> dict:
+        return {"committed": self.committed, "pulled": self.pulled, "pushed": self.pushed,
+                "conflicts": self.conflicts, "verify_findings": self.findings, "remote": self.remote}
+
+
+def _utc_now() -> _dt.datetime:
+    return _dt.datetime.now(_dt.timezone.utc)
+
+
+class Shared:
+    def __init__(self, vault) -> None:
+        self.vault = vault
+        self.root: Path = vault.root
+
+    def _agent(self, actor: Actor) -> str:
+        if actor.is_human:
+            raise BadInput("this needs an agent: pass --as AGENT (or set VAULTMEM_AGENT)",
+                           hint="log entries, decisions and checkpoints are signed or owned by an agent")
+        return actor.name
+
+    # -- keys --------------------------------------------------------------------------------
+    def new_key(self, agent: str, actor: Actor) -> Change:
+        agent = check_name(agent, "agent name")
+        if not actor.is_human and actor.name not in (agent, self.vault.config.orchestrator):
+            raise PermissionRefused(f"agent {actor.name!r} may not create keys for {agent!r}",
+                                    hint="an agent creates its own key; the orchestrator or a human may too")
+        pub_rel = f"{livelog.KEYS_DIR}/{agent}.pub"
+        if (self.root / pub_rel).exists() or (self.root / livelog.PRIVATE_DIR / f"{agent}.key").exists():
+            raise BadInput(f"agent {agent!r} already has a key",
+                           hint=f"to replace it, sign the change with the old one: vaultmem keys rotate {agent}")
+        private = livelog.new_private_key()
+        line = livelog.public_key_line(private)
+        livelog.save_private_key(self.root, agent, private)
+        try:
+            sha = self.vault._apply(actor, f"keys: public key of {agent}", {pub_rel: line + "\n"})
+        except BaseException:
+            (self.root / livelog.PRIVATE_DIR / f"{agent}.key").unlink(missing_ok=True)
+            raise
+        kid = line.split()[2]
+        return Change("keys.new", [pub_rel], sha, f"created key {kid} for {agent}",
+                      {"agent": agent, "kid": kid, "public": pub_rel,
+                       "private": f"{livelog.PRIVATE_DIR}/{agent}.key"})
+
+    def rotate_key(self, agent: str, actor: Actor) -> dict:
+        agent = check_name(agent, "agent name")
+        if not actor.is_human and actor.name != agent:
+            raise PermissionRefused(f"agent {actor.name!r} may not rotate {agent!r}'s key")
+        entry, kid = livelog.rotate(self.root, agent)
+        return {"agent": agent, "kid": kid, "entry": entry.to_dict()}
+
+    # -- the logs ------------------------------------------------------------------------------
+    def append(self, actor: Actor, channel: str, type_: str, summary: str, body: str = "",
+               ref: str | None = None, log: str = "live", extra: dict | None = None) -> LogEntry:
+        """Sign and append one entry; it records what this agent has read so far (its
+        high-water marks), so a truncated log of another agent can be detected."""
+        agent = self._agent(actor)
+        if not (self.root / livelog.KEYS_DIR / f"{agent}.pub").exists():
+            raise NotFound(f"agent {agent!r} has no key in this vault",
+                           hint=f"create one first: vaultmem keys new {agent}")
+        hw = {a: s for a, s in livelog.read_cursor(self.root, agent).items() if a != agent}
+        return livelog.append(self.root, log, agent, channel, type_, summary, body, ref=ref, extra=extra,
+                              hw=hw).entry
+
+    def tail(self, n: int = 20, agent: str | None = None, channel: str | None = None, type_: str | None = None,
+             since: str | None = None, unseen_as: Actor | None = None, log: str = "live") -> list[LogEntry]:
+        """The newest entries; with ``unseen_as``, only other agents' entries that agent
+        has not read yet — and they are marked read."""
+        if n < 1:
+            raise BadInput(f"-n is {n}; it must be at least 1")
+        since_key = _since(since) if since else None
+        if unseen_as is None:
+            return livelog.newest(self.root, log, n, agent=agent, channel=channel, type_=type_, since=since_key)
+        me = self._agent(unseen_as)
+        cursor = livelog.read_cursor(self.root, me)
+        entries = livelog.newest(self.root, log, n, agent=agent, channel=channel, type_=type_, since=since_key,
+                                 after=cursor, exclude=me)
+        if entries:
+            for e in entries:
+                cursor[e.agent] = max(cursor.get(e.agent, 0), e.seq)
+            livelog.save_cursor(self.root, me, cursor)
+        return entries
+
+    def unseen_for_brief(self, agent: str, n: int = 5) -> list[LogEntry]:
+        """The newest entries of other agents that ``agent`` has not read (not marked read)."""
+        return livelog.newest(self.root, "live", n, after=livelog.read_cursor(self.root, agent), exclude=agent)
+
+    def find(self, ref: str, log: str = "live") -> LogEntry:
+        who, _, seq = ref.partition("#")
+        if not who or not seq.isdigit():
+            raise BadInput(f"{ref!r} is not an entry id", hint="entry ids look like ella#12 (agent#sequence)")
+        path = livelog.log_files(self.root, log).get(who)
+        if path is not None:
+            for e in livelog.read_entries(path)[0]:
+                if e.seq == int(seq):
+                    return e
+        raise NotFound(f"no entry {ref} in the {log} log", hint="list entries with: vaultmem log tail")
+
+    def ack(self, actor: Actor, ref: str, note: str = "") -> LogEntry:
+        target = self.find(ref)
+        agent = self._agent(actor)
+        if target.agent == agent:
+            raise BadInput("an agent acknowledges other agents' entries, not its own")
+        cursor = livelog.read_cursor(self.root, agent)
+        cursor[target.agent] = max(cursor.get(target.agent, 0), target.seq)
+        livelog.save_cursor(self.root, agent, cursor)
+        summary = note.strip() or f"ack {ref}: {target.summary[:80]}"
+        return self.append(actor, target.channel, "ack", summary, ref=ref)
+
+    def decide(self, actor: Actor, decision: str, why: str, supersedes: str | None = None,
+               channel: str = "decisions") -> tuple[LogEntry, LogEntry]:
+        """A signed decision-log entry (when, who, decision, rationale), noted in the live log."""
+        if not (why or "").strip():
+            raise BadInput("a decision needs its rationale: --why TEXT")
+        if supersedes:
+            self.find(supersedes, log="decisions")
+        d = self.append(actor, channel, "decision", decision, body=why.strip(), ref=supersedes, log="decisions")
+        live = self.append(actor, channel, "decision", decision, ref=f"decisions:{d.id}")
+        return d, live
+
+    def verify(self) -> tuple[list[dict], dict]:
+        return livelog.verify(self.root, checkpoint_marks=self._checkpoint_marks())
+
+    def repair(self) -> list[dict]:
+        return livelog.repair(self.root)
+
+    def commit_logs(self, actor: Actor) -> str | None:
+        paths = [f"{livelog.LOG_DIRS[log]}/{p.name}" for log in livelog.LOG_DIRS
+                 for p in livelog.log_files(self.root, log).values()]
+        if not paths:
+            return None
+        return gitstore.commit(self.root, paths, "log: record new entries", actor, self.vault.config.lock_timeout)
+
+    # -- project state -------------------------------------------------------------------------
+    def state(self) -> dict:
+        path = self.root / STATE_FILE
+        if not path.exists():
+            return {"text": "", "updated_by": None, "updated": None, "path": STATE_FILE}
+        doc = parse_document(files.read_text(path, STATE_FILE), STATE_FILE, require_frontmatter=False)
+        meta = plain(doc.meta) if doc.meta is not None else {}
+        text = "".join(doc.lines[doc.body_start:]).strip("\n")
+        return {"text": text, "updated_by": meta.get("updated_by"), "updated": meta.get("updated"),
+                "path": STATE_FILE}
+
+    def set_state(self, text: str, actor: Actor) -> Change:
+        if not text.strip():
+            raise BadInput("the project state is empty", hint="give the new state as TEXT or on stdin")
+        from .parse.note import render_note
+
+        meta = {"type": "project-state", "updated_by": actor.name, "updated": yaml_timestamp(_utc_now())}
+        new = render_note(meta, text)
+        sha = self.vault._apply(actor, f"state: project state updated by {actor.name}", {STATE_FILE: new})
+        return Change("state.set", [STATE_FILE], sha, "project state updated", {"updated_by": actor.name})
+
+    # -- checkpoints ------------------------------------------------------------------------------
+    def save_checkpoint(self, actor: Actor, text: str = "", task: str | None = None, step: str | None = None,
+                        next_steps: list[str] = ()) -> Change:
+        from .parse.note import render_note
+
+        agent = self._agent(actor)
+        if not (text.strip() or task or step or next_steps):
+            raise BadInput("the checkpoint is empty", hint="give --task/--step/--next or the working context")
+        rel = f"{CHECKPOINT_DIR}/{agent}.md"
+        seen = livelog.read_cursor(self.root, agent)
+        meta = {"type": "checkpoint", "agent": agent, "task": task, "step": step,
+                "next": list(next_steps) or None, "saved": yaml_timestamp(_utc_now()), "seen": seen or None}
+        sha = self.vault._apply(actor, f"checkpoint: {agent}" + (f" — {step}" if step else ""),
+                                {rel: render_note(meta, text or "")})
+        return Change("checkpoint.save", [rel], sha, f"saved {rel}", {"agent": agent, "path": rel})
+
+    def checkpoint(self, agent: str) -> dict:
+        agent = check_name(agent, "agent name")
+        rel = f"{CHECKPOINT_DIR}/{agent}.md"
+        path = self.root / rel
+        if not path.exists():
+            raise NotFound(f"agent {agent!r} has no checkpoint ({rel})",
+                           hint=f"save one with: vaultmem checkpoint save --as {agent}")
+        doc = parse_document(files.read_text(path, rel), rel, require_frontmatter=False)
+        meta = plain(doc.meta) if doc.meta is not None else {}
+        saved = meta.get("saved")
+        age = None
+        if saved:
+            try:
+                moment = _dt.datetime.fromisoformat(str(saved).replace("Z", "+00:00"))
+                age = (_utc_now() - moment).total_seconds()
+            except ValueError:
+                age = None
+        fresh = self.vault.config.checkpoint_fresh_minutes * 60
+        return {"agent": agent, "path": rel, "task": meta.get("task"), "step": meta.get("step"),
+                "next": meta.get("next") or [], "saved": saved, "age_seconds": age,
+                "stale": age is None or age > fresh, "text": "".join(doc.lines[doc.body_start:]).strip("\n")}
+
+    def _checkpoint_marks(self) -> dict[str, dict[str, int]]:
+        out = {}
+        folder = self.root / CHECKPOINT_DIR
+        for path in sorted(folder.glob("*.md")) if folder.is_dir() else []:
+            try:
+                doc = parse_document(path.read_text(encoding="utf-8"), path.name, require_frontmatter=False,
+                                     fast=True)
+            except (VaultmemError, OSError, UnicodeDecodeError):
+                continue
+            seen = (doc.meta or {}).get("seen") if isinstance(doc.meta, dict) else None
+            if isinstance(seen, dict):
+                out[path.stem] = {str(k): int(v) for k, v in seen.items() if str(v).isdigit()}
+        return out
+
+    # -- git sync -------------------------------------------------------------------------------
+    def sync(self, actor: Actor, remote: str = "origin") -> SyncReport:
+        """Commit new log entries, pull (merge) the remote, push. Log files merge by
+        union (every line is unique), so they never conflict; any other conflict is
+        reported with the files named and the merge is undone."""
+        report = SyncReport(remote=remote)
+        root = str(self.root)
+
+        def git(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+            name, email = actor.git_identity()
+            env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name,
+                   "GIT_COMMITTER_EMAIL": email, "GIT_MERGE_AUTOEDIT": "no", "PATH": _path()}
+            r = subprocess.run(["git", "-c", "core.quotepath=off", "-C", root, *args], capture_output=True,
+                               text=True, env=env)
+            if check and r.returncode != 0:
+                raise GitError(f"git {args[0]} failed: {(r.stderr or r.stdout).strip()}", path=root)
+            return r
+
+        if git("remote", "get-url", remote, check=False).returncode != 0:
+            raise NotFound(f"the vault has no git remote {remote!r}",
+                           hint=f"add one: git -C {root} remote add {remote} URL")
+        self._ensure_gitattributes(actor)
+        report.committed = self.commit_logs(actor)
+        branch = git("rev-parse", "--abbrev-ref", "HEAD").stdout.strip()
+        for attempt in range(3):
+            git("fetch", "--quiet", remote)
+            upstream = f"{remote}/{branch}"
+            if git("rev-parse", "--verify", "--quiet", upstream, check=False).returncode == 0:
+                behind = int(git("rev-list", "--count", f"HEAD..{upstream}").stdout.strip() or 0)
+                if behind:
+                    merged = git("merge", "--no-edit", "--no-ff", upstream, check=False)
+                    if merged.returncode != 0:
+                        conflicts = git("diff", "--name-only", "--diff-filter=U").stdout.split()
+                        git("merge", "--abort", check=False)
+                        report.conflicts = conflicts
+                        raise GitError(
+                            "sync stopped: these files changed on both sides and need a human: "
+                            + (", ".join(conflicts) or (merged.stderr or merged.stdout).strip()),
+                            path=root, hint="merge them by hand (git merge), then run vaultmem sync again")
+                    report.pulled += behind
+            pushed = git("push", "--quiet", remote, f"HEAD:{branch}", check=False)
+            if pushed.returncode == 0:
+                report.pushed = True
+                break
+            if attempt == 2:
+                raise GitError(f"git push failed: {pushed.stderr.strip()}", path=root)
+        report.findings = len(self.verify()[0])
+        return report
+
+    def _ensure_gitattributes(self, actor: Actor) -> None:
+        path = self.root / ".gitattributes"
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        missing = [line for line in GITATTRIBUTES_LINES if line not in text.splitlines()]
+        if missing:
+            new = text + ("" if not text or text.endswith("\n") else "\n") + "\n".join(missing) + "\n"
+            self.vault._apply(actor, "sync: merge log files line by line (union)", {".gitattributes": new})
+
+
+def _path() -> str:
+    import os
+
+    return os.environ.get("PATH", "/usr/bin:/bin")
+
+
+def _since(value: str) -> str:
+    """A --since value (ISO date/time, or 30m / 2h / 3d ago) as a sortable UTC string."""
+    import re
+
+    m = re.fullmatch(r"(\d+)([smhd])", value.strip())
+    if m:
+        unit = {"s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
+        moment = _utc_now() - _dt.timedelta(seconds=int(m.group(1)) * unit)
+    else:
+        try:
+            moment = _dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise BadInput(f"--since {value!r} is not a time", hint="use 2026-05-08, 2026-05-08T10:00Z or 30m/2h/3d")
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=_dt.timezone.utc)
+    return moment.astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
