@@ -22,10 +22,12 @@ ALLOWED = {
     "retrieve": {"analysis", "index", "models"},
     "brief": {"analysis", "errors", "models"},
     "evaluate": {"errors", "models", "parse"},
+    "livelog": {"errors", "files", "names", "parse"},
+    "shared": {"errors", "models", "names", "files", "parse", "gitstore", "livelog"},
     "vault": {"errors", "models", "names", "files", "parse", "config", "gitstore", "analysis", "index",
-              "retrieve", "brief", "evaluate"},
+              "retrieve", "brief", "evaluate", "shared"},
     "watch": {"vault"},
-    "cli": {"errors", "models", "names", "parse", "vault", "watch", "cli", "__init__"},
+    "cli": {"errors", "models", "names", "parse", "vault", "watch", "files", "livelog", "cli", "__init__"},
 }
 
 

@@ -124,7 +124,7 @@ def test_decide_records_rationale_and_notes_it_live(cli, team):
 
 
 def test_brief_shows_unseen_entries_of_others(cli, team):
-    vm(cli, team, "page", "ensure", "ella", agent="orchestrator")
+    assert vm(cli, team, "page", "ensure", "ella", agent="lee").exit_code == 0
     vm(cli, team, "log", "append", "--summary", "billing API frozen until Friday", agent="max")
     vm(cli, team, "log", "append", "--summary", "my own note", agent="ella")
     data = out_json(vm(cli, team, "brief", "ella", "--task", "billing", "--json"))

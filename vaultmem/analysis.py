@@ -15,7 +15,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
-ANALYZER_VERSION = "bigram-snowball-1"  # stored in the index; a change forces a rebuild
+ANALYZER_VERSION = "bigram-snowball-2"  # stored in the index; a change forces a rebuild
 
 _CJK = (
     "\u3040-\u30ff"  # hiragana, katakana
@@ -79,11 +79,23 @@ def query_tokens(text: str) -> list[str]:
 
 
 def coverage(query: list[str], text: str) -> float:
-    """The share of the query's distinct terms that occur in ``text`` (0..1)."""
+    """The share of the query's distinct terms that occur in ``text`` (0..1). A
+    one-character CJK term counts when that character occurs anywhere in the text."""
     if not query:
         return 0.0
     have = set(tokens(text))
-    return sum(1 for t in query if t in have) / len(query)
+    flat = normalize(text)
+    return sum(1 for t in query if t in have or (is_cjk_char(t) and t in flat)) / len(query)
+
+
+def is_cjk_char(term: str) -> bool:
+    return len(term) == 1 and bool(_CJK_CHAR.match(term))
+
+
+def cjk_chars(text: str) -> list[str]:
+    """Every CJK character of ``text`` (for the unigram field that answers one-character
+    queries; normal terms are bigrams)."""
+    return _CJK_CHAR.findall(normalize(text))
 
 
 # -- token budget ---------------------------------------------------------------------------
@@ -92,20 +104,26 @@ CHARS_PER_TOKEN = 3  # for non-CJK text; conservative next to the usual ~4
 
 
 def token_counts(text: str) -> tuple[int, int]:
-    """(CJK characters, other characters) — the inputs of :func:`estimate_tokens`."""
+    """(characters counted one token each or more, ASCII characters) — the inputs of
+    :func:`tokens_for`. Every non-ASCII character counts: CJK as one token, anything else
+    (emoji, CJK punctuation, Cyrillic, accented letters, symbols) as two."""
+    ascii_chars = sum(1 for ch in text if ord(ch) < 128)
     cjk = len(_CJK_CHAR.findall(text))
-    return cjk, len(text) - cjk
+    other = len(text) - ascii_chars - cjk
+    return cjk + 2 * other, ascii_chars
 
 
-def tokens_for(cjk: int, other: int) -> int:
-    return cjk + math.ceil(other / CHARS_PER_TOKEN)
+def tokens_for(weighted: int, ascii_chars: int) -> int:
+    return weighted + math.ceil(ascii_chars / CHARS_PER_TOKEN)
 
 
 def estimate_tokens(text: str) -> int:
-    """The documented token estimate: one token per CJK character, plus one token per
-    three other characters (spaces and punctuation included), rounded up. It errs on the
-    high side for common model tokenizers, so a brief within budget by this count is
-    within budget for the model."""
+    """The documented token estimate: one token per three ASCII characters (spaces and
+    punctuation included), rounded up; one token per CJK character; two tokens per other
+    non-ASCII character (emoji, CJK punctuation, Cyrillic, accented letters …). Model
+    tokenizers use about four ASCII characters and about one CJK character per token, so
+    the estimate errs high: a brief within budget by this count is within budget for the
+    model."""
     return tokens_for(*token_counts(text))
 
 

@@ -109,28 +109,30 @@ def _safe(line: str) -> str:
 
 
 class _Budget:
-    def __init__(self, limit: int) -> None:
-        self.limit, self.cjk, self.other, self.lines = limit, 0, 0, []
+    """Running token count of the lines so far (exact under :func:`estimate_tokens`: the
+    counts add up, and only the total is rounded)."""
 
-    def cost(self, line: str) -> tuple[int, int]:
-        cjk, other = token_counts(line + "\n")
-        return cjk, other
+    def __init__(self, limit: int) -> None:
+        self.limit, self.weighted, self.ascii, self.lines = limit, 0, 0, []
+
+    def after(self, line: str) -> int:
+        weighted, ascii_chars = token_counts(line + "\n")
+        return tokens_for(self.weighted + weighted, self.ascii + ascii_chars)
 
     def fits(self, line: str, reserve: int = 0) -> bool:
-        cjk, other = self.cost(line)
-        return tokens_for(self.cjk + cjk, self.other + other) + reserve <= self.limit
+        return self.after(line) + reserve <= self.limit
 
     def add(self, line: str, reserve: int = 0) -> bool:
         if not self.fits(line, reserve):
             return False
-        cjk, other = self.cost(line)
-        self.cjk, self.other = self.cjk + cjk, self.other + other
+        weighted, ascii_chars = token_counts(line + "\n")
+        self.weighted, self.ascii = self.weighted + weighted, self.ascii + ascii_chars
         self.lines.append(line)
         return True
 
     @property
     def used(self) -> int:
-        return tokens_for(self.cjk, self.other)
+        return tokens_for(self.weighted, self.ascii)
 
 
 def _label(hit: Hit, labels: dict[str, str]) -> str:
@@ -152,7 +154,8 @@ def _line(hit: Hit, labels: dict[str, str], limit: int) -> str:
     if d.kind == "entry" and d.date:
         text = f"{d.date} | {text}"
     sep = "：" if labels is LABELS["zh"] else ": "
-    return f"- {_label(hit, labels)}{sep}{shorten(text, limit)} {d.link}"
+    # the whole line is flattened — the link too: a file name may hold a newline
+    return " ".join(f"- {_label(hit, labels)}{sep}{shorten(text, limit)} {d.link}".split())
 
 
 def _dedupe(hits: list[Hit]) -> list[Hit]:
@@ -193,7 +196,8 @@ def build_brief(parts: BriefParts, budget: int) -> Brief:
         lines = [x for x in parts.identity.strip().splitlines() if x.strip()]
         if b.add("", reserve=close_cost) and b.add(labels["identity"], reserve=close_cost):
             for line in lines:
-                if b.used - start >= room or not b.add(_safe(shorten(line, parts.max_line_chars)), reserve=close_cost):
+                line = _safe(shorten(line, parts.max_line_chars))
+                if b.after(line) - start > room or not b.add(line, reserve=close_cost):
                     break
                 identity_included = True
 

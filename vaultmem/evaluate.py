@@ -165,7 +165,14 @@ def snapshot(root: Path, dest: Path, at: str | None = "HEAD") -> str:
                                  capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
         return f"commit {sha[:12]}"
-    ignore = shutil.ignore_patterns(".git", "index", "index.*", "*.lock", "local", "keys")
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        here = Path(folder).resolve()
+        if here == root.resolve():
+            return {".git"} & set(names)
+        if here == (root / ".vaultmem").resolve():  # derived and private data only
+            return {n for n in names if n in ("index", "local", "keys") or n.endswith(".lock")}
+        return set()
+
     try:
         shutil.copytree(root, dest, ignore=ignore, dirs_exist_ok=True)
     except OSError as exc:

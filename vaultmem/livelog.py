@@ -73,6 +73,9 @@ def save_private_key(root: Path, agent: str, private) -> Path:
     path = files.inside(root, f"{PRIVATE_DIR}/{agent}.key")
     path.parent.mkdir(parents=True, exist_ok=True)
     os.chmod(path.parent, 0o700)
+    ignore = path.parent / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("# private signing keys: never committed\n*\n")
     tmp = path.with_name(f".{path.name}{files.TEMP_MARK}{secrets.token_hex(4)}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:

@@ -108,6 +108,7 @@ class Vault:
         self.root = Path(root).resolve()
         self.config = config or load_config(self.root)
         self._index = None
+        self._written: set[str] = set()  # files this process changed: indexed before the next answer
 
     # -- opening and creating ----------------------------------------------------------
     @classmethod
@@ -234,6 +235,7 @@ class Vault:
                 else:
                     files.atomic_write(targets[rel], text)
                 done.append(rel)
+            self._written.update(writes)
             return gitstore.commit(self.root, list(writes), message, actor, self.config.lock_timeout)
         except BaseException:
             for rel in done:
@@ -506,8 +508,9 @@ class Vault:
             self._index = IndexStore(self.root, lock_timeout=self.config.index_lock_timeout)
         return self._index
 
-    def watcher_alive(self) -> bool:
-        """True while a ``vaultmem watch`` process keeps this vault's index fresh."""
+    def watcher_alive(self, idle: bool = False) -> bool:
+        """True while a ``vaultmem watch`` process keeps this vault's index fresh (with
+        ``idle``: and has no changes waiting to be indexed)."""
         import json
         import time
 
@@ -515,6 +518,8 @@ class Vault:
             beat = json.loads((self.root / WATCH_HEARTBEAT).read_text(encoding="utf-8"))
             os.kill(int(beat["pid"]), 0)
         except (OSError, ValueError, KeyError, TypeError):
+            return False
+        if idle and beat.get("pending"):
             return False
         return time.time() - float(beat.get("beat", 0)) < WATCH_STALE_SECONDS
 
@@ -527,9 +532,13 @@ class Vault:
         return self.index.rebuild(progress=progress)
 
     def _fresh(self) -> None:
-        """Before answering: refresh stale entries, unless a watcher already does (or
-        another process is indexing right now — then answer from the index as it is)."""
-        if not self.watcher_alive():
+        """Before answering: refresh stale entries — unless a watcher is keeping up (it is
+        alive and has no changes waiting), or another process is indexing right now (then
+        answer from the index as it is). Files this process changed are always indexed."""
+        if self._written:
+            self.index.refresh(paths=sorted(self._written), wait=0)
+            self._written.clear()
+        if not self.watcher_alive(idle=True):
             self.index.refresh(wait=0)
 
     def search(self, query: str, agent: str | None = None, kinds: tuple[str, ...] = (),
@@ -574,8 +583,8 @@ class Vault:
                                  f"{IDENTITY_DIR}/{agent}.md", require_frontmatter=False)
             identity = "".join(doc.lines[doc.body_start:])
         index_path = self.root / MEMORY_INDEX
-        index_lines = (index_block_lines(files.read_text(index_path, MEMORY_INDEX), MEMORY_INDEX, agent)
-                       if index_path.is_file() else [])
+        index_lines = (index_block_lines(files.read_text(index_path, MEMORY_INDEX), MEMORY_INDEX, agent,
+                                         owners=self.index.owners()) if index_path.is_file() else [])
         live = [f"- {e.ts[:16]}Z {e.id} #{e.channel} {e.type}: {e.summary} [[{e.log_path}]]"
                 for e in self.shared.unseen_for_brief(agent)]
         parts = BriefParts(agent=agent, task=task, identity=identity, hits=relevant, index_lines=index_lines,

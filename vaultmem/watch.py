@@ -42,7 +42,7 @@ class _OverflowSpy(logging.Handler):
 class Watcher:
     def __init__(self, vault: Vault, debounce: float = 0.2, max_delay: float = 1.0,
                  on_sync: Callable | None = None, reconcile_every: float = 600.0,
-                 idle_maintenance: float = 10.0) -> None:
+                 idle_maintenance: float = 10.0, on_error: Callable | None = None) -> None:
         self.vault = vault
         self.root = vault.root
         self.debounce = debounce
@@ -58,6 +58,8 @@ class Watcher:
         self._observer = None
         self._spy = _OverflowSpy(self.request_full)
         self.syncs = 0
+        self.failures = 0
+        self.on_error = on_error
 
     # -- events --------------------------------------------------------------------------
     def _rel(self, path: str | bytes) -> str | None:
@@ -78,7 +80,7 @@ class Watcher:
             if event.event_type in ("created", "deleted", "moved") and self._rel(event.src_path) is not None:
                 for p in (event.src_path, getattr(event, "dest_path", None)):
                     if p and Path(os.fsdecode(p)).parent == self.root:
-                        self._watch_folder(Path(os.fsdecode(p)))  # a new top-level folder
+                        self._watch_folder(Path(os.fsdecode(p)))  # a top-level folder came or went
                 self.request_full()
             return
         paths = [self._rel(event.src_path)]
@@ -88,20 +90,26 @@ class Watcher:
         if paths:
             with self._cond:
                 now = time.monotonic()
-                if not self._pending and not self._full:
+                first = not self._pending and not self._full
+                if first:
                     self._first = now
                 self._pending.update(paths)
                 self._last = now
                 self._cond.notify()
+            if first:
+                self._beat(pending=True)  # other commands index for themselves until we catch up
 
     def request_full(self) -> None:
         with self._cond:
             now = time.monotonic()
-            if not self._pending and not self._full:
+            first = not self._pending and not self._full
+            if first:
                 self._first = now
             self._full = True
             self._last = now
             self._cond.notify()
+        if first and self._observer is not None:
+            self._beat(pending=True)
 
     # -- running -------------------------------------------------------------------------
     def start(self) -> None:
@@ -116,7 +124,7 @@ class Watcher:
         logging.getLogger("watchdog").addHandler(self._spy)
         self._observer = Observer()
         self._observer.schedule(self._handler, str(self.root), recursive=False)
-        self._watched: set[str] = set()
+        self._watched: dict[str, object] = {}
         for child in sorted(self.root.iterdir()):
             self._watch_folder(child)
         self._observer.start()
@@ -125,11 +133,16 @@ class Watcher:
 
     def _watch_folder(self, folder: Path) -> None:
         name = folder.name
-        if name in IGNORED_DIRS or name.startswith(".") or name in self._watched:
+        if name in IGNORED_DIRS or name.startswith("."):
             return
+        old = self._watched.pop(name, None)
+        if old is not None:  # deleted and made again, or replaced: watch the new folder
+            try:
+                self._observer.unschedule(old)
+            except (KeyError, OSError):
+                pass
         if folder.is_dir() and not folder.is_symlink():
-            self._observer.schedule(self._handler, str(folder), recursive=True)
-            self._watched.add(name)
+            self._watched[name] = self._observer.schedule(self._handler, str(folder), recursive=True)
 
     def step(self, timeout: float = 1.0) -> bool:
         """Wait up to ``timeout`` for changes; once a burst has been quiet for
@@ -153,8 +166,23 @@ class Watcher:
         return True
 
     def _sync(self, paths: list[str] | None) -> None:
-        report = self.vault.refresh_index(paths=paths)
+        """Index the changes; on failure (another process holds the index for long, a
+        damaged index) report it, keep the changes for a full reconcile and go on."""
+        try:
+            report = self.vault.refresh_index(paths=paths)
+        except Exception as exc:  # noqa: BLE001 - the watcher must outlive any one failure
+            self.failures += 1
+            if self.on_error:
+                self.on_error(exc)
+            time.sleep(min(5.0, 0.5 * self.failures))
+            self.request_full()
+            return
+        self.failures = 0
         self.syncs += 1
+        with self._cond:
+            idle = not self._pending and not self._full
+        if idle and self._observer is not None:
+            self._beat()
         if self.on_sync:
             self.on_sync(report)
 
@@ -166,6 +194,7 @@ class Watcher:
         while not self._stop.is_set():
             if self.step(timeout=1.0):
                 last_activity, maintained = time.monotonic(), False
+                last_beat = time.monotonic()
             now = time.monotonic()
             if now - last_beat >= HEARTBEAT_EVERY:
                 self._beat()
@@ -174,14 +203,21 @@ class Watcher:
                 self.request_full()
                 last_full = now
             if not maintained and now - last_activity >= self.idle_maintenance:
-                self.vault.index.maintain()
+                try:
+                    self.vault.index.maintain()
+                except Exception as exc:  # noqa: BLE001
+                    if self.on_error:
+                        self.on_error(exc)
                 maintained = True
 
-    def _beat(self) -> None:
+    def _beat(self, pending: bool = False) -> None:
         path = self.root / WATCH_HEARTBEAT
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"pid": os.getpid(), "beat": time.time()}), encoding="utf-8")
+        ignore = path.parent / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("# per-machine state (watcher heartbeat, read cursors): never committed\n*\n")
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"pid": os.getpid(), "beat": time.time(), "pending": pending}), encoding="utf-8")
         os.replace(tmp, path)
 
     def stop(self) -> None:

@@ -212,7 +212,10 @@ def watch(
         else:
             typer.echo(_report_text(report))
 
-    w = Watcher(v, debounce=debounce, on_sync=on_sync)
+    def on_error(exc) -> None:
+        typer.echo(f"warning: could not update the index ({exc}); will retry", err=True)
+
+    w = Watcher(v, debounce=debounce, on_sync=on_sync, on_error=on_error)
     if not s.json:
         typer.echo(f"watching {v.root} (Ctrl-C to stop)", err=True)
     try:

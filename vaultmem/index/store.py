@@ -42,8 +42,10 @@ def _engine_class():
     return WhooshEngine
 
 
-def scan(root: Path) -> dict[str, tuple[int, int]]:
-    """Every Markdown file of the vault: rel path → (mtime_ns, size)."""
+def scan(root: Path) -> dict[str, tuple[int, int, int, int]]:
+    """Every Markdown file of the vault: rel path → (mtime_ns, size, ctime_ns, inode).
+    The change time cannot be set by tools that restore an mtime (``touch -r``,
+    ``rsync -t``, ``cp -p``), so a same-size edit with a restored mtime is still seen."""
     out: dict[str, tuple[int, int]] = {}
     root_str = str(root)
     for folder, dirs, names in os.walk(root_str):
@@ -57,7 +59,7 @@ def scan(root: Path) -> dict[str, tuple[int, int]]:
                 st = os.stat(os.path.join(folder, name))
             except FileNotFoundError:
                 continue
-            out[prefix + name] = (st.st_mtime_ns, st.st_size)
+            out[prefix + name] = (st.st_mtime_ns, st.st_size, st.st_ctime_ns, st.st_ino)
     return out
 
 
@@ -80,6 +82,12 @@ def _docs(rel: str, data: bytes) -> tuple[list[IndexDoc], dict | None]:
         return [], {"path": rel, "line": exc.line, "message": exc.message, "hint": exc.hint}
 
 
+def _owner_of(docs: list[IndexDoc]) -> str | None:
+    """The agent a file's documents belong to (None: shared)."""
+    owners = {d.agent for d in docs if d.agent}
+    return owners.pop() if len(owners) == 1 else None
+
+
 class IndexStore:
     """The vault's index: open it, refresh it, rebuild it, search it."""
 
@@ -89,6 +97,7 @@ class IndexStore:
         self.lock_timeout = lock_timeout
         self._engine = None
         self._engine_gen: str | None = None
+        self._manifest_cache: tuple | None = None
 
     # -- generations -------------------------------------------------------------------
     def _current_gen(self) -> str | None:
@@ -99,13 +108,19 @@ class IndexStore:
         return name if name.startswith("gen-") and (self.base / name).is_dir() else None
 
     def _manifest(self, gen: str) -> dict | None:
+        path = self.base / gen / "manifest.json"
         try:
-            data = json.loads((self.base / gen / "manifest.json").read_text(encoding="utf-8"))
+            st = path.stat()
+            key = (gen, st.st_mtime_ns, st.st_size, st.st_ino)
+            if self._manifest_cache and self._manifest_cache[0] == key:
+                return self._manifest_cache[1]
+            data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
         if (not isinstance(data, dict) or data.get("version") != MANIFEST_VERSION
                 or data.get("analyzer") != ANALYZER_VERSION or not isinstance(data.get("files"), dict)):
             return None
+        self._manifest_cache = (key, data)
         return data
 
     def _save_manifest(self, gen: str, manifest_files: dict) -> None:
@@ -126,12 +141,12 @@ class IndexStore:
         if gen is not None and gen == self._engine_gen and self._engine is not None:
             return self._engine
         if gen is None or self._manifest(gen) is None:
-            self.rebuild()
+            self.rebuild(only_if_broken=True)
             gen = self._current_gen()
         try:
             engine = _engine_class()(self.base / gen)
         except Exception:
-            self.rebuild()
+            self.rebuild(unreadable=gen)
             gen = self._current_gen()
             engine = _engine_class()(self.base / gen)
         self.close()
@@ -145,8 +160,9 @@ class IndexStore:
             raise
         except Exception:
             # A damaged index (a segment deleted or truncated under us): rebuild, retry once.
+            broken = self._engine_gen
             self.close()
-            self.rebuild()
+            self.rebuild(unreadable=broken)
             return self.engine().search(terms, filters, limit)
 
     def close(self) -> None:
@@ -175,6 +191,7 @@ class IndexStore:
             raise Busy(f"another process has been updating the index for {self.lock_timeout:.0f}s",
                        path=LOCK_FILE, hint="retry in a moment") from None
         try:
+            self._manifest_cache = None  # the refresh edits the manifest it reads
             gen = self._current_gen()
             manifest = self._manifest(gen) if gen else None
             if manifest is None:
@@ -200,7 +217,7 @@ class IndexStore:
                 except (FileNotFoundError, NotADirectoryError):
                     continue
                 if os.path.isfile(self.root / rel):
-                    seen[rel] = (st.st_mtime_ns, st.st_size)
+                    seen[rel] = (st.st_mtime_ns, st.st_size, st.st_ctime_ns, st.st_ino)
         add: list[IndexDoc] = []
         delete: list[str] = []
         deleted_hashes: dict[str, str] = {}
@@ -214,8 +231,8 @@ class IndexStore:
                     deleted_hashes[old["h"]] = rel
                     del known[rel]
                 continue
-            mtime, size = seen[rel]
-            if old is not None and old["m"] == mtime and old["s"] == size:
+            mtime, size, ctime, inode = seen[rel]
+            if old is not None and (old["m"], old["s"], old.get("c"), old.get("i")) == (mtime, size, ctime, inode):
                 report.unchanged += 1
                 continue
             got = _read(self.root, rel)
@@ -223,7 +240,7 @@ class IndexStore:
                 continue
             data, sha = got
             if old is not None and old["h"] == sha:
-                old["m"], old["s"] = mtime, size
+                old.update(m=mtime, s=size, c=ctime, i=inode)
                 report.unchanged += 1
                 touched = True
                 continue
@@ -232,13 +249,20 @@ class IndexStore:
             if old is not None:
                 delete.append(rel)
             add.extend(docs)
-            known[rel] = {"m": mtime, "s": size, "h": sha, "p": problem}
+            known[rel] = {"m": mtime, "s": size, "c": ctime, "i": inode, "h": sha, "p": problem,
+                          "o": _owner_of(docs)}
         # a move is a deleted path and a new path with the same checksum
         report.moved = [(deleted_hashes[known[rel]["h"]], rel) for rel in report.new
                         if known[rel]["h"] in deleted_hashes]
         if add or delete:
-            engine = self.engine_for(gen)
-            engine.write(add, delete)
+            try:
+                self.engine_for(gen).write(add, delete)
+            except Exception:
+                # the engine's files are damaged: index everything afresh instead
+                self.close()
+                rebuilt = self._rebuild_locked(None)
+                rebuilt.modified, rebuilt.deleted, rebuilt.moved = report.modified, report.deleted, report.moved
+                return rebuilt
         if add or delete or report.new or report.modified or report.deleted or touched:
             self._save_manifest(gen, known)
         report.docs = len(add)
@@ -250,10 +274,17 @@ class IndexStore:
             return self._engine
         return _engine_class()(self.base / gen)
 
-    def rebuild(self, progress: Progress | None = None) -> SyncReport:
-        """Build a fresh generation from every file and swap it in atomically."""
+    def rebuild(self, progress: Progress | None = None, only_if_broken: bool = False,
+                unreadable: str | None = None) -> SyncReport:
+        """Build a fresh generation from every file and swap it in atomically.
+
+        ``only_if_broken``/``unreadable``: a repair, not a request — skipped when, once the
+        lock is ours, another process has already put a good generation in place."""
         started = time.perf_counter()
         with self._lock(max(self.lock_timeout, 300.0)):
+            gen = self._current_gen()
+            if (only_if_broken or unreadable) and gen and gen != unreadable and self._manifest(gen) is not None:
+                return SyncReport(skipped="another process rebuilt the index")
             report = self._rebuild_locked(progress)
         report.seconds = time.perf_counter() - started
         return report
@@ -261,6 +292,9 @@ class IndexStore:
     def _rebuild_locked(self, progress: Progress | None) -> SyncReport:
         report = SyncReport(rebuilt=True)
         self.base.mkdir(parents=True, exist_ok=True)
+        ignore = self.base / ".gitignore"
+        if not ignore.exists():  # derived data: never committed, whatever the vault's .gitignore says
+            ignore.write_text("# derived search index: rebuilt from the Markdown, never committed\n*\n")
         gen = f"gen-{time.time_ns()}"
         engine = _engine_class()(self.base / gen, create=True)
         seen = scan(self.root)
@@ -275,7 +309,9 @@ class IndexStore:
             found, problem = _docs(rel, data)
             docs.extend(found)
             report.new.append(rel)
-            manifest[rel] = {"m": seen[rel][0], "s": seen[rel][1], "h": sha, "p": problem}
+            mtime, size, ctime, inode = seen[rel]
+            manifest[rel] = {"m": mtime, "s": size, "c": ctime, "i": inode, "h": sha, "p": problem,
+                             "o": _owner_of(found)}
             if progress:
                 progress(n, total)
         report.docs = len(docs)
@@ -295,6 +331,14 @@ class IndexStore:
         older = [g for g in gens if g.name not in keep]
         for old in older[:-1]:
             shutil.rmtree(old, ignore_errors=True)
+
+    def owners(self) -> dict[str, str]:
+        """File → the agent it belongs to, for files that belong to one (from the manifest)."""
+        gen = self._current_gen()
+        manifest = self._manifest(gen) if gen else None
+        if manifest is None:
+            return {}
+        return {rel: v["o"] for rel, v in manifest["files"].items() if v.get("o")}
 
     def maintain(self, max_segments: int = 4) -> bool:
         """Merge the index's segments when updates have fragmented it (call when idle;

@@ -13,12 +13,13 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from ..analysis import tokens
+from ..analysis import cjk_chars, is_cjk_char, tokens
 from ..models import IndexDoc
 from . import DEFAULT_EXCLUDED_KINDS, INACTIVE, Filters
 
-NONE = "_"  # the value of the agent field for docs that belong to no agent
+NONE = "#none"  # the agent field of docs that belong to no agent ('#' is never in a name)
 FIELDS = (("title", 2.0), ("body", 1.0), ("aliases", 1.5), ("near", 0.5))
+MAX_TERMS = 16  # a long task text is searched by its rarest terms
 
 
 def schema():
@@ -34,6 +35,7 @@ def schema():
         type=ID(),
         status=ID(),
         doc=STORED(),
+        chars=TEXT(analyzer=terms, phrase=False),  # CJK unigrams: only for one-character queries
         **{name: TEXT(analyzer=terms, field_boost=boost, phrase=False) for name, boost in FIELDS},
     )
 
@@ -51,6 +53,7 @@ def _fields(doc: IndexDoc) -> dict:
         "body": " ".join(tokens(doc.text)),
         "aliases": " ".join(tokens(" ".join(doc.aliases))),
         "near": " ".join(tokens(doc.near)),
+        "chars": " ".join(dict.fromkeys(cjk_chars(f"{doc.title} {doc.text} {' '.join(doc.aliases)}"))),
     }
 
 
@@ -98,7 +101,12 @@ class WhooshEngine:
 
         if not terms:
             return []
-        q = Q.Or([Q.Term(name, t) for t in terms for name, _boost in FIELDS])
+        searcher = self._get_searcher()
+        if len(terms) > MAX_TERMS:  # keep the rarest terms that occur at all
+            df = {t: sum(searcher.doc_frequency(name, t) for name, _b in FIELDS) for t in terms}
+            terms = sorted((t for t in terms if df[t]), key=lambda t: df[t])[:MAX_TERMS] or terms[:MAX_TERMS]
+        q = Q.Or([Q.Term("chars", t) if is_cjk_char(t) else Q.Term(name, t)
+                  for t in terms for name, _boost in (FIELDS[:1] if is_cjk_char(t) else FIELDS)])
         allow = []
         if filters.agent is not None:
             allow.append(Q.Or([Q.Term("agent", filters.agent), Q.Term("agent", NONE)]))
@@ -109,7 +117,6 @@ class WhooshEngine:
         deny = [] if filters.kinds else [Q.Term("kind", k) for k in DEFAULT_EXCLUDED_KINDS]
         if not filters.include_inactive:
             deny += [Q.Term("status", s) for s in INACTIVE]
-        searcher = self._get_searcher()
         results = searcher.search(
             q, limit=limit, filter=Q.And(allow) if allow else None, mask=Q.Or(deny) if deny else None
         )

@@ -69,7 +69,7 @@ def _link_text(value: str) -> str:
     return re.sub(r"\s+", " ", value).replace("|", "/").replace("[", "(").replace("]", ")").strip()
 
 
-_SCOPED_LINE = re.compile(r"\]\] \([^)]*, @([^)]+)\)")
+_SCOPED_LINE = re.compile(r"\]\] \([^,()]*, @(.+)\)(?: — |$)")
 
 
 def index_line(slug: str, name: str, description: str, kind: str, agent: str | None = None) -> str:
@@ -111,9 +111,11 @@ def _block(doc: Document) -> tuple[int, int] | None:
     return begin, end
 
 
-def index_block_lines(text: str, path: str = "MEMORY.md", agent: str | None = None) -> list[str]:
-    """The lines of the generated block, leaving out notes scoped to a role other than
-    ``agent`` (all scoped notes when ``agent`` is None)."""
+def index_block_lines(text: str, path: str = "MEMORY.md", agent: str | None = None,
+                      owners: dict[str, str] | None = None) -> list[str]:
+    """The lines of the generated block, leaving out notes that belong to a role other
+    than ``agent``: by ``owners`` (file → agent, from the notes' own frontmatter) and,
+    for notes the index does not know yet, by the ``(type, @role)`` mark."""
     doc = parse_document(text, path, require_frontmatter=False)
     span = _block(doc)
     if span is None:
@@ -123,9 +125,15 @@ def index_block_lines(text: str, path: str = "MEMORY.md", agent: str | None = No
         line = doc.content(i).strip()
         if not line:
             continue
-        m = _SCOPED_LINE.search(line)
-        if m and m.group(1) != agent:
-            continue
+        target = re.search(r"\[\[([^\]|#]+)", line)
+        owner = (owners or {}).get(f"{target.group(1)}.md") if target else None
+        if owner is not None:
+            if owner != agent:
+                continue
+        else:
+            m = _SCOPED_LINE.search(line)
+            if m and m.group(1) != agent:
+                continue
         out.append(line)
     return out
 

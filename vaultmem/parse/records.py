@@ -65,20 +65,41 @@ def records(rel: str, text: str) -> list[IndexDoc]:
     kind = kind_of(rel)
     if kind == "entry" and rel.count("/") == 1:
         return _page_records(rel, text)
+    if kind == "entry":
+        kind = "doc"  # a file in a role's sub-folder: not a page, but still the role's own
+    owner = _owner(rel)
     doc = parse_document(text, rel, require_frontmatter=False, fast=True)
     meta = plain(doc.meta) if doc.meta is not None else {}
     body = "".join(doc.lines[doc.body_start :]).replace("\r\n", "\n").strip()
     if kind in ("note", "inbox", "archive") or meta.get("type") in ("fact", "preference", "decision"):
-        return [_note_record(rel, kind, meta, body)]
-    if kind in ("identity", "checkpoint"):
+        doc = _note_record(rel, kind, meta, body)
+        doc.agent = owner or doc.agent
+        return [doc]
+    if kind in ("identity", "checkpoint") and rel.count("/") == 1:
         return [IndexDoc(id=rel, path=rel, kind=kind, text=body, title=str(meta.get("name") or _stem(rel)),
-                         agent=str(meta.get("agent") or meta.get("name") or _stem(rel)), status="active")]
-    return _section_records(rel, kind, meta, body)
+                         agent=_stem(rel), status="active")]
+    docs = _section_records(rel, kind, meta, body)
+    for d in docs:
+        d.agent = owner or d.agent
+    return docs
+
+
+OWNED = ("agents", "identity", "checkpoints")
+
+
+def _owner(rel: str) -> str | None:
+    """The agent a file belongs to by where it is: ``agents/<role>/…``,
+    ``identity/<agent>…``, ``checkpoints/<agent>…`` (a role's sub-folder is its own)."""
+    parts = rel.split("/")
+    if len(parts) >= 2 and parts[0] in OWNED:
+        return unicodedata.normalize("NFC", parts[1].removesuffix(".md"))
+    return None
 
 
 def _note_record(rel: str, kind: str, meta: dict, body: str) -> IndexDoc:
-    scope = str(meta.get("scope") or "global")
-    agent = meta.get("agent") if scope == "agent" else None
+    agent = meta.get("agent")
+    scope = str(meta.get("scope") or ("agent" if agent else "global"))
+    agent = agent if scope == "agent" else None
     status = str(meta.get("status") or "active")
     if kind == "archive":
         status = "archived"
