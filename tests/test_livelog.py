@@ -181,3 +181,19 @@ def test_rotated_key_keeps_verifying(cli, team):
     entries, _ = read_entries(team.root / "shared" / "log" / "ella.md")
     assert entries[0].kid != entries[2].kid and entries[1].type == "key-rotate"
     assert vm(cli, team, "log", "verify").exit_code == 0
+
+
+def test_a_revoked_key_no_longer_signs(cli, team):
+    from vaultmem.livelog import append as raw_append
+    from vaultmem.livelog import load_private_key
+
+    old_key = load_private_key(team.root, "ella")
+    old = out_json(vm(cli, team, "keys", "rotate", "ella", "--json", agent="ella"))
+    first_kid = read_entries(team.root / "shared" / "log" / "ella.md")[0][0].kid
+    assert vm(cli, team, "keys", "revoke", "ella", old["kid"], agent="ella").exit_code == 2  # the current key
+    r = vm(cli, team, "keys", "revoke", "ella", first_kid, "--reason", "leaked", agent="ella")
+    assert r.exit_code == 0, r.output
+    assert vm(cli, team, "log", "verify").exit_code == 0
+    raw_append(team.root, "live", "ella", "general", "status", "signed with the leaked key", private=old_key)
+    r = vm(cli, team, "log", "verify", "--json")
+    assert r.exit_code == 1 and [f["kind"] for f in out_json(r)["findings"]] == ["revoked-key"]

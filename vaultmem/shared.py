@@ -85,6 +85,20 @@ class Shared:
         entry, kid = livelog.rotate(self.root, agent)
         return {"agent": agent, "kid": kid, "entry": entry.to_dict()}
 
+    def revoke_key(self, agent: str, kid: str, actor: Actor, reason: str = "") -> LogEntry:
+        """Retire one of ``agent``'s keys (say, a leaked one after a rotation), in an entry
+        signed with its current key: entries signed with it afterwards fail ``verify``."""
+        agent = check_name(agent, "agent name")
+        if not actor.is_human and actor.name != agent:
+            raise PermissionRefused(f"agent {actor.name!r} may not revoke {agent!r}'s keys")
+        current = livelog.key_id(livelog._public_raw(livelog.load_private_key(self.root, agent)))
+        if kid == current:
+            raise BadInput(f"{kid} is the key {agent} signs with now",
+                           hint=f"rotate first (vaultmem keys rotate {agent}), then revoke the old key")
+        return livelog.append(self.root, "live", agent, "keys", "key-revoke",
+                              f"{agent} revokes key {kid}" + (f": {reason}" if reason else ""),
+                              extra={"kid": kid}).entry
+
     # -- the logs ------------------------------------------------------------------------------
     def append(self, actor: Actor, channel: str, type_: str, summary: str, body: str = "",
                ref: str | None = None, log: str = "live", extra: dict | None = None) -> LogEntry:

@@ -49,6 +49,19 @@ def keys_rotate(ctx: typer.Context, agent: AgentArg, vault: VaultOpt = None, as_
     s.emit(out, f"{out['agent']} now signs with key {out['kid']} (announced as {out['entry']['id']})")
 
 
+@keys_app.command("revoke")
+@handles_errors
+def keys_revoke(ctx: typer.Context, agent: AgentArg,
+                kid: Annotated[str, typer.Argument(help="The key id to retire.", show_default=False)],
+                reason: Annotated[str, typer.Option(help="Why (kept in the entry).")] = "",
+                vault: VaultOpt = None, as_: AsOpt = None, json_: JsonOpt = False) -> None:
+    """Retire one of AGENT's old keys in an entry signed with its current key."""
+    s = session(ctx, vault, as_, json_)
+    v = s.open()
+    e = v.shared.revoke_key(agent, kid, v.actor(s.agent), reason)
+    s.emit(e.to_dict(), f"{agent}'s key {kid} revoked ({e.id})")
+
+
 @log_app.command("append")
 @handles_errors
 def log_append(
