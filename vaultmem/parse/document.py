@@ -39,6 +39,17 @@ FRONTMATTER_HINT = ("fix the properties between the '---' lines; quote values th
                     "or start with '[', '{', '*' or '&'")
 
 
+def _marked_error(exc, path: str, first_line: int, what: str, hint: str) -> ParseError:
+    """A YAML error (ruamel's or PyYAML's: the same shape) as a ParseError naming the
+    file line where the problem is, and where the construct it broke began."""
+    mark = exc.problem_mark or exc.context_mark
+    line = first_line + mark.line if mark is not None else first_line
+    problem = exc.problem or exc.context or "invalid YAML"
+    if exc.context and exc.context_mark is not None and exc.context_mark.line != getattr(mark, "line", None):
+        problem += f" ({exc.context} started on line {first_line + exc.context_mark.line})"
+    return ParseError(f"broken {what}: {problem}", path=path, line=line, hint=hint)
+
+
 def load_yaml(text: str, path: str, first_line: int, what: str = "YAML frontmatter",
               hint: str = FRONTMATTER_HINT) -> Any:
     """Parse YAML text that starts at file line ``first_line``; errors name file and line."""
@@ -47,12 +58,7 @@ def load_yaml(text: str, path: str, first_line: int, what: str = "YAML frontmatt
     try:
         return yaml_rt().load(text)
     except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = first_line + mark.line if mark is not None else first_line
-        problem = exc.problem or exc.context or "invalid YAML"
-        if exc.context and exc.context_mark is not None and exc.context_mark.line != getattr(mark, "line", None):
-            problem += f" ({exc.context} started on line {first_line + exc.context_mark.line})"
-        raise ParseError(f"broken {what}: {problem}", path=path, line=line, hint=hint) from None
+        raise _marked_error(exc, path, first_line, what, hint) from None
     except YAMLError as exc:  # pragma: no cover - ruamel raises marked errors for syntax
         raise ParseError(f"broken {what}: {exc}", path=path, line=first_line, hint=hint) from None
 
@@ -67,12 +73,7 @@ def load_yaml_fast(text: str, path: str, first_line: int) -> Any:
     try:
         return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = first_line + mark.line if mark is not None else first_line
-        problem = exc.problem or exc.context or "invalid YAML"
-        if exc.context and exc.context_mark is not None and exc.context_mark.line != getattr(mark, "line", None):
-            problem += f" ({exc.context} started on line {first_line + exc.context_mark.line})"
-        raise ParseError(f"broken YAML frontmatter: {problem}", path=path, line=line, hint=FRONTMATTER_HINT) from None
+        raise _marked_error(exc, path, first_line, "YAML frontmatter", FRONTMATTER_HINT) from None
     except yaml.YAMLError as exc:
         raise ParseError(f"broken YAML frontmatter: {exc}", path=path, line=first_line, hint=FRONTMATTER_HINT) from None
 

@@ -138,20 +138,6 @@ def index_block_lines(text: str, path: str = "MEMORY.md", agent: str | None = No
     return out
 
 
-def index_entries(text: str, path: str = "MEMORY.md") -> list[str]:
-    """The link targets (``memories/<slug>``) listed in the generated block."""
-    doc = parse_document(text, path, require_frontmatter=False)
-    span = _block(doc)
-    if span is None:
-        return []
-    out = []
-    for i in range(span[0] + 1, span[1]):
-        m = re.search(r"\[\[([^\]|#]+)", doc.content(i))
-        if m:
-            out.append(m.group(1))
-    return out
-
-
 def update_index(text: str, path: str, add: list[str] = (), remove: list[str] = ()) -> str:
     """Add index lines and remove the lines linking to the ``remove`` targets
     (``memories/<slug>``). Lines outside the block are never touched; a file without
