@@ -197,3 +197,16 @@ def test_a_revoked_key_no_longer_signs(cli, team):
     raw_append(team.root, "live", "ella", "general", "status", "signed with the leaked key", private=old_key)
     r = vm(cli, team, "log", "verify", "--json")
     assert r.exit_code == 1 and [f["kind"] for f in out_json(r)["findings"]] == ["revoked-key"]
+
+
+def test_unseen_never_marks_entries_read_that_it_did_not_show(cli, team):
+    for n in range(30):
+        team.shared.append(team.actor("max"), "general", "status", f"m{n}")
+
+    def seqs():
+        r = vm(cli, team, "log", "tail", "--unseen", "-n", "20", "--json", agent="lee")
+        return [json.loads(x)["seq"] for x in r.stdout.splitlines()]
+
+    assert seqs() == list(range(1, 21))  # the oldest unseen first
+    assert seqs() == list(range(21, 31))
+    assert seqs() == []

@@ -156,8 +156,10 @@ def _tail_lines(path: Path, want: int | None = None) -> Iterator[str]:
         buf = b""
         found_end = False
         count = 0
+        block = 4096  # most lines are short: start small, then read larger blocks
         while pos > 0:
-            step = min(BLOCK, pos)
+            step = min(block, pos)
+            block = min(block * 4, BLOCK)
             pos -= step
             fh.seek(pos)
             buf = fh.read(step) + buf
@@ -309,7 +311,8 @@ def append(root: Path, log: str, agent: str, channel: str, type_: str, summary: 
                          channel=channel, type=type_, summary=summary.strip(), body=(body or "").strip("\n"),
                          hw=dict(hw or {}), ref=ref, extra=dict(extra or {}), kid=kid)
         entry.sig = base64.b64encode(private.sign(entry.payload())).decode()
-        data = (render(entry) + "\n").encode("utf-8")
+        entry.line = render(entry)
+        data = (entry.line + "\n").encode("utf-8")
         if len(data) > MAX_ENTRY_BYTES:
             raise BadInput(f"the entry is {len(data)} bytes; at most {MAX_ENTRY_BYTES} fit in one entry",
                            hint="keep the body short and link to a file instead")
@@ -318,7 +321,6 @@ def append(root: Path, log: str, agent: str, channel: str, type_: str, summary: 
             view = view[os.write(fd, view):]
         if fsync:
             os.fsync(fd)
-        entry.line = render(entry)
         return Appended(entry, f"{LOG_DIRS[log]}/{agent}.md", len(data))
     finally:
         os.close(fd)  # closing releases the flock

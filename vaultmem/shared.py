@@ -23,6 +23,7 @@ from .parse.logline import LogEntry
 
 STATE_FILE = "shared/project-state.md"
 CHECKPOINT_DIR = "checkpoints"
+UNSEEN_SCAN_LIMIT = 100_000  # unseen entries read per call at most
 GITATTRIBUTES_LINES = ("shared/log/*.md merge=union", "shared/decisions/*.md merge=union")
 
 
@@ -48,6 +49,7 @@ class Shared:
     def __init__(self, vault) -> None:
         self.vault = vault
         self.root: Path = vault.root
+        self._keys: dict[str, object] = {}  # private keys loaded in this process
 
     def _agent(self, actor: Actor) -> str:
         if actor.is_human:
@@ -83,6 +85,7 @@ class Shared:
         if not actor.is_human and actor.name != agent:
             raise PermissionRefused(f"agent {actor.name!r} may not rotate {agent!r}'s key")
         entry, kid = livelog.rotate(self.root, agent)
+        self._keys.pop(agent, None)
         return {"agent": agent, "kid": kid, "entry": entry.to_dict()}
 
     def revoke_key(self, agent: str, kid: str, actor: Actor, reason: str = "") -> LogEntry:
@@ -109,8 +112,10 @@ class Shared:
             raise NotFound(f"agent {agent!r} has no key in this vault",
                            hint=f"create one first: vaultmem keys new {agent}")
         hw = {a: s for a, s in livelog.read_cursor(self.root, agent).items() if a != agent}
+        if agent not in self._keys:
+            self._keys[agent] = livelog.load_private_key(self.root, agent)
         return livelog.append(self.root, log, agent, channel, type_, summary, body, ref=ref, extra=extra,
-                              hw=hw).entry
+                              hw=hw, private=self._keys[agent]).entry
 
     def tail(self, n: int = 20, agent: str | None = None, channel: str | None = None, type_: str | None = None,
              since: str | None = None, unseen_as: Actor | None = None, log: str = "live") -> list[LogEntry]:
@@ -123,8 +128,10 @@ class Shared:
             return livelog.newest(self.root, log, n, agent=agent, channel=channel, type_=type_, since=since_key)
         me = self._agent(unseen_as)
         cursor = livelog.read_cursor(self.root, me)
-        entries = livelog.newest(self.root, log, n, agent=agent, channel=channel, type_=type_, since=since_key,
-                                 after=cursor, exclude=me)
+        # every unseen entry, then the oldest n of them: whatever is not shown now stays
+        # unseen for the next call (the cursor only moves past what was shown)
+        entries = livelog.newest(self.root, log, UNSEEN_SCAN_LIMIT, agent=agent, channel=channel, type_=type_,
+                                 since=since_key, after=cursor, exclude=me)[:n]
         if entries:
             for e in entries:
                 cursor[e.agent] = max(cursor.get(e.agent, 0), e.seq)

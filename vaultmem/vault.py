@@ -108,6 +108,7 @@ class Vault:
         self.root = Path(root).resolve()
         self.config = config or load_config(self.root)
         self._index = None
+        self._shared = None
         self._written: set[str] = set()  # files this process changed: indexed before the next answer
 
     # -- opening and creating ----------------------------------------------------------
@@ -494,9 +495,11 @@ class Vault:
     def shared(self):
         """Keys, the signed live-context and decision logs, project state, checkpoints and
         git sync (see :mod:`vaultmem.shared`)."""
-        from .shared import Shared
+        if self._shared is None:
+            from .shared import Shared
 
-        return Shared(self)
+            self._shared = Shared(self)
+        return self._shared
 
     # -- recall: index, search, brief ------------------------------------------------------
     @property

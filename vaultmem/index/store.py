@@ -46,20 +46,28 @@ def scan(root: Path) -> dict[str, tuple[int, int, int, int]]:
     """Every Markdown file of the vault: rel path → (mtime_ns, size, ctime_ns, inode).
     The change time cannot be set by tools that restore an mtime (``touch -r``,
     ``rsync -t``, ``cp -p``), so a same-size edit with a restored mtime is still seen."""
-    out: dict[str, tuple[int, int]] = {}
-    root_str = str(root)
-    for folder, dirs, names in os.walk(root_str):
-        dirs[:] = [d for d in dirs if d not in IGNORED_DIRS and not d.startswith(".")]
-        rel_folder = os.path.relpath(folder, root_str).replace(os.sep, "/")
-        prefix = "" if rel_folder == "." else rel_folder + "/"
-        for name in names:
-            if not name.endswith(".md") or name.startswith("."):
-                continue
-            try:
-                st = os.stat(os.path.join(folder, name))
-            except FileNotFoundError:
-                continue
-            out[prefix + name] = (st.st_mtime_ns, st.st_size, st.st_ctime_ns, st.st_ino)
+    out: dict[str, tuple[int, int, int, int]] = {}
+    stack = [("", str(root))]
+    while stack:
+        prefix, folder = stack.pop()
+        try:
+            entries = os.scandir(folder)
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            continue
+        with entries:
+            for entry in entries:
+                name = entry.name
+                if name.startswith("."):
+                    continue
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        if name not in IGNORED_DIRS:
+                            stack.append((prefix + name + "/", entry.path))
+                    elif name.endswith(".md"):
+                        st = entry.stat()
+                        out[prefix + name] = (st.st_mtime_ns, st.st_size, st.st_ctime_ns, st.st_ino)
+                except FileNotFoundError:
+                    continue
     return out
 
 

@@ -19,7 +19,7 @@ from . import DEFAULT_EXCLUDED_KINDS, INACTIVE, Filters
 
 NONE = "#none"  # the agent field of docs that belong to no agent ('#' is never in a name)
 FIELDS = (("title", 2.0), ("body", 1.0), ("aliases", 1.5), ("near", 0.5))
-MAX_TERMS = 16  # a long task text is searched by its rarest terms
+MAX_TERMS = 12  # a long task text is searched by its rarest terms
 
 
 def schema():
@@ -70,6 +70,7 @@ class WhooshEngine:
         else:
             self.ix = index.open_dir(str(self.folder))
         self._searcher = None
+        self._doc_sets: dict[int, dict] = {}
 
     def write(self, add: list[IndexDoc], delete_paths: list[str]) -> None:
         if not add and not delete_paths:
@@ -107,20 +108,49 @@ class WhooshEngine:
             terms = sorted((t for t in terms if df[t]), key=lambda t: df[t])[:MAX_TERMS] or terms[:MAX_TERMS]
         q = Q.Or([Q.Term("chars", t) if is_cjk_char(t) else Q.Term(name, t)
                   for t in terms for name, _boost in (FIELDS[:1] if is_cjk_char(t) else FIELDS)])
-        allow = []
+        # Everything is expressed as a mask (documents to leave out) built from the few
+        # values to exclude: other agents, kinds not asked for, inactive notes. Masks of
+        # small sets are cheap; an allow-filter such as "this agent or nobody" would
+        # enumerate almost every document on every query.
+        deny: set[int] = set()
         if filters.agent is not None:
-            allow.append(Q.Or([Q.Term("agent", filters.agent), Q.Term("agent", NONE)]))
+            for a in self._values(searcher, "agent"):
+                if a not in (filters.agent, NONE):
+                    deny |= self._docs(searcher, "agent", a)
         if filters.kinds:
-            allow.append(Q.Or([Q.Term("kind", k) for k in filters.kinds]))
-        if filters.types:
-            allow.append(Q.Or([Q.Term("type", t) for t in filters.types]))
-        deny = [] if filters.kinds else [Q.Term("kind", k) for k in DEFAULT_EXCLUDED_KINDS]
+            for k in self._values(searcher, "kind"):
+                if k not in filters.kinds:
+                    deny |= self._docs(searcher, "kind", k)
+        else:
+            for k in DEFAULT_EXCLUDED_KINDS:
+                deny |= self._docs(searcher, "kind", k)
         if not filters.include_inactive:
-            deny += [Q.Term("status", s) for s in INACTIVE]
+            for st in INACTIVE:
+                deny |= self._docs(searcher, "status", st)
+        allow = [Q.Or([Q.Term("type", t) for t in filters.types])] if filters.types else []
         results = searcher.search(
-            q, limit=limit, filter=Q.And(allow) if allow else None, mask=Q.Or(deny) if deny else None
+            q, limit=limit, filter=Q.And(allow) if allow else None, mask=deny or None
         )
         return [(IndexDoc(**json.loads(hit["doc"])), float(hit.score)) for hit in results]
+
+    def _docs(self, searcher, field: str, value: str) -> frozenset[int]:
+        """Document numbers holding ``field == value``, read from the posting list once
+        per searcher (cheaper than letting Whoosh union matchers for every query)."""
+        cache = self._doc_sets.get(id(searcher))
+        if cache is None:
+            self._doc_sets = {id(searcher): {}}
+            cache = self._doc_sets[id(searcher)]
+        key = (field, value)
+        if key not in cache:
+            reader = searcher.reader()
+            cache[key] = (frozenset(reader.postings(field, value).all_ids())
+                          if (field, value) in reader else frozenset())
+        return cache[key]
+
+    @staticmethod
+    def _values(searcher, field: str) -> list[str]:
+        """The distinct values of an ID field (a handful: agents, kinds)."""
+        return [v.decode("utf-8") if isinstance(v, bytes) else v for v in searcher.lexicon(field)]
 
     def doc_count(self) -> int:
         return self.ix.doc_count()
