@@ -24,8 +24,9 @@ ALLOWED = {
     "evaluate": {"errors", "models", "parse"},
     "livelog": {"errors", "files", "names", "parse"},
     "shared": {"errors", "models", "names", "files", "parse", "gitstore", "livelog"},
+    "lifecycle": {"errors", "models", "files", "parse", "gitstore"},
     "vault": {"errors", "models", "names", "files", "parse", "config", "gitstore", "analysis", "index",
-              "retrieve", "brief", "evaluate", "shared"},
+              "retrieve", "brief", "evaluate", "shared", "lifecycle"},
     "watch": {"vault"},
     "cli": {"errors", "models", "names", "parse", "vault", "watch", "files", "livelog", "cli", "__init__"},
 }

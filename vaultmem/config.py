@@ -34,6 +34,7 @@ class Config:
     brief_min_coverage: float = 0.3
     index_lock_timeout: float = 30.0
     checkpoint_fresh_minutes: float = 120.0
+    delegation_max_age_hours: float = 24.0
     raw: Any = field(default=None, compare=False, repr=False)
 
 
@@ -95,7 +96,7 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
         check_name(orchestrator, "orchestrator name")
     except BadInput as exc:
         raise bad("orchestrator", exc.message.replace("the orchestrator name ", "")) from None
-    for group in ("git", "memory", "brief", "index", "checkpoint"):
+    for group in ("git", "memory", "brief", "index", "checkpoint", "lifecycle"):
         if group in raw and not isinstance(raw[group], dict):
             raise bad(group, "must be a group of settings (key: value lines indented below it)")
     timeout = number("git.lock_timeout", 10, 0, 3600)
@@ -109,6 +110,7 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
     min_coverage = number("brief.min_coverage", 0.3, 0, 1)
     index_timeout = number("index.lock_timeout", 30, 0, 3600)
     fresh = number("checkpoint.fresh_minutes", 120, 1, 525600)
+    delegation_age = number("lifecycle.delegation_max_age_hours", 24, 0, 87600)
     return Config(
         lang=lang,
         orchestrator=orchestrator,
@@ -121,6 +123,7 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
         brief_min_coverage=min_coverage,
         index_lock_timeout=index_timeout,
         checkpoint_fresh_minutes=fresh,
+        delegation_max_age_hours=delegation_age,
         raw=raw,
     )
 

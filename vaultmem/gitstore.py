@@ -184,3 +184,8 @@ def log(root: Path, path: str | None = None, max_count: int = 20) -> list[dict]:
         }
         for c in commits
     ]
+
+
+def show(root: Path, commit: str, path: str) -> str:
+    """The diff one commit made to one path."""
+    return _repo(root).git.show("--format=", "--no-color", commit, "--", path)

@@ -46,7 +46,7 @@ MEMORY_INDEX = "MEMORY.md"
 WRITE_LOCK = ".vaultmem/write.lock"
 # Folders vaultmem writes into (where a killed write may leave a temp file).
 WRITABLE = [AGENTS_DIR, MEMORIES_DIR, IDENTITY_DIR, "inbox", ARCHIVE_DIR, f"{ARCHIVE_DIR}/{MEMORIES_DIR}",
-            "shared", "checkpoints", "journal", ".vaultmem"]  # fmt: skip
+            "shared", "shared/delegations", "shared/keys", "checkpoints", "journal", ".vaultmem"]  # fmt: skip
 WATCH_HEARTBEAT = ".vaultmem/local/watch.json"
 WATCH_STALE_SECONDS = 15
 # What a brief may draw on: never the inbox (quarantine), the archive, or identities
@@ -500,6 +500,14 @@ class Vault:
 
             self._shared = Shared(self)
         return self._shared
+
+    @property
+    def lifecycle(self):
+        """Delegations and harvest, the audit, and ask / todo / history (see
+        :mod:`vaultmem.lifecycle`)."""
+        from .lifecycle import Lifecycle
+
+        return Lifecycle(self)
 
     # -- recall: index, search, brief ------------------------------------------------------
     @property

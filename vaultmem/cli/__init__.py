@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from . import coord, notes, page, recall
+from . import coord, lifecycle, notes, page, recall
 from ._common import AsOpt, JsonOpt, Session, VaultOpt, handles_errors, session
 
 app = typer.Typer(
@@ -41,6 +41,12 @@ app.command("decide")(coord.decide)
 app.add_typer(coord.state_app, name="state")
 app.add_typer(coord.checkpoint_app, name="checkpoint")
 app.command("sync")(coord.sync)
+app.command("delegate")(lifecycle.delegate)
+app.command("harvest")(lifecycle.harvest)
+app.command("audit")(lifecycle.audit)
+app.command("ask")(lifecycle.ask)
+app.command("todo")(lifecycle.todo)
+app.command("history")(lifecycle.history)
 
 
 def _print_version(value: bool) -> None:

@@ -374,6 +374,31 @@ def add_context_entry(page: RolePage, project: str, text: str) -> tuple[str, Ent
     return _verified(page, entry), entry
 
 
+def add_subagent_record(page: RolePage, day: _dt.date, title: str, fields: dict[str, str]) -> tuple[str, Entry]:
+    """Append a ``### <date> <title>`` block with the four bullets (task, conclusion,
+    output, key decision) to the sub-agent records; the block id ends the last bullet."""
+    eid = new_entry_id(page.ids())
+    sec = page.sections["subagents"]
+    lang_index = 0 if page.lang == "zh" else 1
+    colon = "：" if page.lang == "zh" else ": "
+    bullets = [f"- **{SUBAGENT_FIELDS[k][lang_index]}**{colon}{' '.join(fields[k].split())}"
+               for k in ("task", "conclusion", "output", "decision")]
+    bullets[-1] += f" ^{eid}"
+    at = _insert_point(page.doc, sec.start + 1, sec.end)
+    block = ([""] if at > sec.start + 1 else []) + [f"### {day.isoformat()} {' '.join(title.split())}"] + bullets
+    _insert_block(page.doc, at, block, sec.end)
+    entry = Entry("subagents", "", at + len(block) - 4, eid, date=day.isoformat(), title=" ".join(title.split()),
+                  fields={k: " ".join(fields[k].split()) for k in ("task", "conclusion", "output", "decision")})
+    text = page.doc.text()
+    again = parse_page(text, page.path)
+    found = [e for e in again.entries if e.id == eid]
+    if len(found) != 1 or found[0].fields != entry.fields:
+        raise BadInput(f"this record would break the structure of {page.path}",
+                       hint="avoid Markdown headings and code fences in the fields")
+    entry.text, entry.line = found[0].text, found[0].line
+    return text, entry
+
+
 def add_project(page: RolePage, project: str) -> bool:
     """Add ``project`` to the frontmatter's ``projects`` list; False if already there.
 

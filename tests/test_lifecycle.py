@@ -1,0 +1,130 @@
+"""delegate → harvest, the audit, and the management modes ask / todo / history."""
+
+import json
+
+import pytest
+from conftest import git, out_json
+
+from vaultmem.parse import parse_page
+
+
+def vm(cli, vault, *args, agent="lee", input=None):
+    extra = ["--as", agent] if agent else []
+    return cli("--vault", vault.root, *extra, *args, input=input)
+
+
+FIELDS = ["--task", "分析Dashboard渲染性能", "--conclusion", "DataTable缺少React.memo", "--output", "性能报告",
+          "--decision", "暂不引入react-window"]
+
+
+def delegate(cli, vault, role="前端审查", task="分析Dashboard渲染性能"):
+    r = vm(cli, vault, "delegate", role, "--task", task, "--json")
+    assert r.exit_code == 0, r.output
+    return out_json(r)
+
+
+def test_delegate_records_a_pending_delegation_and_briefs_the_sub_agent(cli, vault):
+    d = delegate(cli, vault)
+    assert d["id"].startswith("d-") and d["role"] == "前端审查" and d["page_created"] is True
+    assert d["brief"]["markdown"].startswith("[记忆简报 - 前端审查]")
+    assert (vault.root / d["path"]).exists()
+    assert git(vault.root, "log", "-1", "--format=%an|%s").strip() == f"lee|delegate: {d['id']} to a sub-agent of 前端审查"
+    assert sorted(p.name for p in (vault.root / "agents").glob("*.md")) == ["前端审查.md"]  # no sub-agent page
+    assert vm(cli, vault, "delegate", "前端审查", "--task", " ").exit_code == 2
+
+
+def test_harvest_writes_the_four_elements_and_closes_the_delegation(cli, vault):
+    d = delegate(cli, vault)
+    r = vm(cli, vault, "harvest", "前端审查", "--delegation", d["id"], *FIELDS, "--json")
+    assert r.exit_code == 0, r.output
+    h = out_json(r)
+    text = (vault.root / "agents" / "前端审查.md").read_text(encoding="utf-8")
+    assert "- **任务**：分析Dashboard渲染性能\n- **结论**：DataTable缺少React.memo\n- **产出**：性能报告\n" \
+           f"- **关键决策**：暂不引入react-window ^{h['entry']['id']}\n" in text
+    page = parse_page(text, "agents/前端审查.md")
+    (rec,) = [e for e in page.entries if e.section == "subagents"]
+    assert rec.fields == {"task": "分析Dashboard渲染性能", "conclusion": "DataTable缺少React.memo",
+                          "output": "性能报告", "decision": "暂不引入react-window"}
+    assert sorted(git(vault.root, "show", "--name-only", "--format=", "HEAD").split()) == sorted(
+        ["agents/前端审查.md", d["path"]])
+    again = vm(cli, vault, "harvest", "前端审查", "--delegation", d["id"], *FIELDS)
+    assert again.exit_code == 2 and "already harvested" in again.stderr
+
+
+def test_harvest_from_stdin_and_in_english(cli, en_vault):
+    r = cli("--vault", en_vault.root, "--as", "orch", "delegate", "reviewer", "--task", "review PR 42", "--json")
+    d = out_json(r)
+    fields = {"task": "review PR 42", "conclusion": "two bugs", "output": "comments on the PR",
+              "decision": "block until fixed"}
+    r = cli("--vault", en_vault.root, "--as", "orch", "harvest", "reviewer", "--delegation", d["id"], "--stdin",
+            input=json.dumps(fields))
+    assert r.exit_code == 0, r.output
+    text = (en_vault.root / "agents" / "reviewer.md").read_text()
+    assert "- **Task**: review PR 42\n- **Conclusion**: two bugs\n" in text
+
+
+@pytest.mark.parametrize("drop, words", [(["--output", "--decision"], "output (产出), decision (关键决策)"),
+                                         (["--task"], "task (任务)")])
+def test_a_missing_element_is_refused_and_nothing_is_written(cli, vault, drop, words):
+    d = delegate(cli, vault)
+    before = (vault.root / "agents" / "前端审查.md").read_text(encoding="utf-8")
+    args = []
+    for i in range(0, len(FIELDS), 2):
+        if FIELDS[i] not in drop:
+            args += FIELDS[i : i + 2]
+    r = vm(cli, vault, "harvest", "前端审查", "--delegation", d["id"], *args)
+    assert r.exit_code == 2 and words in r.stderr
+    assert (vault.root / "agents" / "前端审查.md").read_text(encoding="utf-8") == before
+    assert out_json(vm(cli, vault, "audit", "--max-age", "0", "--json"))["stale_delegations"][0]["id"] == d["id"]
+
+
+def test_harvest_refusals(cli, vault):
+    d = delegate(cli, vault)
+    vm(cli, vault, "page", "ensure", "后端架构")
+    assert vm(cli, vault, "harvest", "后端架构", "--delegation", d["id"], *FIELDS).exit_code == 2  # wrong role
+    assert vm(cli, vault, "harvest", "前端审查", "--delegation", "d-20260101-000000", *FIELDS).exit_code == 1
+    assert vm(cli, vault, "harvest", "前端审查", "--delegation", "../../x", *FIELDS).exit_code == 2
+    r = vm(cli, vault, "harvest", "前端审查", "--delegation", d["id"], *FIELDS, agent="前端审查")
+    assert r.exit_code == 3  # a role agent does not write its own page
+
+
+def test_audit_lists_what_needs_a_human(cli, vault):
+    assert vm(cli, vault, "audit").exit_code == 0
+    d = delegate(cli, vault)
+    (vault.root / "inbox" / "fact.md").write_text("---\nname: x\n---\nwaiting\n", encoding="utf-8")
+    (vault.root / "memories" / "bare.md").write_text("---\nname: bare\ntype: fact\n---\nno provenance\n",
+                                                     encoding="utf-8")
+    (vault.root / "agents" / "前端审查.md").write_text(
+        (vault.root / "agents" / "前端审查.md").read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    import subprocess
+
+    subprocess.run(["git", "-C", str(vault.root), "-c", "user.name=rogue", "-c",
+                    "user.email=rogue@agents.vaultmem.invalid", "commit", "-qam", "rogue edit"], check=True)
+    r = vm(cli, vault, "audit", "--max-age", "0", "--json")
+    assert r.exit_code == 1
+    a = out_json(r)
+    assert [x["id"] for x in a["stale_delegations"]] == [d["id"]]
+    assert a["inbox"] == ["inbox/fact.md"]
+    assert [c["author"] for c in a["foreign_page_commits"]] == ["rogue"]
+    assert a["notes_without_provenance"] == [{"path": "memories/bare.md",
+                                              "missing": ["author", "author_kind", "source", "created"]}]
+    assert out_json(vm(cli, vault, "audit", "--json"))["stale_delegations"] == []  # younger than 24 h
+
+
+def test_ask_todo_and_history(cli, vault):
+    vm(cli, vault, "page", "ensure", "前端审查")
+    vm(cli, vault, "page", "ensure", "后端架构")
+    vm(cli, vault, "page", "add", "前端审查", "大列表没有虚拟滚动，渲染很慢")
+    vm(cli, vault, "page", "add", "前端审查", "待办：补充虚拟滚动的测试")
+    vm(cli, vault, "page", "add", "后端架构", "渲染服务的超时设置")
+    hits = out_json(vm(cli, vault, "ask", "前端审查", "渲染为什么慢", "--json"))["hits"]
+    assert hits and all(h["agent"] == "前端审查" for h in hits)
+    d = delegate(cli, vault, task="分析虚拟滚动方案")
+    todo = out_json(vm(cli, vault, "todo", "前端审查", "--json"))
+    assert [i["text"] for i in todo["items"]] == ["待办：补充虚拟滚动的测试"]
+    assert [x["id"] for x in todo["pending_delegations"]] == [d["id"]]
+    hist = out_json(vm(cli, vault, "history", "前端审查", "--diffs", "--json"))["commits"]
+    assert [c["author"] for c in hist] == ["lee", "lee", "lee"]
+    assert "+- 20" in hist[0]["diff"] and "待办" in hist[0]["diff"]
+    assert "page: create agents/前端审查.md" in vm(cli, vault, "history", "前端审查").stdout
+    assert vm(cli, vault, "todo", "nobody").exit_code == 1

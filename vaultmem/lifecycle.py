@@ -1,0 +1,175 @@
+"""Sub-agent delegations and their harvest, the audit, and seed 000's management modes
+(ask, todo, history). Reached as ``vault.lifecycle``.
+
+A delegation is one file, ``shared/delegations/<id>.md`` (frontmatter: role, task, who
+delegated, when, status). ``harvest`` writes the sub-agent's record — task, conclusion,
+output, key decision, all four required — into the role page's sub-agent records and
+closes the delegation, in one commit. Sub-agents never get a page of their own.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+import secrets
+from typing import Any
+
+from . import files, gitstore
+from .errors import BadInput, NotFound, VaultmemError
+from .models import Actor, Change
+from .parse.document import parse_document, plain, yaml_timestamp
+from .parse.note import render_note, set_note_fields
+from .parse.page import SUBAGENT_FIELDS, add_subagent_record
+
+DELEGATIONS_DIR = "shared/delegations"
+FIELDS = ("task", "conclusion", "output", "decision")
+OPEN_ITEM = re.compile(r"(- \[ \]|\bTODO\b|\bFIXME\b|待办|遗留|未解决|未完成|后续|follow[- ]?up|open question|"
+                       r"\bblocked\b|\bpending\b)", re.IGNORECASE)
+AGENT_EMAIL = "@agents.vaultmem.invalid"
+
+
+def _now() -> _dt.datetime:
+    return _dt.datetime.now(_dt.timezone.utc)
+
+
+class Lifecycle:
+    def __init__(self, vault) -> None:
+        self.vault = vault
+        self.root = vault.root
+
+    # -- delegations -----------------------------------------------------------------------
+    def delegate(self, role: str, task: str, actor: Actor, window: int | None = None,
+                 tokens: int | None = None) -> tuple[Change, Any]:
+        """Record a pending delegation under ``role`` and brief its sub-agent with the
+        role's memory (the role's page is created on first use)."""
+        if not task.strip():
+            raise BadInput("the task is empty", hint="say what the sub-agent is to do: --task TEXT")
+        page = self.vault.ensure_page(role, actor)
+        role = page.details["role"]
+        did = f"d-{_now():%Y%m%d}-{secrets.token_hex(3)}"
+        rel = f"{DELEGATIONS_DIR}/{did}.md"
+        meta = {"type": "delegation", "id": did, "role": role, "status": "pending", "delegated_by": actor.name,
+                "created": yaml_timestamp(_now())}
+        sha = self.vault._apply(actor, f"delegate: {did} to a sub-agent of {role}", {rel: render_note(meta, task)})
+        brief = self.vault.brief(role, task, window=window, tokens=tokens)
+        return Change("delegate", [rel], sha, f"delegation {did} pending",
+                      {"id": did, "role": role, "path": rel, "page_created": page.details["created"]}), brief
+
+    def delegations(self, role: str | None = None, status: str | None = None) -> list[dict]:
+        folder = self.root / DELEGATIONS_DIR
+        out = []
+        for path in sorted(folder.glob("d-*.md")) if folder.is_dir() else []:
+            rel = f"{DELEGATIONS_DIR}/{path.name}"
+            try:
+                doc = parse_document(files.read_text(path, rel), rel, require_frontmatter=True, fast=True)
+            except VaultmemError:
+                continue
+            meta = plain(doc.meta)
+            item = {"id": meta.get("id") or path.stem, "role": meta.get("role"), "status": meta.get("status"),
+                    "delegated_by": meta.get("delegated_by"), "created": meta.get("created"),
+                    "task": "".join(doc.lines[doc.body_start:]).strip(), "path": rel,
+                    "record": meta.get("record")}
+            if (role is None or item["role"] == role) and (status is None or item["status"] == status):
+                out.append(item)
+        return out
+
+    def harvest(self, role: str, delegation: str, fields: dict[str, str], actor: Actor,
+                title: str | None = None) -> Change:
+        """Write the sub-agent's record (all four elements) into the role page and close
+        the delegation, as one commit. Nothing is written when anything is missing."""
+        missing = [k for k in FIELDS if not str(fields.get(k) or "").strip()]
+        if missing:
+            names = ", ".join(f"{k} ({SUBAGENT_FIELDS[k][0]})" for k in missing)
+            raise BadInput(f"the sub-agent record lacks: {names}",
+                           hint="give all four: --task, --conclusion, --output, --decision (or them as JSON/YAML on stdin)")
+        if not re.fullmatch(r"d-\d{8}-[0-9a-f]{6}", delegation or ""):
+            raise BadInput(f"{delegation!r} is not a delegation id", hint="ids look like d-20260508-3fa2c1")
+        with self.vault._locked():
+            name = self.vault._role(role)
+            self.vault._may_write_role(actor, name)
+            rel_d = f"{DELEGATIONS_DIR}/{delegation}.md"
+            path_d = self.root / rel_d
+            if not path_d.exists():
+                raise NotFound(f"no delegation {delegation}", hint="list them with: vaultmem audit")
+            text_d = files.read_text(path_d, rel_d)
+            meta = plain(parse_document(text_d, rel_d).meta)
+            if meta.get("role") != name:
+                raise BadInput(f"delegation {delegation} was made under {meta.get('role')!r}, not {name!r}")
+            if meta.get("status") != "pending":
+                raise BadInput(f"delegation {delegation} is already {meta.get('status')}",
+                               hint=f"its record is {meta.get('record')}" if meta.get("record") else None)
+            page = self.vault._load_page(name)
+            clean = {k: " ".join(str(fields[k]).split()) for k in FIELDS}
+            heading = " ".join((title or clean["task"]).split())[:60]
+            new_page, entry = add_subagent_record(page, _now().astimezone().date(), heading, clean)
+            rel_p = page.path
+            link = f"[[{rel_p.removesuffix('.md')}#^{entry.id}]]"
+            new_d = set_note_fields(text_d, rel_d, status="harvested", harvested=yaml_timestamp(_now()),
+                                    harvested_by=actor.name, record=link)
+            message = f"harvest: {delegation} into {rel_p} ^{entry.id}"
+            sha = self.vault._apply(actor, message, {rel_p: new_page, rel_d: new_d})
+        return Change("harvest", [rel_p, rel_d], sha, message,
+                      {"role": name, "delegation": delegation, "entry": entry.to_dict(rel_p), "link": link})
+
+    # -- audit -------------------------------------------------------------------------------
+    def audit(self, max_age_hours: float | None = None) -> dict:
+        """What needs a human: old pending delegations, inbox items waiting, commits to role
+        pages by agents other than the orchestrator, notes without provenance."""
+        max_age = self.vault.config.delegation_max_age_hours if max_age_hours is None else max_age_hours
+        now = _now()
+        stale = []
+        for d in self.delegations(status="pending"):
+            try:
+                created = _dt.datetime.fromisoformat(str(d["created"]).replace("Z", "+00:00"))
+            except ValueError:
+                created = now
+            age = (now - created).total_seconds() / 3600
+            if age >= max_age:
+                stale.append({**d, "age_hours": round(age, 1)})
+        inbox = sorted(p.relative_to(self.root).as_posix() for p in (self.root / "inbox").rglob("*.md")) \
+            if (self.root / "inbox").is_dir() else []
+        orchestrator = self.vault.config.orchestrator
+        foreign = [c for c in gitstore.log(self.root, "agents", max_count=2000)
+                   if c["email"].endswith(AGENT_EMAIL) and c["author"] != orchestrator]
+        unsourced = []
+        folder = self.root / "memories"
+        for path in sorted(folder.glob("*.md")) if folder.is_dir() else []:
+            rel = f"memories/{path.name}"
+            try:
+                doc = parse_document(files.read_text(path, rel), rel, require_frontmatter=False, fast=True)
+            except VaultmemError:
+                unsourced.append({"path": rel, "missing": ["frontmatter"]})
+                continue
+            meta = doc.meta if isinstance(doc.meta, dict) else {}
+            missing = [k for k in ("author", "author_kind", "source", "created") if not meta.get(k)]
+            if missing:
+                unsourced.append({"path": rel, "missing": missing})
+        return {"stale_delegations": stale, "inbox": inbox, "foreign_page_commits": foreign,
+                "notes_without_provenance": unsourced, "max_age_hours": max_age,
+                "clean": not (stale or inbox or foreign or unsourced)}
+
+    # -- management modes (seed 000) -------------------------------------------------------------
+    def ask(self, role: str, question: str, limit: int = 5) -> list:
+        """Quick Q&A about a role's memory: its own entries and notes most relevant to the question."""
+        name = self.vault._role(role)
+        hits = self.vault.search(question, agent=name, limit=limit * 4)
+        return [h for h in hits if h.doc.agent == name][:limit]
+
+    def todo(self, role: str) -> dict:
+        """Open items recorded for a role: unchecked boxes, TODO/待办/遗留… in its entries,
+        and its delegations not yet harvested."""
+        name = self.vault._role(role)
+        info = self.vault.read_page(name)
+        items = [e.to_dict(info.path) for e in info.entries if OPEN_ITEM.search(e.text)]
+        return {"role": name, "items": items, "pending_delegations": self.delegations(role=name, status="pending")}
+
+    def history(self, role: str, diffs: bool = False, max_count: int = 50) -> list[dict]:
+        """The page's git history: who changed what, when (with ``diffs``: the changes)."""
+        name = self.vault._role(role)
+        rel = self.vault._page_rel(name)
+        commits = gitstore.log(self.root, rel, max_count=max_count)
+        if diffs:
+            for c in commits:
+                c["diff"] = gitstore.show(self.root, c["commit"], rel)
+        return commits
+
