@@ -128,7 +128,8 @@ def verify_signature(public_raw: bytes, entry: LogEntry) -> bool:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
     try:
-        Ed25519PublicKey.from_public_bytes(public_raw).verify(base64.b64decode(entry.sig), entry.payload())
+        Ed25519PublicKey.from_public_bytes(public_raw).verify(base64.b64decode(entry.sig, validate=True),
+                                                              entry.payload())
         return True
     except (InvalidSignature, ValueError):
         return False
@@ -171,13 +172,14 @@ def _tail_lines(path: Path, want: int | None = None) -> Iterator[str]:
             parts = buf.split(b"\n")
             buf = parts[0]  # may begin before this block: kept for the next one
             for part in reversed(parts[1:]):
+                part = part.rstrip(b"\r")  # a clone may have turned line ends into CRLF
                 if part:
                     yield part.decode("utf-8", errors="replace")
                     count += 1
                     if want is not None and count >= want:
                         return
-        if found_end and buf:
-            yield buf.decode("utf-8", errors="replace")
+        if found_end and buf.rstrip(b"\r"):
+            yield buf.rstrip(b"\r").decode("utf-8", errors="replace")
 
 
 def read_entries(path: Path) -> tuple[list[LogEntry], list[dict]]:
@@ -189,7 +191,7 @@ def read_entries(path: Path) -> tuple[list[LogEntry], list[dict]]:
     for n, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
-        text = raw.decode("utf-8", errors="replace")
+        text = raw.rstrip(b"\r").decode("utf-8", errors="replace")
         try:
             entries.append(parse_line(text, n))
         except LineError as exc:
@@ -241,16 +243,42 @@ def all_entries(root: Path, log: str = "live") -> list[LogEntry]:
 # -- cursors: what an agent has seen ---------------------------------------------------------
 
 
-def read_cursor(root: Path, agent: str) -> dict[str, int]:
+SHOWN = "#shown"  # in a cursor file: entries past an agent's mark already shown (never a name)
+
+
+def _cursor_file(root: Path, agent: str) -> dict:
     try:
         data = json.loads((root / CURSOR_DIR / f"{agent}.json").read_text(encoding="utf-8"))
-        return {str(k): int(v) for k, v in data.items()}
-    except (OSError, ValueError, AttributeError):
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
         return {}
 
 
-def save_cursor(root: Path, agent: str, cursor: dict[str, int]) -> None:
-    files.atomic_write(files.inside(root, f"{CURSOR_DIR}/{agent}.json"), json.dumps(cursor, ensure_ascii=False))
+def read_cursor(root: Path, agent: str) -> dict[str, int]:
+    """What ``agent`` has read: other agent → the sequence number read up to."""
+    out = {}
+    for k, v in _cursor_file(root, agent).items():
+        if k != SHOWN:
+            try:
+                out[str(k)] = int(v)
+            except (TypeError, ValueError):
+                continue
+    return out
+
+
+def read_shown(root: Path, agent: str) -> dict[str, set[int]]:
+    """Entries past the marks that were already shown (a filtered --unseen showed them)."""
+    raw = _cursor_file(root, agent).get(SHOWN) or {}
+    return {str(k): {int(x) for x in v} for k, v in raw.items() if isinstance(v, list)}
+
+
+def save_cursor(root: Path, agent: str, cursor: dict[str, int], shown: dict[str, set[int]] | None = None) -> None:
+    data: dict = dict(cursor)
+    extra = {k: sorted(x for x in v if x > cursor.get(k, 0)) for k, v in (shown or {}).items()}
+    extra = {k: v for k, v in extra.items() if v}
+    if extra:
+        data[SHOWN] = extra
+    files.atomic_write(files.inside(root, f"{CURSOR_DIR}/{agent}.json"), json.dumps(data, ensure_ascii=False))
 
 
 # -- appending -------------------------------------------------------------------------------
@@ -269,6 +297,11 @@ def check_fields(channel: str, type_: str, summary: str, body: str) -> None:
         raise BadInput("the summary is empty", hint="give a one-line summary of the turn with --summary")
     if "\n" in summary or "\r" in summary:
         raise BadInput("the summary must be one line", hint="put the details in --body")
+    for label, text in (("summary", summary), ("body", (body or "").replace("\r\n", "\n"))):
+        bad = next((ch for ch in text if (ord(ch) < 32 and ch not in "\n\t") or ord(ch) == 127), None)
+        if bad is not None:
+            raise BadInput(f"the {label} holds the control character U+{ord(bad):04X}",
+                           hint="a lone carriage return or escape sequence could forge another line on display")
 
 
 @dataclass
@@ -308,7 +341,8 @@ def append(root: Path, log: str, agent: str, channel: str, type_: str, summary: 
                                     hint="run 'vaultmem log verify' to see what happened to it") from None
             prev = line_hash(last)
         entry = LogEntry(log=log, agent=agent, ts=_now(), seq=seq, prev=prev, nonce=secrets.token_hex(8),
-                         channel=channel, type=type_, summary=summary.strip(), body=(body or "").strip("\n"),
+                         channel=channel, type=type_, summary=summary.strip(),
+                         body=(body or "").replace("\r\n", "\n").strip("\n"),
                          hw=dict(hw or {}), ref=ref, extra=dict(extra or {}), kid=kid)
         entry.sig = base64.b64encode(private.sign(entry.payload())).decode()
         entry.line = render(entry)
@@ -351,15 +385,53 @@ def repair(root: Path) -> list[dict]:
 # -- verifying -------------------------------------------------------------------------------
 
 
+def _key_timeline(root: Path, agent: str, initial: tuple[str, bytes] | None,
+                  entries: list[LogEntry]) -> tuple[dict[str, tuple[str, bytes]], dict[str, str]]:
+    """The agent's keys over time, from its live log: kid → (introduced at, raw key), and
+    kid → revoked at. A rotation or revocation counts only if its own signature holds
+    with a key valid at its time, so one forged line cannot bring in or retire a key."""
+    keys: dict[str, tuple[str, bytes]] = {}
+    revoked: dict[str, str] = {}
+    if initial is not None:
+        keys[initial[0]] = ("", initial[1])
+    for e in entries:
+        if e.type not in ("key-rotate", "key-revoke") or e.agent != agent or e.log != "live":
+            continue
+        if not _valid_at(keys, revoked, e) or not verify_signature(keys[e.kid][1], e) or e.line != render(e):
+            continue
+        if e.type == "key-rotate" and e.extra.get("public"):
+            try:
+                raw = base64.b64decode(str(e.extra["public"]), validate=True)
+            except ValueError:
+                continue
+            keys.setdefault(key_id(raw), (e.ts, raw))
+        elif e.type == "key-revoke" and e.extra.get("kid") and str(e.extra["kid"]) != e.kid:
+            revoked.setdefault(str(e.extra["kid"]), e.ts)
+    return keys, revoked
+
+
+def _valid_at(keys: dict[str, tuple[str, bytes]], revoked: dict[str, str], e: LogEntry) -> bool:
+    if e.kid not in keys or keys[e.kid][0] > e.ts:
+        return False
+    return e.kid not in revoked or e.ts < revoked[e.kid]
+
+
 def verify(root: Path, checkpoint_marks: dict[str, dict[str, int]] | None = None) -> tuple[list[dict], dict]:
     """Check every signature, chain and high-water mark of both logs. Returns the findings
     (each naming log, agent, sequence number, line and what is wrong) and counts."""
     findings: list[dict] = []
-    keys = initial_keys(root)
-    kid_owner = {kid: agent for agent, (kid, _raw) in keys.items()}
+    initial = initial_keys(root)
+    kid_owner = {kid: agent for agent, (kid, _raw) in initial.items()}
+    read = {log: {agent: read_entries(path) for agent, path in log_files(root, log).items()} for log in LOG_DIRS}
+    timelines = {}
+    for agent in set(read["live"]) | set(read["decisions"]) | set(initial):
+        live = read["live"].get(agent, ([], []))[0]
+        timelines[agent] = _key_timeline(root, agent, initial.get(agent), live)
+        for kid in timelines[agent][0]:
+            kid_owner.setdefault(kid, agent)
     nonces: dict[str, str] = {}
     last_seq: dict[tuple[str, str], int] = {}
-    marks: list[tuple[str, str, dict[str, int]]] = []
+    marks: list[tuple[str, str, str, int]] = []  # (log, source, agent, seq seen)
     total = 0
 
     def find(kind: str, log: str, agent: str, message: str, seq: int | None = None, line: int | None = None):
@@ -367,39 +439,43 @@ def verify(root: Path, checkpoint_marks: dict[str, dict[str, int]] | None = None
                          "path": f"{LOG_DIRS[log]}/{agent}.md", "message": message})
 
     for log in LOG_DIRS:
-        for agent, path in log_files(root, log).items():
-            entries, problems = read_entries(path)
+        for agent, (entries, problems) in read[log].items():
             for p in problems:
                 find(p.get("kind", "unreadable"), log, agent, p["message"], line=p["line"])
-            valid = {keys[agent][0]: keys[agent][1]} if agent in keys else {}
-            revoked: set[str] = set()
-            expect, prev_line = 1, None
+            keys, revoked = timelines.get(agent, ({}, {}))
+            expect, prev_line, seen_seq = 1, None, {}
             for e in entries:
                 total += 1
                 where = dict(seq=e.seq, line=e.lineno)
-                if agent not in keys:
+                if agent not in initial:
                     find("unknown-key", log, agent, f"no public key for {agent!r} in {KEYS_DIR}/", **where)
-                if e.line[: e.line.rfind(" <!-- vm1 ")] != visible(e):
-                    find("edited", log, agent, "the visible text differs from the signed fields", **where)
+                if e.line != render(e):
+                    find("edited", log, agent, "the line differs from its signed fields (visible text or JSON)",
+                         **where)
                 if e.agent != agent or e.log != log:
                     find("wrong-author", log, agent,
                          f"entry claims to be {e.agent!r}'s {e.log} entry but sits in {agent!r}'s {log} file", **where)
-                if e.kid in valid and e.kid not in revoked:
-                    if not verify_signature(valid[e.kid], e):
+                if _valid_at(keys, revoked, e):
+                    if not verify_signature(keys[e.kid][1], e):
                         find("bad-signature", log, agent, "the signature does not match (the entry was edited)",
                              **where)
+                elif e.kid in revoked and e.kid in keys:
+                    find("revoked-key", log, agent, f"signed with the key {e.kid}, revoked at {revoked[e.kid]}",
+                         **where)
                 elif e.kid in kid_owner and kid_owner[e.kid] != agent:
                     find("forged-author", log, agent,
                          f"signed with {kid_owner[e.kid]!r}'s key, but claims to be {agent!r}", **where)
-                elif e.kid in revoked:
-                    find("revoked-key", log, agent, f"signed with the revoked key {e.kid}", **where)
                 else:
-                    find("unknown-key", log, agent, f"signed with an unknown key {e.kid}", **where)
+                    find("unknown-key", log, agent, f"signed with a key not valid for {agent} at {e.ts}: {e.kid}",
+                         **where)
                 if e.nonce in nonces:
                     find("replayed", log, agent, f"the same entry (nonce) already appears at {nonces[e.nonce]}",
                          **where)
                 nonces.setdefault(e.nonce, f"{LOG_DIRS[log]}/{agent}.md:{e.lineno}")
-                if e.seq < expect:
+                if e.seq in seen_seq and e.nonce != seen_seq[e.seq]:
+                    find("forked", log, agent, f"two different entries with sequence {e.seq}: {agent} wrote on two "
+                                               f"clones from the same point; both are kept", **where)
+                elif e.seq < expect:
                     kind = "duplicated" if e.seq == expect - 1 and prev_line is not None else "reordered"
                     find(kind, log, agent, f"sequence {e.seq} after {expect - 1}: entries out of order or repeated",
                          **where)
@@ -411,29 +487,26 @@ def verify(root: Path, checkpoint_marks: dict[str, dict[str, int]] | None = None
                                                      "replaced before it)", **where)
                 elif prev_line is None and e.prev:
                     find("deleted", log, agent, "the first entries of this log are missing", **where)
-                if e.type == "key-rotate" and e.kid in valid and e.extra.get("public"):
-                    try:
-                        raw = base64.b64decode(e.extra["public"])
-                        valid[key_id(raw)] = raw
-                        kid_owner.setdefault(key_id(raw), agent)
-                    except ValueError:
-                        pass
-                if e.type == "key-revoke" and e.extra.get("kid"):
-                    revoked.add(str(e.extra["kid"]))
+                seen_seq.setdefault(e.seq, e.nonce)
                 expect = max(expect, e.seq + 1)
                 prev_line = e.line
-                if e.hw:
-                    marks.append((log, e.id, e.hw))
+                for other, seq in e.hw.items():
+                    marks.append(("live", e.id, other, seq))
+                if e.ref and e.ref.startswith("decisions:"):
+                    who, _, num = e.ref.removeprefix("decisions:").partition("#")
+                    if num.isdigit():
+                        marks.append(("decisions", e.id, who, int(num)))
             last_seq[(log, agent)] = expect - 1
     for owner, hw in (checkpoint_marks or {}).items():
-        marks.append(("live", f"checkpoint of {owner}", hw))
-    for log, source, hw in marks:
-        for other, seen in hw.items():
-            have = last_seq.get(("live", other), 0)
-            if seen > have:
-                find("truncated", "live", other, f"{other}'s log ends at sequence {have}, but {source} saw it up "
-                                                 f"to {seen}: later entries are missing", seq=have)
-    return findings, {"entries": total, "agents": len({a for _l, a in last_seq})}
+        for other, seq in hw.items():
+            marks.append(("live", f"checkpoint of {owner}", other, seq))
+    for log, source, other, seen in marks:
+        have = last_seq.get((log, other), 0)
+        if seen > have:
+            find("truncated", log, other, f"{other}'s {log} log ends at sequence {have}, but {source} saw it up to "
+                                          f"{seen}: later entries are missing", seq=have)
+    agents = {a for _l, a in last_seq}
+    return findings, {"entries": total, "agents": len(agents)}
 
 
 def rotate(root: Path, agent: str) -> tuple[LogEntry, str]:
@@ -467,7 +540,7 @@ def wait_for_new(root: Path, log: str, offsets: dict[str, int], interval: float 
             for raw in whole.split(b"\n"):
                 if raw.strip():
                     try:
-                        found.append(parse_line(raw.decode("utf-8", errors="replace")))
+                        found.append(parse_line(raw.rstrip(b"\r").decode("utf-8", errors="replace")))
                     except LineError:
                         pass
         found.sort(key=lambda e: (e.ts, e.agent, e.seq))

@@ -24,7 +24,7 @@ from .parse.logline import LogEntry
 STATE_FILE = "shared/project-state.md"
 CHECKPOINT_DIR = "checkpoints"
 UNSEEN_SCAN_LIMIT = 100_000  # unseen entries read per call at most
-GITATTRIBUTES_LINES = ("shared/log/*.md merge=union", "shared/decisions/*.md merge=union")
+GITATTRIBUTES_LINES = ("shared/log/*.md merge=union -text", "shared/decisions/*.md merge=union -text")
 
 
 @dataclass
@@ -128,15 +128,24 @@ class Shared:
             return livelog.newest(self.root, log, n, agent=agent, channel=channel, type_=type_, since=since_key)
         me = self._agent(unseen_as)
         cursor = livelog.read_cursor(self.root, me)
-        # every unseen entry, then the oldest n of them: whatever is not shown now stays
-        # unseen for the next call (the cursor only moves past what was shown)
-        entries = livelog.newest(self.root, log, UNSEEN_SCAN_LIMIT, agent=agent, channel=channel, type_=type_,
-                                 since=since_key, after=cursor, exclude=me)[:n]
-        if entries:
-            for e in entries:
-                cursor[e.agent] = max(cursor.get(e.agent, 0), e.seq)
-            livelog.save_cursor(self.root, me, cursor)
-        return entries
+        shown_before = livelog.read_shown(self.root, me)
+        unseen = [e for e in livelog.newest(self.root, log, UNSEEN_SCAN_LIMIT, agent=agent, after=cursor, exclude=me)
+                  if e.seq not in shown_before.get(e.agent, ())]
+        wanted = [e for e in unseen if (not channel or e.channel == channel) and (not type_ or e.type == type_)
+                  and (not since_key or e.ts >= since_key)]
+        shown = wanted[:n]  # the oldest n: what is not shown now stays unseen
+        if shown:
+            # the mark moves past an entry only when every earlier entry of that agent was
+            # shown; entries shown beyond a hidden one are remembered, not shown twice
+            for e in shown:
+                shown_before.setdefault(e.agent, set()).add(e.seq)
+            for who, seqs in shown_before.items():
+                mark = cursor.get(who, 0)
+                while mark + 1 in seqs:
+                    mark += 1
+                cursor[who] = mark
+            livelog.save_cursor(self.root, me, cursor, shown_before)
+        return shown
 
     def unseen_for_brief(self, agent: str, n: int = 5) -> list[LogEntry]:
         """The newest entries of other agents that ``agent`` has not read (not marked read)."""
@@ -160,7 +169,7 @@ class Shared:
             raise BadInput("an agent acknowledges other agents' entries, not its own")
         cursor = livelog.read_cursor(self.root, agent)
         cursor[target.agent] = max(cursor.get(target.agent, 0), target.seq)
-        livelog.save_cursor(self.root, agent, cursor)
+        livelog.save_cursor(self.root, agent, cursor, livelog.read_shown(self.root, agent))
         summary = note.strip() or f"ack {ref}: {target.summary[:80]}"
         return self.append(actor, target.channel, "ack", summary, ref=ref)
 

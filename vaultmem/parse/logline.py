@@ -79,7 +79,10 @@ class LogEntry:
 
 
 def _esc(text: str) -> str:
-    return html.escape(text, quote=False).replace("\r\n", "\n").replace("\n", "<br>")
+    """Escaped for the visible part: HTML metacharacters, and every line break or other
+    control character, so that no content can start a line of its own when rendered."""
+    out = html.escape(text, quote=False).replace("\r\n", "\n").replace("\n", "<br>")
+    return "".join(ch if ord(ch) >= 32 and ord(ch) != 127 else f"&#{ord(ch)};" for ch in out)
 
 
 def visible(e: LogEntry) -> str:
