@@ -182,3 +182,22 @@ def test_two_processes_indexing_at_once_both_succeed(filled):
     assert all("Traceback" not in err for _out, err in outs)
     store = IndexStore(filled.root)
     assert len([h for h in search(store, "concurrent fact", Filters(), limit=100)]) == 60
+
+
+def test_incremental_changes_go_to_a_journal_that_other_processes_read(filled):
+    store = IndexStore(filled.root)
+    store.refresh()
+    write(filled, "memories/db.md", NOTE.format(name="db", body="We chose MariaDB"))
+    assert store.refresh(paths=["memories/db.md"]).modified == ["memories/db.md"]
+    gen = (filled.root / INDEX_DIR / "CURRENT").read_text().strip()
+    journal = filled.root / INDEX_DIR / gen / "manifest.journal"
+    assert journal.exists() and b"memories/db.md" in journal.read_bytes()
+    other = IndexStore(filled.root)  # another process: manifest.json + journal
+    again = other.refresh()
+    assert again.modified == [] and again.new == [] and again.docs == 0
+    with open(journal, "ab") as fh:
+        fh.write(b'{"f": "memories/port.md", "v": nu')  # a line cut off by a crash
+    assert IndexStore(filled.root).refresh().modified == []
+    write(filled, "memories/port.md", NOTE.format(name="port", body="端口 7070"))
+    assert store.refresh(paths=["memories/port.md"]).modified == ["memories/port.md"]
+    assert [h.doc.id for h in search(IndexStore(filled.root), "7070", Filters(), 5)] == ["memories/port.md"]

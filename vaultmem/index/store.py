@@ -32,6 +32,7 @@ INDEX_DIR = ".vaultmem/index"
 LOCK_FILE = ".vaultmem/index.lock"
 MANIFEST_VERSION = 1
 IGNORED_DIRS = {".git", ".vaultmem", ".obsidian", ".trash", "node_modules"}
+JOURNAL_MAX_BYTES = 256 * 1024  # fold the manifest journal into manifest.json beyond this
 
 Progress = Callable[[int, int], None]
 
@@ -105,7 +106,7 @@ class IndexStore:
         self.lock_timeout = lock_timeout
         self._engine = None
         self._engine_gen: str | None = None
-        self._manifest_cache: tuple | None = None
+        self._manifest_cache: list | None = None  # [base key, manifest, journal bytes applied]
 
     # -- generations -------------------------------------------------------------------
     def _current_gen(self) -> str | None:
@@ -116,25 +117,71 @@ class IndexStore:
         return name if name.startswith("gen-") and (self.base / name).is_dir() else None
 
     def _manifest(self, gen: str) -> dict | None:
-        path = self.base / gen / "manifest.json"
+        """The generation's manifest: ``manifest.json`` plus the changes appended to
+        ``manifest.journal`` since it was written. Cached per process; a grown journal
+        is read from where the cache stopped."""
+        path, journal = self.base / gen / "manifest.json", self.base / gen / "manifest.journal"
         try:
             st = path.stat()
-            key = (gen, st.st_mtime_ns, st.st_size, st.st_ino)
-            if self._manifest_cache and self._manifest_cache[0] == key:
-                return self._manifest_cache[1]
-            data = json.loads(path.read_text(encoding="utf-8"))
+            base_key = (gen, st.st_mtime_ns, st.st_size, st.st_ino)
+            cached = self._manifest_cache
+            if cached is None or cached[0] != base_key:
+                data = json.loads(path.read_text(encoding="utf-8"))
+                if (not isinstance(data, dict) or data.get("version") != MANIFEST_VERSION
+                        or data.get("analyzer") != ANALYZER_VERSION or not isinstance(data.get("files"), dict)):
+                    return None
+                cached = self._manifest_cache = [base_key, data, 0]
         except (OSError, ValueError):
             return None
-        if (not isinstance(data, dict) or data.get("version") != MANIFEST_VERSION
-                or data.get("analyzer") != ANALYZER_VERSION or not isinstance(data.get("files"), dict)):
-            return None
-        self._manifest_cache = (key, data)
-        return data
+        try:
+            with open(journal, "rb") as fh:
+                fh.seek(cached[2])
+                more = fh.read()
+        except FileNotFoundError:
+            more = b""
+        whole = more[: more.rfind(b"\n") + 1]  # a line cut off by a crash is ignored
+        for raw in whole.split(b"\n"):
+            if raw.strip():
+                try:
+                    change = json.loads(raw)
+                    if change.get("v") is None:
+                        cached[1]["files"].pop(change["f"], None)
+                    else:
+                        cached[1]["files"][change["f"]] = change["v"]
+                except (ValueError, KeyError, TypeError, AttributeError):
+                    continue
+        cached[2] += len(whole)
+        return cached[1]
 
     def _save_manifest(self, gen: str, manifest_files: dict) -> None:
+        """Write the whole manifest (and drop the journal it now contains)."""
         data = {"version": MANIFEST_VERSION, "analyzer": ANALYZER_VERSION, "engine": "whoosh",
                 "files": manifest_files}
         files.atomic_write(self.base / gen / "manifest.json", json.dumps(data, ensure_ascii=False))
+        (self.base / gen / "manifest.journal").unlink(missing_ok=True)
+        self._manifest_cache = None
+
+    def _save_changes(self, gen: str, manifest_files: dict, changed: list[str]) -> None:
+        """Record changed files by appending to the journal (one write, fsynced) — a few
+        hundred bytes instead of rewriting a manifest of every file; the journal is folded
+        into ``manifest.json`` once it grows long."""
+        journal = self.base / gen / "manifest.journal"
+        size = journal.stat().st_size if journal.exists() else 0
+        if size > JOURNAL_MAX_BYTES:
+            self._save_manifest(gen, manifest_files)
+            return
+        lines = "".join(json.dumps({"f": rel, "v": manifest_files.get(rel)}, ensure_ascii=False) + "\n"
+                        for rel in changed)
+        fd = os.open(journal, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                lines = "\n" + lines  # after a line a crash cut off
+            os.write(fd, lines.encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if self._manifest_cache is not None:
+            self._manifest_cache[2] = size + len(lines.encode("utf-8"))  # our own change is applied already
 
     def _lock(self, timeout: float):
         from filelock import FileLock
@@ -199,13 +246,15 @@ class IndexStore:
             raise Busy(f"another process has been updating the index for {self.lock_timeout:.0f}s",
                        path=LOCK_FILE, hint="retry in a moment") from None
         try:
-            self._manifest_cache = None  # the refresh edits the manifest it reads
             gen = self._current_gen()
             manifest = self._manifest(gen) if gen else None
             if manifest is None:
                 report = self._rebuild_locked(progress)
             else:
                 report = self._update_locked(gen, manifest["files"], paths)
+        except BaseException:
+            self._manifest_cache = None  # the update edits the cached manifest in place
+            raise
         finally:
             lock.release()
         report.seconds = time.perf_counter() - started
@@ -229,7 +278,7 @@ class IndexStore:
         add: list[IndexDoc] = []
         delete: list[str] = []
         deleted_hashes: dict[str, str] = {}
-        touched = False  # a file's mtime moved without a content change
+        touched: list[str] = []  # files whose stat moved without a content change
         for rel in sorted(candidates):
             old = known.get(rel)
             if rel not in seen:
@@ -250,7 +299,7 @@ class IndexStore:
             if old is not None and old["h"] == sha:
                 old.update(m=mtime, s=size, c=ctime, i=inode)
                 report.unchanged += 1
-                touched = True
+                touched.append(rel)
                 continue
             docs, problem = _docs(rel, data)
             (report.modified if old is not None else report.new).append(rel)
@@ -271,8 +320,9 @@ class IndexStore:
                 rebuilt = self._rebuild_locked(None)
                 rebuilt.modified, rebuilt.deleted, rebuilt.moved = report.modified, report.deleted, report.moved
                 return rebuilt
-        if add or delete or report.new or report.modified or report.deleted or touched:
-            self._save_manifest(gen, known)
+        changed = report.new + report.modified + report.deleted + touched
+        if changed:
+            self._save_changes(gen, known, changed)
         report.docs = len(add)
         report.problems = [v["p"] for v in known.values() if v.get("p")]
         return report
