@@ -70,6 +70,6 @@ class SearchEngine(Protocol):
     def doc_count(self) -> int: ...
 
     def optimize(self) -> None:
-        """Merge segments (call when idle)."""
+        """Merge the small segments updates left (call when idle; must stay cheap)."""
 
     def close(self) -> None: ...

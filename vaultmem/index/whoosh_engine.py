@@ -57,6 +57,22 @@ def _fields(doc: IndexDoc) -> dict:
     }
 
 
+def _merge_all_but_largest(writer, segments):
+    """A Whoosh merge policy (same shape as ``whoosh.writing.MERGE_SMALL``): every
+    segment but the largest is merged into the new one."""
+    from whoosh.reading import SegmentReader
+
+    if len(segments) <= 2:
+        return segments
+    largest = max(segments, key=lambda seg: seg.doc_count_all())
+    for seg in segments:
+        if seg is not largest:
+            reader = SegmentReader(writer.storage, writer.schema, seg)
+            writer.add_reader(reader)
+            reader.close()
+    return [largest]
+
+
 class WhooshEngine:
     """One Whoosh index folder. ``create=True`` makes a new empty index there."""
 
@@ -159,7 +175,11 @@ class WhooshEngine:
         return len(self.ix._segments())
 
     def optimize(self) -> None:
-        self.ix.optimize()
+        """Merge the small segments that updates leave behind into one, leaving the
+        largest segment as it is: cheap at any size, unlike Whoosh's full optimize, which
+        rewrites the whole index (about 30 s at 10k notes)."""
+        writer = self.ix.writer()
+        writer.commit(mergetype=_merge_all_but_largest)
         self._searcher = None
 
     def close(self) -> None:
