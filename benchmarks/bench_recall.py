@@ -12,7 +12,9 @@ Then it measures, in one run:
    (median of 10), and the no-change ``refresh_index()`` that every search and brief
    runs first when no watcher is alive;
 3. watcher freshness: ``vaultmem watch`` as a process and a ``Watcher`` in a thread;
-   time from a save (in place, and temp file + ``os.replace``) until search finds it;
+   time from a save (in place, and temp file + ``os.replace``) until a search straight
+   on the index finds it, also for a save after 11 s of quiet (when the watcher does
+   its idle maintenance), and until the public ``vault.search`` finds it;
 4. search latency: warm (in-process, one IndexStore, 30 queries, median and p95) and
    cold (a new ``python -m vaultmem search`` process), and a cold ``vaultmem brief``;
 5. the same queries answered by a brute-force scan of the files and by SQLite FTS5 built
@@ -23,6 +25,11 @@ one-file update, and writes Markdown tables (stdout, and ``--out``). Every phase
 bounded: subprocesses have timeouts, polling loops have deadlines and the brute-force
 scan has a time budget. Vaults are made under a temporary folder and removed unless
 ``--keep``. Needs only the standard library and vaultmem's own dependencies.
+
+It measures the vaultmem beside it (``../vaultmem``, in-process and in every child). To
+measure a fixed commit while the work tree changes, copy the script into an export:
+``git archive HEAD | tar -x -C /tmp/snap && cp benchmarks/bench_recall.py
+/tmp/snap/benchmarks/ && python /tmp/snap/benchmarks/bench_recall.py --commit <sha> ...``.
 """
 
 from __future__ import annotations

@@ -594,8 +594,10 @@ class Vault:
                                  f"{IDENTITY_DIR}/{agent}.md", require_frontmatter=False)
             identity = "".join(doc.lines[doc.body_start:])
         index_path = self.root / MEMORY_INDEX
+        # at most as many lines as could fit (an index line costs well over 8 tokens)
         index_lines = (index_block_lines(files.read_text(index_path, MEMORY_INDEX), MEMORY_INDEX, agent,
-                                         owners=self.index.owners()) if index_path.is_file() else [])
+                                         owners=self.index.owners(), limit=budget // 8 + 1)
+                       if index_path.is_file() else [])
         live = [f"- {e.ts[:16]}Z {e.id} #{e.channel} {e.type}: {e.summary} [[{e.log_path}]]"
                 for e in self.shared.unseen_for_brief(agent)]
         parts = BriefParts(agent=agent, task=task, identity=identity, hits=relevant, index_lines=index_lines,

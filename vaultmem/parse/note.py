@@ -112,7 +112,7 @@ def _block(doc: Document) -> tuple[int, int] | None:
 
 
 def index_block_lines(text: str, path: str = "MEMORY.md", agent: str | None = None,
-                      owners: dict[str, str] | None = None) -> list[str]:
+                      owners: dict[str, str] | None = None, limit: int | None = None) -> list[str]:
     """The lines of the generated block, leaving out notes that belong to a role other
     than ``agent``: by ``owners`` (file → agent, from the notes' own frontmatter) and,
     for notes the index does not know yet, by the ``(type, @role)`` mark."""
@@ -135,6 +135,8 @@ def index_block_lines(text: str, path: str = "MEMORY.md", agent: str | None = No
             if m and m.group(1) != agent:
                 continue
         out.append(line)
+        if limit is not None and len(out) >= limit:
+            break
     return out
 
 
