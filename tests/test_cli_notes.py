@@ -143,3 +143,9 @@ def test_memory_index_without_markers_gets_a_block_and_broken_markers_are_report
     r = vm(cli, vault, "remember", "another", "--type", "fact")
     assert r.exit_code == 1 and "MEMORY.md:5:" in r.stderr and "never closed" in r.stderr
     assert not (vault.root / "memories" / "another.md").exists()
+
+
+def test_python_api_reads_a_note(vault):
+    vault.remember("Use pnpm, not npm", vault.actor(None), "preference", name="pnpm", aliases=["包管理器"])
+    n = vault.read_note("pnpm")
+    assert n.body == "Use pnpm, not npm" and n.meta["aliases"] == ["包管理器"] and n.meta["author_kind"] == "user"

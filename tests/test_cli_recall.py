@@ -1,6 +1,5 @@
 """search, brief, dispatch and eval through the CLI, on real vaults."""
 
-import json
 import re
 
 import pytest

@@ -2,8 +2,6 @@
 
 import os
 import stat
-import subprocess
-import sys
 import unicodedata
 
 import pytest

@@ -1,8 +1,6 @@
 """verify finds every kind of tampering; concurrent writers lose nothing; kills and locks;
 three clones sync through a bare remote."""
 
-import base64
-import json
 import os
 import random
 import signal
@@ -14,8 +12,8 @@ import pytest
 from conftest import git
 
 from vaultmem import Vault
-from vaultmem.livelog import append, load_private_key, read_entries, repair, verify
-from vaultmem.parse.logline import parse_line, render
+from vaultmem.livelog import append, load_private_key, read_entries, repair
+from vaultmem.parse.logline import parse_line
 
 
 @pytest.fixture

@@ -108,15 +108,6 @@ def atomic_write(path: Path, text: str) -> None:
     _fsync_dir(folder)
 
 
-def atomic_move(src: Path, dst: Path) -> None:
-    """Move a file within the vault durably (same file system: ``os.replace``)."""
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(src, dst)
-    _fsync_dir(dst.parent)
-    if src.parent != dst.parent:
-        _fsync_dir(src.parent)
-
-
 def remove(path: Path) -> None:
     path.unlink(missing_ok=True)
     _fsync_dir(path.parent)

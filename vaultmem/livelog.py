@@ -34,7 +34,7 @@ from pathlib import Path
 from . import files
 from .errors import BadInput, NotFound, VaultmemError
 from .names import check_name
-from .parse.logline import CHANNEL, TYPE, LineError, LogEntry, line_hash, parse_line, render, visible
+from .parse.logline import CHANNEL, TYPE, LineError, LogEntry, line_hash, parse_line, render
 
 LOG_DIRS = {"live": "shared/log", "decisions": "shared/decisions"}
 KEYS_DIR = "shared/keys"
@@ -229,15 +229,6 @@ def newest(root: Path, log: str = "live", n: int = 20, agent: str | None = None,
                 break
     picked.sort(key=lambda e: (e.ts, e.agent, e.seq))
     return picked[-n:]
-
-
-def all_entries(root: Path, log: str = "live") -> list[LogEntry]:
-    """Every entry of a log in reading order: (timestamp, agent, sequence)."""
-    out = []
-    for path in log_files(root, log).values():
-        out.extend(read_entries(path)[0])
-    out.sort(key=lambda e: (e.ts, e.agent, e.seq))
-    return out
 
 
 # -- cursors: what an agent has seen ---------------------------------------------------------

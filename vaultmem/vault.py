@@ -20,7 +20,7 @@ from pathlib import Path
 
 from . import files, gitstore
 from .config import CONFIG_PATH, Config, load_config, parse_config, set_value
-from .errors import BadInput, Busy, NotFound, ParseError, PermissionRefused, VaultmemError, VaultNotFound
+from .errors import BadInput, Busy, NotFound, PermissionRefused, VaultmemError, VaultNotFound
 from .models import AUTHOR_KINDS, SCOPES, Actor, Change, NoteInfo, PageInfo
 from .names import check_name, check_new_name, collision_key, slugify
 from .parse import (
@@ -486,9 +486,6 @@ class Vault:
             sha = self._apply(actor, message, {CONFIG_PATH: new_text})
             self.config = parse_config(new_text)
             return Change("config.set", [CONFIG_PATH], sha, message, {"key": dotted, "value": value})
-
-    def history(self, path: str | None = None, max_count: int = 20) -> list[dict]:
-        return gitstore.log(self.root, path, max_count)
 
     # -- coordination: keys, logs, decisions, state, checkpoints, sync ----------------------
     @property

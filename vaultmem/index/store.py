@@ -415,13 +415,3 @@ class IndexStore:
                 return True
         except Timeout:
             return False
-
-    def stats(self) -> dict:
-        gen = self._current_gen()
-        manifest = self._manifest(gen) if gen else None
-        if manifest is None:
-            return {"generation": None, "files": 0, "docs": 0}
-        engine = self.engine()
-        size = sum(p.stat().st_size for p in (self.base / gen).rglob("*") if p.is_file())
-        return {"generation": gen, "files": len(manifest["files"]), "docs": engine.doc_count(),
-                "segments": engine.segment_count(), "bytes": size}
