@@ -184,3 +184,9 @@ def test_eval_rejects_a_bad_queries_file_with_its_line(cli, team, tmp_path):
     assert r.exit_code == 1 and f"{qfile}:4:" in r.stderr and "no 'query'" in r.stderr
     r = vm(cli, team, "eval", tmp_path / "missing.yaml")
     assert r.exit_code == 1 and "no queries file" in r.stderr
+
+
+def test_brief_lines_say_who_stated_each_fact(cli, team):
+    md = out_json(vm(cli, team, "brief", "前端审查", "--task", "function components 端口", "--json"))["markdown"]
+    assert "function components over class components (用户所述) [[memories/function-components]]" in md
+    assert "后端端口固定8080 (agent推断) [[memories/后端端口固定8080]]" in md

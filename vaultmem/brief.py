@@ -32,6 +32,7 @@ LABELS = {
         "preference": "用户偏好", "decision": "决策", "fact": "事实", "failure+fix": "已知问题",
         "procedure": "流程", "episode": "经历", "work": "工作记忆", "context": "项目约定",
         "subagents": "子Agent记录", "other": "参考",
+        "user": "用户所述", "agent": "agent推断", "third_party": "第三方", "unknown": "来源不明",
     },
     "en": {
         "header": "[Memory brief — {agent}]",
@@ -45,6 +46,7 @@ LABELS = {
         "preference": "User preference", "decision": "Decision", "fact": "Fact", "failure+fix": "Known issue",
         "procedure": "Procedure", "episode": "Episode", "work": "Lesson", "context": "Project convention",
         "subagents": "Sub-agent result", "other": "Reference",
+        "user": "user-stated", "agent": "agent-inferred", "third_party": "third-party", "unknown": "unknown source",
     },
 }  # fmt: skip
 FENCE_OPEN = "~~~~memory"
@@ -154,8 +156,10 @@ def _line(hit: Hit, labels: dict[str, str], limit: int) -> str:
     if d.kind == "entry" and d.date:
         text = f"{d.date} | {text}"
     sep = "：" if labels is LABELS["zh"] else ": "
+    # who said it, for facts (user-stated ranks above agent-inferred above third-party)
+    said = f" ({labels[d.author_kind]})" if d.kind == "note" and d.author_kind in labels else ""
     # the whole line is flattened — the link too: a file name may hold a newline
-    return " ".join(f"- {_label(hit, labels)}{sep}{shorten(text, limit)} {d.link}".split())
+    return " ".join(f"- {_label(hit, labels)}{sep}{shorten(text, limit)}{said} {d.link}".split())
 
 
 def _dedupe(hits: list[Hit]) -> list[Hit]:
