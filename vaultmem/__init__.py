@@ -12,6 +12,7 @@ from .errors import (
     NotFound,
     ParseError,
     PermissionRefused,
+    SecretRefused,
     UnsafePath,
     VaultmemError,
     VaultNotFound,
@@ -23,6 +24,6 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Actor", "BadInput", "Busy", "Change", "Entry", "GitError", "NameRefused", "NoteInfo", "NotFound",
-    "PageInfo", "ParseError", "PermissionRefused", "UnsafePath", "Vault", "VaultNotFound", "VaultmemError",
+    "PageInfo", "ParseError", "PermissionRefused", "SecretRefused", "UnsafePath", "Vault", "VaultNotFound", "VaultmemError",
     "__version__", "locate",
 ]  # fmt: skip

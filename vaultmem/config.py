@@ -35,6 +35,9 @@ class Config:
     index_lock_timeout: float = 30.0
     checkpoint_fresh_minutes: float = 120.0
     delegation_max_age_hours: float = 24.0
+    secrets: str = "redact"
+    trusted_agents: tuple[str, ...] = ()
+    orchestrator_approves: bool = False
     raw: Any = field(default=None, compare=False, repr=False)
 
 
@@ -96,7 +99,7 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
         check_name(orchestrator, "orchestrator name")
     except BadInput as exc:
         raise bad("orchestrator", exc.message.replace("the orchestrator name ", "")) from None
-    for group in ("git", "memory", "brief", "index", "checkpoint", "lifecycle"):
+    for group in ("git", "memory", "brief", "index", "checkpoint", "lifecycle", "safety", "review"):
         if group in raw and not isinstance(raw[group], dict):
             raise bad(group, "must be a group of settings (key: value lines indented below it)")
     timeout = number("git.lock_timeout", 10, 0, 3600)
@@ -111,6 +114,20 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
     index_timeout = number("index.lock_timeout", 30, 0, 3600)
     fresh = number("checkpoint.fresh_minutes", 120, 1, 525600)
     delegation_age = number("lifecycle.delegation_max_age_hours", 24, 0, 87600)
+    secrets = _get(raw, "safety.secrets", "redact")
+    if secrets not in ("redact", "reject"):
+        raise bad("safety.secrets", f"is {secrets!r}; it must be redact or reject")
+    trusted = _get(raw, "review.trusted_agents", []) or []
+    if not isinstance(trusted, list) or not all(isinstance(a, str) for a in trusted):
+        raise bad("review.trusted_agents", "must be a list of agent names")
+    for agent in trusted:
+        try:
+            check_name(agent, "agent name")
+        except BadInput as exc:
+            raise bad("review.trusted_agents", f"holds {agent!r}: {exc.message}") from None
+    orchestrator_approves = _get(raw, "review.orchestrator_approves", False)
+    if not isinstance(orchestrator_approves, bool):
+        raise bad("review.orchestrator_approves", f"is {orchestrator_approves!r}; it must be true or false")
     return Config(
         lang=lang,
         orchestrator=orchestrator,
@@ -124,6 +141,9 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
         index_lock_timeout=index_timeout,
         checkpoint_fresh_minutes=fresh,
         delegation_max_age_hours=delegation_age,
+        secrets=secrets,
+        trusted_agents=tuple(trusted),
+        orchestrator_approves=orchestrator_approves,
         raw=raw,
     )
 

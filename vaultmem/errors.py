@@ -70,6 +70,12 @@ class NameRefused(BadInput):
     kind = "name_refused"
 
 
+class SecretRefused(BadInput):
+    """The input holds a secret and the vault is set to refuse such writes."""
+
+    kind = "secret_refused"
+
+
 class VaultNotFound(VaultmemError):
     """No vault where one was expected."""
 

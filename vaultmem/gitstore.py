@@ -189,3 +189,13 @@ def log(root: Path, path: str | None = None, max_count: int = 20) -> list[dict]:
 def show(root: Path, commit: str, path: str) -> str:
     """The diff one commit made to one path."""
     return _repo(root).git.show("--format=", "--no-color", commit, "--", path)
+
+
+def committed_text(root: Path, path: str) -> str | None:
+    """The file as the last commit holds it (None if it is not in the last commit)."""
+    import git
+
+    try:
+        return _repo(root).git.show(f"HEAD:{path}", strip_newline_in_stdout=False)
+    except git.GitCommandError:
+        return None

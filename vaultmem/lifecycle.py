@@ -14,7 +14,7 @@ import re
 import secrets
 from typing import Any
 
-from . import files, gitstore
+from . import files, gitstore, guard
 from .errors import BadInput, NotFound, VaultmemError
 from .models import Actor, Change
 from .parse.document import parse_document, plain, yaml_timestamp
@@ -44,6 +44,7 @@ class Lifecycle:
         role's memory (the role's page is created on first use)."""
         if not task.strip():
             raise BadInput("the task is empty", hint="say what the sub-agent is to do: --task TEXT")
+        task = self.vault._scrub("task", task)
         page = self.vault.ensure_page(role, actor)
         role = page.details["role"]
         did = f"d-{_now():%Y%m%d}-{secrets.token_hex(3)}"
@@ -76,7 +77,9 @@ class Lifecycle:
     def harvest(self, role: str, delegation: str, fields: dict[str, str], actor: Actor,
                 title: str | None = None) -> Change:
         """Write the sub-agent's record (all four elements) into the role page and close
-        the delegation, as one commit. Nothing is written when anything is missing."""
+        the delegation, as one commit. Nothing is written when anything is missing. From
+        an agent other than the orchestrator, or when the record reads like an
+        instruction, the record is filed in the review inbox instead."""
         missing = [k for k in FIELDS if not str(fields.get(k) or "").strip()]
         if missing:
             names = ", ".join(f"{k} ({SUBAGENT_FIELDS[k][0]})" for k in missing)
@@ -84,32 +87,47 @@ class Lifecycle:
                            hint="give all four: --task, --conclusion, --output, --decision (or them as JSON/YAML on stdin)")
         if not re.fullmatch(r"d-\d{8}-[0-9a-f]{6}", delegation or ""):
             raise BadInput(f"{delegation!r} is not a delegation id", hint="ids look like d-20260508-3fa2c1")
+        clean = {k: self.vault._scrub(k, " ".join(str(fields[k]).split())) for k in FIELDS}
+        title = self.vault._scrub("title", " ".join(title.split())) if title else None
         with self.vault._locked():
             name = self.vault._role(role)
-            self.vault._may_write_role(actor, name)
-            rel_d = f"{DELEGATIONS_DIR}/{delegation}.md"
-            path_d = self.root / rel_d
-            if not path_d.exists():
-                raise NotFound(f"no delegation {delegation}", hint="list them with: vaultmem audit")
-            text_d = files.read_text(path_d, rel_d)
-            meta = plain(parse_document(text_d, rel_d).meta)
-            if meta.get("role") != name:
-                raise BadInput(f"delegation {delegation} was made under {meta.get('role')!r}, not {name!r}")
-            if meta.get("status") != "pending":
-                raise BadInput(f"delegation {delegation} is already {meta.get('status')}",
-                               hint=f"its record is {meta.get('record')}" if meta.get("record") else None)
-            page = self.vault._load_page(name)
-            clean = {k: " ".join(str(fields[k]).split()) for k in FIELDS}
-            heading = " ".join((title or clean["task"]).split())[:60]
-            new_page, entry = add_subagent_record(page, _now().astimezone().date(), heading, clean)
-            rel_p = page.path
-            link = f"[[{rel_p.removesuffix('.md')}#^{entry.id}]]"
-            new_d = set_note_fields(text_d, rel_d, status="harvested", harvested=yaml_timestamp(_now()),
-                                    harvested_by=actor.name, record=link)
-            message = f"harvest: {delegation} into {rel_p} ^{entry.id}"
-            sha = self.vault._apply(actor, message, {rel_p: new_page, rel_d: new_d})
-        return Change("harvest", [rel_p, rel_d], sha, message,
-                      {"role": name, "delegation": delegation, "entry": entry.to_dict(rel_p), "link": link})
+            self._harvest_writes(name, delegation, clean, actor, title)  # refuse bad input before proposing
+            flags = guard.instruction_flags("\n".join([*clean.values(), title or ""]))
+            propose = not actor.is_human and (actor.name != self.vault.config.orchestrator or flags)
+            if not propose:
+                writes, link, entry = self._harvest_writes(name, delegation, clean, actor, title)
+                rel_p = next(iter(writes))
+                message = f"harvest: {delegation} into {rel_p} ^{entry.id}"
+                sha = self.vault._apply(actor, message, writes)
+                return Change("harvest", list(writes), sha, message,
+                              {"role": name, "delegation": delegation, "entry": entry.to_dict(rel_p), "link": link})
+        text = "\n".join(f"- {SUBAGENT_FIELDS[k][1]}: {clean[k]}" for k in FIELDS)
+        return self.vault.inbox.file(actor, [{"op": "harvest", "role": name, "delegation": delegation,
+                                              "fields": clean, "title": title, "text": text}])
+
+    def _harvest_writes(self, name: str, delegation: str, clean: dict[str, str], actor: Actor,
+                        title: str | None) -> tuple[dict[str, str | None], str, Any]:
+        """The page with the record added and the delegation closed (nothing written):
+        (writes, link, entry). Call with the lock held."""
+        rel_d = f"{DELEGATIONS_DIR}/{delegation}.md"
+        path_d = self.root / rel_d
+        if not path_d.exists():
+            raise NotFound(f"no delegation {delegation}", hint="list them with: vaultmem audit")
+        text_d = files.read_text(path_d, rel_d)
+        meta = plain(parse_document(text_d, rel_d).meta)
+        if meta.get("role") != name:
+            raise BadInput(f"delegation {delegation} was made under {meta.get('role')!r}, not {name!r}")
+        if meta.get("status") != "pending":
+            raise BadInput(f"delegation {delegation} is already {meta.get('status')}",
+                           hint=f"its record is {meta.get('record')}" if meta.get("record") else None)
+        page = self.vault._load_page(name)
+        heading = " ".join((title or clean["task"]).split())[:60]
+        new_page, entry = add_subagent_record(page, _now().astimezone().date(), heading, clean)
+        rel_p = page.path
+        link = f"[[{rel_p.removesuffix('.md')}#^{entry.id}]]"
+        new_d = set_note_fields(text_d, rel_d, status="harvested", harvested=yaml_timestamp(_now()),
+                                harvested_by=actor.name, record=link)
+        return {rel_p: new_page, rel_d: new_d}, link, entry
 
     # -- audit -------------------------------------------------------------------------------
     def audit(self, max_age_hours: float | None = None) -> dict:
@@ -126,8 +144,8 @@ class Lifecycle:
             age = (now - created).total_seconds() / 3600
             if age >= max_age:
                 stale.append({**d, "age_hours": round(age, 1)})
-        inbox = sorted(p.relative_to(self.root).as_posix() for p in (self.root / "inbox").rglob("*.md")) \
-            if (self.root / "inbox").is_dir() else []
+        inbox = [{k: i.to_dict()[k] for k in ("id", "path", "op", "proposed_by", "proposed", "summary", "flags",
+                                                 "quarantined")} for i in self.vault.inbox.items()]
         orchestrator = self.vault.config.orchestrator
         foreign = [c for c in gitstore.log(self.root, "agents", max_count=2000)
                    if c["email"].endswith(AGENT_EMAIL) and c["author"] != orchestrator]

@@ -71,7 +71,7 @@ class Shared:
         line = livelog.public_key_line(private)
         livelog.save_private_key(self.root, agent, private)
         try:
-            sha = self.vault._apply(actor, f"keys: public key of {agent}", {pub_rel: line + "\n"})
+            sha = self.vault._apply(actor, f"keys: public key of {agent}", {pub_rel: line + "\n"}, unscanned=(pub_rel,))
         except BaseException:
             (self.root / livelog.PRIVATE_DIR / f"{agent}.key").unlink(missing_ok=True)
             raise
@@ -98,6 +98,7 @@ class Shared:
         if kid == current:
             raise BadInput(f"{kid} is the key {agent} signs with now",
                            hint=f"rotate first (vaultmem keys rotate {agent}), then revoke the old key")
+        reason = self.vault._scrub("reason", reason)
         return livelog.append(self.root, "live", agent, "keys", "key-revoke",
                               f"{agent} revokes key {kid}" + (f": {reason}" if reason else ""),
                               extra={"kid": kid}).entry
@@ -108,6 +109,9 @@ class Shared:
         """Sign and append one entry; it records what this agent has read so far (its
         high-water marks), so a truncated log of another agent can be detected."""
         agent = self._agent(actor)
+        summary, body = self.vault._scrub("summary", summary), self.vault._scrub("body", body)
+        for what, value in (("--channel", channel), ("--type", type_), ("--ref", ref)):
+            self.vault._refuse_secret(what, value)
         if not (self.root / livelog.KEYS_DIR / f"{agent}.pub").exists():
             raise NotFound(f"agent {agent!r} has no key in this vault",
                            hint=f"create one first: vaultmem keys new {agent}")
@@ -211,6 +215,7 @@ class Shared:
     def set_state(self, text: str, actor: Actor) -> Change:
         if not text.strip():
             raise BadInput("the project state is empty", hint="give the new state as TEXT or on stdin")
+        text = self.vault._scrub("project state", text)
         from .parse.note import render_note
 
         meta = {"type": "project-state", "updated_by": actor.name, "updated": yaml_timestamp(_utc_now())}
@@ -226,6 +231,9 @@ class Shared:
         agent = self._agent(actor)
         if not (text.strip() or task or step or next_steps):
             raise BadInput("the checkpoint is empty", hint="give --task/--step/--next or the working context")
+        scrub = self.vault._scrub
+        text, task, step = scrub("checkpoint", text or ""), scrub("task", task), scrub("step", step)
+        next_steps = [scrub("next step", n) for n in next_steps]
         rel = f"{CHECKPOINT_DIR}/{agent}.md"
         seen = livelog.read_cursor(self.root, agent)
         meta = {"type": "checkpoint", "agent": agent, "task": task, "step": step,

@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from . import files, gitstore
+from . import files, gitstore, guard
 from .config import CONFIG_PATH, Config, load_config, parse_config, set_value
-from .errors import BadInput, Busy, NotFound, PermissionRefused, VaultmemError, VaultNotFound
+from .errors import BadInput, Busy, NotFound, PermissionRefused, SecretRefused, VaultmemError, VaultNotFound
 from .models import AUTHOR_KINDS, SCOPES, Actor, Change, NoteInfo, PageInfo
 from .names import check_name, check_new_name, collision_key, slugify
 from .parse import (
@@ -48,10 +48,15 @@ WRITE_LOCK = ".vaultmem/write.lock"
 WRITABLE = [AGENTS_DIR, MEMORIES_DIR, IDENTITY_DIR, "inbox", ARCHIVE_DIR, f"{ARCHIVE_DIR}/{MEMORIES_DIR}",
             "shared", "shared/delegations", "shared/keys", "checkpoints", "journal", ".vaultmem"]  # fmt: skip
 WATCH_HEARTBEAT = ".vaultmem/local/watch.json"
+REDACT_KEY = ".vaultmem/local/redact.key"
 WATCH_STALE_SECONDS = 15
 # What a brief may draw on: never the inbox (quarantine), the archive, or identities
 # (the agent's own identity has its own part of the brief).
 BRIEF_KINDS = ("note", "entry", "decision", "wiki", "skill", "journal", "shared", "checkpoint", "doc")
+# What an agent's search draws on unless it asks for kinds: not the inbox (items waiting
+# for review, third-party ones quarantined among them) nor the archive (forgotten memory,
+# rejected items).
+AGENT_KINDS = (*BRIEF_KINDS, "log", "identity")
 ENV_VAULT = "VAULTMEM_VAULT"
 ENV_AGENT = "VAULTMEM_AGENT"
 
@@ -110,6 +115,7 @@ class Vault:
         self._index = None
         self._shared = None
         self._written: set[str] = set()  # files this process changed: indexed before the next answer
+        self.redactions: list[guard.Finding] = []  # secrets this process kept out of the vault
 
     # -- opening and creating ----------------------------------------------------------
     @classmethod
@@ -184,6 +190,82 @@ class Vault:
             hint="send the change to the orchestrator; humans can edit the page in Obsidian",
         )
 
+    # -- safety: secrets never reach a file ------------------------------------------------
+    def _redaction_key(self) -> bytes:
+        """The key of placeholder hashes: local to this machine's copy (never committed)."""
+        path = files.inside(self.root, REDACT_KEY)
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            import secrets as _secrets
+
+            path.parent.mkdir(parents=True, exist_ok=True)
+            files.atomic_write(path, _secrets.token_hex(32))
+            return path.read_bytes()
+
+    def _scrub(self, field: str, text: str) -> str:
+        """``text`` with its secrets replaced by placeholders (remembered in
+        :attr:`redactions`), or SecretRefused when the vault sets ``safety.secrets: reject``."""
+        if not text or not guard.might_hold_secret(text):
+            return text
+        clean, found = guard.scrub(text, field, self._redaction_key())
+        if found and self.config.secrets == "reject":
+            kinds = ", ".join(sorted({f.type for f in found}))
+            raise SecretRefused(f"the {field} holds a secret ({kinds}); nothing was written",
+                                hint="remove it (keep secrets in a secret manager and write where it lives), "
+                                     "or set safety.secrets: redact to store a placeholder instead")
+        self.redactions.extend(found)
+        return clean
+
+    def _refuse_secret(self, field: str, value) -> None:
+        """Names and ids (tags, keys, projects, channels, refs …) cannot hold a placeholder:
+        a secret there is refused whatever ``safety.secrets`` says."""
+        if not value or not guard.might_hold_secret(str(value)):
+            return
+        _, found = guard.scrub(str(value), field, self._redaction_key())
+        if found:
+            raise SecretRefused(f"the {field} holds a secret ({found[0].type}); nothing was written",
+                                hint=f"the {field} is a name, not a place for a secret: choose another")
+
+    def _check_no_secrets(self, writes: dict[str, str | None], before: dict[str, str | None]) -> None:
+        """The last line of defence: no line this write adds to a file may hold a secret.
+        Every input is scrubbed where it enters; this catches a path that forgot to. A
+        line is not added if the file had it before, or (for a move into ``archive/``) if
+        a file this write deletes had it."""
+        deleted = set()
+        for rel, text in writes.items():
+            if text is None:
+                deleted.update((before.get(rel) or "").splitlines())
+        for rel, text in writes.items():
+            old = set((before.get(rel) or "").splitlines())
+            if rel.startswith(f"{ARCHIVE_DIR}/"):
+                old |= deleted
+            for n, line in enumerate((text or "").splitlines(), 1):
+                if line in old or not guard.might_hold_secret(line):
+                    continue
+                _, found = guard.scrub(line, rel, self._redaction_key())
+                if found:
+                    raise VaultmemError(f"refusing to write a {found[0].type} that was not scrubbed",
+                                        path=rel, line=n, hint="this is a vaultmem bug: please report it")
+
+    def _check_drafts(self, drafts: list[str]) -> None:
+        """A human's uncommitted edits are committed before an agent's change to the same
+        file (see :meth:`_apply`); a secret in them would reach git history that way."""
+        for rel in drafts:
+            path = self.root / rel
+            if not path.is_file():
+                continue
+            old = set((gitstore.committed_text(self.root, rel) or "").splitlines())
+            for n, line in enumerate(files.read_text(path, rel).splitlines(), 1):
+                if line in old or not guard.might_hold_secret(line):
+                    continue
+                _, found = guard.scrub(line, rel, self._redaction_key())
+                if found:
+                    raise SecretRefused(
+                        f"your uncommitted edit holds a {found[0].type}; vaultmem would have to commit it "
+                        f"before this change, so nothing was written", path=rel, line=n,
+                        hint="remove the secret from the file (or commit it yourself, knowingly), then retry")
+
     # -- the write path ----------------------------------------------------------------
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -214,11 +296,15 @@ class Vault:
         except (Timeout, OSError):
             return 0
 
-    def _apply(self, actor: Actor, message: str, writes: dict[str, str | None]) -> str | None:
+    def _apply(self, actor: Actor, message: str, writes: dict[str, str | None],
+               unscanned: tuple[str, ...] = ()) -> str | None:
         """Write (text) or delete (None) each vault-relative path, then commit them as
-        one commit. Restores every file if a write or the commit fails."""
+        one commit. Restores every file if a write or the commit fails. Every added line
+        is checked for secrets, except in ``unscanned`` paths (public keys: high entropy
+        by nature, and no secret)."""
         targets = {rel: files.inside(self.root, rel) for rel in writes}
         drafts = [] if actor.is_human else gitstore.uncommitted(self.root, list(writes))
+        self._check_drafts(drafts)
         if drafts:
             # A human's unsaved-to-git edits of these files are theirs: commit them as the
             # human first, so the agent's commit (and git blame) holds only its own change.
@@ -228,6 +314,7 @@ class Vault:
         before: dict[str, str | None] = {}
         for rel, target in targets.items():
             before[rel] = files.read_text(target) if target.exists() else None
+        self._check_no_secrets({k: v for k, v in writes.items() if k not in unscanned}, before)
         done: list[str] = []
         try:
             for rel, text in writes.items():
@@ -303,6 +390,8 @@ class Vault:
                     project: str | None = None) -> Change:
         """Create ``agents/<role>.md`` on first use; on an existing page only add ``project``."""
         project = _clean_project(project)
+        self._refuse_secret("--project", project)
+        category = self._scrub("category", category) if category else category
         with self._locked():
             name = check_new_name(role, self.roles(), "role name")
             rel = self._page_rel(name)
@@ -327,32 +416,46 @@ class Vault:
 
     def add_entry(self, role: str, text: str, actor: Actor, section: str = "work",
                   project: str | None = None) -> Change:
-        """Append a dated working-memory entry, or a project-context bullet, with a block id."""
+        """Append a dated working-memory entry, or a project-context bullet, with a block id.
+        Only the orchestrator (or a human) writes a role page: another agent's entry, or
+        one that reads like an instruction, is filed in the review inbox instead."""
         if section not in ("work", "context"):
             raise BadInput(f"--section is {section!r}; it must be work or context")
         project = _clean_project(project)
+        self._refuse_secret("--project", project)
+        text = self._scrub("entry text", text)
         with self._locked():
             name = self._role(role)
-            self._may_write_role(actor, name)
-            rel = self._page_rel(name)
-            page = self._load_page(name)
-            if section == "work":
-                new_text, entry = add_work_entry(page, text, _today())
-                what = "working-memory entry"
-            else:
-                if project is None:
-                    if len(page.projects) != 1:
-                        raise BadInput("--project is needed for a project-context entry",
-                                       hint=f"this page's projects: {', '.join(page.projects) or 'none yet'}")
-                    project = page.projects[0]
-                if add_project(page, project):
-                    page = parse_page(page.doc.text(), rel, stem=name)
-                new_text, entry = add_context_entry(page, project, text)
-                what = f"project-context entry ({project})"
+            self._entry_writes(name, text, section, project)  # refuse bad input before proposing
+        flags = guard.instruction_flags(text)
+        if not actor.is_human and (actor.name != self.config.orchestrator or flags):
+            return self.inbox.file(actor, [{"op": "page-add", "role": name, "section": section,
+                                            "project": project, "text": text}])
+        with self._locked():
+            writes, entry, what = self._entry_writes(name, text, section, project)
+            rel = next(iter(writes))
             message = f"page: add {what} ^{entry.id} to {rel}"
-            sha = self._apply(actor, message, {rel: new_text})
-            return Change("page.add", [rel], sha, message,
-                          {"role": name, "entry": entry.to_dict(rel)})
+            sha = self._apply(actor, message, writes)
+            return Change("page.add", [rel], sha, message, {"role": name, "entry": entry.to_dict(rel)})
+
+    def _entry_writes(self, name: str, text: str, section: str, project: str | None):
+        """The page text with the entry added (nothing written): ({path: text}, entry, what)."""
+        rel = self._page_rel(name)
+        page = self._load_page(name)
+        if section == "work":
+            new_text, entry = add_work_entry(page, text, _today())
+            what = "working-memory entry"
+        else:
+            if project is None:
+                if len(page.projects) != 1:
+                    raise BadInput("--project is needed for a project-context entry",
+                                   hint=f"this page's projects: {', '.join(page.projects) or 'none yet'}")
+                project = page.projects[0]
+            if add_project(page, project):
+                page = parse_page(page.doc.text(), rel, stem=name)
+            new_text, entry = add_context_entry(page, project, text)
+            what = f"project-context entry ({project})"
+        return {rel: new_text}, entry, what
 
     # -- memory notes ----------------------------------------------------------------------
     def _note_slugs(self, folder: str = MEMORIES_DIR) -> list[str]:
@@ -364,9 +467,31 @@ class Vault:
                  confidence: float | None = None, tags: list[str] = (), aliases: list[str] = (),
                  key: str | None = None, scope: str | None = None, agent: str | None = None,
                  project: str | None = None, author: str | None = None, author_kind: str | None = None,
-                 source: str | None = None) -> Change:
-        """Write ``memories/<slug>.md`` and its line in MEMORY.md, as one commit."""
-        body = (text or "").strip()
+                 source: str | None = None, said: str | None = None) -> Change:
+        """Write ``memories/<slug>.md`` and its line in MEMORY.md, as one commit — when a
+        human says so. What an agent remembers is filed in the review inbox (see
+        :mod:`vaultmem.inbox`); a trusted agent's user-stated fact may pass at once."""
+        meta, body = self.prepare_note(
+            text, actor, type, name=name, description=description, importance=importance, confidence=confidence,
+            tags=tags, aliases=aliases, key=key, scope=scope, agent=agent, project=project, author=author,
+            author_kind=author_kind, source=source, said=said)  # fmt: skip
+        if not actor.is_human:
+            return self.inbox.file(actor, [{"op": "add", "note": meta, "text": body}])
+        with self._locked():
+            slug, rel, writes = self._note_writes(meta, body)
+            message = f"remember: {meta['name']} ({rel})"
+            sha = self._apply(actor, message, writes)
+            return Change("remember", list(writes), sha, message, {"slug": slug, "path": rel})
+
+    def prepare_note(self, text: str, actor: Actor, type: str, *, name: str | None = None,
+                     description: str | None = None, importance: float | None = None,
+                     confidence: float | None = None, tags: list[str] = (), aliases: list[str] = (),
+                     key: str | None = None, scope: str | None = None, agent: str | None = None,
+                     project: str | None = None, author: str | None = None, author_kind: str | None = None,
+                     source: str | None = None, said: str | None = None) -> tuple[dict, str]:
+        """Check a fact and its provenance and scrub secrets from it: (frontmatter, body),
+        nothing written. Raises BadInput naming the first bad field."""
+        body = self._scrub("text", (text or "").strip())
         if not body:
             raise BadInput("the fact to remember is empty", hint="give the fact as TEXT")
         if type not in self.config.note_types:
@@ -375,8 +500,9 @@ class Vault:
                                 f"or add it to memory.types in {CONFIG_PATH}")
         importance = self.config.default_importance if importance is None else importance
         for label, value in (("--importance", importance), ("--confidence", confidence)):
-            if value is not None and not 0 <= value <= 1:
-                raise BadInput(f"{label} is {value}; it must be between 0 and 1")
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or not 0 <= value <= 1):
+                raise BadInput(f"{label} is {value!r}; it must be a number between 0 and 1")
         author_kind = author_kind or ("user" if actor.is_human else "agent")
         if author_kind not in AUTHOR_KINDS:
             raise BadInput(f"--author-kind {author_kind!r} is not one of {', '.join(AUTHOR_KINDS)}")
@@ -391,32 +517,48 @@ class Vault:
             raise BadInput("--scope project needs --project NAME")
         if key is not None and not re.fullmatch(r"[\w][\w.\-/]*", key):
             raise BadInput(f"--key {key!r} must be a dotted name such as backend.port")
+        for field, value in (("--key", key), ("--project", project), ("--said", said), ("--author", author),
+                             *(("--tag", t) for t in tags)):
+            self._refuse_secret(field, value)
         clean_tags = [_clean_tag(t) for t in tags]
-        clean_aliases = [a.strip() for a in aliases if a and a.strip()]
+        clean_aliases = [a.strip() for a in (self._scrub("alias", a) for a in aliases if a) if a.strip()]
         first_line = body.splitlines()[0].strip()
-        title = (name or _shorten(first_line, 60)).strip()
+        title = self._scrub("name", name.strip()) if name else _shorten(first_line, 60)
         if not title:
             raise BadInput("--name is empty")
-        desc = (description or _shorten(first_line, 120)).strip()
-        if agent is not None:
-            self._may_write_role(actor, agent)
+        desc = self._scrub("description", description.strip()) if description else _shorten(first_line, 120)
         meta = {
             "name": title, "description": desc, "type": type, "scope": scope, "agent": agent,
             "project": project, "importance": importance, "confidence": confidence if confidence is not None
-            else (1.0 if author_kind == "user" else 0.7), "author": author or actor.name,
-            "author_kind": author_kind, "source": source or "cli", "created": _now(), "confirmed": _now(),
+            else (1.0 if author_kind == "user" else 0.7), "author": check_name(author, "author") if author
+            else actor.name, "author_kind": author_kind, "source": self._scrub("source", source or "cli"),
+            "said": str(said) if said else None, "created": _now(), "confirmed": _now(),
             "aliases": clean_aliases, "tags": clean_tags, "status": "active", "key": key,
         }  # fmt: skip
-        with self._locked():
-            slug = self._free_slug(slugify(title), self._note_slugs())
-            rel = f"{MEMORIES_DIR}/{slug}.md"
-            index_rel = MEMORY_INDEX
-            index_path = files.inside(self.root, index_rel)
+        return meta, body
+
+    def _note_writes(self, meta: dict, body: str, supersede: str | None = None, actor: Actor | None = None,
+                     index_text: str | None = None, taken: list[str] = ()) -> tuple[str, str, dict[str, str | None]]:
+        """The new note, its MEMORY.md line and (with ``supersede``) the old note moved to
+        the archive as superseded: (slug, path, writes). ``index_text`` and ``taken``
+        carry MEMORY.md and slugs planned earlier in the same commit. Call with the lock held."""
+        slug = self._free_slug(slugify(meta["name"]), [*self._note_slugs(), *taken])
+        rel = f"{MEMORIES_DIR}/{slug}.md"
+        writes: dict[str, str | None] = {}
+        remove = []
+        if supersede is not None:
+            old = self._note_slug(supersede)
+            meta = {**meta, "supersedes": f"{MEMORIES_DIR}/{old}"}
+            writes.update(self._archive_writes(old, actor, None, status="superseded",
+                                               superseded_by=f"{MEMORIES_DIR}/{slug}", index=False))
+            remove.append(f"{MEMORIES_DIR}/{old}")
+        if index_text is None:
+            index_path = files.inside(self.root, MEMORY_INDEX)
             index_text = files.read_text(index_path) if index_path.exists() else ""
-            new_index = update_index(index_text, index_rel, add=[index_line(slug, title, desc, type, agent)])
-            message = f"remember: {title} ({rel})"
-            sha = self._apply(actor, message, {rel: render_note(meta, body), index_rel: new_index})
-            return Change("remember", [rel, index_rel], sha, message, {"slug": slug, "path": rel})
+        writes[rel] = render_note(meta, body)
+        writes[MEMORY_INDEX] = update_index(index_text, MEMORY_INDEX, remove=remove, add=[
+            index_line(slug, meta["name"], meta["description"], meta["type"], meta.get("agent"))])
+        return slug, rel, writes
 
     @staticmethod
     def _free_slug(base: str, taken: list[str]) -> str:
@@ -448,28 +590,41 @@ class Vault:
         return parse_note(files.read_text(files.inside(self.root, rel)), rel)
 
     def forget(self, slug: str, actor: Actor, reason: str | None = None) -> Change:
-        """Move a note to ``archive/memories/`` (status archived) and drop its MEMORY.md line."""
+        """Move a note to ``archive/memories/`` (status archived) and drop its MEMORY.md
+        line — when a human says so; an agent's REMOVE goes to the review inbox."""
+        reason = self._scrub("reason", reason) if reason else reason
+        name = self._note_slug(slug)
+        if not actor.is_human:
+            return self.inbox.file(actor, [{"op": "remove", "target": f"{MEMORIES_DIR}/{name}",
+                                            "text": reason or ""}])
         with self._locked():
             name = self._note_slug(slug)
-            src = f"{MEMORIES_DIR}/{name}.md"
-            meta = parse_note(files.read_text(files.inside(self.root, src)), src).meta
-            if meta.get("agent"):
-                self._may_write_role(actor, str(meta["agent"]))
-            archived_slug = self._free_slug(name, self._note_slugs(f"{ARCHIVE_DIR}/{MEMORIES_DIR}"))
-            dst = f"{ARCHIVE_DIR}/{MEMORIES_DIR}/{archived_slug}.md"
-            updates = {"status": "archived", "archived": _now(), "archived_by": actor.name}
-            if reason:
-                updates["archive_reason"] = reason
-            new_note = set_note_fields(files.read_text(files.inside(self.root, src)), src, **updates)
-            index_path = files.inside(self.root, MEMORY_INDEX)
-            index_text = files.read_text(index_path) if index_path.exists() else ""
-            new_index = update_index(index_text, MEMORY_INDEX, remove=[f"{MEMORIES_DIR}/{name}"])
-            writes: dict[str, str | None] = {dst: new_note, src: None}
-            if new_index != index_text:
-                writes[MEMORY_INDEX] = new_index
+            writes = self._archive_writes(name, actor, reason)
+            src, dst = f"{MEMORIES_DIR}/{name}.md", next(iter(writes))
             message = f"forget: {src} → {dst}" + (f" ({reason})" if reason else "")
             sha = self._apply(actor, message, writes)
             return Change("forget", list(writes), sha, message, {"slug": name, "archived_to": dst})
+
+    def _archive_writes(self, name: str, actor: Actor | None, reason: str | None, status: str = "archived",
+                        index: bool = True, **fields) -> dict[str, str | None]:
+        """Move ``memories/<name>.md`` to the archive (first key of the result) and, with
+        ``index``, drop its MEMORY.md line. Call with the lock held."""
+        src = f"{MEMORIES_DIR}/{name}.md"
+        archived_slug = self._free_slug(name, self._note_slugs(f"{ARCHIVE_DIR}/{MEMORIES_DIR}"))
+        dst = f"{ARCHIVE_DIR}/{MEMORIES_DIR}/{archived_slug}.md"
+        updates = {"status": status, "archived": _now(), "archived_by": actor.name if actor else None, **fields}
+        if reason:
+            updates["archive_reason"] = reason
+        updates = {k: v for k, v in updates.items() if v is not None}
+        writes: dict[str, str | None] = {
+            dst: set_note_fields(files.read_text(files.inside(self.root, src)), src, **updates), src: None}
+        if index:
+            index_path = files.inside(self.root, MEMORY_INDEX)
+            index_text = files.read_text(index_path) if index_path.exists() else ""
+            new_index = update_index(index_text, MEMORY_INDEX, remove=[f"{MEMORIES_DIR}/{name}"])
+            if new_index != index_text:
+                writes[MEMORY_INDEX] = new_index
+        return writes
 
     # -- settings ------------------------------------------------------------------------
     def set_config(self, dotted: str, value, actor: Actor) -> Change:
@@ -483,7 +638,8 @@ class Vault:
             text = files.read_text(self.root / CONFIG_PATH)
             new_text = set_value(text, dotted, value)
             message = f"config: set {dotted} = {value}"
-            sha = self._apply(actor, message, {CONFIG_PATH: new_text})
+            # settings are not memory, and keys such as safety.secrets read like secrets
+            sha = self._apply(actor, message, {CONFIG_PATH: new_text}, unscanned=(CONFIG_PATH,))
             self.config = parse_config(new_text)
             return Change("config.set", [CONFIG_PATH], sha, message, {"key": dotted, "value": value})
 
@@ -497,6 +653,14 @@ class Vault:
 
             self._shared = Shared(self)
         return self._shared
+
+    @property
+    def inbox(self):
+        """The review gate: retained facts and proposals waiting for a human (see
+        :mod:`vaultmem.inbox`)."""
+        from .inbox import Inbox
+
+        return Inbox(self)
 
     @property
     def lifecycle(self):
@@ -552,7 +716,8 @@ class Vault:
     def search(self, query: str, agent: str | None = None, kinds: tuple[str, ...] = (),
                types: tuple[str, ...] = (), limit: int = 10):
         """Ranked hits for ``query``. With ``agent``, only that agent's own memory plus
-        global and shared memory are searched — never another role's page."""
+        global and shared memory are searched — never another role's page, and never the
+        review inbox unless ``kinds`` names it."""
         from .index import Filters
         from .retrieve import search
 
@@ -561,8 +726,9 @@ class Vault:
         if limit < 1:
             raise BadInput(f"-n is {limit}; it must be at least 1")
         agent = check_name(agent, "agent name") if agent else None
+        kinds = tuple(kinds) or (AGENT_KINDS if agent else ())
         self._fresh()
-        return search(self.index, query, Filters(agent=agent, kinds=tuple(kinds), types=tuple(types)), limit)
+        return search(self.index, query, Filters(agent=agent, kinds=kinds, types=tuple(types)), limit)
 
     def brief(self, agent: str, task: str, window: int | None = None, ratio: float | None = None,
               tokens: int | None = None):
@@ -658,5 +824,12 @@ def _clean_tag(tag: str) -> str:
 
 
 def _shorten(text: str, limit: int) -> str:
+    """At most ``limit`` characters; never cuts a word or token (a hash cut in two would
+    read as something else) unless the text has no break to cut at."""
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    if re.match(r"[\w\-+/=.~]", text[limit - 1]) and re.search(r"[A-Za-z0-9_\-+/=.~]$", cut):
+        cut = re.sub(r"[A-Za-z0-9_\-+/=.~]+$", "", cut) or cut
+    return cut.rstrip() + "…"

@@ -17,7 +17,7 @@ from .document import Document, dump_yaml, parse_document, plain
 # The order fields are written in; a human may reorder them freely.
 NOTE_FIELDS = (
     "name", "description", "type", "scope", "agent", "importance", "confidence", "author",
-    "author_kind", "source", "created", "confirmed", "aliases", "tags", "status",
+    "author_kind", "source", "said", "created", "confirmed", "aliases", "tags", "status",
     "supersedes", "superseded_by", "key", "expires", "pinned",
 )  # fmt: skip
 

@@ -1,0 +1,498 @@
+"""The review gate: ``inbox/`` holds what agents want remembered until someone decides.
+
+Every change of memory an agent asks for — ADD (``retain``, ``remember``), REPLACE,
+REMOVE (``forget``), and entries or sub-agent records for a role page it may not write —
+becomes one inbox item, ``inbox/<id>.md``: the proposed operation and its provenance in
+the frontmatter, the text as the body, readable and editable in Obsidian. Reached as
+``vault.inbox``.
+
+Deciding is one commit by the decider: approval performs the operation (the note and
+its ``MEMORY.md`` line, the superseding note, the archived note, the page entry, the
+sub-agent record) and moves the item to ``archive/inbox/`` marked approved; rejection
+moves it there with the reason. Who may decide:
+
+- a human: every item;
+- the orchestrator: role-page proposals, and memory-note items when
+  ``review.orchestrator_approves`` is set — never its own items, never quarantined
+  (third-party) or instruction-flagged ones: those wait for a human.
+
+The one way around the gate: ``review.trusted_agents`` may file user-stated facts (ADD,
+``author_kind: user``, nothing flagged) that are approved at once — the item is still
+archived, so the trail stays. Confidence plays no part in any of this.
+
+Items are never retrieved into a brief (the brief draws on memory, not ``inbox/``).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import re
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import files, guard
+from .errors import BadInput, NotFound, ParseError, PermissionRefused, VaultmemError
+from .models import Actor, Change
+from .parse.document import parse_document, plain, yaml_timestamp
+from .parse.note import render_note
+
+INBOX_DIR = "inbox"
+ARCHIVE_DIR = "archive/inbox"
+NOTE_OPS = ("add", "replace", "remove")
+PAGE_OPS = ("page-add", "harvest")
+RETAIN_KEYS = {"op", "type", "text", "author", "author_kind", "source", "said", "when", "name", "description",
+               "aliases", "tags", "key", "importance", "confidence", "scope", "agent", "project", "target"}
+EDITABLE = ("text", "type", "name", "description", "aliases", "tags", "key", "importance")
+
+
+def _now() -> str:
+    return yaml_timestamp(_dt.datetime.now(_dt.timezone.utc))
+
+
+def _flags(text: str, note: dict | None, fields: dict | None, title: str | None = None) -> list[str]:
+    """Instruction-like phrases anywhere in what an item would write."""
+    note = note or {}
+    return guard.instruction_flags("\n".join(
+        [text or "", str(note.get("name") or ""), str(note.get("description") or ""), title or "",
+         *(str(a) for a in note.get("aliases") or []), *(str(v) for v in (fields or {}).values())]))
+
+
+@dataclass
+class Item:
+    """One inbox item as stored."""
+
+    id: str
+    path: str
+    op: str
+    status: str
+    meta: dict[str, Any]
+    text: str
+    flags: list[str] = field(default_factory=list)
+
+    @property
+    def quarantined(self) -> bool:
+        return bool(self.meta.get("quarantined"))
+
+    @property
+    def proposed_by(self) -> str:
+        return str(self.meta.get("proposed_by") or "")
+
+    def summary(self) -> str:
+        note = self.meta.get("note") or {}
+        if self.op == "unreadable":
+            return f"cannot be read: {self.meta.get('problem')}"
+        if self.op in ("add", "replace"):
+            what = f"{note.get('type')}: {note.get('name')}"
+        elif self.op == "remove":
+            what = f"remove {self.meta.get('target')}"
+        else:
+            what = f"{self.meta.get('role')}: {' '.join(self.text.split())[:60]}"
+        return what
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "path": self.path, "op": self.op, "status": self.status,
+                "proposed_by": self.proposed_by, "proposed": self.meta.get("proposed"),
+                "session": self.meta.get("session"), "quarantined": self.quarantined, "flags": self.flags,
+                "summary": self.summary(), "text": self.text,
+                **{k: self.meta[k] for k in ("note", "target", "role", "section", "project", "delegation",
+                                             "fields", "reviewed_by", "reviewed", "reason", "result")
+                   if self.meta.get(k) is not None}}
+
+
+class Inbox:
+    def __init__(self, vault) -> None:
+        self.vault = vault
+        self.root = vault.root
+        self.config = vault.config
+
+    # -- filing ------------------------------------------------------------------------------
+    def file(self, actor: Actor, proposals: list[dict], session: str | None = None,
+             what: str | None = None) -> Change:
+        """File proposals (dicts: op, text and the op's fields; notes already prepared
+        with :meth:`Vault.prepare_note`) as inbox items, in one commit by ``actor``. A
+        trusted agent's user-stated ADD is approved in the same commit."""
+        session = self.vault._scrub("session", session) if session else None
+        with self.vault._locked():
+            taken = set(self._ids())
+            writes: dict[str, str | None] = {}
+            out = []
+            for position, proposal in enumerate(proposals, 1):
+                iid = _new_id(taken)
+                meta = {"type": "inbox-item", "id": iid, "op": proposal["op"], "status": "pending",
+                        "proposed_by": actor.name, "proposed": _now(), "session": session,
+                        "position": position if len(proposals) > 1 else None}
+                for k in ("target", "role", "section", "project", "delegation", "title", "note", "fields"):
+                    if proposal.get(k) is not None:
+                        meta[k] = proposal[k]
+                note = proposal.get("note") or {}
+                meta["quarantined"] = note.get("author_kind") == "third_party"
+                flags = _flags(proposal.get("text") or "", note, proposal.get("fields"), proposal.get("title"))
+                meta["flags"] = flags
+                item = Item(iid, f"{INBOX_DIR}/{iid}.md", proposal["op"], "pending", meta,
+                            proposal.get("text") or "", flags)
+                auto = (proposal["op"] == "add" and actor.name in self.config.trusted_agents
+                        and note.get("author_kind") == "user" and not flags and not item.quarantined
+                        and (not note.get("agent") or actor.name == self.config.orchestrator))
+                if auto:
+                    done, result, _ = self._perform(item, actor, writes)
+                    writes.update(done)
+                    archived = {**meta, "status": "approved", "reviewed_by": "auto (review.trusted_agents)",
+                                "reviewed": _now(), "result": result}
+                    writes[f"{ARCHIVE_DIR}/{iid}.md"] = render_note(archived, item.text)
+                    out.append({**item.to_dict(), "status": "approved", "result": result,
+                                "path": f"{ARCHIVE_DIR}/{iid}.md"})
+                else:
+                    writes[item.path] = render_note(meta, item.text)
+                    out.append(item.to_dict())
+            pending = [o for o in out if o["status"] == "pending"]
+            approved = [o for o in out if o["status"] == "approved"]
+            what = what or (f"{len(out)} item(s)" if len(out) != 1 else f"{out[0]['op']} {out[0]['id']}")
+            message = f"inbox: {actor.name} proposes {what}" + (f" (session {session})" if session else "")
+            if approved:
+                message += f"; {len(approved)} approved at once (trusted agent, user-stated)"
+            sha = self.vault._apply(actor, message, writes)
+        return Change("propose", list(writes), sha, message,
+                      {"items": out, "pending": len(pending), "approved": len(approved),
+                       "flagged": sum(1 for o in out if o["flags"]),
+                       "quarantined": sum(1 for o in out if o["quarantined"])})
+
+    def retain(self, actor: Actor, text: str, source_name: str, session: str | None = None) -> Change:
+        """File the facts an agent curated at the end of a session: a YAML/JSON list of
+        {type, text, author, author_kind, source, …} (or a mapping with ``items:``). Every
+        item is checked before any is filed; a bad one is named with its line."""
+        items, lines = _load_items(text, source_name)
+        proposals = []
+        for n, (raw, line) in enumerate(zip(items, lines), 1):
+            try:
+                proposals.append(self._retained(raw, actor, session))
+            except (BadInput, NotFound) as exc:  # options are fields here: '--author-kind' reads 'author_kind'
+                message = re.sub(r"(?<![\w-])--([a-z][a-z-]*)", lambda m: m.group(1).replace("-", "_"), exc.message)
+                raise BadInput(f"item {n}: {message}", path=source_name, line=line, hint=exc.hint) from None
+        if not proposals:
+            raise BadInput("there is nothing to retain: the list is empty", path=source_name)
+        return self.file(actor, proposals, session=session, what=f"{len(proposals)} retained item(s)")
+
+    def _retained(self, raw: Any, actor: Actor, session: str | None) -> dict:
+        if not isinstance(raw, dict):
+            raise BadInput("an item must be a mapping (type, text, author, author_kind, source …)")
+        unknown = sorted(set(map(str, raw)) - RETAIN_KEYS)
+        if unknown:
+            raise BadInput(f"unknown field(s) {', '.join(unknown)}", hint=f"fields: {', '.join(sorted(RETAIN_KEYS))}")
+        op = str(raw.get("op") or "add").lower()
+        if op not in NOTE_OPS:
+            raise BadInput(f"op {op!r} is not add, replace or remove")
+        text = raw.get("text")
+        if not isinstance(text, (str, int, float)) or not str(text).strip():
+            if op != "remove":
+                raise BadInput("the text is missing", hint="text: the fact, in a sentence")
+            text = ""
+        target = None
+        if op in ("replace", "remove"):
+            if not raw.get("target"):
+                raise BadInput(f"op {op} needs target: the slug of the note it {op}s")
+            target = f"memories/{self.vault._note_slug(str(raw['target']))}"
+        if op == "remove":
+            return {"op": "remove", "target": target, "text": self.vault._scrub("text", str(text))}
+        if not raw.get("type"):
+            raise BadInput("the type is missing", hint=f"type: one of {', '.join(self.config.note_types)}")
+
+        def strings(key: str) -> list[str]:
+            value = raw.get(key) or []
+            if isinstance(value, str):
+                value = [value]
+            if not isinstance(value, list):
+                raise BadInput(f"{key} must be a list")
+            return [str(v) for v in value]
+
+        said = raw.get("said", raw.get("when"))
+        meta, body = self.vault.prepare_note(
+            str(text), actor, str(raw["type"]), name=_opt(raw, "name"), description=_opt(raw, "description"),
+            importance=raw.get("importance"), confidence=raw.get("confidence"), tags=strings("tags"),
+            aliases=strings("aliases"), key=_opt(raw, "key"), scope=_opt(raw, "scope"), agent=_opt(raw, "agent"),
+            project=_opt(raw, "project"), author=_opt(raw, "author"), author_kind=_opt(raw, "author_kind") or "unknown",
+            source=_opt(raw, "source") or (f"session {session}" if session else "retain"),
+            said=str(said) if said is not None else None)  # fmt: skip
+        return {"op": op, "note": meta, "text": body, "target": target}
+
+    # -- reading -----------------------------------------------------------------------------
+    def _ids(self) -> list[str]:
+        return [p.stem for folder in (INBOX_DIR, ARCHIVE_DIR) if (self.root / folder).is_dir()
+                for p in (self.root / folder).glob("i-*.md")]
+
+    def _read(self, rel: str) -> Item:
+        doc = parse_document(files.read_text(files.inside(self.root, rel), rel), rel, require_frontmatter=True)
+        meta = plain(doc.meta) if isinstance(doc.meta, dict) else {}
+        if meta.get("type") != "inbox-item" or meta.get("op") not in NOTE_OPS + PAGE_OPS:
+            raise ParseError("this is not an inbox item (type: inbox-item and an op are needed)", path=rel, line=1)
+        text = "".join(doc.lines[doc.body_start:]).replace("\r\n", "\n").strip("\n")
+        return Item(str(meta.get("id") or rel.rsplit("/", 1)[-1][:-3]), rel, meta["op"], str(meta.get("status")),
+                    meta, text, [str(f) for f in meta.get("flags") or []])
+
+    def items(self, status: str = "pending") -> list[Item]:
+        """Items waiting (``pending``), decided (``approved``/``rejected``) or ``all``;
+        a file that cannot be read is listed as a problem item, not skipped."""
+        folders = {"pending": [INBOX_DIR], "approved": [ARCHIVE_DIR], "rejected": [ARCHIVE_DIR]}.get(
+            status, [INBOX_DIR, ARCHIVE_DIR])
+        out = []
+        for folder in folders:
+            path = self.root / folder
+            for p in sorted(path.glob("*.md")) if path.is_dir() else []:
+                rel = f"{folder}/{p.name}"
+                try:
+                    item = self._read(rel)
+                except VaultmemError as exc:
+                    item = Item(p.stem, rel, "unreadable", "problem", {"problem": str(exc)}, "")
+                if status in ("all", item.status) or (status == "pending" and folder == INBOX_DIR):
+                    out.append(item)
+        return sorted(out, key=lambda i: (str(i.meta.get("proposed") or ""), _position(i.meta), i.id))
+
+    def get(self, iid: str) -> Item:
+        iid = (iid or "").strip().removesuffix(".md").rsplit("/", 1)[-1]
+        for folder in (INBOX_DIR, ARCHIVE_DIR):
+            rel = f"{folder}/{iid}.md"
+            if (self.root / rel).is_file():
+                return self._read(rel)
+        pending = [i.id for i in self.items()]
+        raise NotFound(f"no inbox item {iid!r}",
+                       hint=f"waiting: {', '.join(pending[:5])}" if pending else "the inbox is empty")
+
+    def _pending(self, iid: str) -> Item:
+        item = self.get(iid)
+        if item.path.startswith(ARCHIVE_DIR):
+            raise BadInput(f"item {item.id} was already {item.status} by {item.meta.get('reviewed_by')}",
+                           path=item.path)
+        return item
+
+    # -- deciding ----------------------------------------------------------------------------
+    def may_decide(self, actor: Actor, item: Item) -> None:
+        if actor.is_human:
+            return
+        if item.quarantined:
+            why = "it is third-party content (quarantined until a human promotes it)"
+        elif item.flags:
+            why = f"it reads like an instruction ({'; '.join(item.flags)})"
+        elif actor.name == item.proposed_by:
+            why = "an agent does not decide on its own proposal"
+        elif actor.name == self.config.orchestrator and (item.op in PAGE_OPS or self.config.orchestrator_approves):
+            return
+        else:
+            why = ("only a human or the orchestrator decides role-page proposals" if item.op in PAGE_OPS else
+                   "only a human decides memory items (review.orchestrator_approves lets the orchestrator)")
+        raise PermissionRefused(f"agent {actor.name!r} may not decide {item.id}: {why}",
+                                hint="a human decides it: run 'vaultmem review' without --as")
+
+    def _edited(self, item: Item, edits: dict[str, Any], actor: Actor) -> Item:
+        """The item with a reviewer's edits (checked and scrubbed like new input)."""
+        edits = {k: v for k, v in edits.items() if v not in (None, [], ())}
+        if not edits:
+            return item
+        unknown = set(edits) - set(EDITABLE)
+        if unknown:
+            raise BadInput(f"cannot edit {', '.join(sorted(unknown))}")
+        meta = dict(item.meta)
+        text = item.text
+        if item.op in ("add", "replace"):
+            note = dict(meta["note"])
+            note_meta, text = self.vault.prepare_note(
+                str(edits.get("text", item.text)), actor, str(edits.get("type", note.get("type"))),
+                name=edits.get("name", note.get("name") if "text" not in edits else None),
+                description=edits.get("description", note.get("description") if "text" not in edits else None),
+                importance=edits.get("importance", note.get("importance")), confidence=note.get("confidence"),
+                tags=edits.get("tags", note.get("tags") or []), aliases=edits.get("aliases", note.get("aliases") or []),
+                key=edits.get("key", note.get("key")), scope=note.get("scope"), agent=note.get("agent"),
+                project=note.get("project"), author=note.get("author"), author_kind=note.get("author_kind"),
+                source=note.get("source"), said=note.get("said"))  # fmt: skip
+            meta["note"] = note_meta
+        elif set(edits) - {"text"}:
+            raise BadInput(f"a {item.op} item has only its text to edit")
+        elif "text" in edits:
+            if item.op == "harvest":
+                raise BadInput("a sub-agent record is not edited here: reject it and harvest again")
+            text = self.vault._scrub("text", str(edits["text"]).strip())
+            if not text and item.op != "remove":
+                raise BadInput("the text is empty")
+        meta["edited_by"] = actor.name
+        meta["flags"] = _flags(text, meta.get("note"), meta.get("fields"), meta.get("title"))
+        return Item(item.id, item.path, item.op, item.status, meta, text, meta["flags"])
+
+    def _clean(self, item: Item) -> Item:
+        """The item with its text and fields scrubbed again: a waiting item is a file
+        anyone can edit in Obsidian, so what approval writes is checked like new input."""
+        v = self.vault
+        meta = dict(item.meta)
+        if isinstance(meta.get("note"), dict):
+            note = dict(meta["note"])
+            for key in ("name", "description", "source"):
+                if note.get(key):
+                    note[key] = v._scrub(key, str(note[key]))
+            note["aliases"] = [v._scrub("alias", str(a)) for a in note.get("aliases") or []]
+            for key in ("key", "project", "said", "author", "agent"):
+                v._refuse_secret(key, note.get(key))
+            for tag in note.get("tags") or []:
+                v._refuse_secret("tag", tag)
+            meta["note"] = note
+        if isinstance(meta.get("fields"), dict):
+            meta["fields"] = {k: v._scrub(k, str(x)) for k, x in meta["fields"].items()}
+        if meta.get("title"):
+            meta["title"] = v._scrub("title", str(meta["title"]))
+        for key in ("target", "role", "project", "delegation"):
+            v._refuse_secret(key, meta.get(key))
+        return Item(item.id, item.path, item.op, item.status, meta, v._scrub("text", item.text), item.flags)
+
+    def edit(self, iid: str, actor: Actor, **edits: Any) -> Change:
+        """Change a waiting item (its text, type, name …) without deciding it."""
+        with self.vault._locked():
+            item = self._pending(iid)
+            self.may_decide(actor, item)
+            new = self._edited(item, edits, actor)
+            self.may_decide(actor, new)
+            if new is item:
+                raise BadInput("nothing to edit", hint=f"give one of: {', '.join('--' + e for e in EDITABLE)}")
+            message = f"review: edit {item.id}"
+            sha = self.vault._apply(actor, message, {item.path: render_note(new.meta, new.text)})
+        return Change("review.edit", [item.path], sha, message, {"item": new.to_dict()})
+
+    def approve(self, iid: str, actor: Actor, **edits: Any) -> Change:
+        """Perform the item's operation (with any edits) and archive it, as one commit."""
+        with self.vault._locked():
+            item = self._pending(iid)
+            self.may_decide(actor, item)
+            item = self._clean(self._edited(item, edits, actor))
+            self.may_decide(actor, item)  # an edit may have made it instruction-like
+            writes, result, what = self._perform(item, actor, {})
+            archived = {**item.meta, "status": "approved", "reviewed_by": actor.name, "reviewed": _now(),
+                        "result": result}
+            writes[item.path] = None
+            writes[f"{ARCHIVE_DIR}/{item.id}.md"] = render_note(archived, item.text)
+            message = f"review: approve {item.id} ({item.op} proposed by {item.proposed_by}) → {what}"
+            sha = self.vault._apply(actor, message, writes)
+        return Change("review.approve", list(writes), sha, message,
+                      {"id": item.id, "op": item.op, "result": result, "archived_to": f"{ARCHIVE_DIR}/{item.id}.md"})
+
+    def reject(self, iid: str, actor: Actor, reason: str) -> Change:
+        """Archive the item as rejected, with the reason; nothing else changes."""
+        reason = " ".join((reason or "").split())
+        if not reason:
+            raise BadInput("a rejection needs its reason: --reason TEXT")
+        reason = self.vault._scrub("reason", reason)
+        with self.vault._locked():
+            try:
+                item = self._pending(iid)
+            except ParseError as exc:
+                return self._reject_unreadable(iid, actor, reason, exc)
+            self.may_decide(actor, item)
+            archived = {**item.meta, "status": "rejected", "reviewed_by": actor.name, "reviewed": _now(),
+                        "reason": reason}
+            dst = f"{ARCHIVE_DIR}/{item.id}.md"
+            message = f"review: reject {item.id} ({item.op} proposed by {item.proposed_by}): {reason}"
+            sha = self.vault._apply(actor, message, {item.path: None, dst: render_note(archived, item.text)})
+        return Change("review.reject", [item.path, dst], sha, message, {"id": item.id, "reason": reason,
+                                                                        "archived_to": dst})
+
+    def _reject_unreadable(self, iid: str, actor: Actor, reason: str, problem: ParseError) -> Change:
+        """A waiting file that is not a readable item (broken by hand): a human may still
+        reject it; it moves to the archive as it is."""
+        name = (iid or "").strip().removesuffix(".md").rsplit("/", 1)[-1]
+        rel, dst = f"{INBOX_DIR}/{name}.md", f"{ARCHIVE_DIR}/{name}.md"
+        if not (self.root / rel).is_file():
+            raise problem
+        if not actor.is_human:
+            raise PermissionRefused(f"agent {actor.name!r} may not decide {name}: the file cannot be read as an item",
+                                    hint="a human fixes or rejects it: run 'vaultmem review reject' without --as")
+        message = f"review: reject unreadable {rel}: {reason}"
+        sha = self.vault._apply(actor, message, {rel: None, dst: files.read_text(self.root / rel, rel)})
+        return Change("review.reject", [rel, dst], sha, message, {"id": name, "reason": reason, "archived_to": dst})
+
+    def _perform(self, item: Item, actor: Actor, pending: dict[str, str | None]) -> tuple[dict, str, str]:
+        try:
+            return self._perform_op(item, actor, pending)
+        except NotFound as exc:
+            raise NotFound(f"{item.id} cannot be carried out: {exc.message}", path=item.path,
+                           hint=f"what it refers to has gone; reject it: vaultmem review reject {item.id} --reason …"
+                           ) from None
+
+    def _perform_op(self, item: Item, actor: Actor, pending: dict[str, str | None]) -> tuple[dict, str, str]:
+        """The writes that carry out an item: (writes, result link, what). ``pending``
+        holds writes planned earlier in the same commit (MEMORY.md may be among them)."""
+        v = self.vault
+        if item.op in ("add", "replace"):
+            meta = {**item.meta["note"], "created": _now(), "confirmed": _now(), "proposed_by": item.proposed_by,
+                    "approved_by": actor.name, "inbox": item.id}
+            slug, rel, writes = v._note_writes(meta, item.text, index_text=pending.get("MEMORY.md"),
+                                               supersede=str(item.meta["target"]) if item.op == "replace" else None,
+                                               actor=actor, taken=[p.rsplit("/", 1)[-1][:-3] for p in pending
+                                                                   if p.startswith("memories/")])
+            return writes, rel, ("replaces " + str(item.meta["target"]) + " with " if item.op == "replace" else "") + rel
+        if item.op == "remove":
+            name = v._note_slug(str(item.meta.get("target")))
+            writes = v._archive_writes(name, actor, item.text or None)
+            dst = next(iter(writes))
+            return writes, dst, f"memories/{name} archived"
+        if item.op == "page-add":
+            writes, entry, what = v._entry_writes(v._role(str(item.meta["role"])), item.text,
+                                                  str(item.meta.get("section") or "work"), item.meta.get("project"))
+            rel = next(iter(writes))
+            link = f"[[{rel.removesuffix('.md')}#^{entry.id}]]"
+            return writes, link, f"{what} {link}"
+        # harvest
+        writes, link, _ = v.lifecycle._harvest_writes(str(item.meta["role"]), str(item.meta["delegation"]),
+                                                      dict(item.meta["fields"]), actor, item.meta.get("title"))
+        return writes, link, f"sub-agent record {link}"
+
+
+def _position(meta: dict) -> int:
+    value = str(meta.get("position") or 0)
+    return int(value) if value.isdigit() else 0
+
+
+def _opt(raw: dict, key: str) -> str | None:
+    value = raw.get(key)
+    return None if value is None or value == "" else str(value)
+
+
+def _new_id(taken: set[str]) -> str:
+    while True:
+        iid = f"i-{_dt.datetime.now(_dt.timezone.utc):%Y%m%d}-{secrets.token_hex(3)}"
+        if iid not in taken:
+            taken.add(iid)
+            return iid
+
+
+def _load_items(text: str, source_name: str) -> tuple[list, list[int | None]]:
+    """The items of a retain file and the line each starts on (None for JSON)."""
+    stripped = text.lstrip("\ufeff").strip()
+    if not stripped:
+        raise BadInput("there is nothing to retain: the input is empty", path=source_name)
+    if stripped[0] in "[{":
+        try:
+            data = json.loads(stripped)
+            lines: list | None = None
+        except json.JSONDecodeError:
+            data, lines = None, []
+    else:
+        data, lines = None, []
+    if lines is not None:
+        from .parse.document import load_yaml
+
+        try:
+            data = load_yaml(stripped, source_name, first_line=1, what="YAML of the retained items",
+                             hint="give a list of items: '- type: fact' / '  text: …'")
+        except ParseError as exc:
+            raise BadInput(exc.message, path=exc.path, line=exc.line, hint=exc.hint) from None
+    if isinstance(data, dict) and "items" in data:
+        data = data["items"]
+    if not isinstance(data, list):
+        raise BadInput("the input must be a list of items (or a mapping with items:)", path=source_name, line=1,
+                       hint="- type: fact\n    text: the backend listens on 8080\n    author: alice\n    author_kind: user")
+    if lines is None:
+        starts = [None] * len(data)
+    else:
+        starts = []
+        for n in range(len(data)):
+            try:
+                starts.append(data.lc.item(n)[0] + 1)
+            except (AttributeError, KeyError, TypeError):
+                starts.append(None)
+    return [plain(d) if isinstance(d, dict) else d for d in data], starts
