@@ -54,10 +54,11 @@ def cli() -> Cli:
     return Cli()
 
 
-def run_vaultmem(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 60):
-    """Run ``python -m vaultmem`` as a real subprocess."""
+def run_vaultmem(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 60,
+                 stdin: str | None = None):
+    """Run ``python -m vaultmem`` as a real subprocess (``stdin``: text piped to it)."""
     full_env = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "vaultmem", *map(str, args)], cwd=cwd, env=full_env,
+    return subprocess.run([sys.executable, "-m", "vaultmem", *map(str, args)], cwd=cwd, env=full_env, input=stdin,
                           capture_output=True, text=True, timeout=timeout)
 
 

@@ -6,7 +6,9 @@ from conftest import git, out_json
 from vaultmem.parse import parse_note
 
 
-def vm(cli, vault, *args, agent="lee"):
+def vm(cli, vault, *args, agent=None):
+    """As the human by default: an agent's remember/forget goes to the review inbox
+    (tests/test_review.py)."""
     extra = ["--as", agent] if agent else []
     return cli("--vault", vault.root, *extra, *args)
 
@@ -18,7 +20,8 @@ def note(vault, slug):
 
 def test_remember_writes_a_note_with_spec_frontmatter_and_an_index_line(cli, vault):
     r = vm(cli, vault, "remember", "后端端口固定8080", "--type", "fact", "--alias", "backend port", "--alias", "port",
-           "--tag", "backend", "--key", "backend.port", "--importance", "0.8", "--source", "session-42", "--json")
+           "--tag", "backend", "--key", "backend.port", "--importance", "0.8", "--source", "session-42", "--author", "lee",
+           "--author-kind", "agent", "--json")
     assert r.exit_code == 0, r.output
     data = out_json(r)
     assert data["slug"] == "后端端口固定8080" and data["path"] == "memories/后端端口固定8080.md"
@@ -36,7 +39,7 @@ def test_remember_writes_a_note_with_spec_frontmatter_and_an_index_line(cli, vau
     assert "- [[memories/后端端口固定8080|后端端口固定8080]] (fact)\n<!-- vaultmem:index:end -->" in index
     assert sorted(git(vault.root, "show", "--name-only", "--format=", "HEAD").split()) == [
         "MEMORY.md", "memories/后端端口固定8080.md"]
-    assert git(vault.root, "log", "-1", "--format=%an").strip() == "lee"
+    assert git(vault.root, "log", "-1", "--format=%an").strip() != "lee"  # the human who ran it
 
 
 def test_same_name_gets_a_new_slug_never_overwrites(cli, vault):
@@ -84,11 +87,12 @@ def test_bad_remember_input_is_refused_and_nothing_is_written(cli, vault, args, 
     assert (vault.root / "MEMORY.md").read_text(encoding="utf-8") == before
 
 
-def test_role_memory_is_the_orchestrators_to_write(cli, vault):
-    r = vm(cli, vault, "remember", "x", "--type", "fact", "--agent", "前端审查", agent="ella")
-    assert r.exit_code == 3
-    r = vm(cli, vault, "remember", "global fact by an agent", "--type", "fact", agent="ella")
-    assert r.exit_code == 0
+def test_agents_memory_writes_are_proposed_not_refused_or_written(cli, vault):
+    for args in (["--agent", "前端审查"], []):
+        r = vm(cli, vault, "remember", "x", "--type", "fact", *args, "--json", agent="ella")
+        assert r.exit_code == 0 and out_json(r)["action"] == "propose"
+    assert not list((vault.root / "memories").glob("*.md"))
+    assert len(list((vault.root / "inbox").glob("i-*.md"))) == 2
 
 
 def test_forget_archives_the_note_and_removes_only_its_line(cli, vault):

@@ -117,7 +117,7 @@ def test_non_utf8_page_and_a_folder_in_place_of_a_file_are_errors_not_tracebacks
     assert [(p["role"], p["ok"]) for p in rows] == [("ok", True), ("r", False)]
     (vault.root / "MEMORY.md").unlink()
     (vault.root / "MEMORY.md").mkdir()
-    r = vm(cli, vault, "remember", "x", "--type", "fact")
+    r = vm(cli, vault, "remember", "x", "--type", "fact", agent=None)
     assert r.exit_code == 1 and "is a folder" in r.stderr
 
 
@@ -151,16 +151,17 @@ def test_a_single_project_written_as_text_is_one_project(cli, vault):
 
 
 def test_a_humans_uncommitted_draft_is_not_committed_under_the_agents_name(cli, vault):
-    index = vault.root / "MEMORY.md"
-    index.write_text(index.read_text(encoding="utf-8") + "HUMAN DRAFT\n", encoding="utf-8")
-    assert vm(cli, vault, "remember", "agent fact", "--type", "fact", agent="a1").exit_code == 0
+    vm(cli, vault, "page", "ensure", "r")
+    page = vault.root / "agents" / "r.md"
+    page.write_text(page.read_text(encoding="utf-8") + "HUMAN DRAFT\n", encoding="utf-8")
+    assert vm(cli, vault, "page", "add", "r", "agent entry").exit_code == 0
     log = git(vault.root, "log", "-2", "--format=%an|%s").splitlines()
-    assert log[0] == "a1|remember: agent fact (memories/agent-fact.md)"
-    assert "|vaultmem: record " in log[1] and "uncommitted edits to MEMORY.md before a change by a1" in log[1]
-    agent_diff = git(vault.root, "show", "--format=", "HEAD", "--", "MEMORY.md")
-    assert "+HUMAN DRAFT" not in agent_diff and "+- [[memories/agent-fact|agent fact]]" in agent_diff
+    assert log[0].startswith("lee|page: add working-memory entry")
+    assert "|vaultmem: record " in log[1] and "uncommitted edits to agents/r.md before a change by lee" in log[1]
+    agent_diff = git(vault.root, "show", "--format=", "HEAD", "--", "agents/r.md")
+    assert "+HUMAN DRAFT" not in agent_diff and "agent entry ^m-" in agent_diff
     assert "+HUMAN DRAFT" in git(vault.root, "show", "--format=", "HEAD~1")
-    assert git(vault.root, "log", "-1", "--format=%an", "HEAD~1").strip() != "a1"
+    assert git(vault.root, "log", "-1", "--format=%an", "HEAD~1").strip() != "lee"
 
 
 def test_temp_sweep_never_follows_a_folder_link_out_of_the_vault(cli, vault, tmp_path):
@@ -191,7 +192,7 @@ def test_index_markers_inside_a_code_block_are_examples_and_descriptions_cannot_
     index = vault.root / "MEMORY.md"
     example = "```\n<!-- vaultmem:index:begin -->\n<!-- vaultmem:index:end -->\n```\n"
     index.write_text(example + index.read_text(encoding="utf-8"), encoding="utf-8")
-    vm(cli, vault, "remember", "fact one", "--type", "fact", "--description", "sneaky <!-- hide")
+    vm(cli, vault, "remember", "fact one", "--type", "fact", "--description", "sneaky <!-- hide", agent=None)
     text = index.read_text(encoding="utf-8")
     assert text.startswith(example)
     (line,) = [x for x in text.splitlines() if "fact-one" in x]

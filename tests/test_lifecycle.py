@@ -84,8 +84,8 @@ def test_harvest_refusals(cli, vault):
     assert vm(cli, vault, "harvest", "后端架构", "--delegation", d["id"], *FIELDS).exit_code == 2  # wrong role
     assert vm(cli, vault, "harvest", "前端审查", "--delegation", "d-20260101-000000", *FIELDS).exit_code == 1
     assert vm(cli, vault, "harvest", "前端审查", "--delegation", "../../x", *FIELDS).exit_code == 2
-    r = vm(cli, vault, "harvest", "前端审查", "--delegation", d["id"], *FIELDS, agent="前端审查")
-    assert r.exit_code == 3  # a role agent does not write its own page
+    r = vm(cli, vault, "harvest", "前端审查", "--delegation", d["id"], *FIELDS, "--json", agent="前端审查")
+    assert out_json(r)["action"] == "propose"  # a role agent does not write its own page: it proposes
 
 
 def test_audit_lists_what_needs_a_human(cli, vault):
@@ -104,7 +104,8 @@ def test_audit_lists_what_needs_a_human(cli, vault):
     assert r.exit_code == 1
     a = out_json(r)
     assert [x["id"] for x in a["stale_delegations"]] == [d["id"]]
-    assert a["inbox"] == ["inbox/fact.md"]
+    assert [(i["path"], i["op"]) for i in a["inbox"]] == [("inbox/fact.md", "unreadable")]
+    assert "not an inbox item" in a["inbox"][0]["summary"]
     assert [c["author"] for c in a["foreign_page_commits"]] == ["rogue"]
     assert a["notes_without_provenance"] == [{"path": "memories/bare.md",
                                               "missing": ["author", "author_kind", "source", "created"]}]

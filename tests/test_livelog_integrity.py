@@ -170,7 +170,7 @@ from vaultmem import Vault
 v = Vault(sys.argv[1]); me = v.actor(sys.argv[2]); rng = random.Random(int(sys.argv[3]))
 for i in range(int(sys.argv[4])):
     size = int(100 * (655.36 ** rng.random()))  # 100 B .. 64 KiB, log-uniform
-    v.shared.append(me, "load", "status", f"{sys.argv[3]}-{i}", body="x" * size)
+    v.shared.append(me, "load", "status", f"{sys.argv[3]}-{i}", body=("lorem ipsum " * (size // 12 + 1))[:size])
 """
 
 READER = r"""

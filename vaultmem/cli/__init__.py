@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from . import coord, lifecycle, notes, page, recall
+from . import coord, lifecycle, notes, page, recall, review
 from ._common import AsOpt, JsonOpt, Session, VaultOpt, handles_errors, session
 
 app = typer.Typer(
@@ -47,6 +47,8 @@ app.command("audit")(lifecycle.audit)
 app.command("ask")(lifecycle.ask)
 app.command("todo")(lifecycle.todo)
 app.command("history")(lifecycle.history)
+app.command("retain")(review.retain)
+app.add_typer(review.app, name="review")
 
 
 def _print_version(value: bool) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Callable, Optional
 
@@ -38,19 +38,54 @@ class Session:
     vault: Path | None = None
     agent: str | None = None
     json: bool = False
+    opened: Any = field(default=None, repr=False)
 
     def open(self):
         from ..vault import Vault
 
-        return Vault.open(self.vault)
+        self.opened = Vault.open(self.vault)
+        return self.opened
+
+    def warnings(self) -> list[str]:
+        """What the command kept out of the vault (secrets replaced by placeholders)."""
+        found = self.opened.redactions if self.opened is not None else []
+        return [f"redacted a {f.type} in the {f.field}: stored as {f.placeholder}" for f in found]
 
     def emit(self, data: Any, human: str | Callable[[], str]) -> None:
+        warnings = self.warnings()
         if self.json:
+            if warnings and isinstance(data, dict):
+                data = {**data, "warnings": warnings}
             typer.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
         else:
             text = human() if callable(human) else human
             if text:
                 typer.echo(text)
+            for warning in warnings:
+                typer.echo(f"warning: {warning}", err=True)
+
+
+def proposed(change) -> str:
+    """How a change that went to the review inbox reads for a person."""
+    lines = []
+    for item in change.details["items"]:
+        if item["status"] == "approved":
+            lines.append(f"{item['id']}: approved at once (trusted agent, user-stated) → {item['result']}")
+            continue
+        marks = (["quarantined: third-party"] if item["quarantined"] else []) + \
+            ([f"flagged: {'; '.join(item['flags'])}"] if item["flags"] else [])
+        lines.append(f"{item['id']}: {item['op']} {item['summary']} — waiting for review"
+                     + (f" ({', '.join(marks)})" if marks else ""))
+    pending = change.details["pending"]
+    if pending:
+        lines.append(f"filed in inbox/ (commit {change.commit[:8]}); a reviewer decides with: "
+                     f"vaultmem review show ID / approve ID / reject ID --reason …")
+    return "\n".join(lines)
+
+
+def described(change, done: Callable[[], str]) -> str | Callable[[], str]:
+    """``done`` for a change that was made, :func:`proposed` for one filed for review."""
+    return (lambda: proposed(change)) if change.action == "propose" else done
 
 
 def session(ctx: typer.Context, vault: Path | None, as_: str | None, json_: bool) -> Session:

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._common import AsOpt, JsonOpt, VaultOpt, handles_errors, session
+from ._common import AsOpt, JsonOpt, VaultOpt, described, handles_errors, session
 
 RoleArg = Annotated[str, typer.Argument(help="The role.", show_default=False)]
 
@@ -73,7 +73,8 @@ def harvest(
         if value is not None:
             fields[key] = value
     change = v.lifecycle.harvest(role, delegation, fields, v.actor(s.agent), title=title or fields.get("title"))
-    s.emit(change.to_dict(), f"harvested {delegation} into {change.details['link']} (commit {change.commit[:8]})")
+    s.emit(change.to_dict(), described(change, lambda: f"harvested {delegation} into {change.details['link']} "
+                                                       f"(commit {change.commit[:8]})"))
 
 
 @handles_errors
@@ -93,8 +94,9 @@ def audit(
         out = []
         for d in report["stale_delegations"]:
             out.append(f"delegation {d['id']} ({d['role']}) not harvested for {d['age_hours']} h: {d['task'][:80]}")
-        for p in report["inbox"]:
-            out.append(f"inbox item waiting: {p}")
+        for i in report["inbox"]:
+            marks = (" [quarantined]" if i["quarantined"] else "") + (" [flagged]" if i["flags"] else "")
+            out.append(f"inbox item {i['id']} waiting: {i['op']} {i['summary']} (from {i['proposed_by']}){marks}")
         for c in report["foreign_page_commits"]:
             out.append(f"role page changed by agent {c['author']} (not the orchestrator): {c['commit'][:8]} {c['message']}")
         for n in report["notes_without_provenance"]:

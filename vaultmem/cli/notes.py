@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._common import AsOpt, JsonOpt, VaultOpt, handles_errors, read_text_arg, session
+from ._common import AsOpt, JsonOpt, VaultOpt, described, handles_errors, read_text_arg, session
 
 
 @handles_errors
@@ -29,11 +29,14 @@ def remember(
     author: Annotated[Optional[str], typer.Option(help="Who said it (default: the acting agent or you).")] = None,
     author_kind: Annotated[Optional[str], typer.Option(help="user, agent, third_party or unknown.")] = None,
     source: Annotated[Optional[str], typer.Option(help="Where it came from: a session id, log entry or file.")] = None,
+    said: Annotated[Optional[str], typer.Option(help="When it was said (e.g. 2026-11-30T10:00:00Z).")] = None,
     vault: VaultOpt = None,
     as_: AsOpt = None,
     json_: JsonOpt = False,
 ) -> None:
     """Write a memory note (memories/<slug>.md) and add its line to MEMORY.md, as one commit.
+
+    Run by an agent (--as), the fact is filed in the review inbox instead (see 'vaultmem review').
 
     Example: vaultmem remember "后端端口固定8080" --type fact --alias "backend port" --key backend.port
     """
@@ -43,8 +46,9 @@ def remember(
         read_text_arg(text), v.actor(s.agent), type_, name=name, description=description,
         importance=importance, confidence=confidence, tags=tag or [], aliases=alias or [], key=key,
         scope=scope, agent=agent, project=project, author=author, author_kind=author_kind, source=source,
+        said=said,
     )  # fmt: skip
-    s.emit(change.to_dict(), f"remembered {change.details['path']} (commit {change.commit[:8]})")
+    s.emit(change.to_dict(), described(change, lambda: f"remembered {change.details['path']} (commit {change.commit[:8]})"))
 
 
 @handles_errors
@@ -63,5 +67,5 @@ def forget(
     s = session(ctx, vault, as_, json_)
     v = s.open()
     change = v.forget(slug, v.actor(s.agent), reason=reason)
-    s.emit(change.to_dict(), f"archived {change.details['slug']} to {change.details['archived_to']} "
-                             f"(commit {change.commit[:8]})")
+    s.emit(change.to_dict(), described(change, lambda: f"archived {change.details['slug']} to "
+                                                       f"{change.details['archived_to']} (commit {change.commit[:8]})"))

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._common import AsOpt, JsonOpt, VaultOpt, handles_errors, read_text_arg, session
+from ._common import AsOpt, JsonOpt, VaultOpt, described, handles_errors, read_text_arg, session
 
 app = typer.Typer(
     help="Role-agent pages: one page per role, created on the role's first dispatch.",
@@ -63,8 +63,8 @@ def add(
     s = session(ctx, vault, as_, json_)
     v = s.open()
     change = v.add_entry(role, read_text_arg(text), v.actor(s.agent), section=section, project=project)
-    entry = change.details["entry"]
-    s.emit(change.to_dict(), f"added {entry['link']} (commit {change.commit[:8]})")
+    s.emit(change.to_dict(), described(change, lambda: f"added {change.details['entry']['link']} "
+                                                       f"(commit {change.commit[:8]})"))
 
 
 @app.command("show")

@@ -1,0 +1,138 @@
+"""Secrets never reach the vault: every write path scrubs, and afterwards the raw values are
+nowhere — not in files, not in git history, not in the search index."""
+
+import random
+import string
+import subprocess
+
+import pytest
+from conftest import git, out_json
+
+from vaultmem import VaultmemError
+from vaultmem.models import Actor
+
+
+def token(seed: int) -> str:
+    rng = random.Random(seed)
+    return "ghp_" + "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(36))
+
+
+def vm(cli, vault, *args, agent=None, input=None):
+    extra = ["--as", agent] if agent else []
+    return cli("--vault", vault.root, *extra, *args, input=input)
+
+
+def everything_on_disk(root) -> bytes:
+    return b"\n".join(p.read_bytes() for p in root.rglob("*") if p.is_file() and ".git" not in p.parts)
+
+
+def test_no_write_path_lets_a_secret_through(cli, vault):
+    secrets = {}
+
+    def s(name: str) -> str:
+        secrets[name] = token(len(secrets) + 1)
+        return secrets[name]
+
+    def ok(*args, agent=None, input=None):
+        r = vm(cli, vault, *args, agent=agent, input=input)
+        assert r.exit_code == 0, r.output
+        return r
+
+    r = ok("remember", f"deploy token {s('note')}", "--type", "fact", "--name", f"token {s('name')}",
+           "--alias", s("alias"), "--source", f"chat {s('source')}")
+    assert "warning: redacted a github-token in the text" in r.stderr
+    ok("remember", f"agent fact {s('agent-note')}", "--type", "fact", agent="ella")  # → inbox
+    ok("page", "ensure", "前端审查", "--category", f"web {s('category')}", agent="lee")
+    ok("page", "add", "前端审查", f"用 {s('entry')} 登录", agent="lee")
+    ok("page", "add", "前端审查", f"proposal {s('proposal')}", agent="前端审查")  # → inbox
+    d = out_json(ok("delegate", "前端审查", "--task", f"rotate {s('task')}", "--json", agent="lee"))
+    ok("harvest", "前端审查", "--delegation", d["id"], "--task", "t", "--conclusion", f"found {s('conclusion')}",
+       "--output", "o", "--decision", "d", agent="lee")
+    ok("retain", "-", "--session", "s1", agent="ella",
+       input=f"- type: fact\n  text: key is {s('retain')}\n  author_kind: user\n  source: file {s('retain-src')}\n")
+    ok("keys", "new", "ella", agent="ella")
+    ok("log", "append", "--summary", f"pushed with {s('log')}", "--body", f"body {s('log-body')}", agent="ella")
+    ok("decide", "--decision", f"use {s('decision')}", "--why", f"because {s('why')}", agent="ella")
+    ok("checkpoint", "save", "-", "--task", f"task {s('cp-task')}", agent="ella", input=f"context {s('checkpoint')}")
+    ok("state", "set", f"state {s('state')}", agent="ella")
+    ok("log", "commit", agent="ella")
+    item = out_json(ok("review", "--json"))["items"][0]["id"]
+    ok("review", "reject", item, "--reason", f"leaked {s('reason')}")
+    ok("index")
+
+    disk = everything_on_disk(vault.root)
+    history = git(vault.root, "log", "--all", "-p", "--format=%an %s%n%b")
+    for name, raw in secrets.items():
+        assert raw.encode() not in disk, f"{name} is on disk"
+        assert raw not in history, f"{name} is in git history"
+        hits = out_json(vm(cli, vault, "search", raw, "--json"))["hits"]
+        assert hits == [], f"{name} is in the index"
+    # the placeholders are there instead, and the search index holds them
+    assert disk.count(b"[redacted:github-token:") >= len(secrets) - 1
+    assert git(vault.root, "status", "--porcelain") == ""
+
+
+def test_reject_mode_refuses_and_writes_nothing(cli, vault):
+    assert vm(cli, vault, "config", "set", "safety.secrets", "reject").exit_code == 0
+    head = git(vault.root, "rev-parse", "HEAD").strip()
+    secret = token(99)
+    r = vm(cli, vault, "remember", f"token {secret}", "--type", "fact", "--json")
+    assert r.exit_code == 2 and out_json(r)["error"]["type"] == "secret_refused"
+    assert secret not in r.output and "github-token" in r.output
+    vm(cli, vault, "keys", "new", "ella", agent="ella")
+    before = everything_on_disk(vault.root)
+    r = vm(cli, vault, "log", "append", "--summary", f"x {secret}", agent="ella")
+    assert r.exit_code == 2
+    r = vm(cli, vault, "retain", "-", agent="ella", input=f"- type: fact\n  text: ok\n- type: fact\n  text: {secret}\n")
+    assert r.exit_code == 2 and "item 2" in r.output
+    assert everything_on_disk(vault.root) == before
+    assert git(vault.root, "rev-list", "--count", f"{head}..HEAD").strip() == "1"  # only the keys commit
+    assert vm(cli, vault, "config", "set", "safety.secrets", "maybe").exit_code != 0
+
+
+def test_ids_and_hashes_are_written_as_they_are(cli, vault):
+    text = ("fixed in 3f2a1c9d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39 (short 3f2a1c9), request "
+            "123e4567-e89b-12d3-a456-426614174000")
+    r = vm(cli, vault, "remember", text, "--type", "fact", "--name", "ci fix", "--json")
+    assert r.exit_code == 0 and "warnings" not in out_json(r)
+    assert vault.read_note("ci-fix").body == text
+
+
+def test_the_last_line_of_defence_refuses_an_unscrubbed_write(vault):
+    secret = token(7)
+    before = git(vault.root, "rev-parse", "HEAD")
+    with pytest.raises(VaultmemError, match="not scrubbed"):
+        vault._apply(Actor("lee", "agent"), "sneak", {"memories/x.md": f"---\nname: x\n---\n{secret}\n"})
+    assert not (vault.root / "memories/x.md").exists() and git(vault.root, "rev-parse", "HEAD") == before
+    # a secret a human typed into a file before is not "added" when an agent moves the file
+    (vault.root / "memories" / "old.md").write_text(f"---\nname: old\n---\n{secret}\n", encoding="utf-8")
+    subprocess.run(["git", "-C", str(vault.root), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(vault.root), "commit", "-qm", "human note"], check=True)
+    change = vault.forget("old", vault.actor(None))
+    assert change.commit
+
+
+def test_names_and_ids_holding_a_secret_are_refused_in_either_mode(cli, vault):
+    secret = token(5)
+    for args in (["remember", "x", "--type", "fact", "--tag", f"t{secret}"],
+                 ["remember", "x", "--type", "fact", "--key", f"k.{secret}"],
+                 ["page", "ensure", "r", "--project", f"p{secret}"]):
+        r = vm(cli, vault, *args, "--json")
+        assert r.exit_code == 2 and out_json(r)["error"]["type"] == "secret_refused", r.output
+    vm(cli, vault, "keys", "new", "ella", agent="ella")
+    for opt in ("--channel", "--ref"):
+        r = vm(cli, vault, "log", "append", "--summary", "s", opt, f"c{secret}", agent="ella")
+        assert r.exit_code == 2, r.output
+    assert secret.encode() not in everything_on_disk(vault.root)
+
+
+def test_a_humans_uncommitted_secret_is_not_committed_on_their_behalf(cli, vault):
+    vm(cli, vault, "page", "ensure", "r")
+    page = vault.root / "agents" / "r.md"
+    secret = token(6)
+    page.write_text(page.read_text(encoding="utf-8") + f"\nmy token {secret}\n", encoding="utf-8")
+    head = git(vault.root, "rev-parse", "HEAD")
+    r = vm(cli, vault, "page", "add", "r", "agent entry", agent="lee")
+    assert r.exit_code == 2 and "agents/r.md:" in r.output and "uncommitted edit" in r.output
+    assert git(vault.root, "rev-parse", "HEAD") == head and secret not in git(vault.root, "log", "--all", "-p")
+    assert secret in page.read_text(encoding="utf-8")  # the human's file is left as it was

@@ -1,0 +1,297 @@
+"""``vaultmem retain`` and ``vaultmem review``: the human gate in front of memory."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ._common import AsOpt, JsonOpt, VaultOpt, handles_errors, proposed, session
+
+app = typer.Typer(
+    help=("Review what agents want remembered: list the inbox, show an item, approve it (with edits), "
+          "edit it, or reject it with a reason. 'vaultmem review -i' walks the waiting items with prompts."),
+    invoke_without_command=True,
+)
+
+IdArg = Annotated[str, typer.Argument(help="The item id (i-YYYYMMDD-xxxxxx).", show_default=False)]
+TextOpt = Annotated[Optional[str], typer.Option("--text", help="New text of the fact or entry.")]
+TypeOpt = Annotated[Optional[str], typer.Option("--type", help="New memory type.")]
+NameOpt = Annotated[Optional[str], typer.Option("--name", help="New title (and file name).")]
+DescOpt = Annotated[Optional[str], typer.Option("--description", help="New one-line description for MEMORY.md.")]
+AliasOpt = Annotated[Optional[list[str]], typer.Option("--alias", help="Aliases (repeatable; replace the item's).")]
+TagOpt = Annotated[Optional[list[str]], typer.Option("--tag", help="Tags (repeatable; replace the item's).")]
+KeyOpt = Annotated[Optional[str], typer.Option("--key", help="New key such as backend.port.")]
+ImpOpt = Annotated[Optional[float], typer.Option("--importance", help="New importance, 0..1.")]
+
+
+def _edits(text, type_, name, description, alias, tag, key, importance) -> dict:
+    return {"text": text, "type": type_, "name": name, "description": description, "aliases": alias or None,
+            "tags": tag or None, "key": key, "importance": importance}
+
+
+@handles_errors
+def retain(
+    ctx: typer.Context,
+    file: Annotated[str, typer.Argument(help="YAML or JSON list of facts; '-' (the default) reads standard input.")] = "-",
+    session_: Annotated[Optional[str], typer.Option("--session", help="The session the facts come from (kept as their source).")] = None,
+    vault: VaultOpt = None,
+    as_: AsOpt = None,
+    json_: JsonOpt = False,
+) -> None:
+    """File the facts an agent curated at the end of a session as inbox items for review.
+
+    Each item: type (decision, fact, failure+fix, preference …), text, author (who said
+    it), author_kind (user, agent, third_party, unknown), source, and optionally said
+    (when), name, description, aliases, tags, key, importance, scope/agent/project; op
+    replace or remove with target SLUG. Third-party items are quarantined; instruction-like
+    text is flagged; secrets are redacted. Nothing is filed if any item is bad.
+
+    Example: vaultmem retain facts.yaml --as lee --session s-42
+    """
+    s = session(ctx, vault, as_, json_)
+    v = s.open()
+    if file == "-":
+        text, name = sys.stdin.read(), "stdin"
+    else:
+        from ..errors import NotFound
+        from ..files import read_text
+
+        try:
+            text, name = read_text(Path(file), file), file
+        except FileNotFoundError:
+            raise NotFound(f"no file {file}", path=file) from None
+        except IsADirectoryError:
+            raise NotFound(f"{file} is a folder, not a file of facts", path=file) from None
+    change = v.inbox.retain(v.actor(s.agent), text, name, session=session_)
+    s.emit(change.to_dict(), lambda: proposed(change))
+
+
+def _render_item(item: dict) -> str:
+    lines = [f"{item['id']}  {item['op']}  {item['status']}  proposed by {item['proposed_by']} at {item['proposed']}"
+             + (f" (session {item['session']})" if item.get("session") else "")]
+    if item["quarantined"]:
+        lines.append("  QUARANTINED: third-party content; only a human can promote it")
+    if item["flags"]:
+        lines.append(f"  FLAGGED as instruction-like: {'; '.join(item['flags'])}")
+    note = item.get("note")
+    if note:
+        lines.append(f"  {note.get('type')}: {note.get('name')} — {note.get('description')}")
+        lines.append(f"  said by {note.get('author')} ({note.get('author_kind')}), source {note.get('source')}"
+                     + (f", when {note['said']}" if note.get("said") else ""))
+        extras = [f"{k} {note[k]}" for k in ("scope", "agent", "project", "key", "importance") if note.get(k)]
+        if note.get("aliases"):
+            extras.append(f"aliases {', '.join(note['aliases'])}")
+        if extras:
+            lines.append("  " + "; ".join(extras))
+    for k in ("target", "role", "section", "project", "delegation"):
+        if item.get(k) and not (k == "project" and note):
+            lines.append(f"  {k}: {item[k]}")
+    if item.get("reviewed_by"):
+        lines.append(f"  {item['status']} by {item['reviewed_by']} at {item.get('reviewed')}"
+                     + (f": {item['reason']}" if item.get("reason") else "")
+                     + (f" → {item['result']}" if item.get("result") else ""))
+    lines.append("")
+    lines.extend("  | " + line for line in (item["text"] or "(no text)").splitlines())
+    return "\n".join(lines)
+
+
+@app.callback()
+@handles_errors
+def review(
+    ctx: typer.Context,
+    interactive: Annotated[bool, typer.Option("-i", "--interactive", help="Walk the waiting items: approve, edit, reject or skip each.")] = False,
+    vault: VaultOpt = None,
+    as_: AsOpt = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Without a subcommand: list the items waiting for review (or walk them with -i)."""
+    if ctx.invoked_subcommand is not None:
+        ctx.find_root().obj = session(ctx, vault, as_, json_)  # group options reach the subcommand
+        return
+    s = session(ctx, vault, as_, json_)
+    if interactive:
+        _walk(s)
+    else:
+        _list(s, "pending")
+
+
+def _list(s, status: str) -> None:
+    items = [i.to_dict() for i in s.open().inbox.items(status)]
+
+    def human() -> str:
+        if not items:
+            return "the inbox is empty" if status == "pending" else f"no {status} items"
+        out = []
+        for i in items:
+            marks = (" [quarantined]" if i["quarantined"] else "") + (" [flagged]" if i["flags"] else "")
+            out.append(f"{i['id']}  {i['op']:<8} {i['summary'][:70]}  (from {i['proposed_by']}){marks}")
+        return "\n".join(out)
+
+    s.emit({"status": status, "items": items}, human)
+
+
+@app.command("list")
+@handles_errors
+def list_(
+    ctx: typer.Context,
+    status: Annotated[str, typer.Option(help="pending, approved, rejected or all.")] = "pending",
+    vault: VaultOpt = None,
+    as_: AsOpt = None,
+    json_: JsonOpt = False,
+) -> None:
+    """List inbox items (waiting ones by default; decided ones are in archive/inbox/)."""
+    from ..errors import BadInput
+
+    if status not in ("pending", "approved", "rejected", "all"):
+        raise BadInput(f"--status {status!r} is not pending, approved, rejected or all")
+    _list(session(ctx, vault, as_, json_), status)
+
+
+@app.command("show")
+@handles_errors
+def show(ctx: typer.Context, item_id: IdArg, vault: VaultOpt = None, as_: AsOpt = None,
+         json_: JsonOpt = False) -> None:
+    """Show one item in full: the operation, its provenance, flags and text."""
+    s = session(ctx, vault, as_, json_)
+    item = s.open().inbox.get(item_id).to_dict()
+    s.emit(item, lambda: _render_item(item))
+
+
+@app.command("approve")
+@handles_errors
+def approve(ctx: typer.Context, item_id: IdArg, text: TextOpt = None, type_: TypeOpt = None, name: NameOpt = None,
+            description: DescOpt = None, alias: AliasOpt = None, tag: TagOpt = None, key: KeyOpt = None,
+            importance: ImpOpt = None, vault: VaultOpt = None, as_: AsOpt = None, json_: JsonOpt = False) -> None:
+    """Approve an item (optionally with edits): one commit by you writes the note and its
+    MEMORY.md line (or the replacement, removal, page entry, sub-agent record) and archives the item.
+
+    Example: vaultmem review approve i-20261201-3fa2c1 --name "backend port"
+    """
+    s = session(ctx, vault, as_, json_)
+    v = s.open()
+    change = v.inbox.approve(item_id, v.actor(s.agent), **_edits(text, type_, name, description, alias, tag, key,
+                                                                  importance))
+    d = change.details
+    s.emit(change.to_dict(), f"approved {d['id']} → {d['result']} (commit {change.commit[:8]})")
+
+
+@app.command("edit")
+@handles_errors
+def edit(ctx: typer.Context, item_id: IdArg, text: TextOpt = None, type_: TypeOpt = None, name: NameOpt = None,
+         description: DescOpt = None, alias: AliasOpt = None, tag: TagOpt = None, key: KeyOpt = None,
+         importance: ImpOpt = None, vault: VaultOpt = None, as_: AsOpt = None, json_: JsonOpt = False) -> None:
+    """Change a waiting item without deciding it (it stays in the inbox)."""
+    s = session(ctx, vault, as_, json_)
+    v = s.open()
+    change = v.inbox.edit(item_id, v.actor(s.agent), **_edits(text, type_, name, description, alias, tag, key,
+                                                               importance))
+    s.emit(change.to_dict(), f"edited {item_id} (commit {change.commit[:8]})")
+
+
+@app.command("reject")
+@handles_errors
+def reject(
+    ctx: typer.Context,
+    item_id: IdArg,
+    reason: Annotated[str, typer.Option(help="Why (kept with the archived item).", show_default=False)],
+    vault: VaultOpt = None,
+    as_: AsOpt = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Reject an item: it moves to archive/inbox/ with the reason; memory does not change."""
+    s = session(ctx, vault, as_, json_)
+    v = s.open()
+    change = v.inbox.reject(item_id, v.actor(s.agent), reason)
+    s.emit(change.to_dict(), f"rejected {item_id} (commit {change.commit[:8]})")
+
+
+def _walk(s) -> None:
+    """The interactive review: each waiting item, then a choice. Exit 1 if any decision
+    failed (the item stays waiting)."""
+    from rich.console import Console
+
+    from ..errors import BadInput
+
+    if s.json:
+        raise BadInput("-i is interactive and has no JSON output",
+                       hint="for programs: vaultmem review list --json, then approve/reject by id")
+    console = Console(highlight=False)
+    v = s.open()
+    actor = v.actor(s.agent)
+    done = {"approved": [], "rejected": [], "skipped": [], "failed": []}
+    items = v.inbox.items()
+    if not items:
+        console.print("the inbox is empty")
+    try:
+        _decide_each(v, actor, items, done, console)
+    except EOFError:  # input ended: what was decided stays decided
+        pass
+    console.print(", ".join(f"{len(v)} {k}" for k, v in done.items()))
+    for warning in s.warnings():
+        typer.echo(f"warning: {warning}", err=True)
+    raise typer.Exit(1 if done["failed"] else 0)
+
+
+def _ask_text(prompt, label: str, default: str, console) -> str:
+    """A one-line prompt for text that may span lines: type \\n for a line break."""
+    answer = prompt.ask(f"{label} (\\n for a new line; Enter keeps it)", default=default.replace("\n", "\\n"),
+                        console=console, show_default=False)
+    return answer.replace("\\n", "\n")
+
+
+def _decide_each(v, actor, items, done: dict, console) -> None:
+    from rich.markup import escape
+    from rich.panel import Panel
+    from rich.prompt import Prompt
+    from rich.text import Text
+
+    from ..errors import VaultmemError
+
+    for n, item in enumerate(items, 1):
+        if item.op == "unreadable":
+            console.print(Text(f"[{n}/{len(items)}] {item.path}: {item.meta.get('problem')} — fix or reject it "
+                               f"(vaultmem review reject {item.id} --reason …)"))
+            done["skipped"].append(item.id)
+            continue
+        console.print(Panel(Text(_render_item(item.to_dict())), title=escape(f"[{n}/{len(items)}] {item.id}"),
+                            expand=False))
+        editable = item.op != "harvest"
+        choices = ["a", "e", "r", "s", "q"] if editable else ["a", "r", "s", "q"]
+        label = "approve, edit then approve, reject, skip or quit" if editable else "approve, reject, skip or quit"
+        choice = Prompt.ask(label, choices=choices, default="s", console=console)
+        try:
+            if choice == "a":
+                change = v.inbox.approve(item.id, actor)
+                console.print(Text(f"approved → {change.details['result']}"))
+                done["approved"].append(item.id)
+            elif choice == "e":
+                edits = {"text": _ask_text(Prompt, "text", item.text, console)}
+                if item.op in ("add", "replace"):
+                    note = item.meta["note"]
+                    edits["type"] = Prompt.ask("type", default=str(note.get("type")),
+                                               choices=list(v.config.note_types), console=console)
+                    edits["name"] = Prompt.ask("name", default=str(note.get("name")), console=console)
+                    edits = {k: x for k, x in edits.items()
+                             if x != (item.text if k == "text" else str(note.get(k)))}  # only what changed
+                elif edits["text"] == item.text:
+                    edits = {}
+                change = v.inbox.approve(item.id, actor, **edits)
+                console.print(Text(f"approved{' with edits' if edits else ''} → {change.details['result']}"))
+                done["approved"].append(item.id)
+            elif choice == "r":
+                reason = ""
+                while not reason.strip():
+                    reason = Prompt.ask("reason", console=console)
+                v.inbox.reject(item.id, actor, reason)
+                console.print("rejected")
+                done["rejected"].append(item.id)
+            elif choice == "s":
+                done["skipped"].append(item.id)
+            else:
+                return
+        except VaultmemError as exc:  # reported; the item stays waiting and the walk goes on
+            console.print(Text(f"error: {exc.message}" + (f"\n  hint: {exc.hint}" if exc.hint else "")))
+            done["failed"].append(item.id)
