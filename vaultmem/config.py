@@ -33,6 +33,7 @@ class Config:
     brief_max_items: int = 10
     brief_min_coverage: float = 0.3
     index_lock_timeout: float = 30.0
+    index_engine: str = "auto"
     checkpoint_fresh_minutes: float = 120.0
     delegation_max_age_hours: float = 24.0
     secrets: str = "redact"
@@ -112,6 +113,9 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
     max_items = number("brief.max_items", 10, 0, 200)
     min_coverage = number("brief.min_coverage", 0.3, 0, 1)
     index_timeout = number("index.lock_timeout", 30, 0, 3600)
+    index_engine = _get(raw, "index.engine", "auto")
+    if index_engine not in ("whoosh", "tantivy", "auto"):
+        raise bad("index.engine", f"is {index_engine!r}; it must be whoosh, tantivy or auto")
     fresh = number("checkpoint.fresh_minutes", 120, 1, 525600)
     delegation_age = number("lifecycle.delegation_max_age_hours", 24, 0, 87600)
     secrets = _get(raw, "safety.secrets", "redact")
@@ -139,6 +143,7 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
         brief_max_items=int(max_items),
         brief_min_coverage=min_coverage,
         index_lock_timeout=index_timeout,
+        index_engine=index_engine,
         checkpoint_fresh_minutes=fresh,
         delegation_max_age_hours=delegation_age,
         secrets=secrets,

@@ -677,7 +677,8 @@ class Vault:
         if self._index is None:
             from .index.store import IndexStore
 
-            self._index = IndexStore(self.root, lock_timeout=self.config.index_lock_timeout)
+            self._index = IndexStore(self.root, lock_timeout=self.config.index_lock_timeout,
+                                     engine=self.config.index_engine)
         return self._index
 
     def watcher_alive(self, idle: bool = False) -> bool:
@@ -699,19 +700,24 @@ class Vault:
         """Index what changed since the last refresh (or just ``paths``)."""
         return self.index.refresh(paths=paths, wait=wait, progress=progress)
 
-    def rebuild_index(self, progress=None):
-        """Build the index afresh beside the live one and swap it in."""
-        return self.index.rebuild(progress=progress)
+    def rebuild_index(self, progress=None, engine: str | None = None):
+        """Build the index afresh beside the live one and swap it in (on ``engine``:
+        whoosh, tantivy, or auto to choose by the vault's size)."""
+        return self.index.rebuild(progress=progress, engine=engine)
 
     def _fresh(self) -> None:
         """Before answering: refresh stale entries — unless a watcher is keeping up (it is
-        alive and has no changes waiting), or another process is indexing right now (then
-        answer from the index as it is). Files this process changed are always indexed."""
-        if self._written:
-            self.index.refresh(paths=sorted(self._written), wait=0)
-            self._written.clear()
-        if not self.watcher_alive(idle=True):
-            self.index.refresh(wait=0)
+        alive and has no changes waiting), or another process is indexing right now, or
+        the index cannot be written (then answer from the index as it is). Files this
+        process changed are indexed first."""
+        try:
+            if self._written:
+                self.index.refresh(paths=sorted(self._written), wait=0)
+                self._written.clear()
+            if not self.watcher_alive(idle=True):
+                self.index.refresh(wait=0)
+        except Busy:
+            pass  # the index cannot be written right now: answer from it as it is
 
     def search(self, query: str, agent: str | None = None, kinds: tuple[str, ...] = (),
                types: tuple[str, ...] = (), limit: int = 10):
@@ -767,9 +773,10 @@ class Vault:
                            live=live, lang=self.config.lang, max_items=cfg.brief_max_items)
         return build_brief(parts, budget)
 
-    def evaluate(self, queries_path: str | Path, at: str | None = "HEAD"):
+    def evaluate(self, queries_path: str | Path, at: str | None = "HEAD", engine: str | None = None):
         """Run a retrieval evaluation on a frozen copy of this vault (see
-        :mod:`vaultmem.evaluate`); returns the report and what was frozen."""
+        :mod:`vaultmem.evaluate`), indexed with ``engine`` (default: the vault's);
+        returns the report and what was frozen."""
         import tempfile
 
         from .evaluate import evaluate, load_queries, snapshot
@@ -787,8 +794,10 @@ class Vault:
         with tempfile.TemporaryDirectory(prefix="vaultmem-eval-") as tmp:
             frozen_root = Path(tmp) / "vault"
             frozen = snapshot(self.root, frozen_root, at)
-            store = IndexStore(frozen_root)
-            store.rebuild()
+            store = (IndexStore(frozen_root, engine=self.config.index_engine) if engine in (None, "auto")
+                     else IndexStore(frozen_root, engine=engine, env=False))  # --engine beats the environment
+            store.rebuild(engine=engine)
+            frozen = f"{frozen} (engine {store.engine_name()})"
             try:
                 report = evaluate(queries, lambda q: search(store, q.query, Filters(agent=q.agent), limit=10),
                                   lambda hit, query: is_relevant(hit, query, cutoff))

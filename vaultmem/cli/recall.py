@@ -18,6 +18,8 @@ def _report_text(r) -> str:
     if r.skipped:
         return f"index not updated: {r.skipped}"
     head = "rebuilt the index" if r.rebuilt else "index up to date"
+    if r.engine:
+        head += f" ({r.engine})"
     parts = [f"{head}: {len(r.new)} new, {len(r.modified)} modified, {len(r.deleted)} deleted, "
              f"{len(r.moved)} moved, {r.unchanged} unchanged ({r.docs} docs written, {r.seconds:.2f}s)"]
     for src, dst in r.moved:
@@ -32,6 +34,7 @@ def _report_text(r) -> str:
 def index(
     ctx: typer.Context,
     rebuild: Annotated[bool, typer.Option("--rebuild", help="Build a fresh index beside the live one and swap it in.")] = False,
+    engine: Annotated[Optional[str], typer.Option(help="With --rebuild: build on whoosh or tantivy (kept until the next --engine), or auto (by the vault's size).")] = None,
     vault: VaultOpt = None,
     as_: AsOpt = None,
     json_: JsonOpt = False,
@@ -43,8 +46,12 @@ def index(
     """
     s = session(ctx, vault, as_, json_)
     v = s.open()
+    if engine is not None and not rebuild:
+        from ..errors import BadInput
+
+        raise BadInput("--engine goes with --rebuild", hint=f"vaultmem index --rebuild --engine {engine}")
     if rebuild:
-        report = _with_progress(s, v.rebuild_index)
+        report = _with_progress(s, lambda progress=None: v.rebuild_index(progress=progress, engine=engine))
     else:
         report = v.refresh_index()
     s.emit(report.to_dict(), lambda: _report_text(report))
@@ -153,16 +160,19 @@ def eval_(
                                             show_default=False)],
     at: Annotated[str, typer.Option(help="Evaluate the vault as of this commit ('' = the working tree).")] = "HEAD",
     details: Annotated[bool, typer.Option("--details", help="Also show every query's results.")] = False,
+    engine: Annotated[Optional[str], typer.Option(help="Index the frozen copy with whoosh or tantivy (default: the vault's index.engine).")] = None,
     vault: VaultOpt = None,
     as_: AsOpt = None,
     json_: JsonOpt = False,
 ) -> None:
     """Measure retrieval on a frozen copy of the vault: Hit@1/5/10, MRR@10, Recall@5/10, false hits.
 
+    Compare the engines with --engine whoosh and --engine tantivy.
+
     Fails (exit 1) when Hit@1 ≤ MRR@10 ≤ Hit@1 + (Hit@10 − Hit@1)/2 does not hold.
     """
     s = session(ctx, vault, as_, json_)
-    report, frozen = s.open().evaluate(queries, at=at or None)
+    report, frozen = s.open().evaluate(queries, at=at or None, engine=engine)
 
     def human() -> str:
         m = report.metrics

@@ -14,6 +14,16 @@ from ..models import IndexDoc
 
 DEFAULT_EXCLUDED_KINDS = ("inbox", "archive")
 INACTIVE = ("archived", "superseded")
+MAX_TERMS = 12  # a long task text is searched by its rarest terms
+
+
+def rarest_terms(terms: list[str], doc_frequency) -> list[str]:
+    """At most ``MAX_TERMS`` of the terms: the rarest that occur at all (a brief's task
+    text can run to dozens of terms; the common ones add time, not precision)."""
+    if len(terms) <= MAX_TERMS:
+        return terms
+    df = {t: doc_frequency(t) for t in terms}
+    return sorted((t for t in terms if df[t]), key=lambda t: df[t])[:MAX_TERMS] or terms[:MAX_TERMS]
 
 
 @dataclass(frozen=True)
@@ -46,6 +56,7 @@ class SyncReport:
     rebuilt: bool = False
     skipped: str | None = None  # why nothing was done (e.g. another process is indexing)
     seconds: float = 0.0
+    engine: str | None = None  # the engine of the generation that was updated or built
 
     @property
     def changed(self) -> bool:
@@ -54,7 +65,7 @@ class SyncReport:
     def to_dict(self) -> dict:
         return {"new": self.new, "modified": self.modified, "deleted": self.deleted,
                 "moved": [list(m) for m in self.moved], "unchanged": self.unchanged, "docs": self.docs,
-                "problems": self.problems, "rebuilt": self.rebuilt, "skipped": self.skipped,
+                "problems": self.problems, "rebuilt": self.rebuilt, "skipped": self.skipped, "engine": self.engine,
                 "seconds": round(self.seconds, 3)}
 
 
@@ -69,7 +80,8 @@ class SearchEngine(Protocol):
 
     def doc_count(self) -> int: ...
 
-    def optimize(self) -> None:
-        """Merge the small segments updates left (call when idle; must stay cheap)."""
+    def optimize(self) -> bool:
+        """Merge the small segments updates left (call when idle; must stay cheap);
+        False when the engine merges on its own and did nothing."""
 
     def close(self) -> None: ...

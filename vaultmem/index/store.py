@@ -23,7 +23,7 @@ from pathlib import Path
 
 from .. import files
 from ..analysis import ANALYZER_VERSION
-from ..errors import Busy, ParseError, VaultmemError
+from ..errors import BadInput, Busy, ParseError, VaultmemError
 from ..models import IndexDoc
 from ..parse.records import records
 from . import Filters, SyncReport
@@ -37,10 +37,30 @@ JOURNAL_MAX_BYTES = 256 * 1024  # fold the manifest journal into manifest.json b
 Progress = Callable[[int, int], None]
 
 
-def _engine_class():
+ENGINES = ("whoosh", "tantivy")
+ENV_ENGINE = "VAULTMEM_INDEX_ENGINE"  # overrides index.engine for one process (tests, benchmarks)
+# ``auto`` builds a tantivy index from this many Markdown files on (Whoosh misses the
+# latency goals beyond it: docs/benchmarks.md), and a Whoosh index is rebuilt on tantivy
+# once the vault grows past it — never the other way round.
+AUTO_TANTIVY_FILES = 1000
+
+
+def engine_available(name: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("whoosh" if name == "whoosh" else "tantivy") is not None
+
+
+def _open_engine(name: str, gen_dir: Path, create: bool = False):
+    """The engine of one generation: Whoosh's files sit in the generation folder (as
+    they always have), tantivy's in its ``tantivy/`` sub-folder."""
+    if name == "tantivy":
+        from .tantivy_engine import TantivyEngine
+
+        return TantivyEngine(gen_dir / "tantivy", create=create)
     from .whoosh_engine import WhooshEngine
 
-    return WhooshEngine
+    return WhooshEngine(gen_dir, create=create)
 
 
 def scan(root: Path) -> dict[str, tuple[int, int, int, int]]:
@@ -100,10 +120,16 @@ def _owner_of(docs: list[IndexDoc]) -> str | None:
 class IndexStore:
     """The vault's index: open it, refresh it, rebuild it, search it."""
 
-    def __init__(self, root: Path, lock_timeout: float = 30.0) -> None:
+    def __init__(self, root: Path, lock_timeout: float = 30.0, engine: str = "auto", env: bool = True) -> None:
+        """``engine``: whoosh, tantivy or auto (the vault's ``index.engine``), unless
+        ``$VAULTMEM_INDEX_ENGINE`` says otherwise (and ``env`` lets it)."""
         self.root = Path(root)
         self.base = self.root / INDEX_DIR
         self.lock_timeout = lock_timeout
+        self.choice = (os.environ.get(ENV_ENGINE) if env else None) or engine
+        if self.choice not in (*ENGINES, "auto"):
+            raise BadInput(f"the index engine {self.choice!r} is not whoosh, tantivy or auto",
+                           hint=f"set index.engine in .vaultmem/config.yaml (or {ENV_ENGINE})")
         self._engine = None
         self._engine_gen: str | None = None
         self._manifest_cache: list | None = None  # [base key, manifest, journal bytes applied]
@@ -153,9 +179,15 @@ class IndexStore:
         cached[2] += len(whole)
         return cached[1]
 
-    def _save_manifest(self, gen: str, manifest_files: dict) -> None:
-        """Write the whole manifest (and drop the journal it now contains)."""
-        data = {"version": MANIFEST_VERSION, "analyzer": ANALYZER_VERSION, "engine": "whoosh",
+    def _save_manifest(self, gen: str, manifest_files: dict, engine: str | None = None,
+                       pinned: bool | None = None) -> None:
+        """Write the whole manifest (and drop the journal it now contains). The engine
+        and whether it was chosen by hand are kept from the current manifest unless given."""
+        if engine is None or pinned is None:
+            current = self._manifest(gen) or {}
+            engine = engine or current.get("engine", "whoosh")
+            pinned = bool(current.get("pinned")) if pinned is None else pinned
+        data = {"version": MANIFEST_VERSION, "analyzer": ANALYZER_VERSION, "engine": engine, "pinned": pinned,
                 "files": manifest_files}
         files.atomic_write(self.base / gen / "manifest.json", json.dumps(data, ensure_ascii=False))
         (self.base / gen / "manifest.journal").unlink(missing_ok=True)
@@ -189,21 +221,56 @@ class IndexStore:
         self.base.parent.mkdir(parents=True, exist_ok=True)
         return FileLock(str(self.root / LOCK_FILE), timeout=timeout)
 
+    # -- which engine ------------------------------------------------------------------
+    def _build_engine(self, n_files: int, requested: str | None = None) -> tuple[str, bool]:
+        """(engine, pinned) for a new generation: the engine asked for (``--engine``, the
+        environment or the config), else by the vault's size."""
+        wanted = requested if requested not in (None, "auto") else self.choice
+        if wanted in ENGINES:
+            if not engine_available(wanted):
+                raise VaultmemError(f"the {wanted} engine is not installed",
+                                    hint="pip install tantivy (or set index.engine: whoosh)")
+            return wanted, requested not in (None, "auto")
+        big = n_files >= AUTO_TANTIVY_FILES and engine_available("tantivy")
+        return ("tantivy" if big else "whoosh"), False
+
+    def _switch_to(self, manifest: dict) -> str | None:
+        """The engine the live generation should be rebuilt on, if any: the configured
+        one when it differs, or tantivy once an automatic Whoosh index has grown large."""
+        live = manifest.get("engine", "whoosh")
+        if self.choice in ENGINES:
+            return self.choice if live != self.choice else None
+        if (live == "whoosh" and not manifest.get("pinned") and len(manifest["files"]) >= AUTO_TANTIVY_FILES
+                and engine_available("tantivy")):
+            return "tantivy"
+        return None
+
+    def engine_name(self) -> str | None:
+        """The live generation's engine (None before the first build)."""
+        gen = self._current_gen()
+        manifest = self._manifest(gen) if gen else None
+        return manifest.get("engine", "whoosh") if manifest else None
+
     # -- reading -----------------------------------------------------------------------
     def engine(self):
         """The live generation's engine, opened once per process (rebuilt if unreadable)."""
         gen = self._current_gen()
         if gen is not None and gen == self._engine_gen and self._engine is not None:
             return self._engine
-        if gen is None or self._manifest(gen) is None:
+        manifest = self._manifest(gen) if gen else None
+        if manifest is None:
             self.rebuild(only_if_broken=True)
-            gen = self._current_gen()
+        elif self._switch_to(manifest):
+            self.rebuild(switch=True)
+        gen = self._current_gen()
         try:
-            engine = _engine_class()(self.base / gen)
+            engine = _open_engine(self._manifest(gen).get("engine", "whoosh"), self.base / gen)
+        except VaultmemError:
+            raise
         except Exception:
             self.rebuild(unreadable=gen)
             gen = self._current_gen()
-            engine = _engine_class()(self.base / gen)
+            engine = _open_engine(self._manifest(gen).get("engine", "whoosh"), self.base / gen)
         self.close()
         self._engine, self._engine_gen = engine, gen
         return engine
@@ -252,6 +319,9 @@ class IndexStore:
                 report = self._rebuild_locked(progress)
             else:
                 report = self._update_locked(gen, manifest["files"], paths)
+                if not report.rebuilt and self._switch_to(self._manifest(gen) or manifest):
+                    switched = self._rebuild_locked(progress)  # the configured engine, or grown past auto's size
+                    report.rebuilt, report.engine = True, switched.engine
         except BaseException:
             self._manifest_cache = None  # the update edits the cached manifest in place
             raise
@@ -314,6 +384,8 @@ class IndexStore:
         if add or delete:
             try:
                 self.engine_for(gen).write(add, delete)
+            except VaultmemError:
+                raise  # busy, say: not a damaged index
             except Exception:
                 # the engine's files are damaged: index everything afresh instead
                 self.close()
@@ -325,37 +397,50 @@ class IndexStore:
             self._save_changes(gen, known, changed)
         report.docs = len(add)
         report.problems = [v["p"] for v in known.values() if v.get("p")]
+        report.engine = (self._manifest(gen) or {}).get("engine", "whoosh")
         return report
 
     def engine_for(self, gen: str):
         if gen == self._engine_gen and self._engine is not None:
             return self._engine
-        return _engine_class()(self.base / gen)
+        return _open_engine((self._manifest(gen) or {}).get("engine", "whoosh"), self.base / gen)
 
     def rebuild(self, progress: Progress | None = None, only_if_broken: bool = False,
-                unreadable: str | None = None) -> SyncReport:
+                unreadable: str | None = None, switch: bool = False, engine: str | None = None) -> SyncReport:
         """Build a fresh generation from every file and swap it in atomically.
 
-        ``only_if_broken``/``unreadable``: a repair, not a request — skipped when, once the
-        lock is ours, another process has already put a good generation in place."""
+        ``engine``: build on this engine (whoosh, tantivy, or auto: by the vault's size);
+        a named engine stays chosen until the next ``--engine`` rebuild, unless the config
+        names another. ``only_if_broken``/``unreadable``/``switch``: a repair or an engine
+        switch, not a request — skipped when, once the lock is ours, another process has
+        already put a good generation in place."""
+        if engine not in (None, "auto", *ENGINES):
+            raise BadInput(f"--engine {engine!r} is not whoosh, tantivy or auto")
+        if engine in ENGINES and self.choice in ENGINES and engine != self.choice:
+            raise BadInput(f"this vault's index engine is set to {self.choice}",
+                           hint=f"to use {engine}: vaultmem config set index.engine {engine} (or auto)")
         started = time.perf_counter()
         with self._lock(max(self.lock_timeout, 300.0)):
             gen = self._current_gen()
-            if (only_if_broken or unreadable) and gen and gen != unreadable and self._manifest(gen) is not None:
+            manifest = self._manifest(gen) if gen else None
+            if (only_if_broken or unreadable) and gen and gen != unreadable and manifest is not None:
                 return SyncReport(skipped="another process rebuilt the index")
-            report = self._rebuild_locked(progress)
+            if switch and manifest is not None and not self._switch_to(manifest):
+                return SyncReport(skipped="another process switched the index's engine")
+            report = self._rebuild_locked(progress, engine)
         report.seconds = time.perf_counter() - started
         return report
 
-    def _rebuild_locked(self, progress: Progress | None) -> SyncReport:
+    def _rebuild_locked(self, progress: Progress | None, requested: str | None = None) -> SyncReport:
         report = SyncReport(rebuilt=True)
         self.base.mkdir(parents=True, exist_ok=True)
         ignore = self.base / ".gitignore"
         if not ignore.exists():  # derived data: never committed, whatever the vault's .gitignore says
             ignore.write_text("# derived search index: rebuilt from the Markdown, never committed\n*\n")
         gen = f"gen-{time.time_ns()}"
-        engine = _engine_class()(self.base / gen, create=True)
         seen = scan(self.root)
+        name, pinned = self._build_engine(len(seen), requested)
+        engine = _open_engine(name, self.base / gen, create=True)
         manifest: dict[str, dict] = {}
         docs: list[IndexDoc] = []
         total = len(seen)
@@ -375,7 +460,8 @@ class IndexStore:
         report.docs = len(docs)
         engine.write(docs, [])  # one commit: one segment, nothing to merge afterwards
         engine.close()
-        self._save_manifest(gen, manifest)
+        self._save_manifest(gen, manifest, engine=name, pinned=pinned)
+        report.engine = name
         files.atomic_write(self.base / "CURRENT", gen + "\n")  # the swap
         self.close()
         self._remove_old_generations(keep={gen})
@@ -411,7 +497,6 @@ class IndexStore:
                 engine = self.engine_for(gen)
                 if engine.segment_count() <= max_segments:
                     return False
-                engine.optimize()
-                return True
+                return bool(engine.optimize())
         except Timeout:
             return False

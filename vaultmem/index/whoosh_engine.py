@@ -10,16 +10,12 @@ results; filters use ID fields.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from pathlib import Path
 
-from ..analysis import cjk_chars, is_cjk_char, tokens
+from ..analysis import is_cjk_char
 from ..models import IndexDoc
-from . import DEFAULT_EXCLUDED_KINDS, INACTIVE, Filters
-
-NONE = "#none"  # the agent field of docs that belong to no agent ('#' is never in a name)
-FIELDS = (("title", 2.0), ("body", 1.0), ("aliases", 1.5), ("near", 0.5))
-MAX_TERMS = 12  # a long task text is searched by its rarest terms
+from . import DEFAULT_EXCLUDED_KINDS, INACTIVE, Filters, rarest_terms
+from .fields import FIELDS, NONE, fields_of
 
 
 def schema():
@@ -38,23 +34,6 @@ def schema():
         chars=TEXT(analyzer=terms, phrase=False),  # CJK unigrams: only for one-character queries
         **{name: TEXT(analyzer=terms, field_boost=boost, phrase=False) for name, boost in FIELDS},
     )
-
-
-def _fields(doc: IndexDoc) -> dict:
-    return {
-        "id": doc.id,
-        "path": doc.path,
-        "kind": doc.kind,
-        "agent": doc.agent or NONE,
-        "type": doc.type or NONE,
-        "status": doc.status or "active",
-        "doc": json.dumps(asdict(doc), ensure_ascii=False),
-        "title": " ".join(tokens(doc.title)),
-        "body": " ".join(tokens(doc.text)),
-        "aliases": " ".join(tokens(" ".join(doc.aliases))),
-        "near": " ".join(tokens(doc.near)),
-        "chars": " ".join(dict.fromkeys(cjk_chars(f"{doc.title} {doc.text} {' '.join(doc.aliases)}"))),
-    }
 
 
 def _merge_all_but_largest(writer, segments):
@@ -97,7 +76,7 @@ class WhooshEngine:
             for path in delete_paths:
                 writer.delete_by_term("path", path)
             for doc in add:
-                writer.add_document(**_fields(doc))
+                writer.add_document(**fields_of(doc))
         except BaseException:
             writer.cancel()
             raise
@@ -119,9 +98,7 @@ class WhooshEngine:
         if not terms:
             return []
         searcher = self._get_searcher()
-        if len(terms) > MAX_TERMS:  # keep the rarest terms that occur at all
-            df = {t: sum(searcher.doc_frequency(name, t) for name, _b in FIELDS) for t in terms}
-            terms = sorted((t for t in terms if df[t]), key=lambda t: df[t])[:MAX_TERMS] or terms[:MAX_TERMS]
+        terms = rarest_terms(terms, lambda t: sum(searcher.doc_frequency(name, t) for name, _b in FIELDS))
         q = Q.Or([Q.Term("chars", t) if is_cjk_char(t) else Q.Term(name, t)
                   for t in terms for name, _boost in (FIELDS[:1] if is_cjk_char(t) else FIELDS)])
         # Everything is expressed as a mask (documents to leave out) built from the few
@@ -174,13 +151,14 @@ class WhooshEngine:
     def segment_count(self) -> int:
         return len(self.ix._segments())
 
-    def optimize(self) -> None:
+    def optimize(self) -> bool:
         """Merge the small segments that updates leave behind into one, leaving the
         largest segment as it is: cheap at any size, unlike Whoosh's full optimize, which
         rewrites the whole index (about 30 s at 10k notes)."""
         writer = self.ix.writer()
         writer.commit(mergetype=_merge_all_but_largest)
         self._searcher = None
+        return True
 
     def close(self) -> None:
         if self._searcher is not None:
