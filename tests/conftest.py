@@ -23,6 +23,17 @@ def _isolated_env(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
 
 
+ENGINES = ["whoosh", "tantivy"]
+
+
+@pytest.fixture(params=ENGINES)
+def both_engines(request, monkeypatch) -> str:
+    """Run the test once per index engine (modules opt in with
+    ``pytestmark = pytest.mark.usefixtures("both_engines")``); subprocesses inherit it."""
+    monkeypatch.setenv("VAULTMEM_INDEX_ENGINE", request.param)
+    return request.param
+
+
 @pytest.fixture
 def vault(tmp_path) -> Vault:
     """A fresh Chinese-language vault whose orchestrator is 'lee'."""
@@ -68,3 +79,17 @@ def git(root: Path, *args: str) -> str:
 
 def out_json(result) -> dict:
     return json.loads(result.stdout)
+
+
+def index_files(gen: Path) -> tuple[list[Path], list[Path]]:
+    """(segment files, table-of-contents files) of an index generation, whichever engine
+    built it — for tests that damage them."""
+    if (gen / "tantivy").is_dir():
+        folder = gen / "tantivy"
+        segments = [p for p in folder.iterdir() if p.suffix in (".idx", ".term", ".store", ".pos", ".fast",
+                                                               ".fieldnorm", ".del")]
+        tocs = [folder / "meta.json"]
+    else:
+        segments, tocs = list(gen.glob("*.seg")), list(gen.glob("*.toc"))
+    assert segments and tocs, f"no index files found in {gen}"
+    return segments, tocs

@@ -84,3 +84,12 @@ def test_only_the_engine_module_imports_whoosh():
         if ("import whoosh" in text or "from whoosh" in text) and path.name != "whoosh_engine.py":
             offenders.append(str(path.relative_to(PKG)))
     assert offenders == []
+
+
+def test_only_the_tantivy_module_imports_tantivy():
+    offenders = []
+    for path in sorted(PKG.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if ("import tantivy" in text or "from tantivy " in text) and path.name != "tantivy_engine.py":
+            offenders.append(str(path.relative_to(PKG)))
+    assert offenders == []

@@ -7,6 +7,8 @@ from conftest import out_json
 
 from vaultmem.analysis import estimate_tokens
 
+pytestmark = pytest.mark.usefixtures("both_engines")  # every test on Whoosh and on tantivy
+
 
 def vm(cli, vault, *args, agent="lee"):
     extra = ["--as", agent] if agent else []

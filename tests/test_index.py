@@ -8,11 +8,13 @@ import sys
 import time
 
 import pytest
-from conftest import git
+from conftest import git, index_files
 
 from vaultmem.index import Filters
 from vaultmem.index.store import INDEX_DIR, IndexStore
 from vaultmem.retrieve import search
+
+pytestmark = pytest.mark.usefixtures("both_engines")  # every test on Whoosh and on tantivy
 
 
 def ids(store, query, **filters):
@@ -116,11 +118,12 @@ def test_damaged_index_is_rebuilt_and_answers_correctly(filled, damage):
     filled.refresh_index()
     base = filled.root / INDEX_DIR
     gen = base / (base / "CURRENT").read_text().strip()
+    segments, tocs = index_files(gen)
     if damage == "delete_segment":
-        for p in gen.glob("*.seg"):
+        for p in segments:
             p.unlink()
     elif damage == "garbage_toc":
-        for p in gen.glob("*.toc"):
+        for p in tocs:
             p.write_bytes(b"\x00garbage" * 10)
     elif damage == "garbage_current":
         (base / "CURRENT").write_text("../../etc")

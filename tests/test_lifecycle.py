@@ -23,6 +23,7 @@ def delegate(cli, vault, role="前端审查", task="分析Dashboard渲染性能"
     return out_json(r)
 
 
+@pytest.mark.usefixtures("both_engines")
 def test_delegate_records_a_pending_delegation_and_briefs_the_sub_agent(cli, vault):
     d = delegate(cli, vault)
     assert d["id"].startswith("d-") and d["role"] == "前端审查" and d["page_created"] is True
@@ -112,6 +113,7 @@ def test_audit_lists_what_needs_a_human(cli, vault):
     assert out_json(vm(cli, vault, "audit", "--json"))["stale_delegations"] == []  # younger than 24 h
 
 
+@pytest.mark.usefixtures("both_engines")
 def test_ask_todo_and_history(cli, vault):
     vm(cli, vault, "page", "ensure", "前端审查")
     vm(cli, vault, "page", "ensure", "后端架构")

@@ -107,6 +107,7 @@ def test_follow_prints_entries_from_other_processes(team):
     assert [json.loads(x)["summary"] for x in lines] == ["live 0", "live 1", "live 2"]
 
 
+@pytest.mark.usefixtures("both_engines")
 def test_decide_records_rationale_and_notes_it_live(cli, team):
     d = out_json(vm(cli, team, "decide", "--decision", "Use PostgreSQL", "--why", "JSONB and RLS", "--json",
                     agent="lee"))
@@ -123,6 +124,7 @@ def test_decide_records_rationale_and_notes_it_live(cli, team):
     assert "Use PostgreSQL" in r.stdout and "Use CockroachDB" in r.stdout
 
 
+@pytest.mark.usefixtures("both_engines")
 def test_brief_shows_unseen_entries_of_others(cli, team):
     assert vm(cli, team, "page", "ensure", "ella", agent="lee").exit_code == 0
     vm(cli, team, "log", "append", "--summary", "billing API frozen until Friday", agent="max")

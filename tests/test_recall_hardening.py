@@ -6,7 +6,7 @@ import sys
 import time
 
 import pytest
-from conftest import git, out_json
+from conftest import git, index_files, out_json
 
 from vaultmem import Vault
 from vaultmem.analysis import estimate_tokens
@@ -14,6 +14,8 @@ from vaultmem.brief import BriefParts, build_brief
 from vaultmem.index import Filters
 from vaultmem.retrieve import search
 from vaultmem.watch import Watcher
+
+pytestmark = pytest.mark.usefixtures("both_engines")  # every test on Whoosh and on tantivy
 
 
 def vm(cli, vault, *args, agent="lee"):
@@ -80,7 +82,7 @@ def test_damaged_index_and_a_changed_file_still_answer(cli, vault, damage):
     vault.refresh_index()
     base = vault.root / ".vaultmem" / "index"
     gen = base / (base / "CURRENT").read_text().strip()
-    segs, tocs = list(gen.glob("*.seg")), list(gen.glob("*.toc"))
+    segs, tocs = index_files(gen)
     if damage == "rm_seg":
         [p.unlink() for p in segs]
     elif damage == "junk_toc":

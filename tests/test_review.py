@@ -164,6 +164,7 @@ PLANTED = """\
 """
 
 
+@pytest.mark.usefixtures("both_engines")
 def test_a_planted_permanent_rule_stays_quarantined_data(cli, vault):
     vm(cli, vault, "config", "set", "review.orchestrator_approves", "true")
     vm(cli, vault, "page", "ensure", "前端审查", agent="lee")

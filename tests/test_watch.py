@@ -14,6 +14,8 @@ from vaultmem.index import Filters
 from vaultmem.retrieve import search
 from vaultmem.watch import Watcher
 
+pytestmark = pytest.mark.usefixtures("both_engines")  # every test on Whoosh and on tantivy
+
 
 def found(vault, word):
     return [h.doc.id for h in search(vault.index, word, Filters(), limit=10)]

@@ -1,0 +1,158 @@
+"""Choosing the index engine: config, --engine on a rebuild, auto by size, switching
+atomically, and tantivy's own writer lock never surfacing as a traceback."""
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import git, out_json, run_vaultmem
+
+from vaultmem.index import Filters
+from vaultmem.index import store as store_module
+from vaultmem.index.store import INDEX_DIR, IndexStore
+from vaultmem.retrieve import search
+
+NOTE = "---\nname: {n}\ntype: fact\n---\n{body}\n"
+
+
+def vm(cli, vault, *args):
+    return cli("--vault", vault.root, *args)
+
+
+@pytest.fixture
+def notes(vault):
+    for n, body in [("port", "后端端口固定8080"), ("db", "We chose PostgreSQL for JSONB"),
+                    ("review", "Reviews happen within one working day")]:
+        (vault.root / "memories" / f"{n}.md").write_text(NOTE.format(n=n, body=body), encoding="utf-8")
+    return vault
+
+
+def manifest(vault) -> dict:
+    base = vault.root / INDEX_DIR
+    gen = (base / "CURRENT").read_text().strip()
+    return json.loads((base / gen / "manifest.json").read_text())
+
+
+def hits(cli, vault, query):
+    return [h["id"] for h in out_json(vm(cli, vault, "search", query, "--json"))["hits"]]
+
+
+def test_a_small_vault_starts_on_whoosh_and_the_config_switches_it(cli, notes):
+    assert hits(cli, notes, "端口") == ["memories/port.md"]
+    assert manifest(notes)["engine"] == "whoosh"
+    assert vm(cli, notes, "config", "set", "index.engine", "tantivy").exit_code == 0
+    # the next command that reads the index rebuilds it on tantivy, and answers the same
+    assert hits(cli, notes, "端口") == ["memories/port.md"]
+    assert manifest(notes)["engine"] == "tantivy"
+    assert (notes.root / INDEX_DIR / (notes.root / INDEX_DIR / "CURRENT").read_text().strip() / "tantivy").is_dir()
+    assert hits(cli, notes, "reviewed") == ["memories/review.md"]
+    assert out_json(vm(cli, notes, "index", "--json"))["engine"] == "tantivy"
+    vm(cli, notes, "config", "set", "index.engine", "whoosh")
+    assert hits(cli, notes, "PostgreSQL") == ["memories/db.md"] and manifest(notes)["engine"] == "whoosh"
+    assert git(notes.root, "status", "--porcelain", "--", ".vaultmem/index") == ""  # derived data stays out of git
+
+
+def test_engine_on_a_rebuild_sticks_until_the_next_one(cli, notes):
+    r = vm(cli, notes, "index", "--rebuild", "--engine", "tantivy", "--json")
+    assert r.exit_code == 0 and out_json(r)["engine"] == "tantivy"
+    (notes.root / "memories" / "new.md").write_text(NOTE.format(n="new", body="端口 9090 for staging"),
+                                                     encoding="utf-8")
+    assert sorted(hits(cli, notes, "端口")) == ["memories/new.md", "memories/port.md"]
+    assert manifest(notes)["engine"] == "tantivy" and manifest(notes)["pinned"] is True
+    assert out_json(vm(cli, notes, "index", "--rebuild", "--engine", "auto", "--json"))["engine"] == "whoosh"
+    assert manifest(notes)["pinned"] is False
+
+
+@pytest.mark.parametrize("args,words", [
+    (["index", "--engine", "tantivy"], "goes with --rebuild"),
+    (["index", "--rebuild", "--engine", "lucene"], "not whoosh, tantivy or auto"),
+])
+def test_bad_engine_requests_are_refused(cli, notes, args, words):
+    r = vm(cli, notes, *args)
+    assert r.exit_code == 2 and words in r.output
+
+
+def test_a_rebuild_cannot_contradict_the_config(cli, notes):
+    vm(cli, notes, "config", "set", "index.engine", "whoosh")
+    r = vm(cli, notes, "index", "--rebuild", "--engine", "tantivy")
+    assert r.exit_code == 2 and "config set index.engine tantivy" in r.output
+    assert vm(cli, notes, "config", "set", "index.engine", "elastic").exit_code != 0
+    cfg = notes.root / ".vaultmem" / "config.yaml"
+    cfg.write_text(cfg.read_text(encoding="utf-8").replace("engine: whoosh", "engine: elastic"), encoding="utf-8")
+    r = vm(cli, notes, "search", "端口")
+    assert r.exit_code == 1 and "config.yaml:" in r.output and "index.engine" in r.output
+
+
+def test_auto_moves_a_growing_vault_to_tantivy_once(notes, monkeypatch):
+    monkeypatch.delenv("VAULTMEM_INDEX_ENGINE", raising=False)
+    monkeypatch.setattr(store_module, "AUTO_TANTIVY_FILES", 8)
+    store = IndexStore(notes.root)
+    store.refresh()
+    assert store.engine_name() == "whoosh"
+    for i in range(6):
+        (notes.root / "memories" / f"n{i}.md").write_text(NOTE.format(n=f"n{i}", body=f"filler {i}"), encoding="utf-8")
+    report = store.refresh()
+    assert report.rebuilt and report.engine == "tantivy" and store.engine_name() == "tantivy"
+    assert [h.doc.id for h in search(store, "端口", Filters(), 5)] == ["memories/port.md"]
+    # a Whoosh index chosen by hand is left alone
+    store.rebuild(engine="whoosh")
+    assert not store.refresh().rebuilt and store.engine_name() == "whoosh"
+    store.close()
+
+
+HOLD_LOCK = r"""
+import sys, time, tantivy
+from vaultmem.index.tantivy_engine import _schema
+ix = tantivy.Index(_schema(), path=sys.argv[1], reuse=True)
+w = ix.writer(15_000_000, 1)
+print("holding", flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_tantivys_writer_lock_held_elsewhere_is_busy_not_a_traceback(cli, notes, monkeypatch):
+    monkeypatch.setenv("VAULTMEM_INDEX_ENGINE", "tantivy")
+    assert hits(cli, notes, "端口") == ["memories/port.md"]
+    base = notes.root / INDEX_DIR
+    folder = base / (base / "CURRENT").read_text().strip() / "tantivy"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(folder), "60"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        (notes.root / "memories" / "port.md").write_text(NOTE.format(n="port", body="后端端口改为9090"),
+                                                          encoding="utf-8")
+        r = run_vaultmem("--vault", notes.root, "index", "--json")
+        assert r.returncode == 4 and "Traceback" not in r.stderr, r.stderr + r.stdout
+        assert out_json(r)["error"]["type"] == "busy" and "writer lock" in out_json(r)["error"]["message"]
+        r = run_vaultmem("--vault", notes.root, "search", "端口")  # reading still works meanwhile
+        assert r.returncode == 0 and "Traceback" not in r.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+    time.sleep(0.2)
+    r = run_vaultmem("--vault", notes.root, "index", "--json")
+    assert r.returncode == 0 and out_json(r)["modified"] == ["memories/port.md"], r.stderr
+    assert hits(cli, notes, "9090") == ["memories/port.md"]
+
+
+def test_both_engines_score_the_dev_set_alike(tmp_path):
+    """The dev set (benchmarks/devset) on Whoosh and on tantivy: every metric within one
+    query of each other (docs/recall.md names the queries that rank differently)."""
+    root = Path(__file__).resolve().parent.parent
+    vault = tmp_path / "dev"
+    subprocess.run([sys.executable, str(root / "benchmarks" / "devset" / "make_vault.py"), str(vault)], check=True,
+                   capture_output=True)
+    reports = {}
+    for engine in ("whoosh", "tantivy"):
+        r = run_vaultmem("eval", root / "benchmarks" / "devset" / "queries.yaml", "--vault", vault, "--at", "",
+                         "--engine", engine, "--json", timeout=300)
+        assert r.returncode == 0, r.stderr
+        reports[engine] = json.loads(r.stdout)
+        assert f"(engine {engine})" in reports[engine]["frozen"]
+    one_query = 1 / reports["whoosh"]["answerable"]
+    for metric in ("hit@1", "hit@5", "mrr@10", "recall@5", "recall@10"):
+        a, b = reports["whoosh"]["metrics"][metric], reports["tantivy"]["metrics"][metric]
+        assert abs(a - b) <= one_query + 0.001, (metric, a, b)  # metrics are rounded to 3 places
+    assert reports["whoosh"]["metrics"]["false_hit_rate"] == reports["tantivy"]["metrics"]["false_hit_rate"]
