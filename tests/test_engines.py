@@ -62,6 +62,7 @@ def test_engine_on_a_rebuild_sticks_until_the_next_one(cli, notes):
                                                      encoding="utf-8")
     assert sorted(hits(cli, notes, "端口")) == ["memories/new.md", "memories/port.md"]
     assert manifest(notes)["engine"] == "tantivy" and manifest(notes)["pinned"] is True
+    assert out_json(vm(cli, notes, "index", "--rebuild", "--json"))["engine"] == "tantivy"  # a plain rebuild keeps it
     assert out_json(vm(cli, notes, "index", "--rebuild", "--engine", "auto", "--json"))["engine"] == "whoosh"
     assert manifest(notes)["pinned"] is False
 

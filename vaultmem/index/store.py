@@ -427,6 +427,8 @@ class IndexStore:
                 return SyncReport(skipped="another process rebuilt the index")
             if switch and manifest is not None and not self._switch_to(manifest):
                 return SyncReport(skipped="another process switched the index's engine")
+            if engine is None and manifest is not None and manifest.get("pinned") and not switch:
+                engine = manifest.get("engine")  # a plain rebuild keeps an engine chosen by hand
             report = self._rebuild_locked(progress, engine)
         report.seconds = time.perf_counter() - started
         return report
