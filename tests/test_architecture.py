@@ -4,6 +4,8 @@ and adapters (cli) are never imported by the library."""
 import ast
 from pathlib import Path
 
+import pytest
+
 import vaultmem
 
 PKG = Path(vaultmem.__file__).parent
@@ -77,19 +79,11 @@ def test_public_api_is_what_all_says():
     assert "Vault" in vaultmem.__all__ and "VaultmemError" in vaultmem.__all__
 
 
-def test_only_the_engine_module_imports_whoosh():
+@pytest.mark.parametrize("library,module", [("whoosh", "whoosh_engine.py"), ("tantivy", "tantivy_engine.py")])
+def test_only_its_engine_module_imports_a_search_library(library, module):
     offenders = []
     for path in sorted(PKG.rglob("*.py")):
         text = path.read_text(encoding="utf-8")
-        if ("import whoosh" in text or "from whoosh" in text) and path.name != "whoosh_engine.py":
-            offenders.append(str(path.relative_to(PKG)))
-    assert offenders == []
-
-
-def test_only_the_tantivy_module_imports_tantivy():
-    offenders = []
-    for path in sorted(PKG.rglob("*.py")):
-        text = path.read_text(encoding="utf-8")
-        if ("import tantivy" in text or "from tantivy " in text) and path.name != "tantivy_engine.py":
+        if (f"import {library}" in text or f"from {library} " in text) and path.name != module:
             offenders.append(str(path.relative_to(PKG)))
     assert offenders == []
