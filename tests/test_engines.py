@@ -157,3 +157,21 @@ def test_both_engines_score_the_dev_set_alike(tmp_path):
         a, b = reports["whoosh"]["metrics"][metric], reports["tantivy"]["metrics"][metric]
         assert abs(a - b) <= one_query + 0.001, (metric, a, b)  # metrics are rounded to 3 places
     assert reports["whoosh"]["metrics"]["false_hit_rate"] == reports["tantivy"]["metrics"]["false_hit_rate"]
+
+
+@pytest.mark.usefixtures("both_engines")
+def test_a_rebuild_in_worker_processes_indexes_exactly_what_one_process_does(notes, monkeypatch):
+    (notes.root / "memories" / "bad.md").write_text("---\nname: [broken\n---\nx\n", encoding="utf-8")
+    serial = IndexStore(notes.root)
+    one = serial.rebuild()
+    expected = {q: [h.doc.id for h in search(serial, q, Filters(), 10)] for q in ("端口", "PostgreSQL", "reviewed")}
+    serial.close()
+    monkeypatch.setattr(store_module, "PARALLEL_MIN_FILES", 1)
+    monkeypatch.setattr(store_module, "PARALLEL_CHUNK", 2)  # several batches, in real worker processes
+    seen = []
+    parallel = IndexStore(notes.root)
+    many = parallel.rebuild(progress=lambda done, total: seen.append((done, total)))
+    assert sorted(many.new) == sorted(one.new) and many.docs == one.docs and many.problems == one.problems
+    assert {q: [h.doc.id for h in search(parallel, q, Filters(), 10)] for q in expected} == expected
+    assert seen[-1][0] == seen[-1][1] == len(one.new) and len(seen) > 1
+    parallel.close()

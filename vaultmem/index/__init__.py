@@ -72,8 +72,9 @@ class SyncReport:
 class SearchEngine(Protocol):
     """What an index engine provides. Terms come from :func:`vaultmem.analysis.tokens`."""
 
-    def write(self, add: list[IndexDoc], delete_paths: list[str]) -> None:
-        """Delete every doc of ``delete_paths``, then add ``add``: one atomic commit."""
+    def write(self, add: list[IndexDoc], delete_paths: list[str], prepared: list[dict] | None = None) -> None:
+        """Delete every doc of ``delete_paths``, then add ``add``: one atomic commit.
+        ``prepared``: ``fields.fields_of`` of each doc of ``add``, if already computed."""
 
     def search(self, terms: list[str], filters: Filters, limit: int) -> list[tuple[IndexDoc, float]]:
         """The best ``limit`` docs for the terms (any term may match), best first."""

@@ -33,6 +33,8 @@ LOCK_FILE = ".vaultmem/index.lock"
 MANIFEST_VERSION = 1
 IGNORED_DIRS = {".git", ".vaultmem", ".obsidian", ".trash", "node_modules"}
 JOURNAL_MAX_BYTES = 256 * 1024  # fold the manifest journal into manifest.json beyond this
+PARALLEL_MIN_FILES = 2000  # a rebuild of this many files parses them in worker processes
+PARALLEL_CHUNK = 500
 
 Progress = Callable[[int, int], None]
 
@@ -40,9 +42,10 @@ Progress = Callable[[int, int], None]
 ENGINES = ("whoosh", "tantivy")
 ENV_ENGINE = "VAULTMEM_INDEX_ENGINE"  # overrides index.engine for one process (tests, benchmarks)
 # ``auto`` builds a tantivy index from this many Markdown files on (Whoosh misses the
-# latency goals beyond it: docs/benchmarks.md), and a Whoosh index is rebuilt on tantivy
-# once the vault grows past it — never the other way round.
-AUTO_TANTIVY_FILES = 1000
+# 5 ms warm-search goal from 200 notes and is slower at every size measured:
+# docs/benchmarks.md), and a Whoosh index is rebuilt on tantivy once the vault grows past
+# it — never the other way round.
+AUTO_TANTIVY_FILES = 200
 
 
 def engine_available(name: str) -> bool:
@@ -109,6 +112,54 @@ def _docs(rel: str, data: bytes) -> tuple[list[IndexDoc], dict | None]:
         return [], {"path": rel, "line": line, "message": "not UTF-8 text"}
     except ParseError as exc:
         return [], {"path": rel, "line": exc.line, "message": exc.message, "hint": exc.hint}
+
+
+def _prepare(root: str, rels: list[str]) -> list[tuple]:
+    """Read, checksum, parse and analyse files: (rel, sha, docs, problem, fields) each, or
+    (rel, None, …) for a file that has gone. Runs in rebuild worker processes."""
+    from .fields import fields_of
+
+    out = []
+    for rel in rels:
+        got = _read(Path(root), rel)
+        if got is None:
+            out.append((rel, None, [], None, []))
+            continue
+        data, sha = got
+        docs, problem = _docs(rel, data)
+        out.append((rel, sha, docs, problem, [fields_of(d) for d in docs]))
+    return out
+
+
+def _prepared(root: Path, rels: list[str], progress: Progress | None):
+    """:func:`_prepare` over every file — in worker processes (one per core, at most
+    four) when there are many, since parsing and analysis are the bulk of a build and
+    pure Python; in this process otherwise, or if workers cannot be started."""
+    total, done = len(rels), 0
+    chunks = [rels[i:i + PARALLEL_CHUNK] for i in range(0, total, PARALLEL_CHUNK)]
+    workers = min(os.cpu_count() or 1, 4)
+    if total >= PARALLEL_MIN_FILES and workers > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        try:
+            # spawn, not fork: a watcher process has threads running
+            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+                for batch in pool.map(_prepare, [str(root)] * len(chunks), chunks):
+                    done += len(batch)
+                    if progress:
+                        progress(done, total)
+                    yield from batch
+            return
+        except (OSError, RuntimeError) as exc:  # no processes here (a sandbox): do it in-process
+            if done:
+                raise VaultmemError(f"indexing workers failed: {exc}") from exc
+    for chunk in chunks:
+        batch = _prepare(str(root), chunk)
+        done += len(batch)
+        if progress:
+            progress(done, total)
+        yield from batch
 
 
 def _owner_of(docs: list[IndexDoc]) -> str | None:
@@ -445,22 +496,18 @@ class IndexStore:
         engine = _open_engine(name, self.base / gen, create=True)
         manifest: dict[str, dict] = {}
         docs: list[IndexDoc] = []
-        total = len(seen)
-        for n, rel in enumerate(sorted(seen), 1):
-            got = _read(self.root, rel)
-            if got is None:
+        fields: list[dict] = []
+        for rel, sha, found, problem, found_fields in _prepared(self.root, sorted(seen), progress):
+            if sha is None:
                 continue
-            data, sha = got
-            found, problem = _docs(rel, data)
             docs.extend(found)
+            fields.extend(found_fields)
             report.new.append(rel)
             mtime, size, ctime, inode = seen[rel]
             manifest[rel] = {"m": mtime, "s": size, "c": ctime, "i": inode, "h": sha, "p": problem,
                              "o": _owner_of(found)}
-            if progress:
-                progress(n, total)
         report.docs = len(docs)
-        engine.write(docs, [])  # one commit: one segment, nothing to merge afterwards
+        engine.write(docs, [], prepared=fields)  # one commit: one segment, nothing to merge afterwards
         engine.close()
         self._save_manifest(gen, manifest, engine=name, pinned=pinned)
         report.engine = name

@@ -60,7 +60,7 @@ class TantivyEngine:
         self._searcher = None
         self._stamp = None
 
-    def write(self, add: list[IndexDoc], delete_paths: list[str]) -> None:
+    def write(self, add: list[IndexDoc], delete_paths: list[str], prepared: list[dict] | None = None) -> None:
         import tantivy
 
         if not add and not delete_paths:
@@ -75,8 +75,8 @@ class TantivyEngine:
         try:
             for path in delete_paths:
                 writer.delete_documents_by_term("path", path)
-            for doc in add:
-                fields = fields_of(doc)
+            for n, doc in enumerate(add):
+                fields = prepared[n] if prepared else fields_of(doc)
                 tdoc = tantivy.Document()
                 for name in RAW_FIELDS:
                     tdoc.add_text(name, fields[name])

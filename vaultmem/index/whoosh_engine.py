@@ -67,7 +67,7 @@ class WhooshEngine:
         self._searcher = None
         self._doc_sets: dict[int, dict] = {}
 
-    def write(self, add: list[IndexDoc], delete_paths: list[str]) -> None:
+    def write(self, add: list[IndexDoc], delete_paths: list[str], prepared: list[dict] | None = None) -> None:
         if not add and not delete_paths:
             return
         # Large indexes: non-compound segments avoid copying a big segment on every update.
@@ -75,8 +75,8 @@ class WhooshEngine:
         try:
             for path in delete_paths:
                 writer.delete_by_term("path", path)
-            for doc in add:
-                writer.add_document(**fields_of(doc))
+            for n, doc in enumerate(add):
+                writer.add_document(**(prepared[n] if prepared else fields_of(doc)))
         except BaseException:
             writer.cancel()
             raise
