@@ -1,11 +1,19 @@
-"""Recall at scale: how vaultmem's index, search, brief and watcher hold up at 1k–50k notes.
+"""Recall at scale: how vaultmem's index, search, brief and watcher hold up at 1k–50k notes, on each index engine.
 
-    python benchmarks/bench_recall.py --sizes 1000 10000 50000 [--out docs/benchmarks.md] [--quick]
+    python benchmarks/bench_recall.py --sizes 1000 10000 50000 [--engines whoosh tantivy]
+        [--probe-sizes 2000 5000] [--out docs/benchmarks.md] [--quick]
 
 For each size N it writes a synthetic vault (deterministic, fixed seed): N memory notes
 of mixed Chinese and English engineering facts built from word lists, 20 role pages of
 50 entries each and a ``MEMORY.md`` that lists every note (as ``remember`` keeps it).
-Then it measures, in one run:
+The engine-independent baselines are measured once on it:
+
+- the same queries answered by SQLite FTS5 built on the same documents, pre-tokenised by
+  ``vaultmem.analysis.tokens``, and by a brute-force scan of the files.
+
+Then, for each index engine (``--engines``, default whoosh and tantivy), on a fresh copy
+of the vault and with ``VAULTMEM_INDEX_ENGINE`` set to that engine (in this process, for
+every IndexStore and Vault made after, and in every child process):
 
 1. the full index build (``rebuild_index``) in a new process: time, peak RSS, index size;
 2. a one-file update: ``refresh_index(paths=[rel])`` and a full-walk ``refresh_index()``
@@ -16,18 +24,22 @@ Then it measures, in one run:
    on the index finds it, also for a save after 11 s of quiet (when the watcher does
    its idle maintenance), and until the public ``vault.search`` finds it;
 4. search latency: warm (in-process, one IndexStore, 30 queries, median and p95) and
-   cold (a new ``python -m vaultmem search`` process), and a cold ``vaultmem brief``;
-5. the same queries answered by a brute-force scan of the files and by SQLite FTS5 built
-   on the same documents, pre-tokenised by ``vaultmem.analysis.tokens``.
+   cold (a new ``python -m vaultmem search`` process), and a cold ``vaultmem brief``
+   (time and peak RSS).
 
-It also profiles the cold brief (``-X importtime`` and cProfile), the build and the
-one-file update, and writes Markdown tables (stdout, and ``--out``). Every phase is
-bounded: subprocesses have timeouts, polling loops have deadlines and the brute-force
-scan has a time budget. Vaults are made under a temporary folder and removed unless
-``--keep``. Needs only the standard library and vaultmem's own dependencies.
+``--probe-sizes`` adds sizes where only the build, warm search and cold processes are
+measured (to find where an engine stops meeting the latency goals). It also profiles
+the cold brief (``-X importtime`` and cProfile) and the one-file update at the goal size
+(10,000 notes, else the largest), and the build at the smallest size, and writes
+Markdown tables (stdout, and ``--out``) and the raw figures as JSON (``--json``, default
+benchmarks/results/recall.json; ``--report-from`` rewrites the tables from such a file
+without measuring). Every phase is bounded: subprocesses have timeouts, polling loops
+have deadlines and the brute-force scan has a time budget. Vaults are made under a
+temporary folder and removed unless ``--keep``. Needs only the standard library and
+vaultmem's own dependencies (tantivy for its engine).
 
 It measures the vaultmem beside it (``../vaultmem``, in-process and in every child). To
-measure a fixed commit while the work tree changes, copy the script into an export:
+measure a fixed state while the work tree changes, copy the script into an export:
 ``git archive HEAD | tar -x -C /tmp/snap && cp benchmarks/bench_recall.py
 /tmp/snap/benchmarks/ && python /tmp/snap/benchmarks/bench_recall.py --commit <sha> ...``.
 """
@@ -35,6 +47,7 @@ measure a fixed commit while the work tree changes, copy the script into an expo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import heapq
 import json
@@ -65,7 +78,7 @@ from vaultmem import Vault  # noqa: E402
 from vaultmem.analysis import query_tokens, tokens  # noqa: E402
 from vaultmem.errors import ParseError  # noqa: E402
 from vaultmem.index import Filters  # noqa: E402
-from vaultmem.index.store import INDEX_DIR, IndexStore, scan  # noqa: E402
+from vaultmem.index.store import ENGINES, ENV_ENGINE, INDEX_DIR, IndexStore, scan  # noqa: E402
 from vaultmem.parse.note import index_line  # noqa: E402
 from vaultmem.parse.records import records  # noqa: E402
 from vaultmem.retrieve import search as retrieve_search  # noqa: E402
@@ -266,8 +279,9 @@ PYCACHE: Path | None = None  # set by main(): bytecode caches of the child proce
 def child_env(bytecode_cache: bool = True) -> dict:
     """The environment of a child process. With ``bytecode_cache`` (the normal case for a
     user) children read and write .pyc files under PYCACHE, outside the source tree, even
-    where PYTHONDONTWRITEBYTECODE is set; without it the environment is passed as is."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_")}
+    where PYTHONDONTWRITEBYTECODE is set; without it the environment is passed as is.
+    Of vaultmem's own variables only the engine choice (``using_engine``) is passed on."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_") or k == ENV_ENGINE}
     env["PYTHONPATH"] = str(PROJECT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     if bytecode_cache and PYCACHE is not None:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -299,8 +313,45 @@ def fmt_mb(b: float | None) -> str:
     return "—" if b is None else f"{b / 1e6:.1f} MB"
 
 
-def ratio(a: float | None, b: float | None) -> str:
-    return "—" if not a or not b else f"{a / b:.2f}×"
+def times(x: float) -> str:
+    return f"×{x:.1f}" if x < 9.95 else f"×{x:.0f}"
+
+
+def versus(mine: float | None, other: float | None, unit: str = "s") -> str:
+    """How ``mine`` compares with ``other`` when less is better: "×12 faster", "×1.3
+    slower" (for sizes and memory: smaller / larger)."""
+    if not mine or not other:
+        return "—"
+    better, worse = ("smaller", "larger") if unit == "mb" else ("faster", "slower")
+    if abs(other / mine - 1) < 0.05:
+        return "about the same"
+    return f"{times(other / mine)} {better}" if other >= mine else f"{times(mine / other)} {worse}"
+
+
+ENGINE_LABEL = {"whoosh": "Whoosh", "tantivy": "tantivy"}
+
+
+@contextlib.contextmanager
+def using_engine(name: str):
+    """Within: every IndexStore (so every Vault's index) made in this process, and every
+    child process (``child_env`` passes the variable on), uses the engine ``name``."""
+    old = os.environ.get(ENV_ENGINE)
+    os.environ[ENV_ENGINE] = name
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(ENV_ENGINE, None)
+        else:
+            os.environ[ENV_ENGINE] = old
+
+
+def segment_count(root: Path) -> int:
+    store = IndexStore(root)
+    try:
+        return store.engine().segment_count()
+    finally:
+        store.close()
 
 
 def log(msg: str) -> None:
@@ -321,9 +372,14 @@ def peak_kb():
     except OSError:
         pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+import importlib
+name = sys.argv[2]  # the engine: VAULTMEM_INDEX_ENGINE is set to it too
 t0 = time.perf_counter()
 from vaultmem import Vault
-import vaultmem, vaultmem.index.store as store, vaultmem.index.whoosh_engine as we, vaultmem.parse.records, whoosh.index
+import vaultmem, vaultmem.index.store as store, vaultmem.parse.records
+mod = importlib.import_module(f"vaultmem.index.{name}_engine")
+importlib.import_module({"whoosh": "whoosh.index"}.get(name, name))  # the engine's library
+cls = {"whoosh": mod.__dict__.get("WhooshEngine"), "tantivy": mod.__dict__.get("TantivyEngine")}[name]
 t1 = time.perf_counter()
 rss_import = peak_kb()
 T = {}
@@ -338,33 +394,32 @@ def timed(owner, name, key):  # wall-clock timers around vaultmem's steps (no pr
     setattr(owner, name, wrapper)
 timed(store, "_read", "read files + sha1")
 timed(store, "_docs", "parse (records: YAML, pages)")
-timed(we, "_fields", "tokenise fields (_fields)")
-timed(we.WhooshEngine, "write", "Whoosh add + commit (write)")
-timed(we.WhooshEngine, "optimize", "Whoosh optimize (merge segments)")
+timed(mod, "fields_of", "tokenise fields (fields_of)")
+timed(cls, "write", "engine add + commit (write)")
 timed(store.IndexStore, "_save_manifest", "manifest write")
 r = Vault(sys.argv[1]).rebuild_index()
 t2 = time.perf_counter()
-T["Whoosh add + commit (write)"] -= T.get("tokenise fields (_fields)", 0.0)
-print(json.dumps({"import_s": t1 - t0, "build_s": t2 - t1, "docs": r.docs, "files": len(r.new),
+T["engine add + commit (write)"] -= T.get("tokenise fields (fields_of)", 0.0)
+print(json.dumps({"import_s": t1 - t0, "build_s": t2 - t1, "docs": r.docs, "files": len(r.new), "engine": r.engine,
                   "problems": r.problems[:3], "n_problems": len(r.problems), "steps": T,
                   "vaultmem_file": vaultmem.__file__,
                   "rss_import_kb": rss_import, "rss_peak_kb": peak_kb()}))
 """
 
 
-def bench_build(root: Path) -> dict:
-    wall, cp = run([PY, "-c", BUILD_CHILD, str(root)], timeout=BUILD_TIMEOUT)
+def bench_build(root: Path, engine: str) -> dict:
+    wall, cp = run([PY, "-c", BUILD_CHILD, str(root), engine], timeout=BUILD_TIMEOUT)
     if cp.returncode != 0:
         raise RuntimeError(f"build failed: {cp.stderr[-2000:]}")
     out = json.loads(cp.stdout.strip().splitlines()[-1])
     if not Path(out["vaultmem_file"]).resolve().is_relative_to(PROJECT):
         raise RuntimeError(f"the child imported {out['vaultmem_file']}, not the vaultmem in {PROJECT}")
+    if out["engine"] != engine:
+        raise RuntimeError(f"asked for a {engine} index, the build made a {out['engine']} one")
     index = root / INDEX_DIR
-    store = IndexStore(root)
-    stats = store.stats()
-    store.close()
-    out.update(wall_s=wall, index_bytes=dir_bytes(index), segments=stats.get("segments"),
-               manifest_bytes=(index / stats["generation"] / "manifest.json").stat().st_size)
+    generation = (index / "CURRENT").read_text().strip()
+    out.update(wall_s=wall, index_bytes=dir_bytes(index), segments=segment_count(root),
+               manifest_bytes=(index / generation / "manifest.json").stat().st_size)
     return out
 
 
@@ -435,55 +490,61 @@ def scan_search(root: Path, rels: list[str], query: str, limit: int = 10) -> lis
 # -- 4. warm search ----------------------------------------------------------------------
 
 
-def bench_warm(root: Path, fts: Fts5, rounds: int = 3) -> dict:
+def _timed_queries(searches: dict, rounds: int = 3) -> dict:
+    """Warm latencies of each ``search(query, filters, limit)`` of ``searches``: the 30
+    queries (top 10) and the five brief task texts (top 30), each once to warm up, then
+    ``rounds`` times; the searches take turns on each query, so none gains from going later."""
+    work = [(q, 10, "query") for q in QUERIES] + [(task, 30, "task") for _role, task in BRIEF_TASKS]
+    for q, limit, _kind in work:
+        for search in searches.values():
+            search(q, Filters(), limit)
+    out = {name: {"query": [], "task": []} for name in searches}
+    for _ in range(rounds):
+        for q, limit, kind in work:
+            for name, search in searches.items():
+                t = time.perf_counter()
+                search(q, Filters(), limit)
+                out[name][kind].append(time.perf_counter() - t)
+    return out
+
+
+def bench_fts5_warm(fts: Fts5) -> dict:
+    got = _timed_queries({"fts5": lambda q, _f, limit: fts.search(q, limit)})["fts5"]
+    return {"warm": got["query"], "task": got["task"]}
+
+
+def bench_warm(root: Path, fts: Fts5 | None, rounds: int = 3) -> dict:
+    """In-process latencies on the engine set by ``using_engine``: the engine alone
+    (``IndexStore.search``), ``retrieve.search`` (+ snippets), the public
+    ``vault.search`` (+ a freshness check), and the brief-sized task queries; and the
+    top-10 overlap with FTS5."""
+    from vaultmem.vault import BRIEF_KINDS
+
     store = IndexStore(root)
     vault = Vault.open(root)
-    # warm-up: open the engine and searcher, fill the caches
-    for q in QUERIES:
-        store.search(query_tokens(q), Filters(), 10)
-        fts.search(q)
-    engine_t, retrieve_t, vault_t, fts_t, overlap = [], [], [], [], []
-    for _ in range(rounds):
-        for q in QUERIES:
-            terms = query_tokens(q)
-            t = time.perf_counter()
-            w = store.search(terms, Filters(), 10)
-            engine_t.append(time.perf_counter() - t)
-            t = time.perf_counter()
-            retrieve_search(store, q, Filters(), 10)
-            retrieve_t.append(time.perf_counter() - t)
-            t = time.perf_counter()
-            f = fts.search(q)
-            fts_t.append(time.perf_counter() - t)
-            if _ == 0:
-                ids = {d.id for d, _s in w}
-                overlap.append(len(ids & set(f)) / max(1, min(10, len(ids))))
+    got = _timed_queries({"engine": lambda q, f, limit: store.search(query_tokens(q), f, limit),
+                          "retrieve": lambda q, f, limit: retrieve_search(store, q, f, limit)}, rounds)
+    engine, retrieve = got["engine"], got["retrieve"]
+    vault_t = []
     for q in QUERIES[:10]:  # the public API: runs a freshness check (a full refresh) first
         t = time.perf_counter()
         vault.search(q, limit=10)
         vault_t.append(time.perf_counter() - t)
-    # Brief-sized queries: the five task texts (each 10–20 terms), top 30 as a brief asks.
-    from vaultmem.vault import BRIEF_KINDS
-
-    task_engine, task_fts, task_retrieve = [], [], []
-    for role, task in BRIEF_TASKS:
-        store.search(query_tokens(task), Filters(), 30)  # warm-up
-        fts.search(task, 30)
+    task_retrieve = []  # as Vault.brief asks: role filter, brief kinds, top 30
     for _ in range(rounds):
         for role, task in BRIEF_TASKS:
             t = time.perf_counter()
-            store.search(query_tokens(task), Filters(), 30)
-            task_engine.append(time.perf_counter() - t)
-            t = time.perf_counter()
-            fts.search(task, 30)
-            task_fts.append(time.perf_counter() - t)
-            t = time.perf_counter()
-            retrieve_search(store, task, Filters(agent=role, kinds=BRIEF_KINDS), 30)  # as Vault.brief asks
+            retrieve_search(store, task, Filters(agent=role, kinds=BRIEF_KINDS), 30)
             task_retrieve.append(time.perf_counter() - t)
+    overlap = []
+    if fts is not None:
+        for q in QUERIES:
+            ids = {d.id for d, _s in store.search(query_tokens(q), Filters(), 10)}
+            overlap.append(len(ids & set(fts.search(q))) / max(1, min(10, len(ids))))
     store.close()
     vault.index.close()
-    return {"engine": engine_t, "retrieve": retrieve_t, "vault": vault_t, "fts5": fts_t,
-            "overlap": statistics.mean(overlap), "task_engine": task_engine, "task_fts5": task_fts,
+    return {"engine": engine["query"], "retrieve": retrieve["query"], "vault": vault_t,
+            "overlap": statistics.mean(overlap) if overlap else None, "task_engine": engine["task"],
             "task_retrieve": task_retrieve,
             "task_terms": statistics.mean(len(query_tokens(t)) for _r, t in BRIEF_TASKS)}
 
@@ -543,7 +604,7 @@ def bench_incremental(root: Path, reps: int = 10) -> dict:
         rep = vault.refresh_index()
         noop.append(time.perf_counter() - t)
         assert not rep.changed
-    segments = vault.index.stats().get("segments")
+    segments = vault.index.engine().segment_count()
     # where a one-file update spends its time
     import cProfile
 
@@ -642,14 +703,14 @@ def bench_watch_process(root: Path, workdir: Path, saves: int = 10, brief_runs: 
         out["via_vault"] = _freshness_runs(root, vault, "p", 4, via_vault=True)
         # A save after the watcher has been idle for its maintenance delay (10 s): it may
         # be merging segments then, in the loop that should index the save.
-        segments = IndexStore(root).stats().get("segments")
+        segments = segment_count(root)
         time.sleep(IDLE_WAIT)
         rel = _note_rels(root, 1, 7, active=True)[0]
         word = f"idle{time.time_ns() % 10**9}"
         _save(root, rel, word, False)
         out["idle_save"] = _until_found(vault, word, rel, timeout=IDLE_TIMEOUT)
         out["idle_segments_before"] = segments
-        out["idle_segments_after"] = IndexStore(root).stats().get("segments")
+        out["idle_segments_after"] = segment_count(root)
         vault.index.close()
     finally:
         if proc.poll() is None:
@@ -719,6 +780,9 @@ if sys.argv[4] == "whole":  # as the CLI does it
     v.brief(role, task)
     out.update(brief_first=t3 - t2, brief_warm=time.perf_counter() - t3, tokens=b.tokens, items=len(b.items),
                index_lines=b.index_lines)
+    for line in open("/proc/self/status"):  # this process's peak RSS (VmHWM, kB)
+        if line.startswith("VmHWM:"):
+            out["rss_peak_kb"] = int(line.split()[1])
 else:  # the first brief's parts, one by one
     from vaultmem.index import Filters
     from vaultmem.retrieve import search
@@ -759,7 +823,8 @@ def bench_cold(root: Path, runs: int = 7) -> dict:
     return out
 
 
-# Functions whose cumulative time explains a cold brief (file suffix, function name).
+ENGINE_FILES = ("vaultmem/index/whoosh_engine.py", "vaultmem/index/tantivy_engine.py")
+# Functions whose cumulative time explains a cold brief (file suffix(es), function name).
 KEY_FUNCS = [
     ("vaultmem/vault.py", "open", "Vault.open (config, temp-file sweep)"),
     ("vaultmem/vault.py", "brief", "Vault.brief (all of it)"),
@@ -768,10 +833,10 @@ KEY_FUNCS = [
     ("vaultmem/index/store.py", "scan", "    os.walk + stat of every file (scan)"),
     ("vaultmem/index/store.py", "_save_manifest", "    manifest.json rewrite + fsync"),
     ("vaultmem/index/store.py", "_update_locked", "    compare + re-index (_update_locked)"),
-    ("vaultmem/index/whoosh_engine.py", "write", "    Whoosh add + commit (write)"),
-    ("vaultmem/index/store.py", "engine", "  open the Whoosh index (engine)"),
+    (ENGINE_FILES, "write", "    engine add + commit (write)"),
+    ("vaultmem/index/store.py", "engine", "  open the index (engine)"),
     ("vaultmem/retrieve.py", "search", "  search + snippets (retrieve.search)"),
-    ("vaultmem/index/whoosh_engine.py", "search", "    Whoosh query (engine.search)"),
+    (ENGINE_FILES, "search", "    engine query (engine.search)"),
     ("vaultmem/parse/note.py", "index_block_lines", "  MEMORY.md parse (index_block_lines)"),
     ("vaultmem/brief.py", "build_brief", "  assemble within budget (build_brief)"),
 ]
@@ -782,7 +847,7 @@ def _label(key: tuple) -> str:
     if file == "~":
         return func
     parts = Path(file).parts
-    for anchor in ("vaultmem", "whoosh", "json", "ruamel", "git", "typer", "click", "rich"):
+    for anchor in ("vaultmem", "whoosh", "tantivy", "json", "ruamel", "git", "typer", "click", "rich"):
         if anchor in parts:
             i = len(parts) - 1 - parts[::-1].index(anchor)
             return "/".join(parts[i:]) + f":{line}({func})"
@@ -837,9 +902,8 @@ def profile_build(root: Path, workdir: Path) -> dict:
     summary = profile_summary(stats, top=10)
     raw = stats.stats  # type: ignore[attr-defined]
     parts = [("vaultmem/parse/records.py", "records", "parse files (records)"),
-             ("vaultmem/index/whoosh_engine.py", "_fields", "tokenise fields (_fields)"),
-             ("vaultmem/index/whoosh_engine.py", "write", "Whoosh add + commit (write)"),
-             ("vaultmem/index/whoosh_engine.py", "optimize", "Whoosh optimize"),
+             ("vaultmem/index/fields.py", "fields_of", "tokenise fields (fields_of)"),
+             (ENGINE_FILES, "write", "engine add + commit (write)"),
              ("vaultmem/index/store.py", "_save_manifest", "manifest write")]
     summary["key"] = [(label, sum(v[3] for k, v in raw.items()
                                   if k[0].replace(os.sep, "/").endswith(f) and k[2] == fn))
@@ -850,46 +914,84 @@ def profile_build(root: Path, workdir: Path) -> dict:
 # -- one size ------------------------------------------------------------------------------
 
 
-def bench_size(n: int, workdir: Path, profile_build_here: bool) -> dict:
-    root = workdir / f"vault-{n}"
-    if root.exists():
-        shutil.rmtree(root)
-    res: dict = {"n": n}
-    log(f"{n}: generating the vault")
-    res["load_avg_start"] = os.getloadavg()
-    res["code"] = code_version()
-    res["vault"] = make_vault(root, n)
-    log(f"{n}: {res['vault']['seconds']:.1f}s; full build in a new process")
+def bench_engine(name: str, root: Path, workdir: Path, fts: Fts5 | None, probe: bool, profile_brief: bool,
+                 profile_build_here: bool) -> dict:
+    """vaultmem's own measurements on one engine; the caller has set it (``using_engine``)
+    and made ``root`` a fresh copy of the vault with no index yet."""
+
+    def say(msg: str) -> None:
+        log(f"{root.name}: {msg}")
+
+    e: dict = {"engine": name, "code": code_version(), "load_avg_start": os.getloadavg()}
+    say("full build in a new process")
     try:
-        res["build"] = bench_build(root)
+        e["build"] = bench_build(root, name)
     except subprocess.TimeoutExpired:
-        res["build"] = {"cut": f"the build took more than {BUILD_TIMEOUT:.0f} s and was stopped"}
-        log(f"{n}: build cut")
-        return res
-    log(f"{n}: build {res['build']['build_s']:.1f}s, {res['build']['docs']} docs; FTS5 build")
-    fts = Fts5(root)
-    res["fts5"] = {"build_s": fts.build_s, "parse_s": fts.parse_s, "insert_s": fts.insert_s, "docs": fts.docs,
-                   "bytes": fts.bytes}
-    log(f"{n}: FTS5 {fts.build_s:.1f}s; warm search")
-    res["warm"] = bench_warm(root, fts)
-    fts.db.close()
-    log(f"{n}: brute-force scan")
-    res["scan"] = bench_scan(root)
-    log(f"{n}: incremental updates")
-    res["incremental"] = bench_incremental(root)
-    log(f"{n}: cold processes")
-    res["cold"] = bench_cold(root)
-    log(f"{n}: profiling the cold brief")
-    res["brief_profile"] = profile_cold_brief(root, workdir)
-    log(f"{n}: watcher (process)")
-    res["watch_process"] = bench_watch_process(root, workdir)
-    log(f"{n}: watcher (thread)")
-    res["watch_thread"] = bench_watch_thread(root)
+        e["build"] = {"cut": f"the build took more than {BUILD_TIMEOUT:.0f} s and was stopped"}
+        say("build cut")
+        return e
+    say(f"build {e['build']['build_s']:.1f}s, {e['build']['docs']} docs; warm search")
+    e["warm"] = bench_warm(root, fts)
+    if not probe:
+        say("incremental updates")
+        e["incremental"] = bench_incremental(root)
+    say("cold processes")
+    e["cold"] = bench_cold(root)
+    if not probe:
+        if profile_brief:
+            say("profiling the cold brief")
+            e["brief_profile"] = profile_cold_brief(root, workdir)
+        say("watcher (process)")
+        e["watch_process"] = bench_watch_process(root, workdir)
+        say("watcher (thread)")
+        e["watch_thread"] = bench_watch_thread(root)
+        if profile_build_here:
+            say("profiling the build")
+            e["build_profile"] = profile_build(root, workdir)
+    e["load_avg"] = os.getloadavg()
+    say("done")
+    return e
+
+
+def bench_size(res: dict, workdir: Path, engines: list[str], probe: bool = False, profile_brief: bool = False,
+               profile_build_here: bool = False, keep: bool = False, checkpoint=lambda: None) -> dict:
+    """Fill ``res`` (``{"n": N}``) with the measurements at N notes: the baselines once
+    (not for a probe size), then each engine on its own copy of the vault; ``checkpoint``
+    is called after each step so a cut run keeps what it measured."""
+    n = res["n"]
+    pristine = workdir / f"vault-{n}"
+    if pristine.exists():
+        shutil.rmtree(pristine)
+    res.update(probe=probe, load_avg_start=os.getloadavg(), engines={})
+    log(f"{n}: generating the vault")
+    res["vault"] = make_vault(pristine, n)
+    fts = None
+    if not probe:
+        log(f"{n}: {res['vault']['seconds']:.1f}s; FTS5 build and warm search")
+        fts = Fts5(pristine)
+        res["fts5"] = {"build_s": fts.build_s, "parse_s": fts.parse_s, "insert_s": fts.insert_s, "docs": fts.docs,
+                       "bytes": fts.bytes, **bench_fts5_warm(fts)}
+        log(f"{n}: FTS5 {fts.build_s:.1f}s; brute-force scan")
+        res["scan"] = bench_scan(pristine)
+        checkpoint()
+    index_dir = pristine / INDEX_DIR
+    for name in engines:
+        root = workdir / f"vault-{n}-{name}"
+        if root.exists():
+            shutil.rmtree(root)
+        # a copy of the vault as generated, without any index: each engine builds its own
+        shutil.copytree(pristine, root, symlinks=True,
+                        ignore=lambda d, names: [index_dir.name] if Path(d) == index_dir.parent else [])
+        with using_engine(name):
+            res["engines"][name] = bench_engine(name, root, workdir, fts, probe, profile_brief, profile_build_here)
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
+        checkpoint()
+    if fts is not None:
+        fts.db.close()
+    if not keep:
+        shutil.rmtree(pristine, ignore_errors=True)
     res["load_avg"] = os.getloadavg()
-    if profile_build_here:
-        log(f"{n}: profiling the build")
-        res["build_profile"] = profile_build(root, workdir)
-    log(f"{n}: done")
     return res
 
 
@@ -914,7 +1016,8 @@ def code_version() -> str:
             label += " + uncommitted changes in vaultmem/" if dirty else ""
         except (OSError, subprocess.SubprocessError):
             label = "?"
-    return f"{label} (typer {version('typer')}, whoosh-reloaded {version('whoosh-reloaded')})"
+    return (f"{label} (typer {version('typer')}, whoosh-reloaded {version('whoosh-reloaded')}, "
+            f"tantivy {version('tantivy')})")
 
 
 def machine() -> dict:
@@ -937,7 +1040,8 @@ def machine() -> dict:
     return {"typer": version("typer"),
             "cpus": os.cpu_count(), "cpu": cpu, "memory": mem, "python": platform.python_version(),
             "os": f"{platform.system()} {platform.release()}", "date": dt.date.today().isoformat(),
-            "whoosh": version("whoosh-reloaded"), "watchdog": version("watchdog"), "sqlite": sqlite3.sqlite_version}
+            "whoosh": version("whoosh-reloaded"), "tantivy": version("tantivy"), "watchdog": version("watchdog"),
+            "sqlite": sqlite3.sqlite_version}
 
 
 def fs_type(path: Path) -> str:
@@ -952,71 +1056,320 @@ def fs_type(path: Path) -> str:
     return kind
 
 
-def size_table(r: dict) -> str:
-    n = r["n"]
-    v, b = r["vault"], r["build"]
-    rows = [("notes / role pages (entries)", f"{n:,} / {v['pages']} ({v['pages'] * 50:,})", "")]
-    rows.append(("Markdown in the vault", fmt_mb(v["md_bytes"]), f"MEMORY.md {fmt_mb(v['memory_md_bytes'])}"))
-    if "cut" in b:
+def ok(e: dict | None) -> bool:
+    """An engine pass that got past its build."""
+    return bool(e) and "cut" not in e.get("build", {"cut": "not run"})
+
+
+def get(fn, *args):
+    """``fn(*args)``, or None where a figure was not measured (a probe size, a cut build)."""
+    try:
+        return fn(*args)
+    except (KeyError, TypeError, ValueError, IndexError):
+        return None
+
+
+def fresh(w: dict) -> float | None:
+    return median(w["in_place"] + w["replace"])
+
+
+FORMAT = {"s": fmt_s, "ms": fmt_ms, "mb": fmt_mb}
+
+# (label, engine figure, unit, FTS5 figure, scan figure): the rows of a size's comparison
+# table; figures are seconds or bytes, None where not measured.
+METRICS = [
+    ("full build", lambda e: e["build"]["build_s"], "s", lambda r: r["fts5"]["build_s"], None),
+    ("peak RSS of the build", lambda e: e["build"]["rss_peak_kb"] * 1024, "mb", None, None),
+    ("index size", lambda e: e["build"]["index_bytes"], "mb", lambda r: r["fts5"]["bytes"], None),
+    ("warm query (engine), median", lambda e: median(e["warm"]["engine"]), "ms",
+     lambda r: median(r["fts5"]["warm"]), lambda r: median(r["scan"]["times"])),
+    ("warm query (engine), p95", lambda e: p95(e["warm"]["engine"]), "ms",
+     lambda r: p95(r["fts5"]["warm"]), lambda r: p95(r["scan"]["times"])),
+    ("warm `retrieve.search` (+ snippets), median", lambda e: median(e["warm"]["retrieve"]), "ms", None, None),
+    ("warm brief-sized query (task text, top 30), median", lambda e: median(e["warm"]["task_engine"]), "ms",
+     lambda r: median(r["fts5"]["task"]), None),
+    ("warm `vault.search` (+ freshness check, no watcher)", lambda e: median(e["warm"]["vault"]), "ms", None, None),
+    ("one-file update `refresh_index(paths=)`", lambda e: median(e["incremental"]["by_path"]), "ms", None, None),
+    ("one-file update `refresh_index()` (full walk)", lambda e: median(e["incremental"]["full_walk"]), "ms",
+     None, None),
+    ("no change `refresh_index()`", lambda e: median(e["incremental"]["noop"]), "ms", None, None),
+    ("watcher: save → searchable", lambda e: fresh(e["watch_process"]), "ms", None, None),
+    ("cold `vaultmem search`", lambda e: median(e["cold"]["search"]), "s", None, None),
+    ("cold `vaultmem brief` (no watcher)", lambda e: median(e["cold"]["brief"]), "s", None, None),
+    ("cold `vaultmem brief` (watcher alive)", lambda e: median(e["watch_process"]["brief_alive"]), "s", None, None),
+    ("peak RSS of a brief process", lambda e: e["cold"]["steps"]["rss_peak_kb"] * 1024, "mb", None, None),
+]
+
+
+def engines_in(results: list[dict]) -> list[str]:
+    return [x for x in ENGINES if any(x in r.get("engines", {}) for r in results)]
+
+
+def compare_table(r: dict, names: list[str]) -> str:
+    """One size: each engine beside FTS5 and the scan, with the ratios."""
+    es = {x: r["engines"].get(x) for x in names}
+    both = "whoosh" in names and "tantivy" in names
+    head = ["measure", *(ENGINE_LABEL[x] for x in names)]
+    head += ["tantivy vs Whoosh"] if both else []
+    head += ["FTS5 (same tokens)", *(f"{ENGINE_LABEL[x]} vs FTS5" for x in names), "brute-force scan"]
+    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    for label, fn, unit, fts_fn, scan_fn in METRICS:
+        vals = {x: get(fn, es[x]) if ok(es[x]) else None for x in names}
+        fts = get(fts_fn, r) if fts_fn else None
+        scan_v = get(scan_fn, r) if scan_fn else None
+        if all(v is None for v in (*vals.values(), fts, scan_v)):
+            continue
+        cells = [label, *(FORMAT[unit](vals[x]) for x in names)]
+        cells += [versus(vals["tantivy"], vals["whoosh"], unit)] if both else []
+        cells += [FORMAT[unit](fts) if fts is not None else "",
+                  *(versus(vals[x], fts, unit) if fts is not None else "" for x in names),
+                  FORMAT[unit](scan_v) if scan_v is not None else ""]
+        lines.append("| " + " | ".join(cells) + " |")
+    notes = []
+    if "fts5" in r:
+        f = r["fts5"]
+        notes.append(f"FTS5's build includes reading, parsing and tokenising the files ({fmt_s(f['parse_s'])}; "
+                     f"the insert itself {fmt_s(f['insert_s'])}); its index is in memory")
+    over = [f"{ENGINE_LABEL[x]} {es[x]['warm']['overlap']:.0%}" for x in names
+            if ok(es[x]) and es[x]["warm"].get("overlap") is not None]
+    if over:
+        notes.append("top-10 overlap with FTS5: " + ", ".join(over) + " (BM25 over the same terms; scoring "
+                     "details differ)")
+    if "scan" in r:
+        notes.append(f"the scan answered {r['scan']['queries']} of the 30 queries within its time budget")
+    return "\n".join(lines) + ("\n\n" + "; ".join(notes) + "." if notes else "")
+
+
+def summary_table(results: list[dict], names: list[str]) -> str:
+    head = ("| notes | engine | full build | peak RSS build / brief | index | warm query median / p95 | "
+            "brief-sized query | one-file update | cold brief / with watcher | save → searchable |\n"
+            "|---|---|---|---|---|---|---|---|---|---|")
+    lines = [head]
+    for r in results:
+        if r.get("probe"):
+            continue
+        for x in names:
+            e = r["engines"].get(x)
+            if e is None:
+                continue
+            if not ok(e):
+                lines.append(f"| {r['n']:,} | {ENGINE_LABEL[x]} | cut | | | | | | | |")
+                continue
+            brief_rss = get(lambda e: e["cold"]["steps"]["rss_peak_kb"] * 1024, e)
+            update = get(lambda e: median(e["incremental"]["by_path"]), e)
+            alive = get(lambda e: median(e["watch_process"]["brief_alive"]), e)
+            saved = get(lambda e: fresh(e["watch_process"]), e)
+            lines.append(
+                f"| {r['n']:,} | {ENGINE_LABEL[x]} | {fmt_s(e['build']['build_s'])} | "
+                f"{fmt_mb(e['build']['rss_peak_kb'] * 1024)} / {fmt_mb(brief_rss)} | "
+                f"{fmt_mb(e['build']['index_bytes'])} | "
+                f"{fmt_ms(median(e['warm']['engine']))} / {fmt_ms(p95(e['warm']['engine']))} | "
+                f"{fmt_ms(median(e['warm']['task_engine']))} | {fmt_ms(update)} | "
+                f"{fmt_s(median(e['cold']['brief']))} / {fmt_s(alive)} | {fmt_ms(saved)} |")
+        if "fts5" in r:
+            f = r["fts5"]
+            lines.append(f"| {r['n']:,} | SQLite FTS5 | {fmt_s(f['build_s'])} | — | {fmt_mb(f['bytes'])} | "
+                         f"{fmt_ms(median(f['warm']))} / {fmt_ms(p95(f['warm']))} | {fmt_ms(median(f['task']))} | "
+                         "— | — | — |")
+    return "\n".join(lines)
+
+
+# Goals: (notes, label, figure of an engine pass, limit in seconds, unit).
+GOALS = [
+    (10000, "cold `vaultmem brief` < 0.3 s", lambda e: median(e["cold"]["brief"]), 0.3, "s"),
+    (10000, "warm search < 5 ms", lambda e: median(e["warm"]["retrieve"]), 0.005, "ms"),
+    (10000, "one-file incremental update < 50 ms", lambda e: median(e["incremental"]["by_path"]), 0.05, "ms"),
+    (50000, "warm search < 15 ms", lambda e: median(e["warm"]["retrieve"]), 0.015, "ms"),
+    (50000, "full build < 30 s", lambda e: e["build"]["build_s"], 30.0, "s"),
+]
+GOAL_DETAIL = {  # what is shown beside the goal's own figure
+    "cold `vaultmem brief` < 0.3 s": lambda e: f"{fmt_s(median(e['watch_process']['brief_alive']))} with a watcher",
+    "warm search < 5 ms": lambda e: (f"engine alone {fmt_ms(median(e['warm']['engine']))}, "
+                                     f"p95 {fmt_ms(p95(e['warm']['engine']))}"),
+    "warm search < 15 ms": lambda e: (f"engine alone {fmt_ms(median(e['warm']['engine']))}, "
+                                      f"p95 {fmt_ms(p95(e['warm']['engine']))}"),
+    "one-file incremental update < 50 ms": lambda e: f"full walk {fmt_ms(median(e['incremental']['full_walk']))}",
+    "full build < 30 s": lambda e: (
+        f"the engine's add + commit {fmt_s(e['build']['steps']['engine add + commit (write)'])}; reading, parsing, "
+        f"tokenising the files and the manifest {fmt_s(sum(t for k, t in e['build']['steps'].items() if 'engine' not in k))}"),
+}
+
+
+def verdict(value: float | None, limit: float) -> str:
+    return "not measured" if value is None else "**met**" if value < limit else "**not met**"
+
+
+def goals_table(results: list[dict], names: list[str]) -> str:
+    by_n = {r["n"]: r for r in results if not r.get("probe")}
+    lines = ["| goal | " + " | ".join(ENGINE_LABEL[x] for x in names) + " |", "|---" * (len(names) + 1) + "|"]
+    for n, label, fn, limit, unit in GOALS:
+        r = by_n.get(n)
+        cells = []
+        for x in names:
+            e = r["engines"].get(x) if r else None
+            if not e:
+                cells.append("not measured")
+                continue
+            if not ok(e):
+                cells.append("**not met** (build cut)")
+                continue
+            value = get(fn, e)
+            extra = get(GOAL_DETAIL[label], e) if label in GOAL_DETAIL else None
+            cells.append(f"{verdict(value, limit)}: {FORMAT[unit](value)}" + (f" ({extra})" if extra else ""))
+        lines.append(f"| {n:,} notes: {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def cold_brief_text(r: dict, names: list[str]) -> str:
+    """Where a cold brief's time goes, per engine (the steps measured one by one)."""
+    out = []
+    for x in names:
+        e = r["engines"].get(x)
+        if not ok(e):
+            continue
+        c, st = e["cold"], e["cold"]["steps"]
+        out.append(
+            f"- {ENGINE_LABEL[x]}: {fmt_s(median(c['brief']))} in all — Python start {fmt_s(c['python'])}, "
+            f"importing the CLI {fmt_s(st['import_cli'])}, `Vault.open` {fmt_s(st['open'])}, the first `brief()` "
+            f"{fmt_s(st['brief_first'])} (freshness check {fmt_ms(st['fresh_check'])}, opening the index "
+            f"{fmt_ms(st['engine_open'])}, first query {fmt_ms(st['first_search'])}); the same brief again in "
+            f"the same process {fmt_ms(st['brief_warm'])}.")
+    return "\n".join(out)
+
+
+WHERE_GOALS = [  # (label, figure, limit) for where an engine stops meeting a goal
+    ("cold `vaultmem brief` < 0.3 s", lambda e: median(e["cold"]["brief"]), 0.3),
+    ("warm `retrieve.search` < 5 ms", lambda e: median(e["warm"]["retrieve"]), 0.005),
+    ("warm engine query < 5 ms", lambda e: median(e["warm"]["engine"]), 0.005),
+    ("warm `retrieve.search` < 15 ms", lambda e: median(e["warm"]["retrieve"]), 0.015),
+]
+
+
+def where_fails(pts: list[tuple[int, float]], limit: float) -> str:
+    """Where figures by size (ascending) stop being under ``limit``."""
+    fails = [n for n, v in pts if v >= limit]
+    if not fails:
+        return f"met at every size measured ({pts[0][0]:,}–{pts[-1][0]:,} notes)"
+    first = fails[0]
+    below = [n for n, v in pts if n < first]
+    text = (f"met up to {below[-1]:,} notes, not met from {first:,} on" if below
+            else f"not met at any size measured (from {first:,} notes)")
+    if any(v < limit for n, v in pts if n > first):
+        text += f" (met again at {', '.join(f'{n:,}' for n, v in pts if n > first and v < limit)})"
+    return text
+
+
+def threshold_text(results: list[dict], names: list[str]) -> str:
+    """Every size (probe sizes too): cold brief and warm search per engine, and where
+    each engine stops meeting the goals."""
+    rs = sorted(results, key=lambda r: r["n"])
+    head = ["notes (Markdown files)"]
+    for x in names:
+        label = ENGINE_LABEL[x]
+        head += [f"{label}: cold brief", "warm engine query median / p95", "warm `retrieve.search`",
+                 "brief-sized query"]
+    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    for r in rs:
+        files = next((e["build"]["files"] for e in r["engines"].values() if ok(e)), None)
+        cells = [f"{r['n']:,} ({files:,})" if files else f"{r['n']:,}"]
+        for x in names:
+            e = r["engines"].get(x)
+            if not ok(e):
+                cells += ["—"] * 4
+                continue
+            w = e["warm"]
+            cells += [fmt_s(median(e["cold"]["brief"])), f"{fmt_ms(median(w['engine']))} / {fmt_ms(p95(w['engine']))}",
+                      fmt_ms(median(w["retrieve"])), fmt_ms(median(w["task_engine"]))]
+        lines.append("| " + " | ".join(cells) + " |")
+    said = []
+    for x in names:
+        parts = []
+        for label, fn, limit in WHERE_GOALS:
+            pts = [(r["n"], get(fn, r["engines"][x])) for r in rs if ok(r["engines"].get(x))]
+            pts = [(n, v) for n, v in pts if v is not None]
+            if pts:
+                parts.append(f"{label}: {where_fails(pts, limit)}")
+        if parts:
+            said.append(f"- {ENGINE_LABEL[x]}: " + "; ".join(parts) + ".")
+    return "\n".join(lines) + "\n\n" + "\n".join(said)
+
+
+def size_table(r: dict, e: dict) -> str:
+    """One size, one engine: every figure, with the details."""
+    n, v, b = r["n"], r["vault"], e["build"]
+    rows = [("notes / role pages (entries)", f"{n:,} / {v['pages']} ({v['pages'] * 50:,})", ""),
+            ("Markdown in the vault", fmt_mb(v["md_bytes"]), f"MEMORY.md {fmt_mb(v['memory_md_bytes'])}")]
+    if not ok(e):
         rows.append(("full build", "cut", b["cut"]))
         return _table(rows)
     rows += [
         ("full build `rebuild_index()` (new process)", fmt_s(b["build_s"]),
-         f"{b['docs']:,} docs, {b['docs'] / b['build_s']:,.0f} docs/s; +{fmt_s(b['import_s'])} imports; "
-         f"{b['n_problems']} files skipped"),
-        ("  of which " + ", ".join(f"{k} {fmt_s(v)}" for k, v in b["steps"].items()), "", ""),
-        ("peak RSS of the build process", fmt_mb(b["rss_peak_kb"] * 1024), f"{fmt_mb(b['rss_import_kb'] * 1024)} after imports"),
+         f"{b['files']:,} files, {b['docs']:,} docs, {b['docs'] / b['build_s']:,.0f} docs/s; "
+         f"+{fmt_s(b['import_s'])} imports; {b['n_problems']} files skipped"),
+        ("  of which " + ", ".join(f"{k} {fmt_s(t)}" for k, t in b["steps"].items()), "", ""),
+        ("peak RSS of the build process", fmt_mb(b["rss_peak_kb"] * 1024),
+         f"{fmt_mb(b['rss_import_kb'] * 1024)} after imports"),
         ("index on disk `.vaultmem/index/`", fmt_mb(b["index_bytes"]),
          f"{b['segments']} segment(s); manifest.json {fmt_mb(b['manifest_bytes'])}"),
     ]
-    inc = r["incremental"]
-    rows += [
-        ("one file: `refresh_index(paths=[rel])`", fmt_ms(median(inc["by_path"])),
-         f"median of {len(inc['by_path'])}; max {fmt_ms(max(inc['by_path']))}"),
-        ("one file: `refresh_index()` full walk", fmt_ms(median(inc["full_walk"])),
-         f"median of {len(inc['full_walk'])}; max {fmt_ms(max(inc['full_walk']))}"),
-        ("no change: `refresh_index()` (runs before every search/brief without a watcher)",
-         fmt_ms(median(inc["noop"])), f"median of {len(inc['noop'])}"),
-    ]
+    inc = e.get("incremental")
+    if inc:
+        rows += [
+            ("one file: `refresh_index(paths=[rel])`", fmt_ms(median(inc["by_path"])),
+             f"median of {len(inc['by_path'])}; max {fmt_ms(max(inc['by_path']))}"),
+            ("one file: `refresh_index()` full walk", fmt_ms(median(inc["full_walk"])),
+             f"median of {len(inc['full_walk'])}; max {fmt_ms(max(inc['full_walk']))}"),
+            ("no change: `refresh_index()` (runs before every search/brief without a watcher)",
+             fmt_ms(median(inc["noop"])), f"median of {len(inc['noop'])}; {inc['segments_after']} segment(s) after"),
+        ]
     for key, label in (("watch_process", "`vaultmem watch` process"), ("watch_thread", "`Watcher` thread")):
-        w = r[key]
+        w = e.get(key)
+        if not w:
+            continue
         both = w["in_place"] + w["replace"]
         rows.append((f"watcher freshness, {label}: save → in the index", fmt_ms(median(both)),
                      f"in place {fmt_ms(median(w['in_place']))}, os.replace {fmt_ms(median(w['replace']))}; "
                      f"max {fmt_ms(max(both) if both else None)}; {w['timeouts']} timeouts"))
-    wp = r["watch_process"]
-    vv = wp.get("via_vault")
-    if vv:
-        both_v = vv["in_place"] + vv["replace"]
-        rows.append(("save → found by `vault.search` (watcher running)", fmt_ms(median(both_v)),
-                     f"end to end: the public search, which may index the save itself; {len(both_v)} saves, "
-                     f"{vv['timeouts']} timeouts"))
-    rows.append(("freshness after 11 s idle (watcher may be merging segments)",
-                 fmt_ms(wp["idle_save"]) if wp["idle_save"] is not None else f"> {IDLE_TIMEOUT:.0f} s",
-                 f"segments {wp['idle_segments_before']} → {wp['idle_segments_after']}; one save"))
-    wm, fts, sc = r["warm"], r["fts5"], r["scan"]
+    wp = e.get("watch_process")
+    if wp:
+        vv = wp.get("via_vault")
+        if vv:
+            both_v = vv["in_place"] + vv["replace"]
+            rows.append(("save → found by `vault.search` (watcher running)", fmt_ms(median(both_v)),
+                         f"end to end: the public search, which may index the save itself; {len(both_v)} saves, "
+                         f"{vv['timeouts']} timeouts"))
+        rows.append(("freshness after 11 s idle (watcher may be merging segments)",
+                     fmt_ms(wp["idle_save"]) if wp["idle_save"] is not None else f"> {IDLE_TIMEOUT:.0f} s",
+                     f"segments {wp['idle_segments_before']} → {wp['idle_segments_after']}; one save"))
+    wm = e["warm"]
+    task_fts = get(lambda r: median(r["fts5"]["task"]), r)
     rows += [
-        ("warm search, Whoosh engine only", f"{fmt_ms(median(wm['engine']))} (p95 {fmt_ms(p95(wm['engine']))})",
+        ("warm search, engine only", f"{fmt_ms(median(wm['engine']))} (p95 {fmt_ms(p95(wm['engine']))})",
          f"{len(wm['engine'])} queries"),
         ("warm search, `retrieve.search` (+ snippets)", f"{fmt_ms(median(wm['retrieve']))} "
          f"(p95 {fmt_ms(p95(wm['retrieve']))})", ""),
         (f"warm brief-sized query (task text, {wm['task_terms']:.0f} terms), engine, top 30",
          f"{fmt_ms(median(wm['task_engine']))} (p95 {fmt_ms(p95(wm['task_engine']))})",
-         f"FTS5 {fmt_ms(median(wm['task_fts5']))} ({ratio(median(wm['task_engine']), median(wm['task_fts5']))}); "
+         (f"FTS5 {fmt_ms(task_fts)}; " if task_fts else "") +
          f"as `Vault.brief` asks (role filter, extra candidates, snippets) {fmt_ms(median(wm['task_retrieve']))}"),
         ("warm search, `vault.search` (+ freshness check)", f"{fmt_ms(median(wm['vault']))} "
          f"(p95 {fmt_ms(p95(wm['vault']))})", f"{len(wm['vault'])} queries, no watcher"),
     ]
-    c = r["cold"]
+    c = e["cold"]
     rows += [
         ("cold `python -m vaultmem search`", fmt_s(median(c["search"])),
          f"median of {len(c['search'])}; min {fmt_s(min(c['search']))}"),
         ("cold `vaultmem brief`, no watcher", fmt_s(median(c["brief"])),
          f"median of {len(c['brief'])}; min {fmt_s(min(c['brief']))}"),
-        ("cold `vaultmem brief`, watcher alive", fmt_s(median(r["watch_process"]["brief_alive"])),
-         f"skips the freshness check; min {fmt_s(min(r['watch_process']['brief_alive']))}"),
+    ]
+    if wp:
+        rows.append(("cold `vaultmem brief`, watcher alive", fmt_s(median(wp["brief_alive"])),
+                     f"skips the freshness check; min {fmt_s(min(wp['brief_alive']))}"))
+    rows += [
         ("cold `vaultmem brief`, no bytecode cache", fmt_s(median(c["brief_nocache"])),
-         "PYTHONDONTWRITEBYTECODE=1 as in this environment: vaultmem's modules compiled at every start"),
+         "vaultmem's modules compiled at every start (PYTHONDONTWRITEBYTECODE as in this environment)"),
+        ("peak RSS of a process that briefs", fmt_mb(get(lambda: c["steps"]["rss_peak_kb"] * 1024)),
+         "imports, `Vault.open`, two briefs"),
         ("  of which: Python start / `vaultmem --help`", f"{fmt_s(c['python'])} / {fmt_s(c['help'])}", ""),
         ("  of which: import CLI / `Vault.open` / `brief()` (1st call)",
          f"{fmt_s(c['steps']['import_cli'])} / {fmt_s(c['steps']['open'])} / {fmt_s(c['steps']['brief_first'])}",
@@ -1025,22 +1378,7 @@ def size_table(r: dict) -> str:
          f"{fmt_ms(c['steps']['fresh_check'])} / {fmt_ms(c['steps']['engine_open'])} / "
          f"{fmt_ms(c['steps']['first_search'])}", "measured one by one in a new process"),
     ]
-    table = _table(rows)
-    cmp_rows = [
-        ("Whoosh (vaultmem)", fmt_s(b["build_s"]), fmt_ms(median(wm["engine"])), fmt_ms(p95(wm["engine"])),
-         "1", fmt_mb(b["index_bytes"])),
-        ("SQLite FTS5, same tokens", f"{fmt_s(fts['build_s'])} ({fmt_s(fts['insert_s'])} insert)",
-         fmt_ms(median(wm["fts5"])), fmt_ms(p95(wm["fts5"])),
-         ratio(median(wm["engine"]), median(wm["fts5"])), fmt_mb(fts["bytes"])),
-        (f"brute-force scan ({sc['queries']} queries)", "—", fmt_ms(median(sc["times"])), fmt_ms(p95(sc["times"])),
-         ratio(median(wm["engine"]), median(sc["times"])), "—"),
-    ]
-    cmp = ("| engine | build | warm query median | p95 | Whoosh ÷ this (query) | size |\n"
-           "|---|---|---|---|---|---|\n" + "\n".join("| " + " | ".join(x) + " |" for x in cmp_rows))
-    cmp += (f"\n\nBuild ratio Whoosh ÷ FTS5: {ratio(b['build_s'], fts['build_s'])} (FTS5 build includes reading, "
-            f"parsing and tokenising the files: {fmt_s(fts['parse_s'])}). Top-10 overlap Whoosh vs FTS5: "
-            f"{wm['overlap']:.0%} (both BM25 over the same terms; scoring details differ).")
-    return table + "\n\n" + cmp
+    return _table(rows)
 
 
 def _table(rows) -> str:
@@ -1048,38 +1386,12 @@ def _table(rows) -> str:
             "\n".join(f"| {a} | {b} | {c} |" for a, b, c in rows))
 
 
-def summary_table(results: list[dict]) -> str:
-    ok = [r for r in results if "cut" not in r["build"]]
-    head = "| | " + " | ".join(f"{r['n']:,} notes" for r in results) + " |\n|---|" + "---|" * len(results)
-
-    def row(label, fn):
-        return f"| {label} | " + " | ".join(fn(r) if r in ok else "cut" for r in results) + " |"
-
-    lines = [head,
-             row("full build", lambda r: fmt_s(r["build"]["build_s"])),
-             row("build peak RSS", lambda r: fmt_mb(r["build"]["rss_peak_kb"] * 1024)),
-             row("index size", lambda r: fmt_mb(r["build"]["index_bytes"])),
-             row("one-file `refresh_index(paths=)`", lambda r: fmt_ms(median(r["incremental"]["by_path"]))),
-             row("one-file `refresh_index()` (walk)", lambda r: fmt_ms(median(r["incremental"]["full_walk"]))),
-             row("watcher: save → searchable", lambda r: fmt_ms(median(r["watch_process"]["in_place"] + r["watch_process"]["replace"]))),
-             row("watcher: save after 11 s idle", lambda r: fmt_ms(r["watch_process"]["idle_save"])
-                 if r["watch_process"]["idle_save"] is not None else f"> {IDLE_TIMEOUT:.0f} s"),
-             row("warm search (engine) median / p95", lambda r: f"{fmt_ms(median(r['warm']['engine']))} / {fmt_ms(p95(r['warm']['engine']))}"),
-             row("warm search `retrieve.search`", lambda r: fmt_ms(median(r["warm"]["retrieve"]))),
-             row("warm `vault.search` (no watcher)", lambda r: fmt_ms(median(r["warm"]["vault"]))),
-             row("FTS5 warm query", lambda r: fmt_ms(median(r["warm"]["fts5"]))),
-             row("scan query", lambda r: fmt_ms(median(r["scan"]["times"]))),
-             row("cold `vaultmem search`", lambda r: fmt_s(median(r["cold"]["search"]))),
-             row("cold `vaultmem brief` (no watcher)", lambda r: fmt_s(median(r["cold"]["brief"]))),
-             row("cold `vaultmem brief` (watcher alive)", lambda r: fmt_s(median(r["watch_process"]["brief_alive"])))]
-    return "\n".join(lines)
-
-
-def profile_text(r: dict) -> str:
-    p = r.get("brief_profile")
+def profile_text(r: dict, e: dict) -> str:
+    p = e.get("brief_profile")
     if not p:
         return ""
-    out = [f"Cold `vaultmem brief` at {r['n']:,} notes under cProfile ({fmt_s(p['total'])} profiled, "
+    name = ENGINE_LABEL[e["engine"]]
+    out = [f"{name}: cold `vaultmem brief` at {r['n']:,} notes under cProfile ({fmt_s(p['total'])} profiled, "
            "profiler overhead included), cumulative time of the steps:", ""]
     out += [f"    {label:<48} {fmt_ms(s):>10}" for label, s in p["key"]]
     out += ["", "Most self time:", ""]
@@ -1087,9 +1399,9 @@ def profile_text(r: dict) -> str:
     imp = p["imports"]
     out += ["", f"`-X importtime`: {fmt_s(imp['total'])} of imports in all; the costliest outermost imports "
             "(each with all it pulls in):", ""]
-    out += [f"    {name:<30} {fmt_ms(s):>10}" for name, s in imp["top"]]
-    inc = r["incremental"]["profile"]
-    out += ["", f"One-file `refresh_index(paths=[rel])` at {r['n']:,} notes under cProfile "
+    out += [f"    {mod:<30} {fmt_ms(s):>10}" for mod, s in imp["top"]]
+    inc = e["incremental"]["profile"]
+    out += ["", f"{name}: one-file `refresh_index(paths=[rel])` at {r['n']:,} notes under cProfile "
             f"({fmt_ms(inc['total'])} a call, profiler overhead included):", ""]
     out += [f"    {label.strip():<48} {fmt_ms(s):>10}" for label, s in inc["key"]]
     out += ["", "Most self time:", ""]
@@ -1097,130 +1409,102 @@ def profile_text(r: dict) -> str:
     return "\n".join(out)
 
 
-def build_profile_text(r: dict) -> str:
-    p = r.get("build_profile")
+def build_profile_text(r: dict, e: dict) -> str:
+    p = e.get("build_profile")
     if not p:
         return ""
-    out = [f"Full build at {r['n']:,} notes under cProfile (`vaultmem index --rebuild`, {fmt_s(p['total'])} "
-           "profiled), cumulative time:", ""]
+    out = [f"{ENGINE_LABEL[e['engine']]}: full build at {r['n']:,} notes under cProfile (`vaultmem index "
+           f"--rebuild`, {fmt_s(p['total'])} profiled), cumulative time:", ""]
     out += [f"    {label:<40} {fmt_s(s):>10}" for label, s in p["key"]]
     out += ["", "Most self time:", ""]
     out += [f"    {label:<70} {fmt_s(s):>10}" for label, s in p["self"]]
     return "\n".join(out)
 
 
-def findings(results: list[dict]) -> str:
-    ok = [r for r in results if "cut" not in r["build"]]
-    if not ok:
-        return "No size finished its build."
-    goal = next((r for r in ok if r["n"] == 10000), max(ok, key=lambda r: r["n"]))
-    n = f"{goal['n']:,}"
-    c, w, inc = goal["cold"], goal["warm"], goal["incremental"]
-    brief_cold = median(c["brief"])
-    brief_alive = median(goal["watch_process"]["brief_alive"])
-    fresh = median(goal["watch_process"]["in_place"] + goal["watch_process"]["replace"])
-    warm, warm_api, fts = median(w["retrieve"]), median(w["vault"]), median(w["fts5"])
-    by_path, walk = median(inc["by_path"]), median(inc["full_walk"])
-
-    def verdict(ok_: bool) -> str:
-        return "**met**" if ok_ else "**not met**"
-
-    steps = c["steps"]
-    imp = goal.get("brief_profile", {}).get("imports", {"top": []})
-    idle_s = goal["watch_process"]["idle_save"]
-    idle = fmt_ms(idle_s) if idle_s is not None else f"more than {IDLE_TIMEOUT:.0f} s"
-    imports = ", ".join(f"`{name}` {fmt_ms(t)}" for name, t in imp["top"][:5]) or "—"
-    lines = [
-        f"Goals at {n} notes (this run; the goal size is 10,000 notes):",
-        "",
-        f"- Cold `vaultmem brief` < 0.3 s: {verdict(brief_cold < 0.3)} — {fmt_s(brief_cold)} median without a "
-        f"watcher, {fmt_s(brief_alive)} with `vaultmem watch` alive (then the freshness check is skipped). Where "
-        f"the time goes: starting Python {fmt_s(c['python'])}; importing the CLI {fmt_s(steps['import_cli'])} "
-        f"(outermost imports of a cold brief: {imports}); `Vault.open` {fmt_s(steps['open'])} (ruamel.yaml "
-        f"config parse, temp-file sweep); the first `brief()` call {fmt_s(steps['brief_first'])} — freshness "
-        f"check {fmt_ms(steps['fresh_check'])}, opening the Whoosh index {fmt_ms(steps['engine_open'])}, the first "
-        f"query {fmt_ms(steps['first_search'])}, then MEMORY.md and assembly. The same brief again in the same "
-        f"process takes {fmt_ms(steps['brief_warm'])}" + (
-            ": most of a cold brief is process start, imports and first-use costs, not retrieval."
-            if steps["brief_warm"] < 0.4 * brief_cold else
-            f": retrieval itself is the largest part — the task text becomes {w['task_terms']:.0f} terms, each "
-            f"searched in 4 fields, and Whoosh answers such a query in {fmt_ms(median(w['task_engine']))} warm "
-            f"(FTS5: {fmt_ms(median(w['task_fts5']))})."),
-        f"- Warm search ≈ FTS5 (~15 ms): {verdict(warm <= 0.015)} against the 15 ms figure, "
-        f"{verdict(median(w['engine']) <= 1.5 * fts)} against FTS5 itself — `retrieve.search` "
-        f"{fmt_ms(warm)} median (engine alone {fmt_ms(median(w['engine']))}, p95 {fmt_ms(p95(w['engine']))}) "
-        f"against {fmt_ms(fts)} for FTS5 on the same terms (Whoosh is {ratio(median(w['engine']), fts)} "
-        f"slower). The public "
-        f"`vault.search` without a watcher takes {fmt_ms(warm_api)}, because every call first runs a full "
-        f"`refresh_index()` ({fmt_ms(median(inc['noop']))} with nothing changed).",
-        f"- Watcher freshness < 0.5 s: {verdict(fresh is not None and fresh < 0.5)} for saves in a burst — "
-        f"{fmt_ms(fresh)} median from save to searchable (the watcher waits a 0.2 s debounce first); "
-        + (f"**not met** after a pause — a save after 11 s of quiet took {idle}, because the watcher's idle "
-           f"maintenance (a segment merge, under the index lock) runs in the same loop that indexes saves."
-           if idle_s is None or idle_s >= 0.5 else f"a save after 11 s of quiet took {idle}."),
-        f"- Incremental update < 50 ms: {verdict(by_path < 0.05)} for `refresh_index(paths=[rel])` "
-        f"({fmt_ms(by_path)}), {verdict(walk < 0.05)} for the full-walk `refresh_index()` ({fmt_ms(walk)}).",
-    ]
-    big = max(ok, key=lambda r: r["n"])
-    if big is not goal:
-        lines += ["", f"At {big['n']:,} notes: build {fmt_s(big['build']['build_s'])}, cold brief "
-                  f"{fmt_s(median(big['cold']['brief']))} ({fmt_s(median(big['watch_process']['brief_alive']))} "
-                  f"with a watcher), one-file update {fmt_ms(median(big['incremental']['by_path']))}, warm search "
-                  f"{fmt_ms(median(big['warm']['retrieve']))}, freshness "
-                  f"{fmt_ms(median(big['watch_process']['in_place'] + big['watch_process']['replace']))}."]
-    return "\n".join(lines)
+def goal_size(results: list[dict]) -> dict | None:
+    full = [r for r in results if not r.get("probe") and any(ok(e) for e in r["engines"].values())]
+    return next((r for r in full if r["n"] == 10000), max(full, key=lambda r: r["n"], default=None))
 
 
-def report(results: list[dict], argv: list[str], workdir: Path) -> str:
-    m = machine()
-    shown, skip = [], False  # the command without the options that only say where to put raw data
+def shown_command(argv: list[str]) -> str:
+    """The command as run, without the options that only say where raw data goes."""
+    shown, skip = [], False
     for a in argv:
         if skip:
             skip = False
-        elif a in ("--json", "--commit", "--workdir"):
+        elif a in ("--json", "--commit", "--workdir", "--report-from"):
             skip = True
-        elif not a.startswith(("--json=", "--commit=", "--workdir=")):
+        elif not a.startswith(("--json=", "--commit=", "--workdir=", "--report-from=")):
             shown.append(a)
-    cmd = "python benchmarks/bench_recall.py " + " ".join(shlex.quote(a) for a in shown)
+    return "python benchmarks/bench_recall.py " + " ".join(shlex.quote(a) for a in shown)
+
+
+def report(results: list[dict], meta: dict) -> str:
+    m = meta["machine"]
+    names = engines_in(results)
     loads = ", ".join(f"{r['n']:,}: {r['load_avg_start'][0]:.1f}" for r in results)
-    versions = sorted({r["code"] for r in results})
+    versions = sorted({e["code"] for r in results for e in r["engines"].values()})
     codes = versions[0] if len(versions) == 1 else "**changed during the run**: " + "; ".join(
-        f"{r['n']:,} notes at {r['code']}" for r in results)
+        f"{r['n']:,} notes {x} at {e['code']}" for r in results for x, e in r["engines"].items())
+    full = [r for r in results if not r.get("probe")]
+    probes = [r for r in results if r.get("probe")]
     parts = [
-        "## Recall at scale",
+        "## Recall at scale: Whoosh and tantivy",
         "",
         f"Measured {m['date']}, vaultmem {codes}, on {m['cpus']} CPUs ({m['cpu']}), {m['memory']} "
-        f"RAM, {m['os']}, Python {m['python']}, watchdog "
-        f"{m['watchdog']}, SQLite {m['sqlite']}; vaults on "
-        f"{fs_type(workdir)} (the OS file cache is warm: \"cold\" means a new process, not a cold disk). "
-        f"Child processes use a warm bytecode cache (`PYTHONPYCACHEPREFIX`). Load average (1 min) at the start "
-        f"of each size: {loads} — other work "
-        "on this machine shares its CPUs, so treat single figures as ±20 %.",
+        f"RAM, {m['os']}, Python {m['python']}, "
+        f"watchdog {m['watchdog']}, SQLite {m['sqlite']}; vaults on {meta['fs']} (the OS file cache is warm: "
+        "\"cold\" means a new process, not a cold disk). Child processes use a warm bytecode cache "
+        f"(`PYTHONPYCACHEPREFIX`). Load average (1 min) at the start of each size: {loads} — other work on "
+        "this machine shares its CPUs, so treat single figures as ±20 %.",
         "",
         "```bash",
-        cmd,
+        shown_command(meta["argv"]),
         "```",
         "",
         "Each vault: N notes in `memories/` (mixed Chinese/English engineering facts from word lists, fixed "
-        "seed), 20 role pages of 50 entries in `agents/`, and `MEMORY.md` listing every note. Queries: 30, ten "
-        "Chinese two-character words, ten English words, ten mixes. Warm figures are in-process (one "
-        "IndexStore, three rounds after a warm-up); cold ones start a new `python -m vaultmem` process.",
+        "seed), 20 role pages of 50 entries in `agents/`, and `MEMORY.md` listing every note. Each engine "
+        f"({', '.join(ENGINE_LABEL[x] for x in names)}) is measured on its own copy of the vault, with "
+        "`VAULTMEM_INDEX_ENGINE` set for the benchmark and every process it starts; SQLite FTS5 and the scan "
+        "are measured once per size on the same documents. Queries: 30, ten Chinese two-character words, "
+        "ten English words, ten mixes; brief-sized queries are the five task texts of the cold briefs. Warm "
+        "figures are in-process (one IndexStore, three rounds after a warm-up); cold ones start a new "
+        "`python -m vaultmem` process. \"×N faster\" compares medians (less is better; for sizes and memory, "
+        "smaller).",
         "",
         "### Summary",
         "",
-        summary_table(results),
+        summary_table(results, names),
         "",
-        "### What the figures say",
+        "### Goals",
         "",
-        findings(results),
+        "Warm search is `retrieve.search` in a warm process (the engine's query plus snippets), median of "
+        "90; cold brief is `vaultmem brief` in a new process without a watcher, median of 7; incremental is "
+        "`refresh_index(paths=[rel])` of one edited note, median of 10.",
+        "",
+        goals_table(results, names),
     ]
-    for r in results:
-        parts += ["", f"### {r['n']:,} notes", "", size_table(r)]
-        prof = profile_text(r) if "cut" not in r["build"] else ""
-        if prof:
-            parts += ["", prof]
-        if r.get("build_profile"):
-            parts += ["", build_profile_text(r)]
+    goal = goal_size(results)
+    if goal is not None:
+        parts += ["", f"Where a cold brief's time goes at {goal['n']:,} notes (steps measured one by one in "
+                  "new processes):", "", cold_brief_text(goal, names)]
+    parts += ["", "### Where an engine stops meeting the latency goals", "",
+              "Every size measured" + (", with the probe sizes (build, warm search and cold processes only)"
+                                       if probes else "") + "; file counts are the Markdown files indexed.",
+              "", threshold_text(results, names)]
+    for r in full:
+        parts += ["", f"### {r['n']:,} notes", "", compare_table(r, names)]
+        for x in names:
+            e = r["engines"].get(x)
+            if e:
+                parts += ["", f"{ENGINE_LABEL[x]} in detail:", "", size_table(r, e)]
+    if goal is not None:
+        profs = [profile_text(goal, e) for e in goal["engines"].values() if ok(e)]
+        if any(profs):
+            parts += ["", f"### Profiles at {goal['n']:,} notes", ""] + ["\n\n".join(p for p in profs if p)]
+    builds = [(r, e) for r in full for e in r["engines"].values() if ok(e) and e.get("build_profile")]
+    if builds:
+        parts += ["", "### Build profiles", "", "\n\n".join(build_profile_text(r, e) for r, e in builds)]
     return "\n".join(parts) + "\n"
 
 
@@ -1240,34 +1524,56 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 50000], help="numbers of notes")
+    ap.add_argument("--engines", nargs="+", choices=ENGINES, default=list(ENGINES),
+                    help="index engines to measure vaultmem on (default: all)")
+    ap.add_argument("--probe-sizes", type=int, nargs="*", default=[],
+                    help="also these numbers of notes, with only the build, warm search and cold processes")
     ap.add_argument("--out", type=Path, help="write the report into this Markdown file (between markers)")
-    ap.add_argument("--json", type=Path, help="also save the raw measurements as JSON")
+    ap.add_argument("--json", type=Path, default=HERE / "results" / "recall.json",
+                    help="save the raw measurements as JSON here (default: benchmarks/results/recall.json)")
+    ap.add_argument("--report-from", type=Path, help="measure nothing: write the report from this JSON")
     ap.add_argument("--quick", action="store_true", help="1000 notes only: a smoke check")
     ap.add_argument("--workdir", type=Path, help="where to make the vaults (default: a temp folder)")
     ap.add_argument("--keep", action="store_true", help="keep the vaults afterwards")
     ap.add_argument("--commit", help="label of the measured code when it is not a git work tree (a snapshot)")
     args = ap.parse_args(argv)
+    if args.report_from:
+        saved = json.loads(args.report_from.read_text(encoding="utf-8"))
+        text = report(saved["results"], saved["meta"])
+        if args.out:
+            write_out(args.out, text)
+        print(text)
+        return 0
     sizes = [1000] if args.quick else args.sizes
+    engines = [x for x in ENGINES if x in args.engines]
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="vaultmem-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
     global PYCACHE, COMMIT_LABEL
     PYCACHE = workdir / "pycache"
     COMMIT_LABEL = args.commit
-    results = []
+    meta = {"argv": argv, "machine": machine(), "fs": fs_type(workdir)}
+    results: list[dict] = []
+
+    def checkpoint() -> None:  # after every step, so a cut run keeps what it measured
+        if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps({"meta": meta, "results": results}, ensure_ascii=False, indent=1,
+                                            default=str), encoding="utf-8")
+        if args.out and any(ok(e) for r in results for e in r["engines"].values()):
+            write_out(args.out, report(results, meta))
+
+    plan = sorted([(n, False) for n in sizes] + [(n, True) for n in args.probe_sizes if n not in sizes])
     try:
-        for i, n in enumerate(sizes):
-            results.append(bench_size(n, workdir, profile_build_here=(n == min(sizes))))
-            if not args.keep:
-                shutil.rmtree(workdir / f"vault-{n}", ignore_errors=True)
-            text = report(results, argv, workdir)
-            if args.json:
-                args.json.write_text(json.dumps(results, ensure_ascii=False, indent=1, default=str), encoding="utf-8")
-            if args.out:  # after every size, so a cut run keeps what it measured
-                write_out(args.out, text)
+        for n, probe in plan:
+            results.append({"n": n, "engines": {}})
+            bench_size(results[-1], workdir, engines, probe=probe, profile_brief=(n == (
+                10000 if 10000 in sizes else max(sizes))), profile_build_here=(n == min(sizes)), keep=args.keep,
+                checkpoint=checkpoint)
+            checkpoint()
     finally:
         if not args.keep and args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)
-    print(text)
+    print(report(results, meta))
     return 0
 
 
