@@ -107,7 +107,9 @@ def token_counts(text: str) -> tuple[int, int]:
     """(characters counted one token each or more, ASCII characters) — the inputs of
     :func:`tokens_for`. Every non-ASCII character counts: CJK as one token, anything else
     (emoji, CJK punctuation, Cyrillic, accented letters, symbols) as two."""
-    ascii_chars = sum(1 for ch in text if ord(ch) < 128)
+    if text.isascii():
+        return 0, len(text)
+    ascii_chars = len(text.encode("ascii", "ignore"))
     cjk = len(_CJK_CHAR.findall(text))
     other = len(text) - ascii_chars - cjk
     return cjk + 2 * other, ascii_chars

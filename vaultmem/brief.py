@@ -125,10 +125,11 @@ class _Budget:
         return self.after(line) + reserve <= self.limit
 
     def add(self, line: str, reserve: int = 0) -> bool:
-        if not self.fits(line, reserve):
-            return False
         weighted, ascii_chars = token_counts(line + "\n")
-        self.weighted, self.ascii = self.weighted + weighted, self.ascii + ascii_chars
+        weighted, ascii_chars = self.weighted + weighted, self.ascii + ascii_chars
+        if tokens_for(weighted, ascii_chars) + reserve > self.limit:
+            return False
+        self.weighted, self.ascii = weighted, ascii_chars
         self.lines.append(line)
         return True
 
@@ -223,11 +224,12 @@ def build_brief(parts: BriefParts, budget: int) -> Brief:
 
     index_used = 0
     if parts.index_lines and b.add("", reserve=close_cost) and b.add(labels["index"], reserve=close_cost):
+        more = labels["more"]
+        more_cost = estimate_tokens(more + "\n")
         for n, line in enumerate(parts.index_lines):
             remaining = len(parts.index_lines) - n
-            more = labels["more"].format(n=remaining)
-            more_cost = estimate_tokens(more + "\n") if remaining > 1 else 0
-            if not b.add(_safe(shorten(line, parts.max_line_chars)), reserve=close_cost + more_cost):
+            if not b.add(_safe(shorten(line, parts.max_line_chars)),
+                         reserve=close_cost + (more_cost if remaining > 1 else 0)):
                 b.add(_safe(more), reserve=close_cost)
                 break
             index_used += 1

@@ -11,7 +11,6 @@ file is touched). Every path is checked to stay inside the vault, symlinks inclu
 from __future__ import annotations
 
 import os
-import secrets
 from pathlib import Path
 
 from .errors import ParseError, UnsafePath, VaultmemError
@@ -72,24 +71,26 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` (UTF-8) so that readers and crashes see either the
-    old or the new content, never a mix. Creates missing parent folders. A symlink is
-    not written through (that would replace the link with a file): it is refused."""
+def atomic_write(path: Path, text: str | bytes, durable: bool = True) -> None:
+    """Replace ``path`` with ``text`` (UTF-8, or bytes as they are) so that readers and
+    crashes see either the old or the new content, never a mix. Creates missing parent
+    folders. A symlink is not written through (that would replace the link with a file):
+    it is refused. ``durable=False`` skips the fsyncs, for caches that may be lost."""
     if path.is_symlink():
         raise UnsafePath(f"refusing to write {path}: it is a symbolic link", path=str(path),
                          hint="vaultmem writes only regular files; replace the link with the file itself")
     folder = path.parent
     folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f".{path.name}{TEMP_MARK}{secrets.token_hex(4)}"
-    data = text.encode("utf-8")
+    tmp = folder / f".{path.name}{TEMP_MARK}{os.urandom(4).hex()}"
+    data = text.encode("utf-8") if isinstance(text, str) else text
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:
         view = memoryview(data)
         while view:
             written = os.write(fd, view)
             view = view[written:]
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
     except BaseException:
         os.close(fd)
         tmp.unlink(missing_ok=True)
@@ -105,12 +106,48 @@ def atomic_write(path: Path, text: str) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    _fsync_dir(folder)
+    if durable:
+        _fsync_dir(folder)
 
 
 def remove(path: Path) -> None:
     path.unlink(missing_ok=True)
     _fsync_dir(path.parent)
+
+
+LOCAL_DIR = ".vaultmem/local"
+
+
+def write_local(root: Path, name: str, data: str | bytes) -> bool:
+    """Write a per-machine state or cache file in ``.vaultmem/local/`` (kept out of git
+    by its own .gitignore, whatever the vault's says). Not fsynced: a cache may be lost.
+    False if it could not be written (a read-only vault): callers go on without it."""
+    folder = root / LOCAL_DIR
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        ignore = folder / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("# per-machine state (watcher heartbeat, read cursors, caches): never committed\n*\n")
+        atomic_write(folder / name, data, durable=False)
+        return True
+    except OSError:
+        return False
+
+
+def find_temp_files(root: Path, folders: list[str]) -> list[Path]:
+    """Temp files (``.<name>.vmtmp-…``) in ``folders`` (vault-relative, "." the top)."""
+    found = []
+    for rel in folders:
+        try:
+            folder = inside(root, rel)
+        except UnsafePath:
+            continue  # never follow a link out of the vault
+        try:
+            names = os.listdir(folder)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        found.extend(folder / name for name in names if name.startswith(".") and TEMP_MARK in name)
+    return found
 
 
 def sweep_temp_files(root: Path, folders: list[str]) -> list[Path]:
@@ -120,21 +157,10 @@ def sweep_temp_files(root: Path, folders: list[str]) -> list[Path]:
     too, so any temp file found is an orphan.
     """
     removed = []
-    for rel in ["."] + folders:
+    for victim in find_temp_files(root, [".", *folders]):
         try:
-            folder = inside(root, rel)
-        except UnsafePath:
-            continue  # never follow a link out of the vault
-        try:
-            names = os.listdir(folder)
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-        for name in names:
-            if name.startswith(".") and TEMP_MARK in name:
-                victim = folder / name
-                try:
-                    victim.unlink()
-                    removed.append(victim)
-                except FileNotFoundError:
-                    pass
+            victim.unlink()
+            removed.append(victim)
+        except FileNotFoundError:
+            pass
     return removed

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import difflib
 import os
+import time
 import re
 import string
 from collections.abc import Iterator
@@ -19,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from . import files, gitstore, guard
-from .config import CONFIG_PATH, Config, load_config, parse_config, set_value
+from .config import CONFIG_PATH, Config, load_config, load_raw, parse_config, set_value
 from .errors import BadInput, Busy, NotFound, PermissionRefused, SecretRefused, VaultmemError, VaultNotFound
 from .models import AUTHOR_KINDS, SCOPES, Actor, Change, NoteInfo, PageInfo
 from .names import check_name, check_new_name, collision_key, slugify
@@ -49,6 +50,7 @@ WRITABLE = [AGENTS_DIR, MEMORIES_DIR, IDENTITY_DIR, "inbox", ARCHIVE_DIR, f"{ARC
             "shared", "shared/delegations", "shared/keys", "checkpoints", "journal", ".vaultmem"]  # fmt: skip
 WATCH_HEARTBEAT = ".vaultmem/local/watch.json"
 REDACT_KEY = ".vaultmem/local/redact.key"
+TIDY_STAMPS = "tidy.bin"  # in .vaultmem/local/: folders' mtimes when they held no temp file
 WATCH_STALE_SECONDS = 15
 # What a brief may draw on: never the inbox (quarantine), the archive, or identities
 # (the agent's own identity has its own part of the brief).
@@ -286,7 +288,35 @@ class Vault:
             lock.release()
 
     def tidy(self) -> int:
-        """Remove temp files left by killed writers if no writer is active; returns how many."""
+        """Remove temp files left by killed writers if no writer is active; returns how many.
+
+        Cheap when there is none, as nearly always: a folder is listed only if its mtime
+        moved since it was last found clean (``.vaultmem/local/tidy.bin``; a temp file's
+        creation moves it), and the write lock is taken only when one was found. Writers
+        sweep every folder under their lock anyway."""
+        import marshal
+
+        folders = [".", *WRITABLE]
+        stamps = {}
+        for rel in folders:
+            try:
+                stamps[rel] = os.stat(self.root / rel).st_mtime_ns
+            except OSError:
+                continue
+        try:
+            clean = marshal.loads((self.root / files.LOCAL_DIR / TIDY_STAMPS).read_bytes())
+        except (OSError, ValueError, EOFError, TypeError):
+            clean = {}
+        if not isinstance(clean, dict):
+            clean = {}
+        look = [rel for rel, mtime in stamps.items() if clean.get(rel) != mtime]
+        if not look:
+            return 0
+        if not files.find_temp_files(self.root, look):
+            settled = time.time_ns() - 2_000_000_000  # a change in the same clock tick could hide behind a fresh stamp
+            files.write_local(self.root, TIDY_STAMPS,
+                              marshal.dumps({rel: m for rel, m in stamps.items() if m < settled}))
+            return 0
         from filelock import FileLock, Timeout
 
         lock = FileLock(str(self.root / WRITE_LOCK), timeout=0)
@@ -627,6 +657,13 @@ class Vault:
         return writes
 
     # -- settings ------------------------------------------------------------------------
+    def config_values(self) -> dict:
+        """The settings file as plain data, as written (``self.config`` is what they mean,
+        defaults filled in)."""
+        from .parse.document import plain
+
+        return plain(load_raw(self.root))
+
     def set_config(self, dotted: str, value, actor: Actor) -> Change:
         """Change one setting. Only a human may: the config decides who the orchestrator is."""
         if not actor.is_human:
@@ -685,7 +722,6 @@ class Vault:
         """True while a ``vaultmem watch`` process keeps this vault's index fresh (with
         ``idle``: and has no changes waiting to be indexed)."""
         import json
-        import time
 
         try:
             beat = json.loads((self.root / WATCH_HEARTBEAT).read_text(encoding="utf-8"))

@@ -183,6 +183,12 @@ class Watcher:
             idle = not self._pending and not self._full
         if idle and self._observer is not None:
             self._beat()
+        if idle:
+            try:  # after the commit, so no save waits for it: keeps commands' start cheap
+                self.vault.index.save_summary()
+            except Exception as exc:  # noqa: BLE001
+                if self.on_error:
+                    self.on_error(exc)
         if self.on_sync:
             self.on_sync(report)
 

@@ -1,21 +1,88 @@
 """The ``vaultmem`` command line: a thin client of :class:`vaultmem.Vault`.
 
 Each command parses its options, makes one library call and renders the result
-(text for people, ``--json`` for programs). Command groups live in their own modules.
+(text for people, ``--json`` for programs). Command groups live in their own modules,
+and a command's module is imported and its options built only when it runs (or when
+help lists it): a ``vaultmem brief`` never pays for the other forty commands.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated, Optional
+import importlib
+from difflib import get_close_matches
+from typing import Annotated
 
+import click
 import typer
+from typer.core import TyperGroup
 
-from . import coord, lifecycle, notes, page, recall, review
-from ._common import AsOpt, JsonOpt, Session, VaultOpt, handles_errors, session
+from ._common import AsOpt, JsonOpt, Session, VaultOpt
+
+# name → (module, attribute): a command function, or a typer app for a command group.
+# Help lists them in this order.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "init": ("setup", "init"),
+    "config": ("setup", "config_app"),
+    "page": ("page", "app"),
+    "remember": ("notes", "remember"),
+    "forget": ("notes", "forget"),
+    "index": ("recall", "index"),
+    "search": ("recall", "search"),
+    "brief": ("recall", "brief"),
+    "dispatch": ("recall", "dispatch"),
+    "eval": ("recall", "eval_"),
+    "watch": ("recall", "watch"),
+    "keys": ("coord", "keys_app"),
+    "log": ("coord", "log_app"),
+    "decide": ("coord", "decide"),
+    "state": ("coord", "state_app"),
+    "checkpoint": ("coord", "checkpoint_app"),
+    "sync": ("coord", "sync"),
+    "delegate": ("lifecycle", "delegate"),
+    "harvest": ("lifecycle", "harvest"),
+    "audit": ("lifecycle", "audit"),
+    "ask": ("lifecycle", "ask"),
+    "todo": ("lifecycle", "todo"),
+    "history": ("lifecycle", "history"),
+    "retain": ("review", "retain"),
+    "review": ("review", "app"),
+}
+
+
+def _build(name: str) -> click.Command:
+    module, attr = COMMANDS[name]
+    target = getattr(importlib.import_module(f"{__name__}.{module}"), attr)
+    holder = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    if isinstance(target, typer.Typer):
+        holder.add_typer(target, name=name)
+        return typer.main.get_command(holder).commands[name]  # type: ignore[attr-defined]
+    holder.command(name)(target)
+    return typer.main.get_command(holder)  # one command: the command itself
+
+
+class LazyGroup(TyperGroup):
+    """The top-level group: builds a command from :data:`COMMANDS` when it is asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS) + [n for n in self.commands if n not in COMMANDS]
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in self.commands and name in COMMANDS:
+            self.add_command(_build(name), name)
+        return self.commands.get(name)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        try:
+            return click.Group.resolve_command(self, ctx, args)
+        except click.UsageError as exc:
+            if args and (matches := get_close_matches(args[0], self.list_commands(ctx))):
+                exc.message = f"{exc.message.rstrip('.')}. Did you mean {', '.join(repr(m) for m in matches)}?"
+            raise
+
 
 app = typer.Typer(
     name="vaultmem",
+    cls=LazyGroup,
     help=(
         "Memory for teams of AI agents, kept as Markdown in a git-backed Obsidian vault.\n\n"
         "Start with 'vaultmem init PATH', then 'vaultmem page ensure ROLE' on a role's first dispatch, "
@@ -26,29 +93,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-app.add_typer(page.app, name="page")
-app.command("remember")(notes.remember)
-app.command("forget")(notes.forget)
-app.command("index")(recall.index)
-app.command("search")(recall.search)
-app.command("brief")(recall.brief)
-app.command("dispatch")(recall.dispatch)
-app.command("eval")(recall.eval_)
-app.command("watch")(recall.watch)
-app.add_typer(coord.keys_app, name="keys")
-app.add_typer(coord.log_app, name="log")
-app.command("decide")(coord.decide)
-app.add_typer(coord.state_app, name="state")
-app.add_typer(coord.checkpoint_app, name="checkpoint")
-app.command("sync")(coord.sync)
-app.command("delegate")(lifecycle.delegate)
-app.command("harvest")(lifecycle.harvest)
-app.command("audit")(lifecycle.audit)
-app.command("ask")(lifecycle.ask)
-app.command("todo")(lifecycle.todo)
-app.command("history")(lifecycle.history)
-app.command("retain")(review.retain)
-app.add_typer(review.app, name="review")
 
 
 def _print_version(value: bool) -> None:
@@ -70,76 +114,6 @@ def main_options(
 ) -> None:
     """Global options; each command accepts them too."""
     ctx.obj = Session(vault=vault, agent=as_, json=json_)
-
-
-@app.command("init")
-@handles_errors
-def init(
-    ctx: typer.Context,
-    path: Annotated[Path, typer.Argument(help="Folder for the new vault (created if missing).", show_default=False)],
-    lang: Annotated[Optional[str], typer.Option(help="Language of headings: zh or en. [default: en]")] = None,
-    orchestrator: Annotated[Optional[str], typer.Option(help="The agent allowed to write role pages.")] = None,
-    vault: VaultOpt = None,
-    as_: AsOpt = None,
-    json_: JsonOpt = False,
-) -> None:
-    """Create a vault from vault-template/: folders, MEMORY.md, identity, config, .gitignore, git repo.
-
-    On an existing vault nothing changes. Example: vaultmem init ~/team-memory --lang zh --orchestrator lee
-    """
-    from ..vault import Vault
-
-    s = session(ctx, vault, as_, json_)
-    actor = None
-    if s.agent:
-        from ..models import Actor
-        from ..names import check_name
-
-        actor = Actor(check_name(s.agent, "agent name"))
-    _v, change = Vault.init(path, lang=lang, orchestrator=orchestrator, actor=actor)
-    d = change.details
-    if d["created"]:
-        human = (f"created vault {d['root']} (lang {d['lang']}, orchestrator {d['orchestrator']}), "
-                 f"{len(change.paths)} files, commit {change.commit[:8] if change.commit else '-'}")
-    else:
-        human = change.message
-    s.emit(change.to_dict(), human)
-
-
-config_app = typer.Typer(help="Show or change .vaultmem/config.yaml (comments and key order are kept).",
-                         no_args_is_help=True)
-app.add_typer(config_app, name="config")
-
-
-@config_app.command("show")
-@handles_errors
-def config_show(ctx: typer.Context, vault: VaultOpt = None, as_: AsOpt = None, json_: JsonOpt = False) -> None:
-    """Print the vault's settings."""
-    from ..parse.document import plain
-
-    s = session(ctx, vault, as_, json_)
-    v = s.open()
-    s.emit(plain(v.config.raw), lambda: (v.root / ".vaultmem" / "config.yaml").read_text(encoding="utf-8").rstrip())
-
-
-@config_app.command("set")
-@handles_errors
-def config_set(
-    ctx: typer.Context,
-    key: Annotated[str, typer.Argument(help="Dotted setting name, e.g. orchestrator or git.lock_timeout.")],
-    value: Annotated[str, typer.Argument(help="New value, read as YAML (10 is a number, [a, b] a list).")],
-    vault: VaultOpt = None,
-    as_: AsOpt = None,
-    json_: JsonOpt = False,
-) -> None:
-    """Change one setting; the rest of the file, comments included, stays as it was."""
-    from ..parse.document import load_yaml
-
-    s = session(ctx, vault, as_, json_)
-    v = s.open()
-    parsed = load_yaml(f"v: {value}", "VALUE", first_line=1)["v"]
-    change = v.set_config(key, parsed, v.actor(s.agent))
-    s.emit(change.to_dict(), f"set {key} = {value}" + (f" (commit {change.commit[:8]})" if change.commit else ""))
 
 
 def main() -> None:

@@ -2,7 +2,10 @@
 
 The index lives in ``.vaultmem/index/`` (git-ignored) as generations: ``gen-<n>/`` holds
 an engine folder and ``manifest.json`` (per file: mtime, size, sha1, parse problem), and
-the file ``CURRENT`` names the live generation. A refresh stats every Markdown file,
+the file ``CURRENT`` names the live generation; ``summary.bin`` (marshal) repeats what
+every command needs of the manifest — engine, owners, problems, a digest of each file's
+stat — so that a refresh that finds nothing changed, and opening the engine, never parse
+the manifest (4 ms instead of 50 at 10,000 files). A refresh stats every Markdown file,
 re-reads only those whose mtime or size moved, and re-indexes only those whose content
 checksum changed — reporting new, modified, deleted and moved (same checksum, new path)
 files. A rebuild fills a fresh generation beside the live one and swaps ``CURRENT``
@@ -15,8 +18,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import marshal
 import os
 import shutil
+import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -31,6 +36,7 @@ from . import Filters, SyncReport
 INDEX_DIR = ".vaultmem/index"
 LOCK_FILE = ".vaultmem/index.lock"
 MANIFEST_VERSION = 1
+SUMMARY_VERSION = 2
 IGNORED_DIRS = {".git", ".vaultmem", ".obsidian", ".trash", "node_modules"}
 JOURNAL_MAX_BYTES = 256 * 1024  # fold the manifest journal into manifest.json beyond this
 PARALLEL_MIN_FILES = 2000  # a rebuild of this many files parses them in worker processes
@@ -93,6 +99,12 @@ def scan(root: Path) -> dict[str, tuple[int, int, int, int]]:
                 except FileNotFoundError:
                     continue
     return out
+
+
+def _stat_digest(stat: tuple) -> int:
+    """One int per file for the summary: the hash of its (mtime, size, ctime, inode) —
+    ints hash the same in every process of one Python version, unlike strings."""
+    return hash(stat)
 
 
 def _read(root: Path, rel: str) -> tuple[bytes, str] | None:
@@ -184,6 +196,7 @@ class IndexStore:
         self._engine = None
         self._engine_gen: str | None = None
         self._manifest_cache: list | None = None  # [base key, manifest, journal bytes applied]
+        self._summary_cache: dict | None = None
 
     # -- generations -------------------------------------------------------------------
     def _current_gen(self) -> str | None:
@@ -243,6 +256,7 @@ class IndexStore:
         files.atomic_write(self.base / gen / "manifest.json", json.dumps(data, ensure_ascii=False))
         (self.base / gen / "manifest.journal").unlink(missing_ok=True)
         self._manifest_cache = None
+        self._save_summary(gen, data)
 
     def _save_changes(self, gen: str, manifest_files: dict, changed: list[str]) -> None:
         """Record changed files by appending to the journal (one write, fsynced) — a few
@@ -266,6 +280,103 @@ class IndexStore:
         if self._manifest_cache is not None:
             self._manifest_cache[2] = size + len(lines.encode("utf-8"))  # our own change is applied already
 
+    # -- the summary: what a no-change refresh and a search need, without the manifest --
+    def _summary_key(self, gen: str) -> tuple | None:
+        """What the summary was made from: the manifest's stat and the journal's size
+        (any change of either, a crash's or a hand's, makes the summary stale)."""
+        try:
+            st = (self.base / gen / "manifest.json").stat()
+        except OSError:
+            return None
+        try:
+            journal = (self.base / gen / "manifest.journal").stat().st_size
+        except FileNotFoundError:
+            journal = 0
+        except OSError:
+            return None
+        return (SUMMARY_VERSION, sys.version_info[:2], ANALYZER_VERSION, st.st_mtime_ns, st.st_size, st.st_ino,
+                journal)
+
+    def _summary(self, gen: str, stat: bool = False) -> dict | None:
+        """The generation's summary if it matches its manifest, else None. The file holds
+        two marshal records: the facts, then (read only with ``stat``) each file's stat
+        digest — a command that does not check freshness never loads the second."""
+        key = self._summary_key(gen)
+        if key is None:
+            return None
+        cached = self._summary_cache
+        if cached is not None and cached["key"] == (gen, key) and (not stat or "stat" in cached):
+            return cached
+        try:
+            with open(self.base / gen / "summary.bin", "rb") as fh:
+                data = marshal.load(fh)
+                if not isinstance(data, dict) or data.get("key") != key:
+                    return None
+                if stat:
+                    data["stat"] = marshal.load(fh)
+                    if not isinstance(data["stat"], dict):
+                        return None
+        except (OSError, ValueError, EOFError, TypeError):
+            return None
+        data["key"] = (gen, key)
+        self._summary_cache = data
+        return data
+
+    def _save_summary(self, gen: str, manifest: dict) -> None:
+        """Write the summary of ``manifest`` (as it is on disk now). A summary that cannot
+        be written only costs the next command the manifest's parse."""
+        key = self._summary_key(gen)
+        if key is None:
+            return
+        entries = manifest["files"]
+        facts = {
+            "key": key,
+            "engine": manifest.get("engine", "whoosh"),
+            "pinned": bool(manifest.get("pinned")),
+            "count": len(entries),
+            "owners": {rel: v["o"] for rel, v in entries.items() if v.get("o")},
+            "problems": [v["p"] for v in entries.values() if v.get("p")],
+        }
+        stat = {rel: _stat_digest((v["m"], v["s"], v.get("c"), v.get("i"))) for rel, v in entries.items()}
+        try:
+            files.atomic_write(self.base / gen / "summary.bin", marshal.dumps(facts) + marshal.dumps(stat),
+                               durable=False)
+        except OSError:
+            pass
+
+    def save_summary(self) -> bool:
+        """Bring the live generation's summary up to date if updates of single paths (a
+        watcher's) left it stale; skipped while another process is indexing. True if
+        written."""
+        from filelock import Timeout
+
+        try:
+            with self._lock(0):
+                gen = self._current_gen()
+                if gen is None or self._summary(gen) is not None:
+                    return False
+                manifest = self._manifest(gen)
+                if manifest is None:
+                    return False
+                self._save_summary(gen, manifest)
+                return True
+        except Timeout:
+            return False
+
+    def _facts(self, gen: str) -> dict | None:
+        """Engine, pinned, count, owners and problems of a generation: from its summary,
+        else from its manifest (None if that is unreadable)."""
+        summary = self._summary(gen)
+        if summary is not None:
+            return summary
+        manifest = self._manifest(gen)
+        if manifest is None:
+            return None
+        entries = manifest["files"]
+        return {"engine": manifest.get("engine", "whoosh"), "pinned": bool(manifest.get("pinned")),
+                "count": len(entries), "owners": {rel: v["o"] for rel, v in entries.items() if v.get("o")},
+                "problems": [v["p"] for v in entries.values() if v.get("p")]}
+
     def _lock(self, timeout: float):
         from filelock import FileLock
 
@@ -285,13 +396,15 @@ class IndexStore:
         big = n_files >= AUTO_TANTIVY_FILES and engine_available("tantivy")
         return ("tantivy" if big else "whoosh"), False
 
-    def _switch_to(self, manifest: dict) -> str | None:
+    def _switch_to(self, facts: dict) -> str | None:
         """The engine the live generation should be rebuilt on, if any: the configured
-        one when it differs, or tantivy once an automatic Whoosh index has grown large."""
-        live = manifest.get("engine", "whoosh")
+        one when it differs, or tantivy once an automatic Whoosh index has grown large.
+        ``facts``: the generation's :meth:`_facts` (or its manifest)."""
+        live = facts.get("engine", "whoosh")
         if self.choice in ENGINES:
             return self.choice if live != self.choice else None
-        if (live == "whoosh" and not manifest.get("pinned") and len(manifest["files"]) >= AUTO_TANTIVY_FILES
+        count = facts["count"] if "count" in facts else len(facts["files"])
+        if (live == "whoosh" and not facts.get("pinned") and count >= AUTO_TANTIVY_FILES
                 and engine_available("tantivy")):
             return "tantivy"
         return None
@@ -299,8 +412,8 @@ class IndexStore:
     def engine_name(self) -> str | None:
         """The live generation's engine (None before the first build)."""
         gen = self._current_gen()
-        manifest = self._manifest(gen) if gen else None
-        return manifest.get("engine", "whoosh") if manifest else None
+        facts = self._facts(gen) if gen else None
+        return facts["engine"] if facts else None
 
     # -- reading -----------------------------------------------------------------------
     def engine(self):
@@ -308,20 +421,20 @@ class IndexStore:
         gen = self._current_gen()
         if gen is not None and gen == self._engine_gen and self._engine is not None:
             return self._engine
-        manifest = self._manifest(gen) if gen else None
-        if manifest is None:
+        facts = self._facts(gen) if gen else None
+        if facts is None:
             self.rebuild(only_if_broken=True)
-        elif self._switch_to(manifest):
+        elif self._switch_to(facts):
             self.rebuild(switch=True)
         gen = self._current_gen()
         try:
-            engine = _open_engine(self._manifest(gen).get("engine", "whoosh"), self.base / gen)
+            engine = _open_engine(self._facts(gen)["engine"], self.base / gen)
         except VaultmemError:
             raise
         except Exception:
             self.rebuild(unreadable=gen)
             gen = self._current_gen()
-            engine = _open_engine(self._manifest(gen).get("engine", "whoosh"), self.base / gen)
+            engine = _open_engine(self._facts(gen)["engine"], self.base / gen)
         self.close()
         self._engine, self._engine_gen = engine, gen
         return engine
@@ -352,9 +465,14 @@ class IndexStore:
         """Bring the index up to date with the files (all of them, or just ``paths``,
         vault-relative, as a watcher reports them). With ``wait=0`` a refresh that would
         have to wait for another indexing process is skipped and says so."""
+        started = time.perf_counter()
+        if paths is None:
+            quick = self._unchanged()
+            if quick is not None:
+                quick.seconds = time.perf_counter() - started
+                return quick
         from filelock import Timeout
 
-        started = time.perf_counter()
         lock = self._lock(self.lock_timeout if wait is None else wait)
         try:
             lock.acquire()
@@ -380,6 +498,18 @@ class IndexStore:
             lock.release()
         report.seconds = time.perf_counter() - started
         return report
+
+    def _unchanged(self) -> SyncReport | None:
+        """Without the lock: the report of a refresh that finds nothing to do, if the
+        files' stats are exactly those the summary recorded; else None."""
+        gen = self._current_gen()
+        summary = self._summary(gen, stat=True) if gen else None
+        if summary is None or self._switch_to(summary):
+            return None
+        seen = scan(self.root)
+        if {rel: _stat_digest(st) for rel, st in seen.items()} != summary["stat"]:
+            return None
+        return SyncReport(unchanged=len(seen), problems=list(summary["problems"]), engine=summary["engine"])
 
     def _update_locked(self, gen: str, known: dict, paths: Iterable[str] | None) -> SyncReport:
         report = SyncReport()
@@ -448,13 +578,16 @@ class IndexStore:
             self._save_changes(gen, known, changed)
         report.docs = len(add)
         report.problems = [v["p"] for v in known.values() if v.get("p")]
-        report.engine = (self._manifest(gen) or {}).get("engine", "whoosh")
+        manifest = self._manifest(gen) or {}
+        report.engine = manifest.get("engine", "whoosh")
+        if paths is None and manifest and self._summary(gen) is None:
+            self._save_summary(gen, manifest)  # what the next command's quick check compares with
         return report
 
     def engine_for(self, gen: str):
         if gen == self._engine_gen and self._engine is not None:
             return self._engine
-        return _open_engine((self._manifest(gen) or {}).get("engine", "whoosh"), self.base / gen)
+        return _open_engine((self._facts(gen) or {}).get("engine", "whoosh"), self.base / gen)
 
     def rebuild(self, progress: Progress | None = None, only_if_broken: bool = False,
                 unreadable: str | None = None, switch: bool = False, engine: str | None = None) -> SyncReport:
@@ -528,10 +661,8 @@ class IndexStore:
     def owners(self) -> dict[str, str]:
         """File → the agent it belongs to, for files that belong to one (from the manifest)."""
         gen = self._current_gen()
-        manifest = self._manifest(gen) if gen else None
-        if manifest is None:
-            return {}
-        return {rel: v["o"] for rel, v in manifest["files"].items() if v.get("o")}
+        facts = self._facts(gen) if gen else None
+        return dict(facts["owners"]) if facts else {}
 
     def maintain(self, max_segments: int = 4) -> bool:
         """Merge the index's segments when updates have fragmented it (call when idle;

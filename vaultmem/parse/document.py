@@ -20,7 +20,6 @@ from typing import Any
 
 from ..errors import ParseError
 
-_LINE = re.compile(r"[^\n]*\n|[^\n]+\Z")
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
 
 
@@ -94,7 +93,11 @@ def yaml_timestamp(moment) -> Any:
 
 def split_lines(text: str) -> list[str]:
     """Split into lines that keep their endings; only '\\n' ends a line (not U+2028 etc.)."""
-    return _LINE.findall(text)
+    parts = text.split("\n")
+    lines = [x + "\n" for x in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
 
 
 def line_content(line: str) -> str:
@@ -128,6 +131,9 @@ class Document:
         ends — at the next non-blank line indented less than the fence — as in CommonMark,
         so an unclosed fence in one entry cannot swallow the rest of the page."""
         out = [False] * len(self.lines)
+        whole = "".join(self.lines)
+        if "```" not in whole and "~~~" not in whole:
+            return out  # no line can open a fence
         fence: str | None = None
         indent = 0
         for i in self.body_lines():
@@ -182,7 +188,7 @@ def parse_document(text: str, path: str, require_frontmatter: bool = True, fast:
     if bom:
         text = text[1:]
     lines = split_lines(text)
-    crlf = sum(1 for x in lines if x.endswith("\r\n"))
+    crlf = text.count("\r\n")  # the lines that end with CRLF: only '\\n' ends a line
     newline = "\r\n" if crlf and crlf >= len(lines) / 2 else "\n"
     doc = Document(path=path, lines=lines, bom=bom, newline=newline)
     if not lines or line_content(lines[0]).rstrip() != "---":

@@ -69,6 +69,7 @@ def _link_text(value: str) -> str:
     return re.sub(r"\s+", " ", value).replace("|", "/").replace("[", "(").replace("]", ")").strip()
 
 
+_TARGET = re.compile(r"\[\[([^\]|#]+)")
 _SCOPED_LINE = re.compile(r"\]\] \([^,()]*, @(.+)\)(?: — |$)")
 
 
@@ -86,7 +87,7 @@ def _block(doc: Document) -> tuple[int, int] | None:
     """(index of begin marker, index of end marker), or None when the file has neither."""
     begin = end = None
     fenced = doc.fenced()
-    for i in range(len(doc.lines)):
+    for i in [i for i, raw in enumerate(doc.lines) if "<!-- vaultmem:index:" in raw]:
         if fenced[i]:
             continue  # a marker shown inside a code block is an example, not the block
         content = doc.content(i).strip()
@@ -116,17 +117,18 @@ def index_block_lines(text: str, path: str = "MEMORY.md", agent: str | None = No
     """The lines of the generated block, leaving out notes that belong to a role other
     than ``agent``: by ``owners`` (file → agent, from the notes' own frontmatter) and,
     for notes the index does not know yet, by the ``(type, @role)`` mark."""
-    doc = parse_document(text, path, require_frontmatter=False)
+    doc = parse_document(text, path, require_frontmatter=False, fast=True)
     span = _block(doc)
     if span is None:
         return []
     out = []
-    for i in range(span[0] + 1, span[1]):
-        line = doc.content(i).strip()
+    owners = owners or {}
+    for raw in doc.lines[span[0] + 1 : span[1]]:
+        line = raw.strip()
         if not line:
             continue
-        target = re.search(r"\[\[([^\]|#]+)", line)
-        owner = (owners or {}).get(f"{target.group(1)}.md") if target else None
+        target = _TARGET.search(line)
+        owner = owners.get(f"{target.group(1)}.md") if target else None
         if owner is not None:
             if owner != agent:
                 continue

@@ -1,0 +1,223 @@
+"""What keeps a command's start cheap — the config cache, the index summary, the temp-file
+sweep that lists only folders that changed, the lazily built CLI — never changes what a
+command answers: every shortcut is checked against the case it could get wrong."""
+
+import marshal
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import out_json, run_vaultmem
+
+from vaultmem import Vault
+from vaultmem import config as config_mod
+from vaultmem.errors import ParseError
+from vaultmem.files import LOCAL_DIR, TEMP_MARK
+from vaultmem.index.store import INDEX_DIR, LOCK_FILE, IndexStore
+
+NOTE = "---\nname: {name}\ntype: fact\nscope: global\n---\n{body}\n"
+
+
+def write(vault, rel, text):
+    path = vault.root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def summary_path(root):
+    base = root / INDEX_DIR
+    return base / (base / "CURRENT").read_text().strip() / "summary.bin"
+
+
+def search_ids(root, query):
+    r = run_vaultmem("--vault", root, "search", query, "--json")
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    return [h["id"] for h in out_json(r)["hits"]]
+
+
+# -- the config cache ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def cache_now(monkeypatch):
+    """Cache a config even if it changed a moment ago (a test cannot wait for the clock)."""
+    monkeypatch.setattr(config_mod, "RACY_NS", 0)
+
+
+def test_the_config_is_cached_and_an_edit_is_read_again(vault, cache_now):
+    path = vault.root / ".vaultmem" / "config.yaml"
+    cache = vault.root / LOCAL_DIR / config_mod.CONFIG_CACHE
+    assert Vault.open(vault.root).config.orchestrator == "lee"
+    assert cache.exists() and ".gitignore" in os.listdir(cache.parent)
+    assert Vault.open(vault.root).config == vault.config  # from the cache: the same settings
+    path.write_text(path.read_text().replace("orchestrator: lee", "orchestrator: maria"))
+    assert Vault.open(vault.root).config.orchestrator == "maria"
+    path.write_text(path.read_text().replace("lock_timeout: 10", "lock_timeout: ten"))
+    with pytest.raises(ParseError) as err:  # a cached good config never hides a broken edit
+        Vault.open(vault.root)
+    assert err.value.path == ".vaultmem/config.yaml" and err.value.line and "git.lock_timeout" in err.value.message
+
+
+def test_a_same_size_edit_with_its_mtime_restored_is_still_read(vault, cache_now):
+    path = vault.root / ".vaultmem" / "config.yaml"
+    Vault.open(vault.root)
+    st = path.stat()
+    text = path.read_text()
+    assert "lang: zh" in text
+    with open(path, "w", encoding="utf-8") as fh:  # in place: same inode, same size
+        fh.write(text.replace("lang: zh", "lang: en"))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_ino == st.st_ino
+    assert Vault.open(vault.root).config.lang == "en"  # the change time still moved
+
+
+@pytest.mark.parametrize("garbage", [b"", b"\x00\x01garbage", marshal.dumps((("old",), {"lang": "en"}))])
+def test_a_damaged_or_foreign_config_cache_is_ignored(vault, cache_now, garbage):
+    Vault.open(vault.root)
+    (vault.root / LOCAL_DIR / config_mod.CONFIG_CACHE).write_bytes(garbage)
+    assert Vault.open(vault.root).config.lang == "zh"
+
+
+def test_config_show_prints_the_file_as_written(cli, vault, cache_now):
+    Vault.open(vault.root)
+    shown = out_json(cli("--vault", vault.root, "config", "show", "--json"))
+    assert shown["orchestrator"] == "lee" and shown["lang"] == "zh"
+
+
+# -- the index summary ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def indexed(vault):
+    write(vault, "memories/port.md", NOTE.format(name="port", body="后端端口固定8080"))
+    write(vault, "memories/db.md", NOTE.format(name="db", body="We chose PostgreSQL for billing"))
+    vault.refresh_index()
+    return vault
+
+
+@pytest.mark.usefixtures("both_engines")
+def test_an_edit_that_keeps_size_and_mtime_is_found_by_the_next_command(indexed):
+    path = indexed.root / "memories" / "port.md"
+    assert summary_path(indexed.root).exists()
+    st, text = path.stat(), path.read_text(encoding="utf-8")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text.replace("8080", "9090"))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # as `touch -r` or `rsync -t` leave it
+    assert search_ids(indexed.root, "9090") == ["memories/port.md"]
+    assert search_ids(indexed.root, "8080") == []
+
+
+@pytest.mark.usefixtures("both_engines")
+def test_new_and_deleted_files_are_found_by_the_next_command(indexed):
+    write(indexed, "memories/new.md", NOTE.format(name="new", body="Unleash feature flags"))
+    (indexed.root / "memories" / "db.md").unlink()
+    assert search_ids(indexed.root, "Unleash") == ["memories/new.md"]
+    assert search_ids(indexed.root, "PostgreSQL") == []
+
+
+@pytest.mark.usefixtures("both_engines")
+@pytest.mark.parametrize("damage", ["garbage", "empty", "other_manifest"])
+def test_a_damaged_or_stale_summary_is_never_trusted(indexed, damage):
+    summary = summary_path(indexed.root)
+    if damage == "garbage":
+        summary.write_bytes(b"\x00garbage" * 20)
+    elif damage == "empty":
+        summary.write_bytes(b"")
+    else:  # the manifest changed by hand after the summary was written
+        manifest = summary.with_name("manifest.json")
+        manifest.write_text(manifest.read_text() + " ")
+    write(indexed, "memories/port.md", NOTE.format(name="port", body="后端端口改为7070"))
+    assert search_ids(indexed.root, "7070") == ["memories/port.md"]
+    with open(summary_path(indexed.root), "rb") as fh:
+        assert marshal.load(fh)["count"] >= 2 and "memories/port.md" in marshal.load(fh)  # written afresh
+
+
+HOLD = r"""
+import sys, time
+from filelock import FileLock
+lock = FileLock(sys.argv[1]); lock.acquire()
+print("held", flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+@pytest.mark.usefixtures("both_engines")
+def test_a_refresh_that_finds_nothing_needs_no_lock(indexed):
+    store = IndexStore(indexed.root)
+    write(indexed, "memories/db.md", NOTE.format(name="db", body="We chose MariaDB for billing"))
+    assert store.refresh(paths=["memories/db.md"]).modified == ["memories/db.md"]  # as a watcher does
+    assert store.save_summary() is True and store.save_summary() is False  # stale once, then current
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(indexed.root / LOCK_FILE), "60"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        quick = IndexStore(indexed.root).refresh(wait=0)
+        assert quick.skipped is None and not quick.changed and quick.unchanged >= 2
+        write(indexed, "memories/port.md", NOTE.format(name="port", body="后端端口改为6060"))
+        busy = IndexStore(indexed.root).refresh(wait=0)  # a change needs the lock: skipped, not wrong
+        assert busy.skipped and not busy.changed
+    finally:
+        holder.kill()
+        holder.wait()
+        holder.stdout.close()
+    assert IndexStore(indexed.root).refresh().modified == ["memories/port.md"]
+
+
+# -- the temp-file sweep -------------------------------------------------------------------
+
+
+def test_a_folder_found_clean_is_listed_again_once_a_temp_file_appears(vault):
+    past = time.time() - 3600
+    for folder in [vault.root, *(p for p in vault.root.iterdir() if p.is_dir() and p.name != ".git")]:
+        os.utime(folder, (past, past))
+    (vault.root / ".vaultmem").mkdir(exist_ok=True)
+    assert vault.tidy() == 0
+    stamps = vault.root / LOCAL_DIR / "tidy.bin"
+    assert stamps.exists()
+    assert vault.tidy() == 0  # nothing moved: nothing listed, nothing found
+    orphan = vault.root / "memories" / f".x.md{TEMP_MARK}dead0001"
+    orphan.write_text("torn")  # a killed writer's temp file: the folder's mtime moves
+    assert Vault.open(vault.root) and not orphan.exists()
+
+
+def test_a_damaged_stamp_file_only_costs_a_listing(vault):
+    (vault.root / LOCAL_DIR).mkdir(parents=True, exist_ok=True)
+    (vault.root / LOCAL_DIR / "tidy.bin").write_bytes(b"\xffnot marshal")
+    orphan = vault.root / "agents" / f".r.md{TEMP_MARK}dead0002"
+    orphan.write_text("torn")
+    assert vault.tidy() == 1 and not orphan.exists()
+
+
+# -- the command line ----------------------------------------------------------------------
+
+ONLY_ITS_MODULE = r"""
+import sys
+from vaultmem.cli import app
+try:
+    app(["brief", "--help"])
+except SystemExit:
+    pass
+print(sorted(m for m in sys.modules if m.startswith("vaultmem.cli.")))
+"""
+
+
+def test_a_command_builds_only_its_own_module():
+    r = subprocess.run([sys.executable, "-c", ONLY_ITS_MODULE], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    loaded = r.stdout.strip().splitlines()[-1]
+    assert "vaultmem.cli.recall" in loaded
+    for other in ("coord", "lifecycle", "review", "notes", "page", "setup"):
+        assert f"vaultmem.cli.{other}'" not in loaded, loaded
+
+
+def test_a_mistyped_command_is_named_with_a_suggestion(cli):
+    r = cli("bref")
+    assert r.exit_code == 2 and "No such command 'bref'" in r.output and "'brief'" in r.output
+
+
+def test_help_lists_every_command_group(cli):
+    out = cli("--help").output
+    for name in ("init", "config", "page", "brief", "log", "review", "checkpoint"):
+        assert f" {name} " in out
