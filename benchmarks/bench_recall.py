@@ -827,10 +827,15 @@ ENGINE_FILES = ("vaultmem/index/whoosh_engine.py", "vaultmem/index/tantivy_engin
 # Functions whose cumulative time explains a cold brief (file suffix(es), function name).
 KEY_FUNCS = [
     ("vaultmem/vault.py", "open", "Vault.open (config, temp-file sweep)"),
+    ("vaultmem/config.py", "load_config", "  config (cached: load_config)"),
+    ("vaultmem/vault.py", "tidy", "  temp-file sweep (tidy)"),
     ("vaultmem/vault.py", "brief", "Vault.brief (all of it)"),
     ("vaultmem/vault.py", "_fresh", "  freshness check (_fresh → refresh)"),
+    ("vaultmem/index/store.py", "_unchanged", "    no-change check without the lock (_unchanged)"),
+    ("vaultmem/index/store.py", "_summary", "    summary.bin load (all calls)"),
     ("vaultmem/index/store.py", "_manifest", "    manifest.json load + validate (all calls)"),
     ("vaultmem/index/store.py", "scan", "    os.walk + stat of every file (scan)"),
+    ("vaultmem/index/store.py", "stat_digest", "    digest of the stats (stat_digest)"),
     ("vaultmem/index/store.py", "_save_manifest", "    manifest.json rewrite + fsync"),
     ("vaultmem/index/store.py", "_update_locked", "    compare + re-index (_update_locked)"),
     (ENGINE_FILES, "write", "    engine add + commit (write)"),

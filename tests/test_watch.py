@@ -124,9 +124,17 @@ def test_heartbeat_lets_other_commands_trust_the_watcher(vault, watcher):
     assert not vault.watcher_alive()
 
 
-def test_ctrl_c_stops_the_watch_command_cleanly(vault):
+def _ignore_sigint() -> None:  # as a non-interactive shell starts a background job (`vaultmem watch &`)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize("sig, started_ignoring_sigint", [(signal.SIGINT, False), (signal.SIGTERM, False),
+                                                         (signal.SIGINT, True)],
+                         ids=["sigint", "sigterm", "sigint-ignored-at-start"])
+def test_ctrl_c_stops_the_watch_command_cleanly(vault, sig, started_ignoring_sigint):
     proc = subprocess.Popen([sys.executable, "-m", "vaultmem", "--vault", str(vault.root), "watch", "--json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_ignore_sigint if started_ignoring_sigint else None)
     try:
         deadline = time.monotonic() + 20
         while not vault.watcher_alive() and time.monotonic() < deadline:
@@ -138,8 +146,13 @@ def test_ctrl_c_stops_the_watch_command_cleanly(vault):
             time.sleep(0.1)
         assert found(vault, "watchedword") == ["memories/w.md"]
     finally:
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=20)
+        proc.send_signal(sig)
+        try:
+            out, err = proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise
     assert proc.returncode == 0, err
     assert "Traceback" not in err
     reports = [json.loads(line) for line in out.splitlines() if line.strip()]  # JSON lines

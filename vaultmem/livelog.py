@@ -22,10 +22,8 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import fcntl
-import hashlib
 import json
 import os
-import secrets
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -48,6 +46,8 @@ BLOCK = 64 * 1024
 
 
 def key_id(public_raw: bytes) -> str:
+    import hashlib
+
     return hashlib.sha256(public_raw).hexdigest()[:16]
 
 
@@ -76,7 +76,7 @@ def save_private_key(root: Path, agent: str, private) -> Path:
     ignore = path.parent / ".gitignore"
     if not ignore.exists():
         ignore.write_text("# private signing keys: never committed\n*\n")
-    tmp = path.with_name(f".{path.name}{files.TEMP_MARK}{secrets.token_hex(4)}")
+    tmp = path.with_name(f".{path.name}{files.TEMP_MARK}{os.urandom(4).hex()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         os.write(fd, base64.b64encode(_private_raw(private)) + b"\n")
@@ -331,7 +331,7 @@ def append(root: Path, log: str, agent: str, channel: str, type_: str, summary: 
                                     path=f"{LOG_DIRS[log]}/{agent}.md",
                                     hint="run 'vaultmem log verify' to see what happened to it") from None
             prev = line_hash(last)
-        entry = LogEntry(log=log, agent=agent, ts=_now(), seq=seq, prev=prev, nonce=secrets.token_hex(8),
+        entry = LogEntry(log=log, agent=agent, ts=_now(), seq=seq, prev=prev, nonce=os.urandom(8).hex(),
                          channel=channel, type=type_, summary=summary.strip(),
                          body=(body or "").replace("\r\n", "\n").strip("\n"),
                          hw=dict(hw or {}), ref=ref, extra=dict(extra or {}), kid=kid)

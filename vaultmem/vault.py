@@ -18,8 +18,9 @@ import string
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from . import files, gitstore, guard
+from . import files, gitstore
 from .config import CONFIG_PATH, Config, load_config, load_raw, parse_config, set_value
 from .errors import BadInput, Busy, NotFound, PermissionRefused, SecretRefused, VaultmemError, VaultNotFound
 from .models import AUTHOR_KINDS, SCOPES, Actor, Change, NoteInfo, PageInfo
@@ -38,6 +39,9 @@ from .parse import (
     update_index,
 )
 from .parse.document import yaml_timestamp
+
+if TYPE_CHECKING:
+    from .guard import Finding
 
 AGENTS_DIR = "agents"
 MEMORIES_DIR = "memories"
@@ -117,7 +121,7 @@ class Vault:
         self._index = None
         self._shared = None
         self._written: set[str] = set()  # files this process changed: indexed before the next answer
-        self.redactions: list[guard.Finding] = []  # secrets this process kept out of the vault
+        self.redactions: list[Finding] = []  # secrets this process kept out of the vault
 
     # -- opening and creating ----------------------------------------------------------
     @classmethod
@@ -208,6 +212,8 @@ class Vault:
     def _scrub(self, field: str, text: str) -> str:
         """``text`` with its secrets replaced by placeholders (remembered in
         :attr:`redactions`), or SecretRefused when the vault sets ``safety.secrets: reject``."""
+        from . import guard  # only when text is written: its detectors cost time to load
+
         if not text or not guard.might_hold_secret(text):
             return text
         clean, found = guard.scrub(text, field, self._redaction_key())
@@ -222,6 +228,8 @@ class Vault:
     def _refuse_secret(self, field: str, value) -> None:
         """Names and ids (tags, keys, projects, channels, refs …) cannot hold a placeholder:
         a secret there is refused whatever ``safety.secrets`` says."""
+        from . import guard
+
         if not value or not guard.might_hold_secret(str(value)):
             return
         _, found = guard.scrub(str(value), field, self._redaction_key())
@@ -234,6 +242,8 @@ class Vault:
         Every input is scrubbed where it enters; this catches a path that forgot to. A
         line is not added if the file had it before, or (for a move into ``archive/``) if
         a file this write deletes had it."""
+        from . import guard
+
         deleted = set()
         for rel, text in writes.items():
             if text is None:
@@ -253,6 +263,8 @@ class Vault:
     def _check_drafts(self, drafts: list[str]) -> None:
         """A human's uncommitted edits are committed before an agent's change to the same
         file (see :meth:`_apply`); a secret in them would reach git history that way."""
+        from . import guard
+
         for rel in drafts:
             path = self.root / rel
             if not path.is_file():
@@ -457,6 +469,8 @@ class Vault:
         with self._locked():
             name = self._role(role)
             self._entry_writes(name, text, section, project)  # refuse bad input before proposing
+        from . import guard
+
         flags = guard.instruction_flags(text)
         if not actor.is_human and (actor.name != self.config.orchestrator or flags):
             return self.inbox.file(actor, [{"op": "page-add", "role": name, "section": section,

@@ -195,6 +195,19 @@ def eval_(
         raise typer.Exit(1)
 
 
+def _stop_on_signals() -> None:
+    """Ctrl-C (SIGINT) and SIGTERM stop the watcher cleanly (its heartbeat removed) —
+    also when it was started in the background by a shell that set SIGINT to be ignored,
+    which Python then leaves ignored."""
+    import signal
+
+    def stop(_signum, _frame):
+        raise KeyboardInterrupt
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, stop)
+
+
 @handles_errors
 def watch(
     ctx: typer.Context,
@@ -203,7 +216,7 @@ def watch(
     as_: AsOpt = None,
     json_: JsonOpt = False,
 ) -> None:
-    """Keep the index fresh while files change (Obsidian, editors, agents, git pull). Ctrl-C stops.
+    """Keep the index fresh while files change (Obsidian, editors, agents, git pull). Ctrl-C or SIGTERM stops.
 
     Other commands work without it; while it runs they skip their own freshness check.
     """
@@ -228,6 +241,7 @@ def watch(
     w = Watcher(v, debounce=debounce, on_sync=on_sync, on_error=on_error)
     if not s.json:
         typer.echo(f"watching {v.root} (Ctrl-C to stop)", err=True)
+    _stop_on_signals()
     try:
         w.run()
     except KeyboardInterrupt:

@@ -12,7 +12,6 @@ split an entry nor collapse two entries into one.
 
 from __future__ import annotations
 
-import hashlib
 import html
 import json
 import re
@@ -102,6 +101,8 @@ def render(e: LogEntry) -> str:
 
 
 def line_hash(line: str) -> str:
+    import hashlib
+
     return hashlib.sha256(line.encode("utf-8")).hexdigest()[:32]
 
 

@@ -112,18 +112,43 @@ def _block(doc: Document) -> tuple[int, int] | None:
     return begin, end
 
 
+def _plain_block(text: str) -> list[str] | None:
+    """The lines between the markers, found without splitting the whole file, when that
+    is sure to give what :func:`_block` would: no frontmatter, no code fence anywhere,
+    and the two markers once each, begin first, each at the start of its line. None
+    otherwise (the caller then parses the document)."""
+    if text.startswith(("---", "\ufeff")) or "\x00" in text or "```" in text or "~~~" in text:
+        return None
+    if text.count("<!-- vaultmem:index:") != 2:
+        return None
+    begin, end = text.find(INDEX_BEGIN), text.find(INDEX_END)
+    if begin < 0 or end < begin:
+        return None
+    for at in (begin, end):
+        start = text.rfind("\n", 0, at) + 1
+        if text[start:at].strip():
+            return None  # not at the start of its line
+    first = text.find("\n", begin)
+    if first < 0 or first > end:
+        return None
+    return text[first + 1 : text.rfind("\n", 0, end) + 1].split("\n")
+
+
 def index_block_lines(text: str, path: str = "MEMORY.md", agent: str | None = None,
                       owners: dict[str, str] | None = None, limit: int | None = None) -> list[str]:
     """The lines of the generated block, leaving out notes that belong to a role other
     than ``agent``: by ``owners`` (file → agent, from the notes' own frontmatter) and,
     for notes the index does not know yet, by the ``(type, @role)`` mark."""
-    doc = parse_document(text, path, require_frontmatter=False, fast=True)
-    span = _block(doc)
-    if span is None:
-        return []
+    block = _plain_block(text)
+    if block is None:  # fences, frontmatter or odd markers: read the whole document
+        doc = parse_document(text, path, require_frontmatter=False, fast=True)
+        span = _block(doc)
+        if span is None:
+            return []
+        block = doc.lines[span[0] + 1 : span[1]]
     out = []
     owners = owners or {}
-    for raw in doc.lines[span[0] + 1 : span[1]]:
+    for raw in block:
         line = raw.strip()
         if not line:
             continue
@@ -132,7 +157,7 @@ def index_block_lines(text: str, path: str = "MEMORY.md", agent: str | None = No
         if owner is not None:
             if owner != agent:
                 continue
-        else:
+        elif ", @" in line:
             m = _SCOPED_LINE.search(line)
             if m and m.group(1) != agent:
                 continue

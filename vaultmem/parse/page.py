@@ -10,8 +10,8 @@ may be Chinese or English; other sections and text a human added are kept untouc
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import re
-import secrets
 from dataclasses import dataclass, field
 
 from ..errors import BadInput, ParseError
@@ -267,7 +267,7 @@ def _record(doc: Document, start: int, end: int, title: str, fenced: list[bool])
 
 def new_entry_id(taken: set[str]) -> str:
     while True:
-        eid = "m-" + secrets.token_hex(3)
+        eid = "m-" + os.urandom(3).hex()
         if eid not in taken:
             return eid
 

@@ -1,0 +1,106 @@
+"""Cold ``vaultmem brief`` of two installations, alternated on one vault.
+
+    python benchmarks/bench_cold_ab.py VAULT --a /path/to/old/venv/bin/python \\
+        --b /path/to/new/venv/bin/python [--runs 21] [--watcher]
+
+On a shared machine the speed of a process drifts by a factor of two within minutes, so
+two versions measured minutes apart cannot be compared; alternating them run by run
+exposes both to the same drift. Each run is a new ``python -m vaultmem brief`` process
+(bytecode cache on, as a user has it), cycling through five task texts; reported: median
+and minimum wall time per side, their ratio, and ``python -c pass`` for scale. With
+``--watcher`` a ``vaultmem watch`` (of side B) runs meanwhile, so both sides skip their
+freshness check. The vault is used as it is (index it first with each side, e.g.
+``vaultmem index``, since an engine or manifest change rebuilds it). Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TASKS = [
+    ("前端审查", "审查 dashboard 的 react 组件渲染性能，检查缓存和 bundle 大小"),
+    ("后端架构", "设计 billing 服务的 kafka 消息队列重试和超时策略"),
+    ("数据库专家", "postgres 索引迁移方案，连接池上限和死锁排查"),
+    ("infra-sre", "kubernetes deployment rollback and healthcheck timeout in production"),
+    ("安全审计", "审计网关鉴权与证书轮换, token session 过期"),
+]
+
+
+def env_for(pycache: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(pycache)
+    return env
+
+
+def brief(python: str, vault: Path, i: int, env: dict) -> float:
+    role, task = TASKS[i % len(TASKS)]
+    t = time.perf_counter()
+    cp = subprocess.run([python, "-m", "vaultmem", "--vault", str(vault), "brief", role, "--task", task],
+                        capture_output=True, text=True, env=env, cwd=tempfile.gettempdir(), timeout=120)
+    wall = time.perf_counter() - t
+    if cp.returncode != 0:
+        raise SystemExit(f"{python}: brief failed: {cp.stderr[-800:]}")
+    return wall
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("vault", type=Path)
+    ap.add_argument("--a", required=True, help="python of installation A (the baseline)")
+    ap.add_argument("--b", required=True, help="python of installation B")
+    ap.add_argument("--runs", type=int, default=21)
+    ap.add_argument("--watcher", action="store_true", help="run B's `vaultmem watch` meanwhile")
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="vaultmem-ab-") as tmp:
+        envs = {side: env_for(Path(tmp) / side) for side in "ab"}
+        watcher = None
+        if args.watcher:
+            watcher = subprocess.Popen([args.b, "-m", "vaultmem", "--vault", str(args.vault), "watch"],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=envs["b"],
+                                       cwd=tmp)
+            time.sleep(5)  # its first full sync
+        try:
+            for side, python in (("a", args.a), ("b", args.b)):
+                brief(python, args.vault, 0, envs[side])  # fills the bytecode cache, untimed
+            times: dict[str, list[float]] = {"a": [], "b": []}
+            for i in range(args.runs):
+                order = ("a", "b") if i % 2 == 0 else ("b", "a")
+                for side in order:
+                    times[side].append(brief(args.a if side == "a" else args.b, args.vault, i, envs[side]))
+            py = statistics.median([_timed([args.b, "-c", "pass"], envs["b"]) for _ in range(5)])
+        finally:
+            if watcher is not None:
+                watcher.send_signal(signal.SIGINT)
+                watcher.wait(timeout=30)
+    out = {side: {"median_s": statistics.median(t), "min_s": min(t), "runs": t} for side, t in times.items()}
+    out["ratio_median"] = out["a"]["median_s"] / out["b"]["median_s"]
+    out["python_c_pass_s"] = py
+    out["watcher"] = args.watcher
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return
+    for side, label in (("a", args.a), ("b", args.b)):
+        print(f"{side.upper()} {label}: median {out[side]['median_s']:.3f} s, min {out[side]['min_s']:.3f} s "
+              f"({args.runs} runs{', watcher alive' if args.watcher else ''})")
+    print(f"A/B median ratio ×{out['ratio_median']:.2f}; python -c pass {py:.3f} s")
+
+
+def _timed(cmd: list[str], env: dict) -> float:
+    t = time.perf_counter()
+    subprocess.run(cmd, env=env, check=True)
+    return time.perf_counter() - t
+
+
+if __name__ == "__main__":
+    sys.exit(main())
