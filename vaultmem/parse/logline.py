@@ -12,7 +12,6 @@ split an entry nor collapse two entries into one.
 
 from __future__ import annotations
 
-import html
 import json
 import re
 from dataclasses import dataclass, field
@@ -80,6 +79,8 @@ class LogEntry:
 def _esc(text: str) -> str:
     """Escaped for the visible part: HTML metacharacters, and every line break or other
     control character, so that no content can start a line of its own when rendered."""
+    import html
+
     out = html.escape(text, quote=False).replace("\r\n", "\n").replace("\n", "<br>")
     return "".join(ch if ord(ch) >= 32 and ord(ch) != 127 else f"&#{ord(ch)};" for ch in out)
 
