@@ -12,9 +12,9 @@ from __future__ import annotations
 import datetime as _dt
 import difflib
 import os
-import time
 import re
 import string
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
