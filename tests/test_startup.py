@@ -2,7 +2,6 @@
 sweep that lists only folders that changed, the lazily built CLI — never changes what a
 command answers: every shortcut is checked against the case it could get wrong."""
 
-import marshal
 import os
 import subprocess
 import sys
@@ -14,7 +13,7 @@ from conftest import out_json, run_vaultmem
 from vaultmem import Vault
 from vaultmem import config as config_mod
 from vaultmem.errors import ParseError
-from vaultmem.files import LOCAL_DIR, TEMP_MARK
+from vaultmem.files import LOCAL_DIR, TEMP_MARK, pack, unpack
 from vaultmem.index.store import INDEX_DIR, LOCK_FILE, IndexStore
 
 NOTE = "---\nname: {name}\ntype: fact\nscope: global\n---\n{body}\n"
@@ -73,11 +72,27 @@ def test_a_same_size_edit_with_its_mtime_restored_is_still_read(vault, cache_now
     assert Vault.open(vault.root).config.lang == "en"  # the change time still moved
 
 
-@pytest.mark.parametrize("garbage", [b"", b"\x00\x01garbage", marshal.dumps((("old",), {"lang": "en"}))])
+@pytest.mark.parametrize("garbage", ["empty", "garbage", "flipped", "foreign"])
 def test_a_damaged_or_foreign_config_cache_is_ignored(vault, cache_now, garbage):
     Vault.open(vault.root)
-    (vault.root / LOCAL_DIR / config_mod.CONFIG_CACHE).write_bytes(garbage)
+    cache = vault.root / LOCAL_DIR / config_mod.CONFIG_CACHE
+    good = cache.read_bytes()
+    cache.write_bytes({"empty": b"", "garbage": b"\x00\x01garbage",
+                       "flipped": good[:20] + bytes([good[20] ^ 0x40]) + good[21:],  # marshal never sees it
+                       "foreign": pack((("old",), {"lang": "en"})) + b""}[garbage])
     assert Vault.open(vault.root).config.lang == "zh"
+
+
+def test_quoted_values_in_the_config_are_cached_as_plain_text(vault, cache_now):
+    path = vault.root / ".vaultmem" / "config.yaml"
+    text = path.read_text().replace("orchestrator: lee", 'orchestrator: "lee"').replace("lang: zh", "lang: 'zh'")
+    assert "trusted_agents: []" in text
+    path.write_text(text.replace("trusted_agents: []", "trusted_agents: ['ann', \"bob\"]"))
+    first = Vault.open(vault.root).config
+    assert (vault.root / LOCAL_DIR / config_mod.CONFIG_CACHE).exists()
+    again = Vault.open(vault.root).config  # from the cache
+    assert again == first and again.orchestrator == "lee" and again.trusted_agents == ("ann", "bob")
+    assert type(again.orchestrator) is str
 
 
 def test_config_show_prints_the_file_as_written(cli, vault, cache_now):
@@ -118,11 +133,16 @@ def test_new_and_deleted_files_are_found_by_the_next_command(indexed):
 
 
 @pytest.mark.usefixtures("both_engines")
-@pytest.mark.parametrize("damage", ["garbage", "empty", "other_manifest"])
+@pytest.mark.parametrize("damage", ["garbage", "flipped", "empty", "other_manifest"])
 def test_a_damaged_or_stale_summary_is_never_trusted(indexed, damage):
     summary = summary_path(indexed.root)
     if damage == "garbage":
         summary.write_bytes(b"\x00garbage" * 20)
+    elif damage == "flipped":  # marshal is not safe on bad bytes: a checksum stops them first
+        good = bytearray(summary.read_bytes())
+        for at in range(8, len(good), 7):
+            good[at] ^= 0x5A
+        summary.write_bytes(bytes(good))
     elif damage == "empty":
         summary.write_bytes(b"")
     else:  # the manifest changed by hand after the summary was written
@@ -130,7 +150,7 @@ def test_a_damaged_or_stale_summary_is_never_trusted(indexed, damage):
         manifest.write_text(manifest.read_text() + " ")
     write(indexed, "memories/port.md", NOTE.format(name="port", body="后端端口改为7070"))
     assert search_ids(indexed.root, "7070") == ["memories/port.md"]
-    assert marshal.loads(summary_path(indexed.root).read_bytes())["count"] >= 2  # written afresh
+    assert unpack(summary_path(indexed.root).read_bytes())["count"] >= 2  # written afresh
 
 
 HOLD = r"""

@@ -6,7 +6,6 @@ and key order survive :func:`save_config`.
 
 from __future__ import annotations
 
-import marshal
 import math
 import re
 import time
@@ -15,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import BadInput, ParseError
-from .files import LOCAL_DIR, atomic_write, read_text, write_local
+from .files import LOCAL_DIR, atomic_write, pack, read_text, unpack, write_local
 from .names import check_name
 from .parse.document import dump_yaml, load_yaml
 
@@ -140,23 +139,23 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
     orchestrator_approves = _get(raw, "review.orchestrator_approves", False)
     if not isinstance(orchestrator_approves, bool):
         raise bad("review.orchestrator_approves", f"is {orchestrator_approves!r}; it must be true or false")
-    return Config(
-        lang=lang,
-        orchestrator=orchestrator,
+    return Config(  # plain str, not ruamel's quoted-string subclasses: a Config is cached with marshal
+        lang=str(lang),
+        orchestrator=str(orchestrator),
         lock_timeout=timeout,
-        note_types=tuple(types),
+        note_types=tuple(str(t) for t in types),
         default_importance=importance,
         brief_window=int(window),
         brief_ratio=ratio,
         brief_max_items=int(max_items),
         brief_min_coverage=min_coverage,
         index_lock_timeout=index_timeout,
-        index_engine=index_engine,
+        index_engine=str(index_engine),
         checkpoint_fresh_minutes=fresh,
         delegation_max_age_hours=delegation_age,
-        secrets=secrets,
-        trusted_agents=tuple(trusted),
-        orchestrator_approves=orchestrator_approves,
+        secrets=str(secrets),
+        trusted_agents=tuple(str(a) for a in trusted),
+        orchestrator_approves=bool(orchestrator_approves),
         raw=raw,
     )
 
@@ -164,30 +163,43 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
 def load_config(root: Path) -> Config:
     """The vault's settings. A config that passed its checks is remembered, per machine,
     in ``.vaultmem/local/config.cache`` beside the file's stat (mtime, size, inode,
-    ctime: any edit changes the last), so a command reads it again only after an edit
-    (0.3 ms instead of ruamel.yaml's 40 ms). The cached Config has no ``raw``: see
-    :func:`load_raw`."""
+    ctime: any edit changes the last) and this module's (an upgrade), so a command reads
+    it again only after an edit (0.3 ms instead of ruamel.yaml's 40 ms). The cached Config
+    has no ``raw``: see :func:`load_raw`."""
     path = root / CONFIG_PATH
     try:
         st = path.stat()
     except FileNotFoundError:
         st = None
-    key = None if st is None else (CACHE_VERSION, _SCHEMA, st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+    key = None if st is None else (CACHE_VERSION, _code_stamp(), st.st_mtime_ns, st.st_size, st.st_ino,
+                                   st.st_ctime_ns)
     cache = root / LOCAL_DIR / CONFIG_CACHE
     if key is not None:
         try:
-            cached = marshal.loads(cache.read_bytes())
+            cached = unpack(cache.read_bytes())
             if isinstance(cached, tuple) and len(cached) == 2 and cached[0] == key:
                 return Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in cached[1].items()})
-        except (OSError, ValueError, EOFError, TypeError):
+        except (OSError, TypeError):
             pass
     config = parse_config(load_raw_text(root), CONFIG_PATH)
     if time.time_ns() - st.st_ctime_ns < RACY_NS:
         return config  # changed a moment ago: a second edit in the same clock tick could keep this stat
     values = {f.name: list(v) if isinstance(v := getattr(config, f.name), tuple) else v
               for f in fields(Config) if f.name != "raw"}
-    write_local(root, CONFIG_CACHE, marshal.dumps((key, values)))  # read-only vault: no cache
+    packed = pack((key, values))
+    if packed is not None:
+        write_local(root, CONFIG_CACHE, packed)  # a read-only vault: no cache
     return config
+
+
+def _code_stamp() -> tuple:
+    """This module's file (size, mtime): an upgrade that changes a check or a default
+    makes every cached config stale."""
+    try:
+        st = Path(__file__).stat()
+    except OSError:
+        return ()
+    return (st.st_size, st.st_mtime_ns, _SCHEMA)
 
 
 def load_raw_text(root: Path) -> str:

@@ -118,6 +118,34 @@ def remove(path: Path) -> None:
 LOCAL_DIR = ".vaultmem/local"
 
 
+def pack(value) -> bytes | None:
+    """``value`` (plain data: str, int, float, bool, None, tuples, lists, dicts) as bytes
+    for a cache file: a CRC-32 of the payload, then the payload (marshal). None if the
+    value holds anything else."""
+    import marshal
+    import zlib
+
+    try:
+        payload = marshal.dumps(value)
+    except ValueError:
+        return None
+    return zlib.crc32(payload).to_bytes(4, "big") + payload
+
+
+def unpack(data: bytes):
+    """What :func:`pack` packed, or None for bytes it did not make whole (a torn or
+    damaged file: marshal itself must never see those, it is not safe on bad input)."""
+    import marshal
+    import zlib
+
+    if len(data) < 5 or zlib.crc32(data[4:]).to_bytes(4, "big") != data[:4]:
+        return None
+    try:
+        return marshal.loads(data[4:])
+    except (ValueError, EOFError, TypeError):
+        return None
+
+
 def write_local(root: Path, name: str, data: str | bytes) -> bool:
     """Write a per-machine state or cache file in ``.vaultmem/local/`` (kept out of git
     by its own .gitignore, whatever the vault's says). Not fsynced: a cache may be lost.

@@ -306,8 +306,6 @@ class Vault:
         moved since it was last found clean (``.vaultmem/local/tidy.bin``; a temp file's
         creation moves it), and the write lock is taken only when one was found. Writers
         sweep every folder under their lock anyway."""
-        import marshal
-
         folders = [".", *WRITABLE]
         stamps = {}
         for rel in folders:
@@ -316,8 +314,8 @@ class Vault:
             except OSError:
                 continue
         try:
-            clean = marshal.loads((self.root / files.LOCAL_DIR / TIDY_STAMPS).read_bytes())
-        except (OSError, ValueError, EOFError, TypeError):
+            clean = files.unpack((self.root / files.LOCAL_DIR / TIDY_STAMPS).read_bytes())
+        except OSError:
             clean = {}
         if not isinstance(clean, dict):
             clean = {}
@@ -326,8 +324,7 @@ class Vault:
             return 0
         if not files.find_temp_files(self.root, look):
             settled = time.time_ns() - 2_000_000_000  # a change in the same clock tick could hide behind a fresh stamp
-            files.write_local(self.root, TIDY_STAMPS,
-                              marshal.dumps({rel: m for rel, m in stamps.items() if m < settled}))
+            files.write_local(self.root, TIDY_STAMPS, files.pack({rel: m for rel, m in stamps.items() if m < settled}))
             return 0
         from filelock import FileLock, Timeout
 

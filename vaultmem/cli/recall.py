@@ -202,6 +202,8 @@ def _stop_on_signals() -> None:
     import signal
 
     def stop(_signum, _frame):
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)  # a second signal must not break the clean stop
         raise KeyboardInterrupt
 
     for sig in (signal.SIGINT, signal.SIGTERM):

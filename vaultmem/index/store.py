@@ -2,7 +2,7 @@
 
 The index lives in ``.vaultmem/index/`` (git-ignored) as generations: ``gen-<n>/`` holds
 an engine folder and ``manifest.json`` (per file: mtime, size, sha1, parse problem), and
-the file ``CURRENT`` names the live generation; ``summary.bin`` (marshal) repeats what
+the file ``CURRENT`` names the live generation; ``summary.bin`` (``files.pack``) repeats what
 every command needs of the manifest — engine, owners, problems, one digest of every
 file's stat — so that a refresh that finds nothing changed, and opening the engine, never
 parse the manifest (1.9 MB of JSON at 10,000 files). A refresh stats every Markdown file,
@@ -17,7 +17,6 @@ opened or searched (killed mid-commit, files deleted or corrupted) is rebuilt.
 from __future__ import annotations
 
 import json
-import marshal
 import os
 import shutil
 import sys
@@ -299,8 +298,8 @@ class IndexStore:
             journal = 0
         except OSError:
             return None
-        return (SUMMARY_VERSION, sys.version_info[:2], ANALYZER_VERSION, st.st_mtime_ns, st.st_size, st.st_ino,
-                journal)
+        return (SUMMARY_VERSION, MANIFEST_VERSION, sys.version_info[:2], ANALYZER_VERSION, st.st_mtime_ns,
+                st.st_size, st.st_ino, journal)
 
     def _summary(self, gen: str) -> dict | None:
         """The generation's summary if it matches its manifest, else None."""
@@ -311,8 +310,8 @@ class IndexStore:
         if cached is not None and cached["key"] == (gen, key):
             return cached
         try:
-            data = marshal.loads((self.base / gen / "summary.bin").read_bytes())
-        except (OSError, ValueError, EOFError, TypeError):
+            data = files.unpack((self.base / gen / "summary.bin").read_bytes())
+        except OSError:
             return None
         if not isinstance(data, dict) or data.get("key") != key:
             return None
@@ -336,8 +335,11 @@ class IndexStore:
             "problems": [v["p"] for v in entries.values() if v.get("p")],
             "digest": stat_digest({rel: (v["m"], v["s"], v.get("c"), v.get("i")) for rel, v in entries.items()}),
         }
+        packed = files.pack(data)
+        if packed is None:
+            return
         try:
-            files.atomic_write(self.base / gen / "summary.bin", marshal.dumps(data), durable=False)
+            files.atomic_write(self.base / gen / "summary.bin", packed, durable=False)
         except OSError:
             pass
 
