@@ -12,16 +12,17 @@ PKG = Path(vaultmem.__file__).parent
 
 # module -> the vaultmem modules it may import
 ALLOWED = {
+    "walk": set(),  # the CLI launcher imports it before anything else: standard library only
     "errors": set(),
     "models": set(),
     "names": {"errors"},
     "files": {"errors"},
     "parse": {"errors", "models", "parse"},
-    "config": {"errors", "files", "names", "parse"},
+    "config": {"errors", "files", "names", "parse", "walk"},
     "gitstore": {"errors", "models"},
     "analysis": set(),
     "guard": set(),
-    "index": {"errors", "models", "files", "parse", "analysis"},
+    "index": {"errors", "models", "files", "parse", "analysis", "walk"},
     "retrieve": {"analysis", "index", "models"},
     "brief": {"analysis", "errors", "models"},
     "evaluate": {"errors", "models", "parse"},
@@ -30,8 +31,8 @@ ALLOWED = {
     "lifecycle": {"errors", "models", "files", "parse", "gitstore", "guard"},
     "inbox": {"errors", "models", "files", "parse", "guard"},
     "vault": {"errors", "models", "names", "files", "parse", "config", "gitstore", "analysis", "index",
-              "retrieve", "brief", "evaluate", "shared", "lifecycle", "guard", "inbox"},
-    "watch": {"vault"},
+              "retrieve", "brief", "evaluate", "shared", "lifecycle", "guard", "inbox", "walk"},
+    "watch": {"vault", "walk"},
     "cli": {"errors", "models", "names", "parse", "vault", "watch", "files", "livelog", "cli", "__init__"},
 }
 

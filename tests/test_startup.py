@@ -3,6 +3,7 @@ sweep that lists only folders that changed, the lazily built CLI — never chang
 command answers: every shortcut is checked against the case it could get wrong."""
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -240,6 +241,131 @@ def test_help_lists_every_command_group(cli):
     out = cli("--help").output
     for name in ("init", "config", "page", "brief", "log", "review", "checkpoint"):
         assert f" {name} " in out
+
+
+# -- the walk started ahead, and the launcher -------------------------------------------------
+
+from vaultmem import walk  # noqa: E402
+
+needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="the walk ahead needs fork")
+
+
+@pytest.mark.parametrize("argv,expected", [
+    (["brief", "r", "--task", "t"], ("brief", None)),
+    (["--vault", "/v", "brief", "r"], ("brief", "/v")),
+    (["--json", "--as", "lee", "search", "q"], ("search", None)),
+    (["search", "q", "--vault=/w"], ("search", "/w")),  # global options may follow the command
+    (["--as", "brief", "log", "tail"], ("log", None)),  # 'brief' is the value of --as here
+    (["log", "append", "brief"], ("log", None)),
+    (["--", "brief"], (None, None)),
+    ([], (None, None)),
+])
+def test_the_launcher_reads_the_command_and_the_vault(argv, expected):
+    assert walk.command_line(argv) == expected
+
+
+@needs_fork
+def test_the_walk_ahead_gives_what_walking_in_the_process_gives(indexed):
+    root = walk.start_ahead(["--vault", str(indexed.root), "search", "x"])
+    assert root == str(indexed.root)
+    seen = walk.scan(indexed.root)
+    assert walk.take_ahead(indexed.root) == (len(seen), walk.stat_digest(seen))
+    assert walk.take_ahead(indexed.root) is None  # taken once: a later check walks itself
+
+
+@needs_fork
+def test_no_walk_ahead_for_other_commands_or_outside_a_vault(vault, tmp_path, monkeypatch):
+    assert walk.start_ahead(["--vault", str(vault.root), "log", "tail"]) is None
+    assert walk.start_ahead(["--vault", str(tmp_path / "nowhere"), "brief", "r"]) is None
+    assert walk.start_ahead(["brief", "r", "--task", "t"]) is None  # tmp_path is in no vault
+    monkeypatch.chdir(vault.root / "memories")
+    assert walk.start_ahead(["brief", "r", "--task", "t"]) == str(vault.root)  # found upward, as the CLI does
+    assert walk.take_ahead(vault.root) is not None
+    monkeypatch.setenv("VAULTMEM_VAULT", str(vault.root))
+    monkeypatch.chdir(tmp_path)
+    assert walk.start_ahead(["search", "q"]) == str(vault.root)
+    assert walk.take_ahead(vault.root) is not None
+
+
+def _start_with(scan, argv):
+    real = walk.scan
+    walk.scan = scan  # the child is a fork: it walks with this
+    try:
+        return walk.start_ahead(argv)
+    finally:
+        walk.scan = real
+
+
+@needs_fork
+def test_a_failed_walk_ahead_falls_back_to_walking_in_the_process(indexed):
+    def broken(root):
+        raise OSError("the disk went away")
+
+    root = _start_with(broken, ["--vault", str(indexed.root), "brief", "r"])
+    write(indexed, "memories/db.md", NOTE.format(name="db", body="We chose MariaDB for billing"))
+    assert IndexStore(indexed.root).refresh(wait=0).modified == ["memories/db.md"]
+    assert walk.take_ahead(root) is None
+
+
+@needs_fork
+def test_a_walk_ahead_of_another_vault_is_not_used(indexed, en_vault):
+    root = walk.start_ahead(["--vault", str(en_vault.root), "search", "x"])
+    write(indexed, "memories/db.md", NOTE.format(name="db", body="We chose MariaDB for billing"))
+    assert IndexStore(indexed.root).refresh(wait=0).modified == ["memories/db.md"]
+    assert walk.take_ahead(root) is not None  # still waiting for its own vault
+
+
+@needs_fork
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads /proc")
+def test_the_walk_ahead_does_not_hold_the_callers_output(indexed):
+    def slow(root):
+        time.sleep(60)
+        return {}
+
+    root = _start_with(slow, ["--vault", str(indexed.root), "brief", "r"])
+    pid = walk._ahead[root][0]
+    try:  # whoever waits for the command's output must not wait for the child's walk
+        deadline = time.monotonic() + 20
+        while {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in (0, 1, 2)} != {os.devnull}:
+            assert time.monotonic() < deadline, "the child kept the caller's stdin/stdout/stderr"
+            time.sleep(0.01)
+    finally:
+        os.kill(pid, signal.SIGKILL)
+    assert walk.take_ahead(root) is None  # a killed child: nothing used
+
+
+PROBE = r"""
+import sys
+from vaultmem import walk
+import vaultmem.index.store as store
+real = walk.take_ahead
+def take(root):
+    got = real(root)
+    print("ahead:", got is not None, file=sys.stderr)
+    return got
+store.take_ahead = take
+sys.argv = ["vaultmem", *sys.argv[1:]]
+from vaultmem.__main__ import main
+main()
+"""
+
+
+@needs_fork
+@pytest.mark.usefixtures("both_engines")
+def test_a_cli_search_uses_the_walk_ahead_and_sees_an_edit_made_before_it(indexed):
+    write(indexed, "memories/db.md", NOTE.format(name="db", body="We chose MariaDB for billing"))
+    r = subprocess.run([sys.executable, "-c", PROBE, "--vault", str(indexed.root), "search", "MariaDB", "--json"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "ahead: True" in r.stderr
+    assert [h["id"] for h in out_json(r)["hits"]] == ["memories/db.md"]
+
+
+def test_the_launcher_loads_nothing_before_its_walk():
+    code = "import sys, vaultmem.walk; print(sorted(m for m in sys.modules if m.startswith('vaultmem') or m in ('typing', 'pathlib', 'dataclasses', 're')))"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "['vaultmem', 'vaultmem.walk']"
 
 
 # -- MEMORY.md: the shortcut that skips parsing the whole file -----------------------------

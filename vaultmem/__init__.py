@@ -2,28 +2,54 @@
 
 The public Python API is the :class:`Vault` facade and the exception tree in
 :mod:`vaultmem.errors`; the CLI, hooks and other adapters are thin clients of it.
+
+The names below are loaded on first use (PEP 562), so that importing one small module
+of the package — the CLI launcher's :mod:`vaultmem.walk` — does not load them all.
 """
 
-from .errors import (
-    BadInput,
-    Busy,
-    GitError,
-    NameRefused,
-    NotFound,
-    ParseError,
-    PermissionRefused,
-    SecretRefused,
-    UnsafePath,
-    VaultmemError,
-    VaultNotFound,
-)
-from .models import Actor, Change, Entry, NoteInfo, PageInfo
-from .vault import Vault, locate
+from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "Actor", "BadInput", "Busy", "Change", "Entry", "GitError", "NameRefused", "NoteInfo", "NotFound",
-    "PageInfo", "ParseError", "PermissionRefused", "SecretRefused", "UnsafePath", "Vault", "VaultNotFound", "VaultmemError",
-    "__version__", "locate",
-]  # fmt: skip
+# public name → the module that defines it
+_EXPORTS = {
+    **dict.fromkeys(("BadInput", "Busy", "GitError", "NameRefused", "NotFound", "ParseError", "PermissionRefused",
+                     "SecretRefused", "UnsafePath", "VaultmemError", "VaultNotFound"), "errors"),
+    **dict.fromkeys(("Actor", "Change", "Entry", "NoteInfo", "PageInfo"), "models"),
+    **dict.fromkeys(("Vault", "locate"), "vault"),
+}
+
+__all__ = sorted([*_EXPORTS, "__version__"])
+
+TYPE_CHECKING = False  # not typing's: importing typing would cost the launcher ~5 ms
+if TYPE_CHECKING:
+    from .errors import (
+        BadInput,
+        Busy,
+        GitError,
+        NameRefused,
+        NotFound,
+        ParseError,
+        PermissionRefused,
+        SecretRefused,
+        UnsafePath,
+        VaultmemError,
+        VaultNotFound,
+    )
+    from .models import Actor, Change, Entry, NoteInfo, PageInfo
+    from .vault import Vault, locate
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'vaultmem' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

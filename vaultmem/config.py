@@ -17,8 +17,8 @@ from .errors import BadInput, ParseError
 from .files import LOCAL_DIR, atomic_write, pack, read_text, unpack, write_local
 from .names import check_name
 from .parse.document import dump_yaml, load_yaml
+from .walk import CONFIG_PATH
 
-CONFIG_PATH = ".vaultmem/config.yaml"
 CONFIG_CACHE = "config.cache"  # in .vaultmem/local/
 CACHE_VERSION = 1  # bump when a check in parse_config changes
 RACY_NS = 2_000_000_000

@@ -10,7 +10,6 @@ writing or committing fails, the files are put back as they were.
 from __future__ import annotations
 
 import datetime as _dt
-import difflib
 import os
 import re
 import string
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import files, gitstore
-from .config import CONFIG_PATH, Config, load_config, load_raw, parse_config, set_value
+from .config import Config, load_config, load_raw, parse_config, set_value
 from .errors import BadInput, Busy, NotFound, PermissionRefused, SecretRefused, VaultmemError, VaultNotFound
 from .models import AUTHOR_KINDS, SCOPES, Actor, Change, NoteInfo, PageInfo
 from .names import check_name, check_new_name, collision_key, slugify
@@ -39,6 +38,7 @@ from .parse import (
     update_index,
 )
 from .parse.document import yaml_timestamp
+from .walk import CONFIG_PATH, ENV_VAULT, find_vault, is_vault
 
 if TYPE_CHECKING:
     from .guard import Finding
@@ -63,7 +63,6 @@ BRIEF_KINDS = ("note", "entry", "decision", "wiki", "skill", "journal", "shared"
 # for review, third-party ones quarantined among them) nor the archive (forgotten memory,
 # rejected items).
 AGENT_KINDS = (*BRIEF_KINDS, "log", "identity")
-ENV_VAULT = "VAULTMEM_VAULT"
 ENV_AGENT = "VAULTMEM_AGENT"
 
 
@@ -75,10 +74,6 @@ def template_root() -> Path:
             return candidate
     raise NotFound("the vault template is missing from this installation",
                    hint="reinstall vaultmem (pip install -e . from the project folder)")  # pragma: no cover
-
-
-def is_vault(path: Path) -> bool:
-    return (path / CONFIG_PATH).is_file()
 
 
 def locate(path: str | Path | None = None, cwd: Path | None = None) -> Path:
@@ -94,10 +89,10 @@ def locate(path: str | Path | None = None, cwd: Path | None = None) -> Path:
                 hint=f"create one with 'vaultmem init {root}'",
             )
         return root.resolve()
+    found = find_vault(str(cwd) if cwd is not None else None)
+    if found is not None:
+        return Path(found)
     start = (cwd or Path.cwd()).resolve()
-    for folder in (start, *start.parents):
-        if is_vault(folder):
-            return folder
     raise VaultNotFound(
         f"no vault at or above {start}",
         hint=f"pass --vault PATH, set {ENV_VAULT}, or create one with 'vaultmem init PATH'",
@@ -393,7 +388,7 @@ class Vault:
         if name in existing:
             return name
         same = [r for r in existing if collision_key(r) == collision_key(name)]
-        close = same or difflib.get_close_matches(name, existing, n=3)
+        close = same or _close_matches(name, existing)
         raise NotFound(
             f"no page for role {name!r} (agents/{name}.md)",
             hint=(f"did you mean {', '.join(close)}? " if close else "")
@@ -620,7 +615,7 @@ class Vault:
         name = check_name(raw, "note slug")
         existing = self._note_slugs()
         if name not in existing:
-            close = difflib.get_close_matches(name, existing, n=3)
+            close = _close_matches(name, existing)
             raise NotFound(f"no memory note {name!r} ({MEMORIES_DIR}/{name}.md)",
                            hint=f"did you mean {', '.join(close)}?" if close else "list notes in MEMORY.md")
         return name
@@ -859,6 +854,12 @@ class Vault:
         change = self.ensure_page(role, actor, category=category, project=project)
         brief = self.brief(change.details["role"], task, window=window, ratio=ratio, tokens=tokens)
         return change, brief
+
+
+def _close_matches(name: str, existing) -> list[str]:
+    from difflib import get_close_matches  # only for an error message: not loaded by every command
+
+    return get_close_matches(name, existing, n=3)
 
 
 def _clean_project(project: str | None) -> str | None:

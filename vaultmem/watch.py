@@ -22,8 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .vault import WATCH_HEARTBEAT, Vault
+from .walk import IGNORED_DIRS
 
-IGNORED_DIRS = {".git", ".vaultmem", ".obsidian", ".trash", "node_modules"}
 HEARTBEAT_EVERY = 5.0
 
 

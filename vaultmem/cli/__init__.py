@@ -9,7 +9,6 @@ help lists it): a ``vaultmem brief`` never pays for the other forty commands.
 from __future__ import annotations
 
 import importlib
-from difflib import get_close_matches
 from typing import Annotated
 
 import click
@@ -75,6 +74,8 @@ class LazyGroup(TyperGroup):
         try:
             return click.Group.resolve_command(self, ctx, args)
         except click.UsageError as exc:
+            from difflib import get_close_matches  # only for this message
+
             if args and (matches := get_close_matches(args[0], self.list_commands(ctx))):
                 exc.message = f"{exc.message.rstrip('.')}. Did you mean {', '.join(repr(m) for m in matches)}?"
             raise

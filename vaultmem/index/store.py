@@ -21,7 +21,6 @@ import os
 import shutil
 import sys
 import time
-import zlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -30,13 +29,13 @@ from ..analysis import ANALYZER_VERSION
 from ..errors import BadInput, Busy, ParseError, VaultmemError
 from ..models import IndexDoc
 from ..parse.records import records
+from ..walk import scan, stat_digest, take_ahead
 from . import Filters, SyncReport
 
 INDEX_DIR = ".vaultmem/index"
 LOCK_FILE = ".vaultmem/index.lock"
 MANIFEST_VERSION = 1
 SUMMARY_VERSION = 3
-IGNORED_DIRS = {".git", ".vaultmem", ".obsidian", ".trash", "node_modules"}
 JOURNAL_MAX_BYTES = 256 * 1024  # fold the manifest journal into manifest.json beyond this
 PARALLEL_MIN_FILES = 2000  # a rebuild of this many files parses them in worker processes
 PARALLEL_CHUNK = 500
@@ -69,44 +68,6 @@ def _open_engine(name: str, gen_dir: Path, create: bool = False):
     from .whoosh_engine import WhooshEngine
 
     return WhooshEngine(gen_dir, create=create)
-
-
-def scan(root: Path) -> dict[str, tuple[int, int, int, int]]:
-    """Every Markdown file of the vault: rel path → (mtime_ns, size, ctime_ns, inode).
-    The change time cannot be set by tools that restore an mtime (``touch -r``,
-    ``rsync -t``, ``cp -p``), so a same-size edit with a restored mtime is still seen."""
-    out: dict[str, tuple[int, int, int, int]] = {}
-    stack = [("", str(root))]
-    while stack:
-        prefix, folder = stack.pop()
-        try:
-            entries = os.scandir(folder)
-        except (FileNotFoundError, NotADirectoryError, PermissionError):
-            continue
-        with entries:
-            for entry in entries:
-                name = entry.name
-                if name.startswith("."):
-                    continue
-                try:
-                    if entry.is_dir(follow_symlinks=False):
-                        if name not in IGNORED_DIRS:
-                            stack.append((prefix + name + "/", entry.path))
-                    elif name.endswith(".md"):
-                        st = entry.stat()
-                        out[prefix + name] = (st.st_mtime_ns, st.st_size, st.st_ctime_ns, st.st_ino)
-                except FileNotFoundError:
-                    continue
-    return out
-
-
-def stat_digest(stats: dict[str, tuple]) -> int:
-    """One number for a set of files and their (mtime, size, ctime, inode), the same in
-    every process of one Python version (ints and tuples hash alike everywhere; a path is
-    taken by its CRC-32, as strings hash differently per process). Any file added,
-    removed, renamed or touched changes it."""
-    crc = zlib.crc32
-    return sum(hash((crc(rel.encode("utf-8")), st)) for rel, st in stats.items()) & 0xFFFFFFFFFFFFFFFF
 
 
 def _read(root: Path, rel: str) -> tuple[bytes, str] | None:
@@ -505,10 +466,14 @@ class IndexStore:
         summary = self._summary(gen) if gen else None
         if summary is None or self._switch_to(summary):
             return None
-        seen = scan(self.root)
-        if stat_digest(seen) != summary["digest"]:
+        ahead = take_ahead(self.root)  # this command's launcher may have walked already
+        if ahead is None:
+            seen = scan(self.root)
+            ahead = len(seen), stat_digest(seen)
+        count, digest = ahead
+        if digest != summary["digest"]:
             return None
-        return SyncReport(unchanged=len(seen), problems=list(summary["problems"]), engine=summary["engine"])
+        return SyncReport(unchanged=count, problems=list(summary["problems"]), engine=summary["engine"])
 
     def _update_locked(self, gen: str, known: dict, paths: Iterable[str] | None) -> SyncReport:
         report = SyncReport()

@@ -1,0 +1,191 @@
+"""Finding the vault and walking its Markdown files — and the walk started ahead of time.
+
+Every answer (``search``, ``brief``, ``dispatch``) first checks that the index is fresh:
+one ``stat`` per Markdown file, summed into one digest and compared with the digest the
+index recorded (see :mod:`vaultmem.index.store`). At 10,000 files that walk costs about as
+much as starting the CLI does (~0.1 s each on a small VM: a ``stat`` is a system call, and
+threads do not overlap it with Python work). So a new ``vaultmem`` process for one of
+those commands forks a child that walks the vault *before* the parent imports anything
+else; the parent goes on importing and parsing its options, and the freshness check
+takes the child's digest instead of walking (:func:`start_ahead`, :func:`take_ahead`).
+The two overlap on two cores. The child is only a head start: its answer is used for
+the vault the command really opens, once, and anything odd (no ``fork``, a failed child,
+another vault) falls back to walking in the process.
+
+Standard library only (``os``, ``zlib``, ``marshal``): the launcher imports this module
+before anything else.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+
+CONFIG_PATH = ".vaultmem/config.yaml"
+ENV_VAULT = "VAULTMEM_VAULT"
+# Never walked nor watched: git's and vaultmem's own folders, Obsidian's, and bulk trees.
+IGNORED_DIRS = frozenset({".git", ".vaultmem", ".obsidian", ".trash", "node_modules"})
+# The commands that check freshness first, so start the walk ahead.
+AHEAD_COMMANDS = frozenset({"search", "brief", "dispatch"})
+
+Stat = tuple[int, int, int, int]
+
+
+def is_vault(path: str | os.PathLike) -> bool:
+    return os.path.isfile(os.path.join(path, CONFIG_PATH))
+
+
+def find_vault(cwd: str | None = None) -> str | None:
+    """The nearest folder at or above ``cwd`` (resolved) that is a vault, or None."""
+    folder = os.path.realpath(cwd or os.getcwd())
+    while True:
+        if is_vault(folder):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def scan(root: str | os.PathLike) -> dict[str, Stat]:
+    """Every Markdown file of the vault: rel path → (mtime_ns, size, ctime_ns, inode).
+    The change time cannot be set by tools that restore an mtime (``touch -r``,
+    ``rsync -t``, ``cp -p``), so a same-size edit with a restored mtime is still seen."""
+    out: dict[str, Stat] = {}
+    stack = [("", os.fspath(root))]
+    while stack:
+        prefix, folder = stack.pop()
+        try:
+            entries = os.scandir(folder)
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            continue
+        with entries:
+            for entry in entries:
+                name = entry.name
+                if name.startswith("."):
+                    continue
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        if name not in IGNORED_DIRS:
+                            stack.append((prefix + name + "/", entry.path))
+                    elif name.endswith(".md"):
+                        st = entry.stat()
+                        out[prefix + name] = (st.st_mtime_ns, st.st_size, st.st_ctime_ns, st.st_ino)
+                except FileNotFoundError:
+                    continue
+    return out
+
+
+def stat_digest(stats: dict[str, tuple]) -> int:
+    """One number for a set of files and their (mtime, size, ctime, inode), the same in
+    every process of one Python version (ints and tuples hash alike everywhere; a path is
+    taken by its CRC-32, as strings hash differently per process). Any file added,
+    removed, renamed or touched changes it."""
+    crc = zlib.crc32
+    return sum(hash((crc(rel.encode("utf-8")), st)) for rel, st in stats.items()) & 0xFFFFFFFFFFFFFFFF
+
+
+# -- the walk ahead of time ---------------------------------------------------------------------
+
+_ahead: dict[str, tuple[int, int]] = {}  # vault root → (child pid, read end of its pipe)
+
+
+def command_line(argv: list[str]) -> tuple[str | None, str | None]:
+    """The command word and the ``--vault`` value of a command line, as far as a quick
+    look can tell (global options come before the command; ``--vault`` may follow it)."""
+    command = vault = None
+    args = iter(argv)
+    for arg in args:
+        if arg == "--":
+            break
+        if arg == "--vault":
+            vault = next(args, None)
+        elif arg.startswith("--vault="):
+            vault = arg[len("--vault="):]
+        elif arg == "--as" and command is None:
+            next(args, None)
+        elif command is None and not arg.startswith("-"):
+            command = arg
+    return command, vault
+
+
+def command_word(argv: list[str]) -> str | None:
+    return command_line(argv)[0]
+
+
+def start_ahead(argv: list[str]) -> str | None:
+    """For a command that checks freshness first: fork a child that walks the vault the
+    command line names and sends back (file count, digest). Returns the vault root it
+    walks, or None when nothing was started (another command, no vault found, no
+    ``fork`` on this system)."""
+    command, vault = command_line(argv)
+    if command not in AHEAD_COMMANDS or not hasattr(os, "fork"):
+        return None
+    chosen = vault or os.environ.get(ENV_VAULT) or None
+    if chosen is not None:
+        root = os.path.realpath(os.path.expanduser(chosen))
+        if not is_vault(root):
+            return None  # the command itself will say so
+    else:
+        root = find_vault()
+        if root is None:
+            return None
+    if root in _ahead:
+        return root
+    read, write = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read)
+        os.close(write)
+        return None
+    if pid == 0:  # the child: walk, report, leave without running the parent's exit code
+        status = 1
+        try:
+            os.close(read)
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):  # a caller waiting for the command's output must not wait for us
+                os.dup2(null, fd)
+            seen = scan(root)
+            import marshal
+
+            os.write(write, marshal.dumps((len(seen), stat_digest(seen))))  # ~20 bytes: one write
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write)
+    _ahead[root] = (pid, read)
+    return root
+
+
+def take_ahead(root: str | os.PathLike) -> tuple[int, int] | None:
+    """The (file count, digest) a child walked for ``root``, waiting for it if it is
+    still walking; None if no walk was started for that root, or it failed. Each walk is
+    taken once: later checks in the same process walk for themselves."""
+    got = _ahead.pop(os.fspath(root), None)
+    if got is None:
+        return None
+    pid, read = got
+    chunks = []
+    try:
+        while chunk := os.read(read, 4096):
+            chunks.append(chunk)
+    except OSError:
+        chunks = []
+    finally:
+        os.close(read)
+        try:
+            _, status = os.waitpid(pid, 0)
+        except ChildProcessError:
+            status = 1
+    if status != 0:
+        return None
+    import marshal
+
+    try:
+        count, digest = marshal.loads(b"".join(chunks))
+    except (EOFError, ValueError, TypeError):
+        return None
+    if type(count) is not int or type(digest) is not int:
+        return None
+    return count, digest
