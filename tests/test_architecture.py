@@ -77,6 +77,7 @@ def test_modules_import_only_earlier_pipeline_stages():
 def test_public_api_is_what_all_says():
     for name in vaultmem.__all__:
         assert hasattr(vaultmem, name), name
+    assert sorted(vaultmem.__all__) == sorted([*vaultmem._EXPORTS, "__version__"])  # loaded on first use
     assert "Vault" in vaultmem.__all__ and "VaultmemError" in vaultmem.__all__
 
 

@@ -19,7 +19,11 @@ _EXPORTS = {
     **dict.fromkeys(("Vault", "locate"), "vault"),
 }
 
-__all__ = sorted([*_EXPORTS, "__version__"])
+__all__ = [
+    "Actor", "BadInput", "Busy", "Change", "Entry", "GitError", "NameRefused", "NoteInfo", "NotFound",
+    "PageInfo", "ParseError", "PermissionRefused", "SecretRefused", "UnsafePath", "Vault", "VaultNotFound", "VaultmemError",
+    "__version__", "locate",
+]  # fmt: skip
 
 TYPE_CHECKING = False  # not typing's: importing typing would cost the launcher ~5 ms
 if TYPE_CHECKING:
