@@ -3,7 +3,6 @@ sweep that lists only folders that changed, the lazily built CLI — never chang
 command answers: every shortcut is checked against the case it could get wrong."""
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -244,10 +243,23 @@ def test_help_lists_every_command_group(cli):
 
 
 # -- the walk started ahead, and the launcher -------------------------------------------------
+# Each fork happens in a new interpreter (a snippet run with python -c), as the launcher's
+# does: never in the test process, which may hold an engine's native threads.
+
+import json  # noqa: E402
+import textwrap  # noqa: E402
 
 from vaultmem import walk  # noqa: E402
 
 needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="the walk ahead needs fork")
+
+
+def in_python(code: str, *args, timeout: float = 60) -> dict:
+    """Run ``code`` in a new interpreter; it prints one JSON object as its last line."""
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code), *map(str, args)], capture_output=True,
+                       text=True, timeout=timeout)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize("argv,expected", [
@@ -255,6 +267,7 @@ needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="the walk ahead 
     (["--vault", "/v", "brief", "r"], ("brief", "/v")),
     (["--json", "--as", "lee", "search", "q"], ("search", None)),
     (["search", "q", "--vault=/w"], ("search", "/w")),  # global options may follow the command
+    (["--vault", "/a", "search", "q", "--vault", "/b"], ("search", "/b")),  # the last one, as click takes it
     (["--as", "brief", "log", "tail"], ("log", None)),  # 'brief' is the value of --as here
     (["log", "append", "brief"], ("log", None)),
     (["--", "brief"], (None, None)),
@@ -264,86 +277,141 @@ def test_the_launcher_reads_the_command_and_the_vault(argv, expected):
     assert walk.command_line(argv) == expected
 
 
+SAME_WALK = """
+import json, sys
+from vaultmem import walk
+root = walk.start_ahead(sys.argv[1:])
+seen = walk.scan(root)
+print(json.dumps({"root": root, "ahead": walk.take_ahead(root), "again": walk.take_ahead(root),
+                  "here": [len(seen), walk.stat_digest(seen)]}))
+"""
+
+
 @needs_fork
 def test_the_walk_ahead_gives_what_walking_in_the_process_gives(indexed):
-    root = walk.start_ahead(["--vault", str(indexed.root), "search", "x"])
-    assert root == str(indexed.root)
-    seen = walk.scan(indexed.root)
-    assert walk.take_ahead(indexed.root) == (len(seen), walk.stat_digest(seen))
-    assert walk.take_ahead(indexed.root) is None  # taken once: a later check walks itself
+    got = in_python(SAME_WALK, "--vault", indexed.root, "search", "x")
+    assert got["root"] == str(indexed.root)
+    markdown = [p for p in indexed.root.rglob("*.md") if not any(x.startswith(".") for x in p.relative_to(indexed.root).parts)]
+    assert got["ahead"] == got["here"] and got["here"][0] == len(markdown)
+    assert got["again"] is None  # taken once: a later check walks for itself
+
+
+ROOT_OF = """
+import json, os, sys
+from vaultmem import walk
+os.chdir(sys.argv[1])
+root = walk.start_ahead(sys.argv[2:])
+print(json.dumps({"root": root, "ahead": root is not None and walk.take_ahead(root) is not None}))
+"""
 
 
 @needs_fork
-def test_no_walk_ahead_for_other_commands_or_outside_a_vault(vault, tmp_path, monkeypatch):
-    assert walk.start_ahead(["--vault", str(vault.root), "log", "tail"]) is None
-    assert walk.start_ahead(["--vault", str(tmp_path / "nowhere"), "brief", "r"]) is None
-    assert walk.start_ahead(["brief", "r", "--task", "t"]) is None  # tmp_path is in no vault
-    monkeypatch.chdir(vault.root / "memories")
-    assert walk.start_ahead(["brief", "r", "--task", "t"]) == str(vault.root)  # found upward, as the CLI does
-    assert walk.take_ahead(vault.root) is not None
-    monkeypatch.setenv("VAULTMEM_VAULT", str(vault.root))
-    monkeypatch.chdir(tmp_path)
-    assert walk.start_ahead(["search", "q"]) == str(vault.root)
-    assert walk.take_ahead(vault.root) is not None
-
-
-def _start_with(scan, argv):
-    real = walk.scan
-    walk.scan = scan  # the child is a fork: it walks with this
-    try:
-        return walk.start_ahead(argv)
-    finally:
-        walk.scan = real
+def test_the_walk_ahead_is_keyed_by_the_root_the_vault_opens(vault, tmp_path, monkeypatch):
+    (tmp_path / "link").symlink_to(vault.root, target_is_directory=True)
+    want = str(Vault.open(tmp_path / "link").root)
+    assert want == str(vault.root)
+    for cwd, argv in [(tmp_path, ["--vault", "link", "brief", "r"]),  # relative, through a link
+                      (tmp_path, ["--vault", f"{tmp_path / 'link'}/", "search", "q"]),  # trailing slash
+                      (vault.root / "memories", ["brief", "r", "--task", "t"])]:  # found upward
+        assert in_python(ROOT_OF, cwd, *argv) == {"root": want, "ahead": True}, argv
+    monkeypatch.setenv("VAULTMEM_VAULT", str(tmp_path / "link"))
+    assert in_python(ROOT_OF, tmp_path, "search", "q") == {"root": want, "ahead": True}
 
 
 @needs_fork
-def test_a_failed_walk_ahead_falls_back_to_walking_in_the_process(indexed):
-    def broken(root):
-        raise OSError("the disk went away")
+def test_no_walk_ahead_for_other_commands_or_outside_a_vault(vault, tmp_path):
+    for argv in (["--vault", vault.root, "log", "tail"], ["--vault", tmp_path / "nowhere", "brief", "r"],
+                 ["brief", "r", "--task", "t"]):  # tmp_path is in no vault
+        assert in_python(ROOT_OF, tmp_path, *argv) == {"root": None, "ahead": False}, argv
 
-    root = _start_with(broken, ["--vault", str(indexed.root), "brief", "r"])
-    write(indexed, "memories/db.md", NOTE.format(name="db", body="We chose MariaDB for billing"))
-    assert IndexStore(indexed.root).refresh(wait=0).modified == ["memories/db.md"]
-    assert walk.take_ahead(root) is None
+
+FAKE_CHILD = """
+import json, marshal, os, sys
+from vaultmem import walk
+from vaultmem.index.store import IndexStore
+root, status, rel, text, key = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+seen = walk.scan(root)
+read, write = os.pipe()
+pid = os.fork()
+if pid == 0:  # a child that answers with the digest from before the edit, then fails
+    os.write(write, marshal.dumps((len(seen), walk.stat_digest(seen))))
+    os._exit(status)
+os.close(write)
+walk._ahead[key] = (pid, read)
+with open(os.path.join(root, rel), "w", encoding="utf-8") as fh:
+    fh.write(text)
+print(json.dumps({"modified": IndexStore(root).refresh(wait=0).modified}))
+"""
 
 
 @needs_fork
-def test_a_walk_ahead_of_another_vault_is_not_used(indexed, en_vault):
-    root = walk.start_ahead(["--vault", str(en_vault.root), "search", "x"])
-    write(indexed, "memories/db.md", NOTE.format(name="db", body="We chose MariaDB for billing"))
-    assert IndexStore(indexed.root).refresh(wait=0).modified == ["memories/db.md"]
-    assert walk.take_ahead(root) is not None  # still waiting for its own vault
+@pytest.mark.usefixtures("both_engines")
+def test_a_failed_walk_ahead_is_never_trusted(indexed):
+    text = NOTE.format(name="db", body="We chose MariaDB for billing")
+    root = str(indexed.root)
+    assert in_python(FAKE_CHILD, root, 1, "memories/db.md", text, root) == {"modified": ["memories/db.md"]}
+
+
+@needs_fork
+@pytest.mark.usefixtures("both_engines")
+def test_a_walk_ahead_of_another_root_is_not_used(indexed, tmp_path):
+    text = NOTE.format(name="db", body="We chose MariaDB for billing")
+    root = str(indexed.root)
+    other = str(tmp_path / "elsewhere")
+    assert in_python(FAKE_CHILD, root, 0, "memories/db.md", text, other) == {"modified": ["memories/db.md"]}
+
+
+OWN_WRITE = """
+import json, sys
+from vaultmem import Vault, walk
+root = walk.start_ahead(["--vault", sys.argv[1], "dispatch", "x"])
+started = root in walk._ahead
+v = Vault.open(sys.argv[1])
+v.ensure_page("新角色", v.actor("lee"))  # dispatch's first step: the role's page is written
+print(json.dumps({"started": started, "left": root in walk._ahead}))
+"""
+
+
+@needs_fork
+def test_a_walk_ahead_is_dropped_once_the_command_writes(vault):
+    # a digest taken before this process wrote cannot vouch for the index after it
+    assert in_python(OWN_WRITE, vault.root) == {"started": True, "left": False}
+
+
+SLOW_CHILD = """
+import json, os, sys, time
+from vaultmem import walk
+walk.scan = lambda root: time.sleep(60) or {}
+root = walk.start_ahead(["--vault", sys.argv[1], "brief", "r"])
+pid = walk._ahead[root][0]
+deadline = time.monotonic() + 20
+links = None
+while time.monotonic() < deadline:  # the child swaps its standard streams first thing
+    links = sorted({os.readlink(f"/proc/{pid}/fd/{fd}") for fd in (0, 1, 2)})
+    if links == [os.devnull]:
+        break
+    time.sleep(0.01)
+os.kill(pid, 9)
+print(json.dumps({"links": links, "after_kill": walk.take_ahead(root)}))
+"""
 
 
 @needs_fork
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads /proc")
-def test_the_walk_ahead_does_not_hold_the_callers_output(indexed):
-    def slow(root):
-        time.sleep(60)
-        return {}
-
-    root = _start_with(slow, ["--vault", str(indexed.root), "brief", "r"])
-    pid = walk._ahead[root][0]
-    try:  # whoever waits for the command's output must not wait for the child's walk
-        deadline = time.monotonic() + 20
-        while {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in (0, 1, 2)} != {os.devnull}:
-            assert time.monotonic() < deadline, "the child kept the caller's stdin/stdout/stderr"
-            time.sleep(0.01)
-    finally:
-        os.kill(pid, signal.SIGKILL)
-    assert walk.take_ahead(root) is None  # a killed child: nothing used
+def test_the_walk_ahead_does_not_hold_the_callers_output_and_a_killed_one_is_not_used(indexed):
+    # whoever waits for the command's output (a pipe's end) must not wait for the child's walk
+    assert in_python(SLOW_CHILD, indexed.root) == {"links": [os.devnull], "after_kill": None}
 
 
 PROBE = r"""
 import sys
 from vaultmem import walk
-import vaultmem.index.store as store
 real = walk.take_ahead
 def take(root):
     got = real(root)
     print("ahead:", got is not None, file=sys.stderr)
     return got
-store.take_ahead = take
+walk.take_ahead = take  # before the index store imports it
 sys.argv = ["vaultmem", *sys.argv[1:]]
 from vaultmem.__main__ import main
 main()
@@ -355,17 +423,20 @@ main()
 def test_a_cli_search_uses_the_walk_ahead_and_sees_an_edit_made_before_it(indexed):
     write(indexed, "memories/db.md", NOTE.format(name="db", body="We chose MariaDB for billing"))
     r = subprocess.run([sys.executable, "-c", PROBE, "--vault", str(indexed.root), "search", "MariaDB", "--json"],
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert "ahead: True" in r.stderr
     assert [h["id"] for h in out_json(r)["hits"]] == ["memories/db.md"]
 
 
 def test_the_launcher_loads_nothing_before_its_walk():
-    code = "import sys, vaultmem.walk; print(sorted(m for m in sys.modules if m.startswith('vaultmem') or m in ('typing', 'pathlib', 'dataclasses', 're')))"
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    code = ("import sys; before = set(sys.modules); import vaultmem.__main__, vaultmem.walk; "
+            "print(sorted(set(sys.modules) - before))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "['vaultmem', 'vaultmem.walk']"
+    loaded = set(eval(r.stdout.strip()))  # noqa: S307 - our own output: a list of names
+    assert {m for m in loaded if m.startswith("vaultmem")} == {"vaultmem", "vaultmem.__main__", "vaultmem.walk"}
+    assert not loaded & {"typing", "pathlib", "dataclasses", "typer", "click"}, loaded
 
 
 # -- MEMORY.md: the shortcut that skips parsing the whole file -----------------------------

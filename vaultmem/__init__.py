@@ -45,12 +45,20 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'vaultmem' has no attribute {name!r}")
     import importlib
 
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    module = _EXPORTS.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    elif not name.startswith("_"):  # a submodule, as ``vaultmem.errors`` after ``import vaultmem``
+        try:
+            value = importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module 'vaultmem' has no attribute {name!r}") from None
+    else:
+        raise AttributeError(f"module 'vaultmem' has no attribute {name!r}")
     globals()[name] = value
     return value
 

@@ -38,7 +38,7 @@ from .parse import (
     update_index,
 )
 from .parse.document import yaml_timestamp
-from .walk import CONFIG_PATH, ENV_VAULT, find_vault, is_vault
+from .walk import CONFIG_PATH, ENV_VAULT, find_vault, forget_ahead, is_vault, watcher_alive
 
 if TYPE_CHECKING:
     from .guard import Finding
@@ -52,10 +52,8 @@ WRITE_LOCK = ".vaultmem/write.lock"
 # Folders vaultmem writes into (where a killed write may leave a temp file).
 WRITABLE = [AGENTS_DIR, MEMORIES_DIR, IDENTITY_DIR, "inbox", ARCHIVE_DIR, f"{ARCHIVE_DIR}/{MEMORIES_DIR}",
             "shared", "shared/delegations", "shared/keys", "checkpoints", "journal", ".vaultmem"]  # fmt: skip
-WATCH_HEARTBEAT = ".vaultmem/local/watch.json"
 REDACT_KEY = ".vaultmem/local/redact.key"
 TIDY_STAMPS = "tidy.bin"  # in .vaultmem/local/: folders' mtimes when they held no temp file
-WATCH_STALE_SECONDS = 15
 # What a brief may draw on: never the inbox (quarantine), the archive, or identities
 # (the agent's own identity has its own part of the brief).
 BRIEF_KINDS = ("note", "entry", "decision", "wiki", "skill", "journal", "shared", "checkpoint", "doc")
@@ -358,6 +356,7 @@ class Vault:
                     files.atomic_write(targets[rel], text)
                 done.append(rel)
             self._written.update(writes)
+            forget_ahead(self.root)  # a walk started before these writes cannot vouch for the index
             return gitstore.commit(self.root, list(writes), message, actor, self.config.lock_timeout)
         except BaseException:
             for rel in done:
@@ -727,16 +726,7 @@ class Vault:
     def watcher_alive(self, idle: bool = False) -> bool:
         """True while a ``vaultmem watch`` process keeps this vault's index fresh (with
         ``idle``: and has no changes waiting to be indexed)."""
-        import json
-
-        try:
-            beat = json.loads((self.root / WATCH_HEARTBEAT).read_text(encoding="utf-8"))
-            os.kill(int(beat["pid"]), 0)
-        except (OSError, ValueError, KeyError, TypeError):
-            return False
-        if idle and beat.get("pending"):
-            return False
-        return time.time() - float(beat.get("beat", 0)) < WATCH_STALE_SECONDS
+        return watcher_alive(self.root, idle)
 
     def refresh_index(self, paths=None, wait: float | None = None, progress=None):
         """Index what changed since the last refresh (or just ``paths``)."""

@@ -18,7 +18,9 @@ before anything else.
 
 from __future__ import annotations
 
+import marshal
 import os
+import time
 import zlib
 
 CONFIG_PATH = ".vaultmem/config.yaml"
@@ -27,6 +29,10 @@ ENV_VAULT = "VAULTMEM_VAULT"
 IGNORED_DIRS = frozenset({".git", ".vaultmem", ".obsidian", ".trash", "node_modules"})
 # The commands that check freshness first, so start the walk ahead.
 AHEAD_COMMANDS = frozenset({"search", "brief", "dispatch"})
+# A running ``vaultmem watch`` keeps this file fresh (see vaultmem/watch.py); while it does
+# and has nothing waiting, commands skip their own freshness check.
+WATCH_HEARTBEAT = ".vaultmem/local/watch.json"
+WATCH_STALE_SECONDS = 15
 
 Stat = tuple[int, int, int, int]
 
@@ -45,6 +51,22 @@ def find_vault(cwd: str | None = None) -> str | None:
         if parent == folder:
             return None
         folder = parent
+
+
+def watcher_alive(root: str | os.PathLike, idle: bool = False) -> bool:
+    """True while a ``vaultmem watch`` process keeps this vault's index fresh (with
+    ``idle``: and has no changes waiting to be indexed)."""
+    import json
+
+    try:
+        with open(os.path.join(root, WATCH_HEARTBEAT), encoding="utf-8") as fh:
+            beat = json.load(fh)
+        os.kill(int(beat["pid"]), 0)
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    if idle and beat.get("pending"):
+        return False
+    return time.time() - float(beat.get("beat", 0)) < WATCH_STALE_SECONDS
 
 
 def scan(root: str | os.PathLike) -> dict[str, Stat]:
@@ -117,22 +139,26 @@ def start_ahead(argv: list[str]) -> str | None:
     """For a command that checks freshness first: fork a child that walks the vault the
     command line names and sends back (file count, digest). Returns the vault root it
     walks, or None when nothing was started (another command, no vault found, no
-    ``fork`` on this system)."""
-    command, vault = command_line(argv)
-    if command not in AHEAD_COMMANDS or not hasattr(os, "fork"):
-        return None
-    chosen = vault or os.environ.get(ENV_VAULT) or None
-    if chosen is not None:
-        root = os.path.realpath(os.path.expanduser(chosen))
-        if not is_vault(root):
-            return None  # the command itself will say so
-    else:
-        root = find_vault()
-        if root is None:
+    ``fork`` on this system, anything unexpected: the command then walks for itself)."""
+    try:
+        command, vault = command_line(argv)
+        if command not in AHEAD_COMMANDS or not hasattr(os, "fork"):
             return None
-    if root in _ahead:
-        return root
-    read, write = os.pipe()
+        chosen = vault or os.environ.get(ENV_VAULT) or None
+        if chosen is not None:
+            root = os.path.realpath(os.path.expanduser(chosen))
+            if not is_vault(root):
+                return None  # the command itself will say so
+        else:
+            root = find_vault()
+            if root is None:
+                return None
+        if root in _ahead:
+            return root
+        read, write = os.pipe()
+    except (OSError, ValueError):  # e.g. a deleted working folder: the command will say so
+        return None
+    status = 1
     try:
         pid = os.fork()
     except OSError:
@@ -140,22 +166,36 @@ def start_ahead(argv: list[str]) -> str | None:
         os.close(write)
         return None
     if pid == 0:  # the child: walk, report, leave without running the parent's exit code
-        status = 1
         try:
             os.close(read)
             null = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):  # a caller waiting for the command's output must not wait for us
                 os.dup2(null, fd)
-            seen = scan(root)
-            import marshal
-
-            os.write(write, marshal.dumps((len(seen), stat_digest(seen))))  # ~20 bytes: one write
+            if not watcher_alive(root, idle=True):  # else the command will not ask
+                seen = scan(root)
+                os.write(write, marshal.dumps((len(seen), stat_digest(seen))))  # ~20 bytes: one write
             status = 0
         finally:
             os._exit(status)
     os.close(write)
     _ahead[root] = (pid, read)
     return root
+
+
+def forget_ahead(root: str | os.PathLike) -> None:
+    """Drop the walk started for ``root`` unread: this process changed files after the
+    child may have walked them, so only a walk from now on can tell what is indexed."""
+    got = _ahead.pop(os.fspath(root), None)
+    if got is not None:
+        _reap(*got)
+
+
+def _reap(pid: int, read: int) -> int:
+    os.close(read)
+    try:
+        return os.waitpid(pid, 0)[1]
+    except ChildProcessError:
+        return 1
 
 
 def take_ahead(root: str | os.PathLike) -> tuple[int, int] | None:
@@ -173,15 +213,9 @@ def take_ahead(root: str | os.PathLike) -> tuple[int, int] | None:
     except OSError:
         chunks = []
     finally:
-        os.close(read)
-        try:
-            _, status = os.waitpid(pid, 0)
-        except ChildProcessError:
-            status = 1
+        status = _reap(pid, read)
     if status != 0:
         return None
-    import marshal
-
     try:
         count, digest = marshal.loads(b"".join(chunks))
     except (EOFError, ValueError, TypeError):
