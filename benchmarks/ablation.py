@@ -105,16 +105,17 @@ def make_tokens(cjk: str = "bigram", latin: str = "stem+stop"):
 
     drop_stop = latin in ("stem+stop", "fold+stop")
     do_stem = latin in ("stem+stop", "stem")
-    stop, stem, token_re, normalize = analysis.STOPWORDS, analysis.stem, analysis._TOKEN, analysis.normalize
+    stop, stem, normalize = analysis.STOPWORDS, analysis.stem, analysis.normalize
 
     def tokens(text: str) -> list[str]:
         out: list[str] = []
-        for m in token_re.finditer(normalize(text)):
-            run, word = m.groups()
-            if run:
-                out.extend(cjk_terms(run))
-            elif not (drop_stop and word in stop):
-                out.append(stem(word) if do_stem else word)
+        flat = normalize(text)
+        for start, end, is_cjk in analysis.spans(flat):
+            piece = flat[start:end]
+            if is_cjk:
+                out.extend(cjk_terms(piece))
+            elif not (drop_stop and piece in stop):
+                out.append(stem(piece) if do_stem else piece)
         return out
 
     return tokens
@@ -225,7 +226,7 @@ def check_probe(v: Variant, tok, probe: Probe) -> list[str]:
         problems.append(f"schema boosts {probe.schema_boosts} != {want}")
     if (v.near is None) != (probe.near_nonempty == 0):
         problems.append(f"{probe.near_nonempty} docs with a non-empty near field")
-    singles = sum(1 for t in probe.terms if len(t) == 1 and analysis._CJK_CHAR.match(t))
+    singles = sum(1 for t in probe.terms if analysis.is_cjk_char(t))
     if v.cjk == "uni+bi" and singles < 500:
         problems.append(f"only {singles} single CJK characters indexed")
     # The query side: retrieve's names must reach the patched tokenizer.
@@ -420,7 +421,7 @@ def main() -> int:
     if leak:
         problems.append("the baseline re-run differs from the first baseline run: a patch leaked")
     chars = sum(len(t) for t in texts)
-    cjk_chars = sum(len(analysis._CJK_CHAR.findall(t)) for t in texts)
+    cjk_chars = sum(sum(1 for ch in t if analysis.is_cjk_char(ch)) for t in texts)
 
     out = [
         "# Retrieval ablation on the dev set",

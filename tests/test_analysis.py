@@ -42,3 +42,47 @@ def test_token_estimate_counts_cjk_characters_one_each():
     assert estimate_tokens("abcdef") == 2
     assert estimate_tokens("端口abc") == 3
     assert estimate_tokens("") == 0
+
+
+# -- one compiled CJK class: the same answers as the one-pass patterns it replaced ----------
+
+import re  # noqa: E402
+
+from hypothesis import example, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from vaultmem import analysis  # noqa: E402
+
+_ONE_PASS = re.compile(rf"([{analysis._CJK}]+)|([^\W_{analysis._CJK}]+)")
+_CJK_CHAR = re.compile(rf"[{analysis._CJK}]")
+# CJK-range characters that are not word characters (unassigned, ・, ゛, ゠ …) and their
+# neighbours: where a two-step split could differ from the one-pass pattern
+ALPHABET = st.sampled_from(list("ab Z_-.,。，「」日本語中文한국어カタカナé\u00a0\u3000ｱ１２😀")
+                           + ["\U00020001", "\u4dbf", "\u4e00", "\u9fff", "\uf900", "\uac00", "\ud7a3", "\ud7a4",
+                              "\ud7af", "\u3040", "\u30ff", "\u30fb", "\u309b", "\u30a0", "the", "and", "reviews"])
+
+
+def _reference_tokens(text):
+    out = []
+    for m in _ONE_PASS.finditer(analysis.normalize(text)):
+        cjk, word = m.groups()
+        if cjk:
+            out.extend(analysis._cjk_grams(cjk))
+        elif word not in analysis.STOPWORDS:
+            out.append(analysis.stem(word))
+    return out
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(ALPHABET, max_size=30).map("".join))
+@example("react组件\u30fbテスト")
+@example("\u3040ぁ\ud7af中x")
+def test_the_single_cjk_pattern_gives_what_the_one_pass_patterns_gave(text):
+    assert list(analysis.spans(text)) == [(m.start(), m.end(), m.group(1) is not None) for m in _ONE_PASS.finditer(text)]
+    assert analysis.tokens(text) == _reference_tokens(text)
+    assert analysis.cjk_chars(text) == _CJK_CHAR.findall(analysis.normalize(text))
+    weighted, ascii_chars = analysis.token_counts(text)
+    cjk = len(_CJK_CHAR.findall(text))
+    assert (weighted, ascii_chars) == (cjk + 2 * (len(text) - ascii_chars - cjk), len(text.encode("ascii", "ignore")))
+    for ch in text:
+        assert analysis.is_cjk_char(ch) == bool(_CJK_CHAR.match(ch))
