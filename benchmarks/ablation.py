@@ -8,17 +8,19 @@ monkeypatching the installed package for the duration of its run only (nothing i
 ``vaultmem/`` is edited):
 
 * the tokenizer: ``vaultmem.analysis.tokens`` and every module that imported it by
-  name (``vaultmem.index.whoosh_engine.tokens``, ``vaultmem.brief.tokens``).
+  name (``vaultmem.index.fields.tokens``, ``vaultmem.brief.tokens``).
   ``analysis.query_tokens`` and ``analysis.coverage`` call the module-global ``tokens``,
   so ``vaultmem.retrieve`` (which imported ``query_tokens``/``coverage``/``highlight`` by
   name) follows the patch; ``highlight`` only builds the snippet, which the metrics do
   not read. ``ANALYZER_VERSION`` is changed too (in ``analysis`` and ``index.store``);
-* the fields: ``vaultmem.index.whoosh_engine.FIELDS`` (read by ``schema()`` and
-  ``search()``) and ``_fields`` (what is indexed);
+* the fields: ``FIELDS`` (read by the Whoosh engine's ``schema()`` and ``search()``) and
+  ``fields_of`` (what is indexed), in ``vaultmem.index.fields`` and where the Whoosh
+  engine imported them by name;
 * the BM25F parameters: ``WhooshEngine._get_searcher``.
 
-``Vault.evaluate`` runs in-process and rebuilds a fresh index in a temporary copy each
-time, so every variant gets its own index. To prove the patches reached that code path,
+``Vault.evaluate`` runs in-process on the Whoosh engine (the variants patch Whoosh's
+scoring) and rebuilds a fresh index in a temporary copy each time, so every variant gets
+its own index. To prove the patches reached that code path,
 the script records what was actually indexed and searched during each run (number of
 documents, number of distinct terms, whether single CJK characters were indexed, the
 field boosts of the schema, the K1/B of the searcher) and checks it against the variant.
@@ -54,13 +56,14 @@ DEFAULT_OUT = HERE / "results" / "ablation.md"
 
 import vaultmem.analysis as analysis  # noqa: E402
 import vaultmem.brief as brief  # noqa: E402
+import vaultmem.index.fields as fl  # noqa: E402
 import vaultmem.index.store as store  # noqa: E402
 import vaultmem.index.whoosh_engine as we  # noqa: E402
 import vaultmem.retrieve as retrieve  # noqa: E402
 from vaultmem.vault import Vault  # noqa: E402
 
-SHIPPED_FIELDS = we.FIELDS
-SHIPPED_FIELDS_FN = we._fields
+SHIPPED_FIELDS = fl.FIELDS
+SHIPPED_FIELDS_FN = fl.fields_of
 SHIPPED_GET_SEARCHER = we.WhooshEngine._get_searcher
 SHIPPED_TOKENS = analysis.tokens
 SHIPPED_VERSION = analysis.ANALYZER_VERSION
@@ -194,18 +197,13 @@ def applied(v: Variant, probe: Probe):
             self._searcher = self._searcher.refresh()
         return self._searcher
 
-    saved = {
-        (analysis, "tokens"): analysis.tokens, (we, "tokens"): we.tokens, (brief, "tokens"): brief.tokens,
-        (analysis, "ANALYZER_VERSION"): analysis.ANALYZER_VERSION,
-        (store, "ANALYZER_VERSION"): store.ANALYZER_VERSION,
-        (we, "FIELDS"): we.FIELDS, (we, "_fields"): we._fields,
-        (we.WhooshEngine, "_get_searcher"): we.WhooshEngine._get_searcher,
-    }
     new = {
-        (analysis, "tokens"): tok, (we, "tokens"): tok, (brief, "tokens"): tok,
+        (analysis, "tokens"): tok, (fl, "tokens"): tok, (brief, "tokens"): tok,
         (analysis, "ANALYZER_VERSION"): version, (store, "ANALYZER_VERSION"): version,
-        (we, "FIELDS"): v.fields, (we, "_fields"): fields_fn, (we.WhooshEngine, "_get_searcher"): get_searcher,
+        (fl, "FIELDS"): v.fields, (we, "FIELDS"): v.fields,
+        (fl, "fields_of"): fields_fn, (we, "fields_of"): fields_fn, (we.WhooshEngine, "_get_searcher"): get_searcher,
     }
+    saved = {(obj, name): getattr(obj, name) for obj, name in new}
     for (obj, name), value in new.items():
         setattr(obj, name, value)
     try:
@@ -218,7 +216,7 @@ def applied(v: Variant, probe: Probe):
 def check_probe(v: Variant, tok, probe: Probe) -> list[str]:
     problems = []
     if probe.docs == 0:
-        problems.append("no document went through the patched _fields")
+        problems.append("no document went through the patched fields_of")
     if not probe.searchers or any(s != (v.k1, v.b) for s in probe.searchers):
         problems.append(f"searcher K1/B {probe.searchers} != {(v.k1, v.b)}")
     want = dict(v.fields)
@@ -247,7 +245,7 @@ def run_variant(vault_dir: Path, v: Variant) -> dict:
     probe = Probe()
     with applied(v, probe) as tok:
         t0 = time.perf_counter()
-        report, _frozen = Vault(vault_dir).evaluate(QUERIES, at=None)
+        report, _frozen = Vault(vault_dir).evaluate(QUERIES, at=None, engine="whoosh")
         seconds = time.perf_counter() - t0
         problems = check_probe(v, tok, probe)
     if report.problems:
