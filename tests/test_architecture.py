@@ -78,6 +78,8 @@ def test_public_api_is_what_all_says():
     for name in vaultmem.__all__:
         assert hasattr(vaultmem, name), name
     assert sorted(vaultmem.__all__) == sorted([*vaultmem._EXPORTS, "__version__"])  # loaded on first use
+    assert vaultmem.errors.NotFound is vaultmem.NotFound  # submodules load on first use too
+    assert not hasattr(vaultmem, "index.store") and not hasattr(vaultmem, "no_such_module")
     assert "Vault" in vaultmem.__all__ and "VaultmemError" in vaultmem.__all__
 
 

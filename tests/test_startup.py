@@ -378,6 +378,41 @@ def test_a_walk_ahead_is_dropped_once_the_command_writes(vault):
     assert in_python(OWN_WRITE, vault.root) == {"started": True, "left": False}
 
 
+FORGET_SLOW = """
+import json, sys, time
+from vaultmem import walk
+walk.scan = lambda root: time.sleep(60) or {}
+root = walk.start_ahead(["--vault", sys.argv[1], "dispatch", "x"])
+t0 = time.monotonic()
+walk.forget_ahead(root)
+print(json.dumps({"seconds": time.monotonic() - t0, "left": root in walk._ahead}))
+"""
+
+
+@needs_fork
+def test_a_walk_nobody_will_read_is_stopped_not_waited_for(vault):
+    got = in_python(FORGET_SLOW, vault.root)
+    assert got["left"] is False and got["seconds"] < 30  # the child would walk for 60 s
+
+
+GONE_CWD = """
+import os, sys, tempfile
+gone = tempfile.mkdtemp()
+os.chdir(gone)
+os.rmdir(gone)
+sys.argv = ["vaultmem", *sys.argv[1:]]
+from vaultmem.__main__ import main
+main()
+"""
+
+
+@pytest.mark.parametrize("command", [["search", "x"], ["brief", "r", "--task", "t"], ["page", "list"]])
+def test_a_deleted_working_folder_is_named_not_a_traceback(command):
+    r = subprocess.run([sys.executable, "-c", GONE_CWD, *command], capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr
+    assert "the current folder no longer exists" in r.stderr and "--vault" in r.stderr
+
+
 SLOW_CHILD = """
 import json, os, sys, time
 from vaultmem import walk

@@ -50,7 +50,7 @@ def __getattr__(name: str):
     module = _EXPORTS.get(name)
     if module is not None:
         value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    elif not name.startswith("_"):  # a submodule, as ``vaultmem.errors`` after ``import vaultmem``
+    elif name.isidentifier() and not name.startswith("_"):  # a submodule, as ``vaultmem.errors`` after ``import vaultmem``
         try:
             value = importlib.import_module(f"{__name__}.{name}")
         except ModuleNotFoundError as exc:

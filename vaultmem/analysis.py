@@ -86,7 +86,9 @@ def tokens(text: str) -> list[str]:
         if i % 2:
             out.extend(_cjk_grams(part))
         elif part:
-            out.extend(stem(word) for word in _WORD.findall(part) if word not in STOPWORDS)
+            for word in _WORD.findall(part):
+                if word not in STOPWORDS:
+                    out.append(stem(word))
     return out
 
 

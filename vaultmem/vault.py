@@ -87,10 +87,14 @@ def locate(path: str | Path | None = None, cwd: Path | None = None) -> Path:
                 hint=f"create one with 'vaultmem init {root}'",
             )
         return root.resolve()
-    found = find_vault(str(cwd) if cwd is not None else None)
+    try:
+        found = find_vault(str(cwd) if cwd is not None else None)
+        start = (cwd or Path.cwd()).resolve()
+    except FileNotFoundError:  # the current folder was deleted under the shell
+        raise VaultNotFound("the current folder no longer exists",
+                            hint=f"cd into a vault, pass --vault PATH, or set {ENV_VAULT}") from None
     if found is not None:
         return Path(found)
-    start = (cwd or Path.cwd()).resolve()
     raise VaultNotFound(
         f"no vault at or above {start}",
         hint=f"pass --vault PATH, set {ENV_VAULT}, or create one with 'vaultmem init PATH'",
@@ -348,6 +352,7 @@ class Vault:
             before[rel] = files.read_text(target) if target.exists() else None
         self._check_no_secrets({k: v for k, v in writes.items() if k not in unscanned}, before)
         done: list[str] = []
+        forget_ahead(self.root)  # a walk started before these writes cannot vouch for the index
         try:
             for rel, text in writes.items():
                 if text is None:
@@ -356,7 +361,6 @@ class Vault:
                     files.atomic_write(targets[rel], text)
                 done.append(rel)
             self._written.update(writes)
-            forget_ahead(self.root)  # a walk started before these writes cannot vouch for the index
             return gitstore.commit(self.root, list(writes), message, actor, self.config.lock_timeout)
         except BaseException:
             for rel in done:

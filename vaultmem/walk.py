@@ -187,6 +187,12 @@ def forget_ahead(root: str | os.PathLike) -> None:
     child may have walked them, so only a walk from now on can tell what is indexed."""
     got = _ahead.pop(os.fspath(root), None)
     if got is not None:
+        import signal
+
+        try:  # no need to wait for a walk nobody will read (an unreaped child keeps its pid)
+            os.kill(got[0], signal.SIGKILL)
+        except OSError:
+            pass
         _reap(*got)
 
 
