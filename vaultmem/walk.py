@@ -9,11 +9,12 @@ those commands forks a child that walks the vault *before* the parent imports an
 else; the parent goes on importing and parsing its options, and the freshness check
 takes the child's digest instead of walking (:func:`start_ahead`, :func:`take_ahead`).
 The two overlap on two cores. The child is only a head start: its answer is used for
-the vault the command really opens, once, and anything odd (no ``fork``, a failed child,
-another vault) falls back to walking in the process.
+the vault the command really opens, once, never after the command wrote
+(:func:`forget_ahead`), and anything odd (no ``fork``, a failed child, another vault)
+falls back to walking in the process.
 
-Standard library only (``os``, ``zlib``, ``marshal``): the launcher imports this module
-before anything else.
+Standard library only, and little of it (``json`` and ``signal`` are imported where
+used): the launcher imports this module before anything else.
 """
 
 from __future__ import annotations
