@@ -24,12 +24,17 @@ class VaultmemError(Exception):
         path: str | Path | None = None,
         line: int | None = None,
         hint: str | None = None,
+        field: str | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.path = str(path) if path is not None else None
         self.line = line
         self.hint = hint
+        # Which input was wrong, as the library names it (``agent``, ``importance``,
+        # ``text``): an adapter turns it into its own word for it (the CLI: ``--agent``,
+        # MCP: the tool parameter). Messages never spell an adapter's flags.
+        self.field = field
 
     def where(self) -> str | None:
         """``file:line`` (or just the file) this error is about, if any."""
@@ -44,6 +49,7 @@ class VaultmemError(Exception):
             "path": self.path,
             "line": self.line,
             "hint": self.hint,
+            "field": self.field,
         }
 
     def __str__(self) -> str:
