@@ -125,3 +125,11 @@ class GitError(VaultmemError):
     """git refused or failed to record a change; the files were restored."""
 
     kind = "git_error"
+
+
+class StorageError(VaultmemError):
+    """The operating system could not store a change (no space left, a read-only disk,
+    a quota): nothing was changed, the files are as they were."""
+
+    exit_code = 5
+    kind = "storage_error"

@@ -1,0 +1,107 @@
+"""Where everything lives in a vault: every vault-relative path, named once.
+
+Every other module takes its paths from here, so a folder is renamed, swept or excluded
+in one place. Standard library only (nothing at all, in fact): the launcher imports
+:mod:`vaultmem.walk`, which imports this.
+"""
+
+from __future__ import annotations
+
+# -- what people read and edit (committed) ------------------------------------------------
+MEMORY_INDEX = "MEMORY.md"  # the always-loaded index of memory notes
+AGENTS_DIR = "agents"  # one page per role: agents/<role>.md
+MEMORIES_DIR = "memories"  # one fact per file: memories/<slug>.md
+IDENTITY_DIR = "identity"  # identity/<agent>.md, part of that agent's brief
+INBOX_DIR = "inbox"  # what agents want remembered, waiting for review
+ARCHIVE_DIR = "archive"  # never deleted, only moved here
+ARCHIVED_NOTES_DIR = f"{ARCHIVE_DIR}/{MEMORIES_DIR}"  # forgotten and superseded notes
+ARCHIVED_INBOX_DIR = f"{ARCHIVE_DIR}/{INBOX_DIR}"  # decided inbox items
+SHARED_DIR = "shared"
+LOG_DIRS = {"live": f"{SHARED_DIR}/log", "decisions": f"{SHARED_DIR}/decisions"}  # signed, per agent
+KEYS_DIR = f"{SHARED_DIR}/keys"  # public keys: <agent>.pub
+DELEGATIONS_DIR = f"{SHARED_DIR}/delegations"  # d-<date>-<hex>.md
+STATE_FILE = f"{SHARED_DIR}/project-state.md"
+CHECKPOINT_DIR = "checkpoints"  # checkpoints/<agent>.md
+JOURNAL_DIR = "journal"
+WIKI_DIR = "wiki"
+SKILLS_DIR = "skills"
+GITATTRIBUTES = ".gitattributes"
+
+# -- vaultmem's own folder ------------------------------------------------------------------
+META_DIR = ".vaultmem"
+CONFIG_PATH = f"{META_DIR}/config.yaml"  # committed; only a human changes it
+WRITE_LOCK = f"{META_DIR}/write.lock"  # one writer at a time (an OS lock: freed when its process dies)
+PRIVATE_KEYS_DIR = f"{META_DIR}/keys"  # private keys: <agent>.key, mode 0600, git-ignored
+INDEX_DIR = f"{META_DIR}/index"  # derived: rebuilt on demand, git-ignored
+INDEX_LOCK = f"{META_DIR}/index.lock"
+LOCAL_DIR = f"{META_DIR}/local"  # per-machine state and caches, git-ignored
+REDACT_KEY = f"{LOCAL_DIR}/redact.key"  # the key of secret placeholders' hashes
+CURSOR_DIR = f"{LOCAL_DIR}/cursors"  # what each agent has read of the logs
+TXN_JOURNAL = f"{LOCAL_DIR}/txn.json"  # the write in progress (see vaultmem.transaction)
+WATCH_HEARTBEAT = f"{LOCAL_DIR}/watch.json"  # a running watcher keeps it fresh
+
+# Folders vaultmem writes into, so where a killed writer may leave a temp file ("." is the top).
+WRITABLE = (".", AGENTS_DIR, MEMORIES_DIR, IDENTITY_DIR, INBOX_DIR, ARCHIVE_DIR, ARCHIVED_NOTES_DIR,
+            ARCHIVED_INBOX_DIR, SHARED_DIR, *LOG_DIRS.values(), KEYS_DIR, DELEGATIONS_DIR, CHECKPOINT_DIR,
+            JOURNAL_DIR, META_DIR, PRIVATE_KEYS_DIR, LOCAL_DIR, CURSOR_DIR)  # fmt: skip
+
+# Never walked nor watched: git's and vaultmem's own folders, Obsidian's, and bulk trees.
+IGNORED_DIRS = frozenset({".git", META_DIR, ".obsidian", ".trash", "node_modules"})
+
+# -- what kind of record a file is, by its top folder (the index's ``kind`` field) --------
+KIND_BY_FOLDER = {
+    MEMORIES_DIR: "note", AGENTS_DIR: "entry", IDENTITY_DIR: "identity", CHECKPOINT_DIR: "checkpoint",
+    INBOX_DIR: "inbox", ARCHIVE_DIR: "archive", WIKI_DIR: "wiki", SKILLS_DIR: "skill", JOURNAL_DIR: "journal",
+    SHARED_DIR: "shared",
+}  # fmt: skip
+# Folders whose files belong to one agent (named by the file): agents/<role>.md …
+OWNED_FOLDERS = (AGENTS_DIR, IDENTITY_DIR, CHECKPOINT_DIR)
+
+# What a brief may draw on: never the inbox (quarantine), the archive, or identities
+# (the agent's own identity has its own part of the brief).
+BRIEF_KINDS = ("note", "entry", "decision", "wiki", "skill", "journal", "shared", "checkpoint", "doc")
+# What an agent's search draws on unless it asks for kinds: not the inbox (items waiting
+# for review, third-party ones quarantined among them) nor the archive (forgotten memory,
+# rejected items).
+AGENT_KINDS = (*BRIEF_KINDS, "log", "identity")
+
+
+def page_path(stem: str) -> str:
+    return f"{AGENTS_DIR}/{stem}.md"
+
+
+def note_path(slug: str) -> str:
+    return f"{MEMORIES_DIR}/{slug}.md"
+
+
+def note_ref(slug: str) -> str:
+    """How MEMORY.md and frontmatter refer to a note: ``memories/<slug>`` (no suffix)."""
+    return f"{MEMORIES_DIR}/{slug}"
+
+
+def identity_path(agent: str) -> str:
+    return f"{IDENTITY_DIR}/{agent}.md"
+
+
+def inbox_path(iid: str) -> str:
+    return f"{INBOX_DIR}/{iid}.md"
+
+
+def archived_inbox_path(iid: str) -> str:
+    return f"{ARCHIVED_INBOX_DIR}/{iid}.md"
+
+
+def delegation_path(did: str) -> str:
+    return f"{DELEGATIONS_DIR}/{did}.md"
+
+
+def checkpoint_path(agent: str) -> str:
+    return f"{CHECKPOINT_DIR}/{agent}.md"
+
+
+def public_key_path(agent: str) -> str:
+    return f"{KEYS_DIR}/{agent}.pub"
+
+
+def private_key_path(agent: str) -> str:
+    return f"{PRIVATE_KEYS_DIR}/{agent}.key"
