@@ -13,6 +13,7 @@ PKG = Path(vaultmem.__file__).parent
 # module -> the vaultmem modules it may import
 ALLOWED = {
     "walk": set(),  # the CLI launcher imports it before anything else: standard library only
+    "layout": set(),
     "errors": set(),
     "models": set(),
     "names": {"errors"},
@@ -33,7 +34,9 @@ ALLOWED = {
     "vault": {"errors", "models", "names", "files", "parse", "config", "gitstore", "analysis", "index",
               "retrieve", "brief", "evaluate", "shared", "lifecycle", "guard", "inbox", "walk"},
     "watch": {"vault", "walk"},
-    "cli": {"errors", "models", "names", "parse", "vault", "watch", "files", "livelog", "cli", "__init__"},
+    "adapters": {"errors"},  # the edge every adapter answers through: no typer, no vault
+    "cli": {"errors", "models", "names", "parse", "vault", "watch", "files", "livelog", "adapters", "cli",
+            "__init__"},
 }
 
 

@@ -54,6 +54,8 @@ class VaultmemError(Exception):
 
     def __str__(self) -> str:
         parts = [self.message]
+        if self.field:  # messages leave the input's name to whoever shows them
+            parts.insert(0, f"{self.field}: ")
         where = self.where()
         if where:
             parts.insert(0, f"{where}: ")

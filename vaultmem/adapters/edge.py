@@ -1,0 +1,177 @@
+"""The edge: where whatever the library raised becomes an adapter's answer.
+
+Every adapter — the CLI, the watcher, agent-runtime hooks, an MCP server — answers its
+caller from here and words nothing of its own beyond the name of the input that was
+wrong (the library's ``field``, which each adapter calls by its own word for it):
+
+- :func:`as_error`: any exception as a :class:`~vaultmem.errors.VaultmemError`. An
+  OSError the library did not expect becomes a clear one (:func:`from_os_error`): no
+  space, a quota, a read-only or failing disk while writing → ``StorageError`` (exit 5).
+- :func:`exit_code`: the process exit code (0 ok, 1 error, 2 bad input, 3 refused,
+  4 busy, 5 storage, 130 interrupted).
+- :func:`error_dict`: the JSON shape ``{"type", "message", "path", "line", "hint", "field"}``.
+- :func:`error_text`: for people, ``error: file:line: field: message`` and ``  hint: …``.
+- :func:`fail_open`: for hooks, which must never block an agent's session: any exception
+  becomes one line on stderr and exit code 0.
+
+Standard library and :mod:`vaultmem.errors` only: no typer, no click (an MCP server has
+neither), nothing slow to import.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import os
+import re
+import sys
+from typing import Any, Callable
+
+from ..errors import StorageError, VaultmemError
+
+OK, ERROR, BAD_INPUT, REFUSED, BUSY, STORAGE = 0, 1, 2, 3, 4, 5
+INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
+
+_EDQUOT = getattr(errno, "EDQUOT", None)
+# Only a write meets these: the OSError is a write's whatever the caller knows.
+_WRITE_ONLY = {errno.ENOSPC, errno.EROFS, errno.EFBIG} | ({_EDQUOT} if _EDQUOT else set())
+# The disk is full: said plainly, with what to do.
+_FULL = {errno.ENOSPC: ("no space left on device", "free some space on that disk, then run the command again")}
+if _EDQUOT:
+    _FULL[_EDQUOT] = ("disk quota exceeded", "free some space or ask for a larger quota, then run the command again")
+_WRITE_HINTS = {
+    errno.EROFS: "the file system is mounted read-only: keep the vault on a writable disk",
+    errno.EACCES: "check who may write that file and its folder",
+    errno.EPERM: "check who may write that file and its folder",
+}
+
+
+class Interrupted(VaultmemError):
+    """Ctrl-C (or SIGTERM turned into it) stopped the work."""
+
+    exit_code = INTERRUPTED
+    kind = "interrupted"
+
+
+class Unexpected(VaultmemError):
+    """Anything else an adapter caught: a bug, in vaultmem or in what it runs on."""
+
+    kind = "internal_error"
+
+
+def _filename(exc: OSError) -> str | None:
+    name = exc.filename
+    if name is None or isinstance(name, int):  # an fd names no file
+        return None
+    return os.fsdecode(name)
+
+
+def from_os_error(exc: OSError, *, path: str | os.PathLike | None = None,
+                  writing: bool | None = None) -> VaultmemError:
+    """An OSError the library did not turn into an error of its own, as one a user can act
+    on. ``path`` is the file it is about (default: the OSError's own file name) and
+    ``writing`` whether it came from a write (default: its errno is one only a write
+    meets — no space, a quota, a read-only disk, a file too large).
+
+    No space or quota → ``StorageError("no space left on device while writing PATH")``;
+    any other failed write → ``StorageError("cannot write PATH: <the system's reason>")``;
+    anything else → a plain error (exit 1) naming the file and the reason."""
+    shown = str(os.fspath(path)) if path is not None else _filename(exc)
+    if writing is None:
+        writing = exc.errno in _WRITE_ONLY
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    if exc.errno in _FULL:
+        what, hint = _FULL[exc.errno]
+        return StorageError(f"{what} while writing {shown}" if shown else what, path=shown, hint=hint)
+    if writing:
+        return StorageError(f"cannot write {shown}: {reason}" if shown else f"cannot write: {reason}",
+                            path=shown, hint=_WRITE_HINTS.get(exc.errno))
+    return VaultmemError(f"cannot access {shown}: {reason}" if shown else reason, path=shown)
+
+
+def as_error(exc: BaseException) -> VaultmemError:
+    """``exc`` as a VaultmemError: itself, an OSError by :func:`from_os_error`, Ctrl-C as
+    :class:`Interrupted`, anything else as :class:`Unexpected` (kind ``internal_error``)."""
+    if isinstance(exc, VaultmemError):
+        return exc
+    if isinstance(exc, OSError):
+        return from_os_error(exc)
+    if isinstance(exc, KeyboardInterrupt):
+        return Interrupted("interrupted")
+    return Unexpected(f"unexpected {type(exc).__name__}: {exc}" if str(exc) else f"unexpected {type(exc).__name__}",
+                      hint="this is a bug in vaultmem: please report it with what you ran")
+
+
+def exit_code(exc: BaseException) -> int:
+    """The process exit code for ``exc`` (a ``SystemExit`` keeps its own)."""
+    if isinstance(exc, SystemExit):
+        code = exc.code
+        return 0 if code is None else code if isinstance(code, int) else ERROR
+    return as_error(exc).exit_code
+
+
+def error_dict(exc: BaseException, **extra: Any) -> dict[str, Any]:
+    """The stable JSON shape of an error: ``{"type", "message", "path", "line", "hint",
+    "field"}``, then ``extra`` (an adapter's own keys, e.g. the CLI's ``option``)."""
+    return {**as_error(exc).to_dict(), **extra}
+
+
+def _names(message: str, where: str) -> bool:
+    """Whether ``message`` already names the file ``where`` (as a whole path)."""
+    return re.search(rf"(?<![\w./\\-]){re.escape(where)}(?![\w./\\-])", message) is not None
+
+
+def error_text(exc: BaseException, name: str | None = None) -> str:
+    """For people: ``error: file:line: NAME: message`` and, if there is one, a second
+    line ``  hint: …``. ``name`` is the adapter's word for the input that was wrong (the
+    CLI's ``--importance``); by default the library's ``field``; ``""`` for none. A file
+    the message already names is not said twice."""
+    err = as_error(exc)
+    label = err.field if name is None else name
+    where = err.where()
+    if where and err.line is None and _names(err.message, where):
+        where = None
+    head = "".join(f"{part}: " for part in (where, label) if part)
+    text = f"error: {head}{err.message}"
+    if err.hint:
+        text += f"\n  hint: {err.hint}"
+    return text
+
+
+def one_line(exc: BaseException, name: str | None = None) -> str:
+    """:func:`error_text` on one line (for logs and hooks): ``error: … (hint: …)``."""
+    first, _, hint = error_text(exc, name).partition("\n  hint: ")
+    text = first + (f" (hint: {hint})" if hint else "")
+    return re.sub(r"\s*[\r\n]+\s*", " ", text)
+
+
+def fail_open(fn: Callable[..., Any], *, default: Any = 0, name: str | None = None) -> Callable[..., Any]:
+    """``fn`` for a hook, which must never block an agent's session: the wrapper returns
+    what ``fn`` returns, and on any exception at all (a ``SystemExit`` that is not 0, a
+    Ctrl-C, a bug) writes one line to stderr and returns ``default`` (0, the exit code
+    that lets the session go on). Use as ``sys.exit(fail_open(main)())`` or ``@fail_open``."""
+    label = name or getattr(fn, "__name__", "hook")
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except SystemExit as exc:
+            if exc.code not in (None, 0):
+                _say(f"vaultmem {label}: stopped with exit code {exc.code}; ignored, the session goes on")
+        except BaseException as exc:  # noqa: BLE001 - failing open is the point
+            _say(f"vaultmem {label}: {one_line(exc)}; ignored, the session goes on")
+        return default
+
+    return run
+
+
+def _say(line: str) -> None:
+    """One line on stderr, never an exception (a closed stderr included)."""
+    try:
+        if len(line) > 2000:
+            line = line[:1997] + "..."
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except BaseException:  # noqa: BLE001 - a hook's last word must not fail
+        pass
