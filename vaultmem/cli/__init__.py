@@ -15,6 +15,7 @@ import click
 import typer
 from typer.core import TyperGroup
 
+from ..errors import VaultmemError
 from ._common import AsOpt, JsonOpt, Session, VaultOpt
 
 # name → (module, attribute): a command function, or a typer app for a command group.
@@ -118,4 +119,13 @@ def main_options(
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except (VaultmemError, OSError) as exc:  # raised outside any command (commands answer their own)
+        import sys
+
+        from ..adapters import edge
+        from ._common import report
+
+        report(exc, "--json" in sys.argv[1:])
+        sys.exit(edge.exit_code(exc))

@@ -1,12 +1,14 @@
 """What every command shares: the global options, opening the vault, output, errors.
 
-Library errors are translated to user messages here and nowhere else: people get
-``error: file:line: message`` and a hint on stderr, programs (``--json``) get
-``{"error": {...}}`` on stdout; either way the exit code is the error's own.
+Errors are answered by :mod:`vaultmem.adapters.edge`, the one place every adapter
+shares: people get ``error: file:line: --flag: message`` and a hint on stderr, programs
+(``--json``) get ``{"error": {...}}`` on stdout; either way the exit code is the error's
+own. What the CLI adds is its word for the input that was wrong (:mod:`.fields`).
 """
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
 import sys
@@ -14,9 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Callable, Optional
 
+import click
 import typer
 
+from ..adapters import edge
 from ..errors import VaultmemError
+from .fields import option_for
 
 VaultOpt = Annotated[
     Optional[Path],
@@ -97,32 +102,55 @@ def session(ctx: typer.Context, vault: Path | None, as_: str | None, json_: bool
     )
 
 
-def report(exc: VaultmemError, as_json: bool) -> None:
+def command_name(ctx: click.Context | None) -> str | None:
+    """The command as typed, without the program: ``remember``, ``log append``."""
+    if ctx is None:
+        return None
+    names = []
+    while ctx.parent is not None:
+        names.append(ctx.info_name or "")
+        ctx = ctx.parent
+    return " ".join(reversed(names)) or None
+
+
+def option(exc: VaultmemError, ctx: click.Context | None = None) -> str | None:
+    """The CLI's word for the input ``exc`` is about (its ``field``): the flag or argument
+    of the command that ran, as :func:`.fields.option_for` finds it."""
+    if exc.field is None:
+        return None
+    params = ctx.command.params if ctx is not None and ctx.command is not None else None
+    return option_for(exc.field, command_name(ctx), params)
+
+
+def report(exc: BaseException, as_json: bool, ctx: click.Context | None = None) -> None:
+    """Tell the user about ``exc`` (a VaultmemError, or an OSError the edge words), on
+    stdout as JSON or on stderr as text."""
+    err = edge.as_error(exc)
+    flag = option(err, ctx)
     if as_json:
-        typer.echo(json.dumps({"error": exc.to_dict()}, ensure_ascii=False, indent=2))
-        return
-    where = exc.where()
-    lines = [f"error: {where + ': ' if where else ''}{exc.message}"]
-    if exc.hint:
-        lines.append(f"  hint: {exc.hint}")
-    typer.echo("\n".join(lines), err=True)
+        typer.echo(json.dumps({"error": edge.error_dict(err, option=flag)}, ensure_ascii=False, indent=2))
+    else:
+        typer.echo(edge.error_text(err, flag), err=True)
 
 
 def handles_errors(fn: Callable) -> Callable:
-    """Run a command; turn a VaultmemError into a message and the error's exit code."""
+    """Run a command; turn a VaultmemError, or an OSError the library did not expect, into
+    a message and the error's exit code — never a traceback."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
-        except VaultmemError as exc:
+        except (VaultmemError, OSError) as exc:
+            if isinstance(exc, OSError) and exc.errno == errno.EPIPE:
+                raise  # the reader went away (| head): click ends quietly
             ctx = kwargs.get("ctx")
             base = ctx.find_root().obj if ctx is not None and ctx.find_root().obj else Session()
-            report(exc, bool(kwargs.get("json_")) or base.json)
-            raise typer.Exit(exc.exit_code) from None
+            report(exc, bool(kwargs.get("json_")) or base.json, ctx)
+            raise typer.Exit(edge.exit_code(exc)) from None
         except KeyboardInterrupt:
             typer.echo("interrupted", err=True)
-            raise typer.Exit(130) from None
+            raise typer.Exit(edge.INTERRUPTED) from None
 
     return wrapper
 

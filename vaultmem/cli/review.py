@@ -146,7 +146,7 @@ def list_(
     from ..errors import BadInput
 
     if status not in ("pending", "approved", "rejected", "all"):
-        raise BadInput(f"--status {status!r} is not pending, approved, rejected or all")
+        raise BadInput(f"{status!r} is not pending, approved, rejected or all", field="status")
     _list(session(ctx, vault, as_, json_), status)
 
 
@@ -248,6 +248,7 @@ def _decide_each(v, actor, items, done: dict, console) -> None:
     from rich.prompt import Prompt
     from rich.text import Text
 
+    from ..adapters import edge
     from ..errors import VaultmemError
 
     for n, item in enumerate(items, 1):
@@ -293,5 +294,5 @@ def _decide_each(v, actor, items, done: dict, console) -> None:
             else:
                 return
         except VaultmemError as exc:  # reported; the item stays waiting and the walk goes on
-            console.print(Text(f"error: {exc.message}" + (f"\n  hint: {exc.hint}" if exc.hint else "")))
+            console.print(Text(edge.error_text(exc)))  # named as the prompts name them: the library's words
             done["failed"].append(item.id)

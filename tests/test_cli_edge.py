@@ -1,0 +1,128 @@
+"""The CLI answers through the edge: a library error that names its input (``field``)
+is shown with the flag or argument the user typed, an OSError the library did not expect
+is a clear error with its own exit code, and no traceback ever reaches the user."""
+
+import errno
+import json
+
+import click
+import pytest
+import typer
+from conftest import out_json
+
+import vaultmem.cli as cli_mod
+from vaultmem import Vault
+from vaultmem.cli import fields
+from vaultmem.errors import BadInput
+from vaultmem.shared import Shared
+
+
+def raising(exc):
+    def fake(*_args, **_kwargs):
+        raise exc
+
+    return fake
+
+
+def command(*path):
+    group = typer.main.get_command(cli_mod.app)
+    for name in path:
+        group = group.get_command(click.Context(group), name)
+    return group
+
+
+# -- the mapping ----------------------------------------------------------------------------------
+
+
+def test_a_field_is_the_commands_own_flag_or_argument():
+    remember = command("remember").params
+    assert fields.option_for("importance", "remember", remember) == "--importance"
+    assert fields.option_for("author_kind", "remember", remember) == "--author-kind"
+    assert fields.option_for("type", "remember", remember) == "--type"  # the parameter is type_
+    assert fields.option_for("text", "remember", remember) == "TEXT"  # positional: its metavar
+    assert fields.option_for("tags", "remember", remember) == "--tag"  # repeatable, one a flag
+    assert fields.option_for("aliases", "remember", remember) == "--alias"
+    assert fields.option_for("limit", "search", command("search").params) == "-n"
+    assert fields.option_for("agent", "brief", command("brief").params) == "AGENT"
+    assert fields.option_for("agent", "log tail", command("log", "tail").params) == "--agent"
+    assert fields.option_for("item_id", "review show", command("review", "show").params) == "ITEM_ID"
+
+
+def test_a_command_that_calls_a_field_otherwise_says_so():
+    decide = command("decide").params
+    assert fields.option_for("summary", "decide", decide) == "--decision"
+    assert fields.option_for("body", "decide", decide) == "--why"
+    assert fields.option_for("agent", "log append", command("log", "append").params) == "--as"
+    assert fields.option_for("summary", "log ack", command("log", "ack").params) == "--note"
+
+
+def test_a_field_the_command_does_not_take_names_no_flag():
+    # retain reads its facts from a file: a bad 'tags' there is no --tag of the command
+    assert fields.option_for("tags", "retain", command("retain").params) is None
+    assert fields.option_for("nosuch", "remember", command("remember").params) is None
+    assert fields.option_for("author_kind") == "--author-kind"  # no command known: the default
+
+
+# -- what the user sees -----------------------------------------------------------------------------
+
+
+def test_a_field_error_names_the_flag_in_text_and_json(cli, vault, monkeypatch):
+    monkeypatch.setattr(Vault, "remember", raising(
+        BadInput("is 1.5; it must be a number between 0 and 1", field="importance")))
+    r = cli("--vault", vault.root, "remember", "x", "--type", "fact", "--importance", "1.5")
+    assert r.exit_code == 2
+    assert r.stderr == "error: --importance: is 1.5; it must be a number between 0 and 1\n"
+    r = cli("--vault", vault.root, "remember", "x", "--type", "fact", "--importance", "1.5", "--json")
+    assert r.exit_code == 2
+    assert out_json(r) == {"error": {"type": "bad_input", "message": "is 1.5; it must be a number between 0 and 1",
+                                     "path": None, "line": None, "hint": None, "field": "importance",
+                                     "option": "--importance"}}
+
+
+def test_a_positional_argument_is_named_by_its_metavar(cli, vault, monkeypatch):
+    monkeypatch.setattr(Vault, "remember", raising(BadInput("the fact to remember is empty", field="text")))
+    r = cli("--vault", vault.root, "remember", " ", "--type", "fact")
+    assert r.exit_code == 2 and r.stderr.startswith("error: TEXT: the fact to remember is empty")
+
+
+def test_a_subcommand_override_is_used(cli, vault, monkeypatch):
+    monkeypatch.setattr(Shared, "decide", raising(BadInput("the summary is empty", field="summary")))
+    r = cli("--vault", vault.root, "decide", "--decision", " ", "--why", "w", "--as", "lee", "--json")
+    assert r.exit_code == 2
+    err = out_json(r)["error"]
+    assert err["field"] == "summary" and err["option"] == "--decision"
+
+
+def test_an_error_without_a_field_keeps_its_shape(cli, vault):
+    r = cli("--vault", vault.root, "page", "show", "nobody", "--json")
+    err = out_json(r)["error"]
+    assert r.exit_code == 1 and err["field"] is None and err["option"] is None
+
+
+# -- an OSError the library did not expect -----------------------------------------------------------
+
+
+def test_a_full_disk_is_a_storage_error_not_a_traceback(cli, vault, monkeypatch):
+    monkeypatch.setattr(Vault, "remember", raising(
+        OSError(errno.ENOSPC, "No space left on device", "/v/memories/x.md")))
+    r = cli("--vault", vault.root, "remember", "x", "--type", "fact")  # the fixture raises on a traceback
+    assert r.exit_code == 5
+    assert r.stderr == ("error: no space left on device while writing /v/memories/x.md\n"
+                        "  hint: free some space on that disk, then run the command again\n")
+    r = cli("--vault", vault.root, "remember", "x", "--type", "fact", "--json")
+    assert r.exit_code == 5 and out_json(r)["error"]["type"] == "storage_error"
+
+
+def test_another_oserror_is_a_plain_error(cli, vault, monkeypatch):
+    monkeypatch.setattr(Vault, "read_page", raising(PermissionError(errno.EACCES, "Permission denied", "/v/agents/r.md")))
+    r = cli("--vault", vault.root, "page", "show", "r")
+    assert r.exit_code == 1 and r.stderr == "error: cannot access /v/agents/r.md: Permission denied\n"
+
+
+def test_an_error_raised_outside_any_command_is_answered_too(monkeypatch, capsys):
+    monkeypatch.setattr(cli_mod, "app", raising(OSError(errno.ENOSPC, "No space left on device")))
+    monkeypatch.setattr("sys.argv", ["vaultmem", "--json", "page", "list"])
+    with pytest.raises(SystemExit) as stop:
+        cli_mod.main()
+    assert stop.value.code == 5
+    assert json.loads(capsys.readouterr().out)["error"]["message"] == "no space left on device"
