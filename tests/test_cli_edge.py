@@ -126,3 +126,28 @@ def test_an_error_raised_outside_any_command_is_answered_too(monkeypatch, capsys
         cli_mod.main()
     assert stop.value.code == 5
     assert json.loads(capsys.readouterr().out)["error"]["message"] == "no space left on device"
+
+
+# -- the library's own messages name no flag: the CLI does ----------------------------------------
+
+
+def test_library_errors_are_shown_with_the_flags_of_the_command(cli, vault):
+    root = vault.root
+    assert cli("--vault", root, "keys", "new", "lee").exit_code == 0
+    r = cli("--vault", root, "log", "append", "--as", "lee", "--summary", "s", "--channel", "a b")
+    assert r.exit_code == 2
+    assert r.stderr == "error: --channel: 'a b' must be a word such as general or backend/db\n"
+    r = cli("--vault", root, "log", "append", "--as", "lee", "--summary", "two\nlines", "--json")
+    err = out_json(r)["error"]
+    assert (err["field"], err["option"], err["hint"]) == ("summary", "--summary", "put the details in the body")
+    r = cli("--vault", root, "decide", "--decision", " ", "--why", "w", "--as", "lee")
+    assert r.exit_code == 2 and r.stderr.startswith("error: --decision: the summary is empty")
+    r = cli("--vault", root, "brief", "r", "--task", "t", "--window", "0")
+    assert r.exit_code == 2 and r.stderr == "error: --window: is 0; it must be a positive number of tokens\n"
+    r = cli("--vault", root, "config", "set", "no..key", "1")
+    assert r.exit_code == 2 and r.stderr.startswith("error: KEY: 'no..key' is not a setting name")
+    r = cli("--vault", root, "page", "ensure", "r", "--as", "lee")
+    r = cli("--vault", root, "page", "add", "r", "  ", "--as", "lee")
+    assert r.exit_code == 2 and r.stderr.startswith("error: TEXT: the entry text is empty")
+    r = cli("--vault", root, "review", "list", "--status", "bogus")
+    assert r.exit_code == 2 and r.stderr == "error: --status: 'bogus' is not pending, approved, rejected or all\n"

@@ -91,11 +91,11 @@ class Brief:
 
 def budget_for(window: int, ratio: float, cap: int | None) -> int:
     if window <= 0:
-        raise BadInput(f"--window is {window}; it must be a positive number of tokens")
+        raise BadInput(f"is {window}; it must be a positive number of tokens", field="window")
     if not 0 < ratio <= 1:
-        raise BadInput(f"--ratio is {ratio}; it must be above 0 and at most 1")
+        raise BadInput(f"is {ratio}; it must be above 0 and at most 1", field="ratio")
     if cap is not None and cap <= 0:
-        raise BadInput(f"--tokens is {cap}; it must be a positive number of tokens")
+        raise BadInput(f"is {cap}; it must be a positive number of tokens", field="tokens")
     budget = int(window * ratio)
     return min(budget, cap) if cap is not None else budget
 
@@ -190,7 +190,7 @@ def build_brief(parts: BriefParts, budget: int) -> Brief:
         if not b.add(line, reserve=close_cost):
             raise BadInput(f"a budget of {budget} tokens cannot hold even the brief's header "
                            f"(about {estimate_tokens(chr(10).join(head) + FENCE_CLOSE) + 1} tokens)",
-                           hint="raise --tokens or --window")
+                           hint="allow more tokens: a higher cap on the brief, or a larger window")
     task_room = max(8, budget // 5)
     b.add(_safe(labels["task"] + shorten(parts.task, task_room * 2)), reserve=close_cost)
 

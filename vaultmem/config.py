@@ -220,7 +220,8 @@ def set_value(text: str, dotted: str, value: Any, path: str = CONFIG_PATH) -> st
     CRLF line ends are kept. A value that makes the config invalid is refused."""
     parts = dotted.split(".")
     if not all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_\-]*", p) for p in parts):
-        raise BadInput(f"{dotted!r} is not a setting name", hint="use a dotted name such as git.lock_timeout")
+        raise BadInput(f"{dotted!r} is not a setting name", hint="use a dotted name such as git.lock_timeout",
+                       field="key")
     crlf, bom = "\r\n" in text, text.startswith("\ufeff")
     raw = _load(text.lstrip("\ufeff").replace("\r\n", "\n"), path)
     node = raw
@@ -231,9 +232,9 @@ def set_value(text: str, dotted: str, value: Any, path: str = CONFIG_PATH) -> st
             node[part] = CommentedMap()
         node = node[part]
         if not isinstance(node, dict):
-            raise BadInput(f"'{dotted}' cannot be set: '{part}' is not a group of settings")
+            raise BadInput(f"'{dotted}' cannot be set: '{part}' is not a group of settings", field="key")
     if isinstance(node.get(parts[-1]), dict):
-        raise BadInput(f"'{dotted}' is a group of settings; set its keys one by one",
+        raise BadInput(f"'{dotted}' is a group of settings; set its keys one by one", field="key",
                        hint=f"e.g. vaultmem config set {dotted}.{next(iter(node[parts[-1]]), 'key')} VALUE")
     node[parts[-1]] = value
     new_text = dump_yaml(raw)

@@ -160,7 +160,7 @@ def snapshot(root: Path, dest: Path, at: str | None = "HEAD") -> str:
             sha = subprocess.run(["git", "-C", str(root), "rev-parse", "--verify", f"{at}^{{commit}}"],
                                  capture_output=True, text=True, check=True).stdout.strip()
         except subprocess.CalledProcessError:
-            raise BadInput(f"--at {at!r} is not a commit of {root}") from None
+            raise BadInput(f"{at!r} is not a commit of {root}", field="at") from None
         archive = subprocess.run(["git", "-C", str(root), "archive", "--format=tar", sha],
                                  capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)

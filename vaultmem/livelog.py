@@ -281,17 +281,17 @@ def _now() -> str:
 
 def check_fields(channel: str, type_: str, summary: str, body: str) -> None:
     if not CHANNEL.fullmatch(channel or ""):
-        raise BadInput(f"--channel {channel!r} must be a word such as general or backend/db")
+        raise BadInput(f"{channel!r} must be a word such as general or backend/db", field="channel")
     if not TYPE.fullmatch(type_ or ""):
-        raise BadInput(f"--type {type_!r} must be a word such as status, question, decision or handoff")
+        raise BadInput(f"{type_!r} must be a word such as status, question, decision or handoff", field="type")
     if not summary or not summary.strip():
-        raise BadInput("the summary is empty", hint="give a one-line summary of the turn with --summary")
+        raise BadInput("the summary is empty", hint="give a one-line summary of the turn", field="summary")
     if "\n" in summary or "\r" in summary:
-        raise BadInput("the summary must be one line", hint="put the details in --body")
+        raise BadInput("the summary must be one line", hint="put the details in the body", field="summary")
     for label, text in (("summary", summary), ("body", (body or "").replace("\r\n", "\n"))):
         bad = next((ch for ch in text if (ord(ch) < 32 and ch not in "\n\t") or ord(ch) == 127), None)
         if bad is not None:
-            raise BadInput(f"the {label} holds the control character U+{ord(bad):04X}",
+            raise BadInput(f"the {label} holds the control character U+{ord(bad):04X}", field=label,
                            hint="a lone carriage return or escape sequence could forge another line on display")
 
 

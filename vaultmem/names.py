@@ -58,15 +58,17 @@ def _describe(ch: str) -> str:
     return f"U+{ord(ch):04X}" + (f" {name}" if name else "")
 
 
-def check_name(raw: str, what: str = "name") -> str:
-    """Return the NFC form of ``raw`` if it is a safe file name, else raise NameRefused."""
+def check_name(raw: str, what: str = "name", *, field: str | None = None) -> str:
+    """Return the NFC form of ``raw`` if it is a safe file name, else raise NameRefused
+    (``field``: the input it came from, as the caller's API names it)."""
     if not isinstance(raw, str) or raw == "":
-        raise NameRefused(f"the {what} is empty", hint=f"give a {what} such as 前端审查 or code-reviewer")
+        raise NameRefused(f"the {what} is empty", hint=f"give a {what} such as 前端审查 or code-reviewer",
+                          field=field)
     name = unicodedata.normalize("NFC", raw)
     shown = name.encode("unicode_escape").decode("ascii") if not name.isprintable() else name
 
     def refuse(why: str, hint: str | None = None) -> NameRefused:
-        return NameRefused(f"the {what} {shown!r} is refused: {why}", hint=hint)
+        return NameRefused(f"the {what} {shown!r} is refused: {why}", hint=hint, field=field)
 
     if name == ".":
         raise refuse("it is '.', the current folder")
@@ -108,11 +110,11 @@ def collision_key(name: str) -> str:
     return unicodedata.normalize("NFKC", unicodedata.normalize("NFC", name)).casefold()
 
 
-def check_new_name(raw: str, existing: Iterable[str], what: str = "name") -> str:
+def check_new_name(raw: str, existing: Iterable[str], what: str = "name", *, field: str | None = None) -> str:
     """Like :func:`check_name`, and also refuse a name that differs from an existing
     one only by case, Unicode normalisation or full-width forms. An exact match of an
     existing name is fine (it is the same thing)."""
-    name = check_name(raw, what)
+    name = check_name(raw, what, field=field)
     key = collision_key(name)
     for other in existing:
         other_nfc = unicodedata.normalize("NFC", other)
@@ -122,6 +124,7 @@ def check_new_name(raw: str, existing: Iterable[str], what: str = "name") -> str
             raise NameRefused(
                 f"the {what} {name!r} collides with the existing {other_nfc!r}",
                 hint=f"use {other_nfc!r} exactly, or choose a clearly different {what}",
+                field=field,
             )
     return name
 

@@ -32,7 +32,7 @@ def init(
         from ..models import Actor
         from ..names import check_name
 
-        actor = Actor(check_name(s.agent, "agent name"))
+        actor = Actor(check_name(s.agent, "agent name", field="actor"))
     _v, change = Vault.init(path, lang=lang, orchestrator=orchestrator, actor=actor)
     d = change.details
     if d["created"]:

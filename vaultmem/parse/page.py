@@ -296,7 +296,7 @@ def new_page_text(name: str, lang: str, category: str | None, project: str | Non
 def _check_text(text: str, what: str = "entry text") -> list[str]:
     lines = [x.rstrip() for x in text.strip().splitlines()]
     if not lines or not lines[0]:
-        raise BadInput(f"the {what} is empty", hint="give the text to record")
+        raise BadInput(f"the {what} is empty", hint="give the text to record", field="text")
     return lines
 
 
@@ -334,7 +334,7 @@ def _verified(page: RolePage, entry: Entry) -> str:
         why = "" if ok else "the entry would not read back as written"
     if again is None or why:
         raise BadInput(
-            f"this text would break the structure of {page.path}: {why}",
+            f"this text would break the structure of {page.path}: {why}", field="text",
             hint="close any ``` code fence in the text, and avoid lines that look like Markdown headings",
         )
     return text
