@@ -1,9 +1,11 @@
 """What every command shares: the global options, opening the vault, output, errors.
 
-Errors are answered by :mod:`vaultmem.adapters.edge`, the one place every adapter
-shares: people get ``error: file:line: --flag: message`` and a hint on stderr, programs
-(``--json``) get ``{"error": {...}}`` on stdout; either way the exit code is the error's
-own. What the CLI adds is its word for the input that was wrong (:mod:`.fields`).
+A command is: options → one library call → ``Session.emit(result, renderer)``, with a
+renderer from :mod:`.render`. Errors are answered by :mod:`vaultmem.adapters.edge`, the
+one place every adapter shares: people get ``error: file:line: --flag: message`` and a
+hint on stderr, programs (``--json``) get ``{"error": {...}}`` on stdout; either way the
+exit code is the error's own. What the CLI adds is its word for the input that was wrong
+(:mod:`.fields`).
 """
 
 from __future__ import annotations
@@ -56,41 +58,23 @@ class Session:
         found = self.opened.redactions if self.opened is not None else []
         return [f"redacted a {f.type} in the {f.field}: stored as {f.placeholder}" for f in found]
 
-    def emit(self, data: Any, human: str | Callable[[], str]) -> None:
+    def emit(self, result: Any, render: Callable[[Any], str] | str, *, data: Any = None) -> None:
+        """Print ``result``: ``render(result)`` for people (a ``str`` as it is), its
+        ``to_dict()`` with ``--json`` (or ``data``, when the JSON is not the result's own),
+        and the warnings (``warning: …`` lines on stderr, or a ``"warnings"`` key)."""
+        if data is None:
+            data = result.to_dict() if hasattr(result, "to_dict") else result
         warnings = self.warnings()
         if self.json:
             if warnings and isinstance(data, dict):
                 data = {**data, "warnings": warnings}
             typer.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
         else:
-            text = human() if callable(human) else human
+            text = render(result) if callable(render) else render
             if text:
                 typer.echo(text)
             for warning in warnings:
                 typer.echo(f"warning: {warning}", err=True)
-
-
-def proposed(change) -> str:
-    """How a change that went to the review inbox reads for a person."""
-    lines = []
-    for item in change.details["items"]:
-        if item["status"] == "approved":
-            lines.append(f"{item['id']}: approved at once (trusted agent, user-stated) → {item['result']}")
-            continue
-        marks = (["quarantined: third-party"] if item["quarantined"] else []) + \
-            ([f"flagged: {'; '.join(item['flags'])}"] if item["flags"] else [])
-        lines.append(f"{item['id']}: {item['op']} {item['summary']} — waiting for review"
-                     + (f" ({', '.join(marks)})" if marks else ""))
-    pending = change.details["pending"]
-    if pending:
-        lines.append(f"filed in inbox/ (commit {change.commit[:8]}); a reviewer decides with: "
-                     f"vaultmem review show ID / approve ID / reject ID --reason …")
-    return "\n".join(lines)
-
-
-def described(change, done: Callable[[], str]) -> str | Callable[[], str]:
-    """``done`` for a change that was made, :func:`proposed` for one filed for review."""
-    return (lambda: proposed(change)) if change.action == "propose" else done
 
 
 def session(ctx: typer.Context, vault: Path | None, as_: str | None, json_: bool) -> Session:

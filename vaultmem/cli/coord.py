@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Annotated, Optional
 
 import typer
 
+from . import render
 from ._common import AsOpt, JsonOpt, VaultOpt, handles_errors, read_text_arg, session
 
 keys_app = typer.Typer(help="Ed25519 keys that sign each agent's log entries.", no_args_is_help=True)
@@ -19,12 +21,6 @@ checkpoint_app = typer.Typer(help="An agent's working-context checkpoint, for re
 AgentArg = Annotated[str, typer.Argument(help="The agent.", show_default=False)]
 
 
-def _line(e) -> str:
-    ref = f" ↩ {e.ref}" if e.ref else ""
-    body = "\n    " + e.body.replace("\n", "\n    ") if e.body else ""
-    return f"{e.ts[:19]}Z  {e.id:<16} #{e.channel:<10} {e.type:<9}{ref} {e.summary}{body}"
-
-
 @keys_app.command("new")
 @handles_errors
 def keys_new(ctx: typer.Context, agent: AgentArg, vault: VaultOpt = None, as_: AsOpt = None,
@@ -34,8 +30,7 @@ def keys_new(ctx: typer.Context, agent: AgentArg, vault: VaultOpt = None, as_: A
     s = session(ctx, vault, as_, json_)
     v = s.open()
     change = v.shared.new_key(agent, v.actor(s.agent))
-    d = change.details
-    s.emit(change.to_dict(), f"created key {d['kid']} for {d['agent']}: private {d['private']}, public {d['public']}")
+    s.emit(change, render.key_created)
 
 
 @keys_app.command("rotate")
@@ -46,7 +41,7 @@ def keys_rotate(ctx: typer.Context, agent: AgentArg, vault: VaultOpt = None, as_
     s = session(ctx, vault, as_, json_)
     v = s.open()
     out = v.shared.rotate_key(agent, v.actor(s.agent))
-    s.emit(out, f"{out['agent']} now signs with key {out['kid']} (announced as {out['entry']['id']})")
+    s.emit(out, render.key_rotated)
 
 
 @keys_app.command("revoke")
@@ -59,7 +54,7 @@ def keys_revoke(ctx: typer.Context, agent: AgentArg,
     s = session(ctx, vault, as_, json_)
     v = s.open()
     e = v.shared.revoke_key(agent, kid, v.actor(s.agent), reason)
-    s.emit(e.to_dict(), f"{agent}'s key {kid} revoked ({e.id})")
+    s.emit(e, partial(render.key_revoked, agent=agent, kid=kid))
 
 
 @log_app.command("append")
@@ -82,7 +77,7 @@ def log_append(
     s = session(ctx, vault, as_, json_)
     v = s.open()
     e = v.shared.append(v.actor(s.agent), channel, type_, summary, read_text_arg(body) if body else "", ref=ref)
-    s.emit(e.to_dict(), f"appended {e.id}")
+    s.emit(e, render.appended)
 
 
 @log_app.command("tail")
@@ -114,7 +109,7 @@ def log_tail(
             typer.echo(json.dumps(e.to_dict(), ensure_ascii=False))
     else:
         for e in entries:
-            typer.echo(_line(e))
+            typer.echo(render.log_line(e))
         if not entries and not follow:
             typer.echo("no entries" + (" you have not seen" if unseen else ""), err=True)
     if not follow:
@@ -124,7 +119,7 @@ def log_tail(
         for e in livelog.wait_for_new(v.root, log, offsets):
             if (agent and e.agent != agent) or (channel and e.channel != channel) or (type_ and e.type != type_):
                 continue
-            typer.echo(json.dumps(e.to_dict(), ensure_ascii=False) if s.json else _line(e))
+            typer.echo(json.dumps(e.to_dict(), ensure_ascii=False) if s.json else render.log_line(e))
     except KeyboardInterrupt:
         pass
 
@@ -139,7 +134,7 @@ def log_ack(ctx: typer.Context,
     s = session(ctx, vault, as_, json_)
     v = s.open()
     e = v.shared.ack(v.actor(s.agent), entry, note)
-    s.emit(e.to_dict(), f"acknowledged {entry} as {e.id}")
+    s.emit(e, partial(render.acked, entry=entry))
 
 
 @log_app.command("verify")
@@ -153,14 +148,7 @@ def log_verify(ctx: typer.Context, vault: VaultOpt = None, as_: AsOpt = None, js
     s = session(ctx, vault, as_, json_)
     findings, counts = s.open().shared.verify()
 
-    def human() -> str:
-        out = [f"{f['path']}:{f['line'] or '-'}: {f['agent']}#{f['seq'] if f['seq'] is not None else '?'} "
-               f"{f['kind']}: {f['message']}" for f in findings]
-        out.append(f"{counts['entries']} entries of {counts['agents']} agents checked: "
-                   + (f"{len(findings)} findings" if findings else "all signatures and chains hold"))
-        return "\n".join(out)
-
-    s.emit({"ok": not findings, "findings": findings, **counts}, human)
+    s.emit((findings, counts), render.verified, data={"ok": not findings, "findings": findings, **counts})
     if findings:
         raise typer.Exit(1)
 
@@ -171,8 +159,7 @@ def log_repair(ctx: typer.Context, vault: VaultOpt = None, as_: AsOpt = None, js
     """Cut a log's torn tail (a write that never finished) back to its last whole entry."""
     s = session(ctx, vault, as_, json_)
     cut = s.open().shared.repair()
-    s.emit({"repaired": cut}, "\n".join(f"{c['path']}: removed {c['removed_bytes']} bytes of a cut-off entry"
-                                        for c in cut) or "nothing to repair")
+    s.emit(cut, render.repaired, data={"repaired": cut})
 
 
 @log_app.command("commit")
@@ -182,7 +169,7 @@ def log_commit(ctx: typer.Context, vault: VaultOpt = None, as_: AsOpt = None, js
     s = session(ctx, vault, as_, json_)
     v = s.open()
     sha = v.shared.commit_logs(v.actor(s.agent))
-    s.emit({"commit": sha}, f"committed the logs ({sha[:8]})" if sha else "no new entries to commit")
+    s.emit(sha, render.logs_committed, data={"commit": sha})
 
 
 @handles_errors
@@ -200,7 +187,7 @@ def decide(
     s = session(ctx, vault, as_, json_)
     v = s.open()
     d, live = v.shared.decide(v.actor(s.agent), decision, why, supersedes=supersedes, channel=channel)
-    s.emit({"decision": d.to_dict(), "live": live.to_dict()}, f"decision {d.id} recorded (live log {live.id})")
+    s.emit((d, live), render.decided, data={"decision": d.to_dict(), "live": live.to_dict()})
 
 
 @state_app.command("show")
@@ -209,8 +196,7 @@ def state_show(ctx: typer.Context, vault: VaultOpt = None, as_: AsOpt = None, js
     """Print the project state and who changed it last."""
     s = session(ctx, vault, as_, json_)
     st = s.open().shared.state()
-    s.emit(st, lambda: (st["text"] or "(no project state yet)") +
-           (f"\n\n— last changed by {st['updated_by']} at {st['updated']}" if st["updated_by"] else ""))
+    s.emit(st, render.state)
 
 
 @state_app.command("set")
@@ -222,7 +208,7 @@ def state_set(ctx: typer.Context,
     s = session(ctx, vault, as_, json_)
     v = s.open()
     change = v.shared.set_state(read_text_arg(text), v.actor(s.agent))
-    s.emit(change.to_dict(), f"project state updated (commit {change.commit[:8] if change.commit else '-'})")
+    s.emit(change, render.state_set)
 
 
 @checkpoint_app.command("save")
@@ -255,7 +241,7 @@ def checkpoint_save(
 
             raise NotFound(f"no file {file}", path=file) from None
     change = v.shared.save_checkpoint(v.actor(s.agent), text, task=task, step=step, next_steps=next_ or [])
-    s.emit(change.to_dict(), f"saved {change.details['path']}")
+    s.emit(change, render.checkpoint_saved)
 
 
 @checkpoint_app.command("show")
@@ -266,19 +252,7 @@ def checkpoint_show(ctx: typer.Context, agent: AgentArg, vault: VaultOpt = None,
     s = session(ctx, vault, as_, json_)
     cp = s.open().shared.checkpoint(agent)
 
-    def human() -> str:
-        head = f"checkpoint of {cp['agent']} — saved {cp['saved']}" + ("  [STALE]" if cp["stale"] else "")
-        out = [head]
-        if cp["task"]:
-            out.append(f"task: {cp['task']}")
-        if cp["step"]:
-            out.append(f"step: {cp['step']}")
-        out += [f"next: {x}" for x in cp["next"]]
-        if cp["text"]:
-            out += ["", cp["text"]]
-        return "\n".join(out)
-
-    s.emit(cp, human)
+    s.emit(cp, render.checkpoint)
 
 
 @handles_errors
@@ -290,6 +264,4 @@ def sync(ctx: typer.Context,
     s = session(ctx, vault, as_, json_)
     v = s.open()
     r = v.shared.sync(v.actor(s.agent), remote=remote)
-    s.emit(r.to_dict(), f"synced with {r.remote}: {r.pulled} commits pulled, "
-                        f"{'pushed' if r.pushed else 'nothing pushed'}"
-                        + (f"; log verify: {r.findings} findings" if r.findings else "; logs verify"))
+    s.emit(r, render.synced)

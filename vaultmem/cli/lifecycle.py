@@ -4,11 +4,13 @@ lifecycle and seed 000's management modes."""
 from __future__ import annotations
 
 import sys
+from functools import partial
 from typing import Annotated, Optional
 
 import typer
 
-from ._common import AsOpt, JsonOpt, VaultOpt, described, handles_errors, session
+from . import render
+from ._common import AsOpt, JsonOpt, VaultOpt, handles_errors, session
 
 RoleArg = Annotated[str, typer.Argument(help="The role.", show_default=False)]
 
@@ -32,10 +34,7 @@ def delegate(
     s = session(ctx, vault, as_, json_)
     v = s.open()
     change, brief = v.lifecycle.delegate(role, task, v.actor(s.agent), window=window, tokens=tokens)
-    d = change.details
-    s.emit({**change.to_dict(), "brief": brief.to_dict()},
-           f"delegation {d['id']} (role {d['role']}) pending — harvest it with: "
-           f"vaultmem harvest {d['role']} --delegation {d['id']} …\n\n{brief.markdown.rstrip()}")
+    s.emit((change, brief), render.delegated, data={**change.to_dict(), "brief": brief.to_dict()})
 
 
 def _stdin_fields() -> dict:
@@ -73,8 +72,7 @@ def harvest(
         if value is not None:
             fields[key] = value
     change = v.lifecycle.harvest(role, delegation, fields, v.actor(s.agent), title=title or fields.get("title"))
-    s.emit(change.to_dict(), described(change, lambda: f"harvested {delegation} into {change.details['link']} "
-                                                       f"(commit {change.commit[:8]})"))
+    s.emit(change, partial(render.harvested, delegation=delegation))
 
 
 @handles_errors
@@ -90,20 +88,7 @@ def audit(
     s = session(ctx, vault, as_, json_)
     report = s.open().lifecycle.audit(max_age)
 
-    def human() -> str:
-        out = []
-        for d in report["stale_delegations"]:
-            out.append(f"delegation {d['id']} ({d['role']}) not harvested for {d['age_hours']} h: {d['task'][:80]}")
-        for i in report["inbox"]:
-            marks = (" [quarantined]" if i["quarantined"] else "") + (" [flagged]" if i["flags"] else "")
-            out.append(f"inbox item {i['id']} waiting: {i['op']} {i['summary']} (from {i['proposed_by']}){marks}")
-        for c in report["foreign_page_commits"]:
-            out.append(f"role page changed by agent {c['author']} (not the orchestrator): {c['commit'][:8]} {c['message']}")
-        for n in report["notes_without_provenance"]:
-            out.append(f"{n['path']}: no {', '.join(n['missing'])}")
-        return "\n".join(out) or "nothing needs a human"
-
-    s.emit(report, human)
+    s.emit(report, render.audit)
     if not report["clean"]:
         raise typer.Exit(1)
 
@@ -121,8 +106,7 @@ def ask(
     """Quick Q&A: ROLE's own entries and notes most relevant to the question, with citations."""
     s = session(ctx, vault, as_, json_)
     hits = s.open().lifecycle.ask(role, question, limit=n)
-    s.emit({"role": role, "question": question, "hits": [h.to_dict() for h in hits]},
-           lambda: "\n".join(f"- {h.snippet} {h.doc.link}" for h in hits) or "nothing in this role's memory matches")
+    s.emit(hits, render.answers, data={"role": role, "question": question, "hits": [h.to_dict() for h in hits]})
 
 
 @handles_errors
@@ -131,12 +115,7 @@ def todo(ctx: typer.Context, role: RoleArg, vault: VaultOpt = None, as_: AsOpt =
     s = session(ctx, vault, as_, json_)
     out = s.open().lifecycle.todo(role)
 
-    def human() -> str:
-        lines = [f"- {i['text'].splitlines()[0]} {i.get('link') or ''}".rstrip() for i in out["items"]]
-        lines += [f"- delegation {d['id']} pending: {d['task'][:80]}" for d in out["pending_delegations"]]
-        return "\n".join(lines) or f"no open items recorded for {out['role']}"
-
-    s.emit(out, human)
+    s.emit(out, render.todo)
 
 
 @handles_errors
@@ -153,12 +132,4 @@ def history(
     s = session(ctx, vault, as_, json_)
     commits = s.open().lifecycle.history(role, diffs=diffs, max_count=n)
 
-    def human() -> str:
-        out = []
-        for c in commits:
-            out.append(f"{c['commit'][:8]} {c['date'][:19]} {c['author']}: {c['message'].splitlines()[0]}")
-            if diffs:
-                out.append(c["diff"].rstrip())
-        return "\n".join(out)
-
-    s.emit({"role": role, "commits": commits}, human)
+    s.emit(commits, partial(render.history, diffs=diffs), data={"role": role, "commits": commits})

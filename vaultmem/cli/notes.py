@@ -6,7 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from ._common import AsOpt, JsonOpt, VaultOpt, described, handles_errors, read_text_arg, session
+from . import render
+from ._common import AsOpt, JsonOpt, VaultOpt, handles_errors, read_text_arg, session
 
 
 @handles_errors
@@ -48,7 +49,7 @@ def remember(
         scope=scope, agent=agent, project=project, author=author, author_kind=author_kind, source=source,
         said=said,
     )  # fmt: skip
-    s.emit(change.to_dict(), described(change, lambda: f"remembered {change.details['path']} (commit {change.commit[:8]})"))
+    s.emit(change, render.remembered)
 
 
 @handles_errors
@@ -67,5 +68,4 @@ def forget(
     s = session(ctx, vault, as_, json_)
     v = s.open()
     change = v.forget(slug, v.actor(s.agent), reason=reason)
-    s.emit(change.to_dict(), described(change, lambda: f"archived {change.details['slug']} to "
-                                                       f"{change.details['archived_to']} (commit {change.commit[:8]})"))
+    s.emit(change, render.forgotten)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, Optional
 
 import typer
 
-from ._common import AsOpt, JsonOpt, VaultOpt, described, handles_errors, read_text_arg, session
+from . import render
+from ._common import AsOpt, JsonOpt, VaultOpt, handles_errors, read_text_arg, session
 
 app = typer.Typer(
     help="Role-agent pages: one page per role, created on the role's first dispatch.",
@@ -34,14 +36,7 @@ def ensure(
     s = session(ctx, vault, as_, json_)
     v = s.open()
     change = v.ensure_page(role, v.actor(s.agent), category=category, project=project)
-    d = change.details
-    if d["created"]:
-        human = f"created {d['path']}" + (f" (commit {change.commit[:8]})" if change.commit else "")
-    elif d["project_added"]:
-        human = f"{d['path']} exists; added project {project} (commit {change.commit[:8]})"
-    else:
-        human = f"{d['path']} exists; nothing changed"
-    s.emit(change.to_dict(), human)
+    s.emit(change, partial(render.page_ensure, project=project))
 
 
 @app.command("add")
@@ -63,8 +58,7 @@ def add(
     s = session(ctx, vault, as_, json_)
     v = s.open()
     change = v.add_entry(role, read_text_arg(text), v.actor(s.agent), section=section, project=project)
-    s.emit(change.to_dict(), described(change, lambda: f"added {change.details['entry']['link']} "
-                                                       f"(commit {change.commit[:8]})"))
+    s.emit(change, render.page_add)
 
 
 @app.command("show")
@@ -74,7 +68,7 @@ def show(ctx: typer.Context, role: RoleArg, vault: VaultOpt = None, as_: AsOpt =
     """Print a role page, parsed: its properties and each entry with its block id."""
     s = session(ctx, vault, as_, json_)
     info = s.open().read_page(role)
-    s.emit(info.to_dict(), lambda: render_page(info))
+    s.emit(info, render.page)
 
 
 @app.command("list")
@@ -84,48 +78,4 @@ def list_(ctx: typer.Context, vault: VaultOpt = None, as_: AsOpt = None, json_: 
     s = session(ctx, vault, as_, json_)
     rows = s.open().list_pages()
 
-    def human() -> str:
-        if not rows:
-            return "no role pages yet (a page is created on a role's first dispatch)"
-        out = []
-        for r in rows:
-            if not r["ok"]:
-                out.append(f"{r['role']}  BROKEN: {r['problem']}")
-                continue
-            n = r["entries"]
-            projects = ", ".join(r["projects"]) or "-"
-            out.append(f"{r['role']}  [{r['category'] or '-'}]  first used {r['first_used']}  projects: {projects}"
-                       f"  entries: {n['context']} context, {n['work']} work, {n['subagents']} sub-agent")
-        return "\n".join(out)
-
-    s.emit({"pages": rows}, human)
-
-
-def render_page(info) -> str:
-    from ..parse import HEADINGS
-
-    meta = info.meta
-    out = [f"{info.name} — {info.path}",
-           f"category: {meta.get('category') or '-'} · first used: {meta.get('first_used') or '-'} · "
-           f"projects: {', '.join(info.projects) or '-'}"]
-    for key in ("context", "work", "subagents"):
-        out += ["", f"## {HEADINGS[info.lang][key]}"]
-        entries = [e for e in info.entries if e.section == key]
-        if not entries:
-            out.append("  (empty)")
-        project = None
-        for e in entries:
-            if key == "context" and e.project != project:
-                project = e.project
-                out.append(f"### {project or '(no project)'}")
-            eid = f"^{e.id}" if e.id else "(no id)"
-            if key == "subagents":
-                out.append(f"  {eid}  {e.date or ''} {e.title or ''}".rstrip())
-                for field, value in (e.fields or {}).items():
-                    out.append(f"      {field}: {value}")
-            else:
-                text = e.text.replace("\n", "\n      ")
-                out.append(f"  {eid}  " + (f"{e.date} | " if e.date else "") + text)
-    if info.extra_sections:
-        out += ["", "other sections: " + ", ".join(info.extra_sections)]
-    return "\n".join(out)
+    s.emit(rows, render.page_list, data={"pages": rows})

@@ -2,32 +2,18 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
+from . import render
 from ._common import AsOpt, JsonOpt, VaultOpt, handles_errors, session
 
 WindowOpt = Annotated[Optional[int], typer.Option(help="Context window of the agent, in tokens (default: brief.window).")]
 RatioOpt = Annotated[Optional[float], typer.Option(help="Share of the window a brief may use (default: brief.ratio, 0.3).")]
 TokensOpt = Annotated[Optional[int], typer.Option("--tokens", help="Hard cap on the brief, in tokens.")]
-
-
-def _report_text(r) -> str:
-    if r.skipped:
-        return f"index not updated: {r.skipped}"
-    head = "rebuilt the index" if r.rebuilt else "index up to date"
-    if r.engine:
-        head += f" ({r.engine})"
-    parts = [f"{head}: {len(r.new)} new, {len(r.modified)} modified, {len(r.deleted)} deleted, "
-             f"{len(r.moved)} moved, {r.unchanged} unchanged ({r.docs} docs written, {r.seconds:.2f}s)"]
-    for src, dst in r.moved:
-        parts.append(f"  moved {src} → {dst}")
-    for p in r.problems:
-        parts.append(f"  skipped {p['path']}:{p.get('line') or ''}: {p['message']}" +
-                     (f" (hint: {p['hint']})" if p.get("hint") else ""))
-    return "\n".join(parts)
 
 
 @handles_errors
@@ -54,7 +40,7 @@ def index(
         report = _with_progress(s, lambda progress=None: v.rebuild_index(progress=progress, engine=engine))
     else:
         report = v.refresh_index()
-    s.emit(report.to_dict(), lambda: _report_text(report))
+    s.emit(report, render.index_report)
 
 
 def _with_progress(s, fn):
@@ -88,18 +74,7 @@ def search(
     s = session(ctx, vault, as_, json_)
     hits = s.open().search(query, agent=agent, kinds=tuple(kind or ()), types=tuple(type_ or ()), limit=n)
 
-    def human() -> str:
-        if not hits:
-            return "no hits"
-        out = []
-        for i, h in enumerate(hits, 1):
-            d = h.doc
-            where = d.id + (f"  (line {d.line})" if d.line else "")
-            out.append(f"{i:>2}. {where}  [{d.kind}{'/' + (d.type or d.section) if (d.type or d.section) else ''}]"
-                       f"  score {h.score:.2f}\n    {h.snippet}")
-        return "\n".join(out)
-
-    s.emit({"query": query, "hits": [h.to_dict() for h in hits]}, human)
+    s.emit(hits, render.search_hits, data={"query": query, "hits": [h.to_dict() for h in hits]})
 
 
 @handles_errors
@@ -122,7 +97,7 @@ def brief(
     """
     s = session(ctx, vault, as_, json_)
     b = s.open().brief(agent, task, window=window, ratio=ratio, tokens=tokens)
-    s.emit(b.to_dict(), b.markdown.rstrip("\n"))
+    s.emit(b, render.brief)
 
 
 @handles_errors
@@ -149,8 +124,7 @@ def dispatch(
                            window=window, ratio=ratio, tokens=tokens)
     data = {**b.to_dict(), "page_created": change.details["created"], "page": change.details["path"],
             "commit": change.commit}
-    note = f"(created {change.details['path']})\n" if change.details["created"] else ""
-    s.emit(data, note + b.markdown.rstrip("\n"))
+    s.emit((change, b), render.dispatched, data=data)
 
 
 @handles_errors
@@ -174,23 +148,8 @@ def eval_(
     s = session(ctx, vault, as_, json_)
     report, frozen = s.open().evaluate(queries, at=at or None, engine=engine)
 
-    def human() -> str:
-        m = report.metrics
-        out = [f"{report.queries} queries ({report.answerable} answerable, {report.no_answer} no-answer) on {frozen}",
-               "  ".join(f"{k} {v:.3f}" for k, v in m.items())]
-        for kind, km in report.by_kind.items():
-            out.append(f"  {kind:<15} n={int(km['queries']):<3} hit@1 {km['hit@1']:.2f}  hit@5 {km['hit@5']:.2f}  "
-                       f"mrr@10 {km['mrr@10']:.2f}  recall@5 {km['recall@5']:.2f}  false-hit {km['false_hit_rate']:.2f}")
-        if details:
-            for r in report.details:
-                mark = "ok " if (r["first_rank"] if r["expected"] else not r["false_hit"]) else "MISS"
-                out.append(f"{mark} {r['id']} [{r['kind'] or '-'}] {r['query']} → rank {r['first_rank']}; "
-                           f"top: {', '.join(r['results'][:3])}")
-        for p in report.problems:
-            out.append(f"INVARIANT BROKEN: {p}")
-        return "\n".join(out)
-
-    s.emit({**report.to_dict(details), "frozen": frozen}, human)
+    s.emit((report, frozen), partial(render.evaluation, details=details),
+           data={**report.to_dict(details), "frozen": frozen})
     if report.problems:
         raise typer.Exit(1)
 
@@ -235,7 +194,7 @@ def watch(
 
             typer.echo(json.dumps(report.to_dict(), ensure_ascii=False))
         else:
-            typer.echo(_report_text(report))
+            typer.echo(render.index_report(report))
 
     def on_error(exc) -> None:
         typer.echo(f"warning: could not update the index ({exc}); will retry", err=True)

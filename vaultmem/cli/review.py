@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from ._common import AsOpt, JsonOpt, VaultOpt, handles_errors, proposed, session
+from . import render
+from ._common import AsOpt, JsonOpt, VaultOpt, handles_errors, session
 
 app = typer.Typer(
     help=("Review what agents want remembered: list the inbox, show an item, approve it (with edits), "
@@ -66,36 +68,7 @@ def retain(
         except IsADirectoryError:
             raise NotFound(f"{file} is a folder, not a file of facts", path=file) from None
     change = v.inbox.retain(v.actor(s.agent), text, name, session=session_)
-    s.emit(change.to_dict(), lambda: proposed(change))
-
-
-def _render_item(item: dict) -> str:
-    lines = [f"{item['id']}  {item['op']}  {item['status']}  proposed by {item['proposed_by']} at {item['proposed']}"
-             + (f" (session {item['session']})" if item.get("session") else "")]
-    if item["quarantined"]:
-        lines.append("  QUARANTINED: third-party content; only a human can promote it")
-    if item["flags"]:
-        lines.append(f"  FLAGGED as instruction-like: {'; '.join(item['flags'])}")
-    note = item.get("note")
-    if note:
-        lines.append(f"  {note.get('type')}: {note.get('name')} — {note.get('description')}")
-        lines.append(f"  said by {note.get('author')} ({note.get('author_kind')}), source {note.get('source')}"
-                     + (f", when {note['said']}" if note.get("said") else ""))
-        extras = [f"{k} {note[k]}" for k in ("scope", "agent", "project", "key", "importance") if note.get(k)]
-        if note.get("aliases"):
-            extras.append(f"aliases {', '.join(note['aliases'])}")
-        if extras:
-            lines.append("  " + "; ".join(extras))
-    for k in ("target", "role", "section", "project", "delegation"):
-        if item.get(k) and not (k == "project" and note):
-            lines.append(f"  {k}: {item[k]}")
-    if item.get("reviewed_by"):
-        lines.append(f"  {item['status']} by {item['reviewed_by']} at {item.get('reviewed')}"
-                     + (f": {item['reason']}" if item.get("reason") else "")
-                     + (f" → {item['result']}" if item.get("result") else ""))
-    lines.append("")
-    lines.extend("  | " + line for line in (item["text"] or "(no text)").splitlines())
-    return "\n".join(lines)
+    s.emit(change, render.proposed)
 
 
 @app.callback()
@@ -121,16 +94,7 @@ def review(
 def _list(s, status: str) -> None:
     items = [i.to_dict() for i in s.open().inbox.items(status)]
 
-    def human() -> str:
-        if not items:
-            return "the inbox is empty" if status == "pending" else f"no {status} items"
-        out = []
-        for i in items:
-            marks = (" [quarantined]" if i["quarantined"] else "") + (" [flagged]" if i["flags"] else "")
-            out.append(f"{i['id']}  {i['op']:<8} {i['summary'][:70]}  (from {i['proposed_by']}){marks}")
-        return "\n".join(out)
-
-    s.emit({"status": status, "items": items}, human)
+    s.emit(items, partial(render.inbox, status=status), data={"status": status, "items": items})
 
 
 @app.command("list")
@@ -157,7 +121,7 @@ def show(ctx: typer.Context, item_id: IdArg, vault: VaultOpt = None, as_: AsOpt 
     """Show one item in full: the operation, its provenance, flags and text."""
     s = session(ctx, vault, as_, json_)
     item = s.open().inbox.get(item_id).to_dict()
-    s.emit(item, lambda: _render_item(item))
+    s.emit(item, render.inbox_item)
 
 
 @app.command("approve")
@@ -174,8 +138,7 @@ def approve(ctx: typer.Context, item_id: IdArg, text: TextOpt = None, type_: Typ
     v = s.open()
     change = v.inbox.approve(item_id, v.actor(s.agent), **_edits(text, type_, name, description, alias, tag, key,
                                                                   importance))
-    d = change.details
-    s.emit(change.to_dict(), f"approved {d['id']} → {d['result']} (commit {change.commit[:8]})")
+    s.emit(change, render.approved)
 
 
 @app.command("edit")
@@ -188,7 +151,7 @@ def edit(ctx: typer.Context, item_id: IdArg, text: TextOpt = None, type_: TypeOp
     v = s.open()
     change = v.inbox.edit(item_id, v.actor(s.agent), **_edits(text, type_, name, description, alias, tag, key,
                                                                importance))
-    s.emit(change.to_dict(), f"edited {item_id} (commit {change.commit[:8]})")
+    s.emit(change, partial(render.edited, item_id=item_id))
 
 
 @app.command("reject")
@@ -205,7 +168,7 @@ def reject(
     s = session(ctx, vault, as_, json_)
     v = s.open()
     change = v.inbox.reject(item_id, v.actor(s.agent), reason)
-    s.emit(change.to_dict(), f"rejected {item_id} (commit {change.commit[:8]})")
+    s.emit(change, partial(render.rejected, item_id=item_id))
 
 
 def _walk(s) -> None:
@@ -257,7 +220,7 @@ def _decide_each(v, actor, items, done: dict, console) -> None:
                                f"(vaultmem review reject {item.id} --reason …)"))
             done["skipped"].append(item.id)
             continue
-        console.print(Panel(Text(_render_item(item.to_dict())), title=escape(f"[{n}/{len(items)}] {item.id}"),
+        console.print(Panel(Text(render.inbox_item(item.to_dict())), title=escape(f"[{n}/{len(items)}] {item.id}"),
                             expand=False))
         editable = item.op != "harvest"
         choices = ["a", "e", "r", "s", "q"] if editable else ["a", "r", "s", "q"]

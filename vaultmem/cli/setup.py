@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
+from . import render
 from ._common import AsOpt, JsonOpt, VaultOpt, handles_errors, session
 
 
@@ -34,13 +36,7 @@ def init(
 
         actor = Actor(check_name(s.agent, "agent name", field="actor"))
     _v, change = Vault.init(path, lang=lang, orchestrator=orchestrator, actor=actor)
-    d = change.details
-    if d["created"]:
-        human = (f"created vault {d['root']} (lang {d['lang']}, orchestrator {d['orchestrator']}), "
-                 f"{len(change.paths)} files, commit {change.commit[:8] if change.commit else '-'}")
-    else:
-        human = change.message
-    s.emit(change.to_dict(), human)
+    s.emit(change, render.init)
 
 
 config_app = typer.Typer(help="Show or change .vaultmem/config.yaml (comments and key order are kept).",
@@ -53,7 +49,8 @@ def config_show(ctx: typer.Context, vault: VaultOpt = None, as_: AsOpt = None, j
     """Print the vault's settings."""
     s = session(ctx, vault, as_, json_)
     v = s.open()
-    s.emit(v.config_values(), lambda: (v.root / ".vaultmem" / "config.yaml").read_text(encoding="utf-8").rstrip())
+    path = v.root / ".vaultmem" / "config.yaml"
+    s.emit(v.config_values(), lambda _values: render.config_file(path.read_text(encoding="utf-8")))
 
 
 @config_app.command("set")
@@ -73,4 +70,4 @@ def config_set(
     v = s.open()
     parsed = load_yaml(f"v: {value}", "VALUE", first_line=1)["v"]
     change = v.set_config(key, parsed, v.actor(s.agent))
-    s.emit(change.to_dict(), f"set {key} = {value}" + (f" (commit {change.commit[:8]})" if change.commit else ""))
+    s.emit(change, partial(render.config_set, typed=value))

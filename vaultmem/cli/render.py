@@ -1,0 +1,401 @@
+"""How each command's result reads for people: pure functions ``result → str``.
+
+A command parses its options, makes one library call and hands the result to
+``Session.emit`` with one of these (``--json`` prints ``to_dict()`` instead). None of them
+touches typer, the vault or a file, so each is tested on a result built by hand. Where
+the text also says an option the user gave (``page ensure --project``), the function takes
+it as a keyword and the command binds it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+
+def _short(commit: str | None) -> str:
+    return commit[:8] if commit else "-"
+
+
+# -- changes that may go to the review inbox ---------------------------------------------------
+
+
+def proposed(change) -> str:
+    """How a change that went to the review inbox reads for a person."""
+    lines = []
+    for item in change.details["items"]:
+        if item["status"] == "approved":
+            lines.append(f"{item['id']}: approved at once (trusted agent, user-stated) → {item['result']}")
+            continue
+        marks = (["quarantined: third-party"] if item["quarantined"] else []) + \
+            ([f"flagged: {'; '.join(item['flags'])}"] if item["flags"] else [])
+        lines.append(f"{item['id']}: {item['op']} {item['summary']} — waiting for review"
+                     + (f" ({', '.join(marks)})" if marks else ""))
+    pending = change.details["pending"]
+    if pending:
+        lines.append(f"filed in inbox/ (commit {change.commit[:8]}); a reviewer decides with: "
+                     f"vaultmem review show ID / approve ID / reject ID --reason …")
+    return "\n".join(lines)
+
+
+def or_proposed(done: Callable[..., str]) -> Callable[..., str]:
+    """``done`` for a change that was made, :func:`proposed` for one filed for review."""
+
+    def render(change, **options: Any) -> str:
+        return proposed(change) if change.action == "propose" else done(change, **options)
+
+    render.__name__ = render.__qualname__ = done.__name__
+    render.__doc__ = done.__doc__
+    return render
+
+
+# -- setup ---------------------------------------------------------------------------------------
+
+
+def init(change) -> str:
+    d = change.details
+    if d["created"]:
+        return (f"created vault {d['root']} (lang {d['lang']}, orchestrator {d['orchestrator']}), "
+                f"{len(change.paths)} files, commit {_short(change.commit)}")
+    return change.message
+
+
+def config_file(text: str) -> str:
+    """``config show``: the file as written."""
+    return text.rstrip()
+
+
+def config_set(change, *, typed: str) -> str:
+    """``typed``: the value as the user gave it (before it was read as YAML)."""
+    return f"set {change.details['key']} = {typed}" + (f" (commit {change.commit[:8]})" if change.commit else "")
+
+
+# -- role pages ---------------------------------------------------------------------------------
+
+
+def page_ensure(change, *, project: str | None = None) -> str:
+    d = change.details
+    if d["created"]:
+        return f"created {d['path']}" + (f" (commit {change.commit[:8]})" if change.commit else "")
+    if d["project_added"]:
+        return f"{d['path']} exists; added project {project} (commit {change.commit[:8]})"
+    return f"{d['path']} exists; nothing changed"
+
+
+@or_proposed
+def page_add(change) -> str:
+    return f"added {change.details['entry']['link']} (commit {change.commit[:8]})"
+
+
+def page(info) -> str:
+    """``page show``: the parsed page, section by section, each entry with its block id."""
+    from ..parse import HEADINGS
+
+    meta = info.meta
+    out = [f"{info.name} — {info.path}",
+           f"category: {meta.get('category') or '-'} · first used: {meta.get('first_used') or '-'} · "
+           f"projects: {', '.join(info.projects) or '-'}"]
+    for key in ("context", "work", "subagents"):
+        out += ["", f"## {HEADINGS[info.lang][key]}"]
+        entries = [e for e in info.entries if e.section == key]
+        if not entries:
+            out.append("  (empty)")
+        project = None
+        for e in entries:
+            if key == "context" and e.project != project:
+                project = e.project
+                out.append(f"### {project or '(no project)'}")
+            eid = f"^{e.id}" if e.id else "(no id)"
+            if key == "subagents":
+                out.append(f"  {eid}  {e.date or ''} {e.title or ''}".rstrip())
+                for field, value in (e.fields or {}).items():
+                    out.append(f"      {field}: {value}")
+            else:
+                text = e.text.replace("\n", "\n      ")
+                out.append(f"  {eid}  " + (f"{e.date} | " if e.date else "") + text)
+    if info.extra_sections:
+        out += ["", "other sections: " + ", ".join(info.extra_sections)]
+    return "\n".join(out)
+
+
+def page_list(rows: list[dict]) -> str:
+    if not rows:
+        return "no role pages yet (a page is created on a role's first dispatch)"
+    out = []
+    for r in rows:
+        if not r["ok"]:
+            out.append(f"{r['role']}  BROKEN: {r['problem']}")
+            continue
+        n = r["entries"]
+        projects = ", ".join(r["projects"]) or "-"
+        out.append(f"{r['role']}  [{r['category'] or '-'}]  first used {r['first_used']}  projects: {projects}"
+                   f"  entries: {n['context']} context, {n['work']} work, {n['subagents']} sub-agent")
+    return "\n".join(out)
+
+
+# -- memory notes -------------------------------------------------------------------------------
+
+
+@or_proposed
+def remembered(change) -> str:
+    return f"remembered {change.details['path']} (commit {change.commit[:8]})"
+
+
+@or_proposed
+def forgotten(change) -> str:
+    return f"archived {change.details['slug']} to {change.details['archived_to']} (commit {change.commit[:8]})"
+
+
+# -- recall -------------------------------------------------------------------------------------
+
+
+def index_report(r) -> str:
+    """An index refresh or rebuild (also each sync of ``watch``)."""
+    if r.skipped:
+        return f"index not updated: {r.skipped}"
+    head = "rebuilt the index" if r.rebuilt else "index up to date"
+    if r.engine:
+        head += f" ({r.engine})"
+    parts = [f"{head}: {len(r.new)} new, {len(r.modified)} modified, {len(r.deleted)} deleted, "
+             f"{len(r.moved)} moved, {r.unchanged} unchanged ({r.docs} docs written, {r.seconds:.2f}s)"]
+    for src, dst in r.moved:
+        parts.append(f"  moved {src} → {dst}")
+    for p in r.problems:
+        parts.append(f"  skipped {p['path']}:{p.get('line') or ''}: {p['message']}" +
+                     (f" (hint: {p['hint']})" if p.get("hint") else ""))
+    return "\n".join(parts)
+
+
+def search_hits(hits) -> str:
+    if not hits:
+        return "no hits"
+    out = []
+    for i, h in enumerate(hits, 1):
+        d = h.doc
+        where = d.id + (f"  (line {d.line})" if d.line else "")
+        out.append(f"{i:>2}. {where}  [{d.kind}{'/' + (d.type or d.section) if (d.type or d.section) else ''}]"
+                   f"  score {h.score:.2f}\n    {h.snippet}")
+    return "\n".join(out)
+
+
+def brief(b) -> str:
+    return b.markdown.rstrip("\n")
+
+
+def dispatched(result) -> str:
+    """``dispatch``: (the page change, the brief)."""
+    change, b = result
+    note = f"(created {change.details['path']})\n" if change.details["created"] else ""
+    return note + b.markdown.rstrip("\n")
+
+
+def evaluation(result, *, details: bool = False) -> str:
+    """``eval``: (the report, what was frozen); ``details``: every query's results too."""
+    report, frozen = result
+    m = report.metrics
+    out = [f"{report.queries} queries ({report.answerable} answerable, {report.no_answer} no-answer) on {frozen}",
+           "  ".join(f"{k} {v:.3f}" for k, v in m.items())]
+    for kind, km in report.by_kind.items():
+        out.append(f"  {kind:<15} n={int(km['queries']):<3} hit@1 {km['hit@1']:.2f}  hit@5 {km['hit@5']:.2f}  "
+                   f"mrr@10 {km['mrr@10']:.2f}  recall@5 {km['recall@5']:.2f}  false-hit {km['false_hit_rate']:.2f}")
+    if details:
+        for r in report.details:
+            mark = "ok " if (r["first_rank"] if r["expected"] else not r["false_hit"]) else "MISS"
+            out.append(f"{mark} {r['id']} [{r['kind'] or '-'}] {r['query']} → rank {r['first_rank']}; "
+                       f"top: {', '.join(r['results'][:3])}")
+    for p in report.problems:
+        out.append(f"INVARIANT BROKEN: {p}")
+    return "\n".join(out)
+
+
+# -- coordination -------------------------------------------------------------------------------
+
+
+def log_line(e) -> str:
+    """One live-log or decision-log entry (``log tail``)."""
+    ref = f" ↩ {e.ref}" if e.ref else ""
+    body = "\n    " + e.body.replace("\n", "\n    ") if e.body else ""
+    return f"{e.ts[:19]}Z  {e.id:<16} #{e.channel:<10} {e.type:<9}{ref} {e.summary}{body}"
+
+
+def key_created(change) -> str:
+    d = change.details
+    return f"created key {d['kid']} for {d['agent']}: private {d['private']}, public {d['public']}"
+
+
+def key_rotated(out: dict) -> str:
+    return f"{out['agent']} now signs with key {out['kid']} (announced as {out['entry']['id']})"
+
+
+def key_revoked(e, *, agent: str, kid: str) -> str:
+    return f"{agent}'s key {kid} revoked ({e.id})"
+
+
+def appended(e) -> str:
+    return f"appended {e.id}"
+
+
+def acked(e, *, entry: str) -> str:
+    return f"acknowledged {entry} as {e.id}"
+
+
+def verified(result) -> str:
+    """``log verify``: (the findings, the counts)."""
+    findings, counts = result
+    out = [f"{f['path']}:{f['line'] or '-'}: {f['agent']}#{f['seq'] if f['seq'] is not None else '?'} "
+           f"{f['kind']}: {f['message']}" for f in findings]
+    out.append(f"{counts['entries']} entries of {counts['agents']} agents checked: "
+               + (f"{len(findings)} findings" if findings else "all signatures and chains hold"))
+    return "\n".join(out)
+
+
+def repaired(cut: list[dict]) -> str:
+    return "\n".join(f"{c['path']}: removed {c['removed_bytes']} bytes of a cut-off entry" for c in cut) \
+        or "nothing to repair"
+
+
+def logs_committed(sha: str | None) -> str:
+    return f"committed the logs ({sha[:8]})" if sha else "no new entries to commit"
+
+
+def decided(result) -> str:
+    """``decide``: (the decision-log entry, the live-log note)."""
+    d, live = result
+    return f"decision {d.id} recorded (live log {live.id})"
+
+
+def state(st: dict) -> str:
+    return (st["text"] or "(no project state yet)") + \
+        (f"\n\n— last changed by {st['updated_by']} at {st['updated']}" if st["updated_by"] else "")
+
+
+def state_set(change) -> str:
+    return f"project state updated (commit {_short(change.commit)})"
+
+
+def checkpoint_saved(change) -> str:
+    return f"saved {change.details['path']}"
+
+
+def checkpoint(cp: dict) -> str:
+    head = f"checkpoint of {cp['agent']} — saved {cp['saved']}" + ("  [STALE]" if cp["stale"] else "")
+    out = [head]
+    if cp["task"]:
+        out.append(f"task: {cp['task']}")
+    if cp["step"]:
+        out.append(f"step: {cp['step']}")
+    out += [f"next: {x}" for x in cp["next"]]
+    if cp["text"]:
+        out += ["", cp["text"]]
+    return "\n".join(out)
+
+
+def synced(r) -> str:
+    return (f"synced with {r.remote}: {r.pulled} commits pulled, {'pushed' if r.pushed else 'nothing pushed'}"
+            + (f"; log verify: {r.findings} findings" if r.findings else "; logs verify"))
+
+
+# -- delegations and management -----------------------------------------------------------------
+
+
+def delegated(result) -> str:
+    """``delegate``: (the change, the sub-agent's brief)."""
+    change, b = result
+    d = change.details
+    return (f"delegation {d['id']} (role {d['role']}) pending — harvest it with: "
+            f"vaultmem harvest {d['role']} --delegation {d['id']} …\n\n{b.markdown.rstrip()}")
+
+
+@or_proposed
+def harvested(change, *, delegation: str) -> str:
+    return f"harvested {delegation} into {change.details['link']} (commit {change.commit[:8]})"
+
+
+def audit(report: dict) -> str:
+    out = []
+    for d in report["stale_delegations"]:
+        out.append(f"delegation {d['id']} ({d['role']}) not harvested for {d['age_hours']} h: {d['task'][:80]}")
+    for i in report["inbox"]:
+        marks = (" [quarantined]" if i["quarantined"] else "") + (" [flagged]" if i["flags"] else "")
+        out.append(f"inbox item {i['id']} waiting: {i['op']} {i['summary']} (from {i['proposed_by']}){marks}")
+    for c in report["foreign_page_commits"]:
+        out.append(f"role page changed by agent {c['author']} (not the orchestrator): {c['commit'][:8]} {c['message']}")
+    for n in report["notes_without_provenance"]:
+        out.append(f"{n['path']}: no {', '.join(n['missing'])}")
+    return "\n".join(out) or "nothing needs a human"
+
+
+def answers(hits) -> str:
+    """``ask``: the role's entries and notes that match, each with its link."""
+    return "\n".join(f"- {h.snippet} {h.doc.link}" for h in hits) or "nothing in this role's memory matches"
+
+
+def todo(out: dict) -> str:
+    lines = [f"- {i['text'].splitlines()[0]} {i.get('link') or ''}".rstrip() for i in out["items"]]
+    lines += [f"- delegation {d['id']} pending: {d['task'][:80]}" for d in out["pending_delegations"]]
+    return "\n".join(lines) or f"no open items recorded for {out['role']}"
+
+
+def history(commits: list[dict], *, diffs: bool = False) -> str:
+    out = []
+    for c in commits:
+        out.append(f"{c['commit'][:8]} {c['date'][:19]} {c['author']}: {c['message'].splitlines()[0]}")
+        if diffs:
+            out.append(c["diff"].rstrip())
+    return "\n".join(out)
+
+
+# -- the review inbox ---------------------------------------------------------------------------
+
+
+def inbox_item(item: dict) -> str:
+    """One inbox item in full (``review show``, and each step of ``review -i``)."""
+    lines = [f"{item['id']}  {item['op']}  {item['status']}  proposed by {item['proposed_by']} at {item['proposed']}"
+             + (f" (session {item['session']})" if item.get("session") else "")]
+    if item["quarantined"]:
+        lines.append("  QUARANTINED: third-party content; only a human can promote it")
+    if item["flags"]:
+        lines.append(f"  FLAGGED as instruction-like: {'; '.join(item['flags'])}")
+    note = item.get("note")
+    if note:
+        lines.append(f"  {note.get('type')}: {note.get('name')} — {note.get('description')}")
+        lines.append(f"  said by {note.get('author')} ({note.get('author_kind')}), source {note.get('source')}"
+                     + (f", when {note['said']}" if note.get("said") else ""))
+        extras = [f"{k} {note[k]}" for k in ("scope", "agent", "project", "key", "importance") if note.get(k)]
+        if note.get("aliases"):
+            extras.append(f"aliases {', '.join(note['aliases'])}")
+        if extras:
+            lines.append("  " + "; ".join(extras))
+    for k in ("target", "role", "section", "project", "delegation"):
+        if item.get(k) and not (k == "project" and note):
+            lines.append(f"  {k}: {item[k]}")
+    if item.get("reviewed_by"):
+        lines.append(f"  {item['status']} by {item['reviewed_by']} at {item.get('reviewed')}"
+                     + (f": {item['reason']}" if item.get("reason") else "")
+                     + (f" → {item['result']}" if item.get("result") else ""))
+    lines.append("")
+    lines.extend("  | " + line for line in (item["text"] or "(no text)").splitlines())
+    return "\n".join(lines)
+
+
+def inbox(items: list[dict], *, status: str = "pending") -> str:
+    """``review`` / ``review list``: one line an item."""
+    if not items:
+        return "the inbox is empty" if status == "pending" else f"no {status} items"
+    out = []
+    for i in items:
+        marks = (" [quarantined]" if i["quarantined"] else "") + (" [flagged]" if i["flags"] else "")
+        out.append(f"{i['id']}  {i['op']:<8} {i['summary'][:70]}  (from {i['proposed_by']}){marks}")
+    return "\n".join(out)
+
+
+def approved(change) -> str:
+    d = change.details
+    return f"approved {d['id']} → {d['result']} (commit {change.commit[:8]})"
+
+
+def edited(change, *, item_id: str) -> str:
+    return f"edited {item_id} (commit {change.commit[:8]})"
+
+
+def rejected(change, *, item_id: str) -> str:
+    return f"rejected {item_id} (commit {change.commit[:8]})"
