@@ -14,6 +14,8 @@ import vaultmem.cli as cli_mod
 from vaultmem import Vault
 from vaultmem.cli import fields
 from vaultmem.errors import BadInput
+from vaultmem.models import Change
+from vaultmem.parse.logline import LogEntry
 from vaultmem.shared import Shared
 
 
@@ -151,3 +153,28 @@ def test_library_errors_are_shown_with_the_flags_of_the_command(cli, vault):
     assert r.exit_code == 2 and r.stderr.startswith("error: TEXT: the entry text is empty")
     r = cli("--vault", root, "review", "list", "--status", "bogus")
     assert r.exit_code == 2 and r.stderr == "error: --status: 'bogus' is not pending, approved, rejected or all\n"
+
+
+# -- warnings come with the result ------------------------------------------------------------------
+
+
+def test_a_result_carries_its_own_warnings():
+    change = Change("memory.remember", [], None, "m", {"path": "p"})
+    assert "warnings" not in change.to_dict()
+    change.warnings.append("redacted a github-token in the text: stored as [redacted:github-token:ab]")
+    assert change.to_dict()["warnings"] == change.warnings
+    assert change == Change("memory.remember", [], None, "m", {"path": "p"})  # not part of what changed
+    entry = LogEntry(log="live", agent="a", ts="t", seq=1, prev="", nonce="n", channel="c", type="status",
+                     summary="s", warnings=["w"])
+    assert "warnings" not in entry.to_dict() and entry.warnings == ["w"]
+
+
+def test_the_cli_prints_the_warnings_of_the_result_it_emits(cli, vault, monkeypatch):
+    done = Change("memory.remember", ["memories/x.md"], "0123456789", "m", {"path": "memories/x.md"},
+                  warnings=["redacted a github-token in the text: stored as [redacted:github-token:ab]"])
+    monkeypatch.setattr(Vault, "remember", lambda *_a, **_k: done)
+    r = cli("--vault", vault.root, "remember", "x", "--type", "fact")
+    assert r.exit_code == 0 and r.stdout == "remembered memories/x.md (commit 01234567)\n"
+    assert r.stderr == "warning: redacted a github-token in the text: stored as [redacted:github-token:ab]\n"
+    r = cli("--vault", vault.root, "remember", "x", "--type", "fact", "--json")
+    assert out_json(r)["warnings"] == done.warnings

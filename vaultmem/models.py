@@ -109,10 +109,15 @@ class Change:
     commit: str | None
     message: str
     details: dict[str, Any] = field(default_factory=dict)
+    # what the change kept out of the vault (secrets replaced by placeholders), for the user
+    warnings: list[str] = field(default_factory=list, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"action": self.action, "changed": self.commit is not None, "commit": self.commit,
-                "paths": self.paths, "message": self.message, **self.details}
+        out = {"action": self.action, "changed": self.commit is not None, "commit": self.commit,
+               "paths": self.paths, "message": self.message, **self.details}
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
+        return out
 
 
 @dataclass

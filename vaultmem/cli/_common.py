@@ -53,18 +53,24 @@ class Session:
         self.opened = Vault.open(self.vault)
         return self.opened
 
-    def warnings(self) -> list[str]:
-        """What the command kept out of the vault (secrets replaced by placeholders)."""
-        found = self.opened.redactions if self.opened is not None else []
-        return [f"redacted a {f.type} in the {f.field}: stored as {f.placeholder}" for f in found]
+    def warnings(self, result: Any = None) -> list[str]:
+        """What the command kept out of the vault (secrets replaced by placeholders), as
+        the result it emits says: its ``warnings`` (each part's, for a tuple of results)."""
+        parts = result if isinstance(result, tuple) else (result,)
+        found = [w for part in parts for w in (getattr(part, "warnings", None) or [])]
+        if found:
+            return list(dict.fromkeys(found))  # a decision and its live-log note may say the same
+        # until results carry their warnings
+        redactions = self.opened.redactions if self.opened is not None else []
+        return [f"redacted a {f.type} in the {f.field}: stored as {f.placeholder}" for f in redactions]
 
     def emit(self, result: Any, render: Callable[[Any], str] | str, *, data: Any = None) -> None:
         """Print ``result``: ``render(result)`` for people (a ``str`` as it is), its
         ``to_dict()`` with ``--json`` (or ``data``, when the JSON is not the result's own),
-        and the warnings (``warning: …`` lines on stderr, or a ``"warnings"`` key)."""
+        and its warnings (``warning: …`` lines on stderr, or a ``"warnings"`` key)."""
         if data is None:
             data = result.to_dict() if hasattr(result, "to_dict") else result
-        warnings = self.warnings()
+        warnings = self.warnings(result)
         if self.json:
             if warnings and isinstance(data, dict):
                 data = {**data, "warnings": warnings}

@@ -43,6 +43,8 @@ class LogEntry:
     sig: str = ""
     line: str = ""  # the raw line as read (without its newline)
     lineno: int = 0
+    # what appending it kept out of the log (secrets replaced by placeholders), for the user
+    warnings: list[str] = field(default_factory=list, compare=False, repr=False)
 
     @property
     def id(self) -> str:
