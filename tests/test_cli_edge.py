@@ -116,7 +116,8 @@ def test_a_full_disk_is_a_storage_error_not_a_traceback(cli, vault, monkeypatch)
 
 
 def test_another_oserror_is_a_plain_error(cli, vault, monkeypatch):
-    monkeypatch.setattr(Vault, "read_page", raising(PermissionError(errno.EACCES, "Permission denied", "/v/agents/r.md")))
+    denied = PermissionError(errno.EACCES, "Permission denied", "/v/agents/r.md")
+    monkeypatch.setattr(Vault, "read_page", raising(denied))
     r = cli("--vault", vault.root, "page", "show", "r")
     assert r.exit_code == 1 and r.stderr == "error: cannot access /v/agents/r.md: Permission denied\n"
 
@@ -143,7 +144,7 @@ def test_library_errors_are_shown_with_the_flags_of_the_command(cli, vault):
     err = out_json(r)["error"]
     assert (err["field"], err["option"], err["hint"]) == ("summary", "--summary", "put the details in the body")
     r = cli("--vault", root, "decide", "--decision", " ", "--why", "w", "--as", "lee")
-    assert r.exit_code == 2 and r.stderr.startswith("error: --decision: the summary is empty")
+    assert r.exit_code == 2 and r.stderr.startswith("error: --decision: is empty")
     r = cli("--vault", root, "brief", "r", "--task", "t", "--window", "0")
     assert r.exit_code == 2 and r.stderr == "error: --window: is 0; it must be a positive number of tokens\n"
     r = cli("--vault", root, "config", "set", "no..key", "1")

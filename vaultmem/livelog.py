@@ -285,13 +285,13 @@ def check_fields(channel: str, type_: str, summary: str, body: str) -> None:
     if not TYPE.fullmatch(type_ or ""):
         raise BadInput(f"{type_!r} must be a word such as status, question, decision or handoff", field="type")
     if not summary or not summary.strip():
-        raise BadInput("the summary is empty", hint="give a one-line summary of the turn", field="summary")
+        raise BadInput("is empty", hint="give a one-line summary of the turn", field="summary")
     if "\n" in summary or "\r" in summary:
-        raise BadInput("the summary must be one line", hint="put the details in the body", field="summary")
+        raise BadInput("must be one line", hint="put the details in the body", field="summary")
     for label, text in (("summary", summary), ("body", (body or "").replace("\r\n", "\n"))):
         bad = next((ch for ch in text if (ord(ch) < 32 and ch not in "\n\t") or ord(ch) == 127), None)
         if bad is not None:
-            raise BadInput(f"the {label} holds the control character U+{ord(bad):04X}", field=label,
+            raise BadInput(f"holds the control character U+{ord(bad):04X}", field=label,
                            hint="a lone carriage return or escape sequence could forge another line on display")
 
 
