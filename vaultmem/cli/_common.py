@@ -46,13 +46,11 @@ class Session:
         self.opened = Vault.open(self.vault)
         return self.opened
 
-    def warnings(self) -> list[str]:
-        """What the command kept out of the vault (secrets replaced by placeholders)."""
-        found = self.opened.redactions if self.opened is not None else []
-        return [f"redacted a {f.type} in the {f.field}: stored as {f.placeholder}" for f in found]
-
-    def emit(self, data: Any, human: str | Callable[[], str]) -> None:
-        warnings = self.warnings()
+    def emit(self, data: Any, human: str | Callable[[], str], warnings: list[str] | None = None) -> None:
+        """Print a result; ``warnings`` (what the call kept out of the vault) default to
+        the ones the result's JSON carries."""
+        if warnings is None:
+            warnings = list(data.get("warnings") or []) if isinstance(data, dict) else []
         if self.json:
             if warnings and isinstance(data, dict):
                 data = {**data, "warnings": warnings}
@@ -97,12 +95,25 @@ def session(ctx: typer.Context, vault: Path | None, as_: str | None, json_: bool
     )
 
 
+# library field names whose option is spelled otherwise
+_OPTIONS = {"tags": "--tag", "aliases": "--alias", "as": "--as", "limit": "-n", "n": "-n", "text": "TEXT",
+            "query": "QUERY", "slug": "SLUG", "role": "ROLE", "entry": "ENTRY"}
+
+
+def option_for(field_name: str | None) -> str | None:
+    """How the CLI spells the input an error names."""
+    if not field_name:
+        return None
+    return _OPTIONS.get(field_name, "--" + field_name.replace("_", "-"))
+
+
 def report(exc: VaultmemError, as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps({"error": exc.to_dict()}, ensure_ascii=False, indent=2))
         return
     where = exc.where()
-    lines = [f"error: {where + ': ' if where else ''}{exc.message}"]
+    flag = option_for(exc.field)
+    lines = [f"error: {where + ': ' if where else ''}{flag + ': ' if flag else ''}{exc.message}"]
     if exc.hint:
         lines.append(f"  hint: {exc.hint}")
     typer.echo("\n".join(lines), err=True)

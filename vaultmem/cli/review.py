@@ -229,8 +229,8 @@ def _walk(s) -> None:
         _decide_each(v, actor, items, done, console)
     except EOFError:  # input ended: what was decided stays decided
         pass
-    console.print(", ".join(f"{len(v)} {k}" for k, v in done.items()))
-    for warning in s.warnings():
+    console.print(", ".join(f"{len(done[k])} {k}" for k in ("approved", "rejected", "skipped", "failed")))
+    for warning in done.get("warnings", []):
         typer.echo(f"warning: {warning}", err=True)
     raise typer.Exit(1 if done["failed"] else 0)
 
@@ -265,6 +265,7 @@ def _decide_each(v, actor, items, done: dict, console) -> None:
         try:
             if choice == "a":
                 change = v.inbox.approve(item.id, actor)
+                done.setdefault("warnings", []).extend(change.warnings)
                 console.print(Text(f"approved → {change.details['result']}"))
                 done["approved"].append(item.id)
             elif choice == "e":
@@ -279,6 +280,7 @@ def _decide_each(v, actor, items, done: dict, console) -> None:
                 elif edits["text"] == item.text:
                     edits = {}
                 change = v.inbox.approve(item.id, actor, **edits)
+                done.setdefault("warnings", []).extend(change.warnings)
                 console.print(Text(f"approved{' with edits' if edits else ''} → {change.details['result']}"))
                 done["approved"].append(item.id)
             elif choice == "r":

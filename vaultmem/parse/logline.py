@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..layout import LOG_DIRS
+
 MARK = " <!-- vm1 "
 END = " -->"
 DOMAIN = "vaultmem-log/1\n"
@@ -43,6 +45,8 @@ class LogEntry:
     sig: str = ""
     line: str = ""  # the raw line as read (without its newline)
     lineno: int = 0
+    # what appending it kept out of the log (secrets replaced by placeholders), for the user
+    warnings: list[str] = field(default_factory=list, compare=False, repr=False)
 
     @property
     def id(self) -> str:
@@ -50,7 +54,7 @@ class LogEntry:
 
     @property
     def log_path(self) -> str:
-        return f"shared/{'log' if self.log == 'live' else 'decisions'}/{self.agent}"
+        return f"{LOG_DIRS[self.log]}/{self.agent}"
 
     def fields(self) -> dict[str, Any]:
         d = {"v": 1, "log": self.log, "a": self.agent, "ts": self.ts, "seq": self.seq, "prev": self.prev,
