@@ -127,7 +127,7 @@ def _wait_for_lock(root: Path, lock: Path, deadline: float, timeout: float) -> N
 
 
 def _storage(text: str, root: Path) -> StorageError | None:
-    if "No space left on device" in text or "Disk quota exceeded" in text:
+    if any(m in text for m in ("No space left on device", "Disk quota exceeded", "Out of diskspace")):
         return StorageError("no space left on device for git to record the change; nothing was changed",
                             path=str(root), hint="free some space on that disk, then retry")
     return None
@@ -217,8 +217,14 @@ def differs_from_head(root: Path, paths: list[str]) -> bool:
 
 def uncommitted(root: Path, paths: list[str]) -> list[str]:
     """Those of ``paths`` whose file differs from the last commit (edited, new or deleted)."""
+    import git
+
     repo = _repo(root)
-    out = repo.git.status("--porcelain=v1", "-z", "--untracked-files=all", "--", *paths)
+    try:
+        out = repo.git.status("--porcelain=v1", "-z", "--untracked-files=all", "--", *paths)
+    except git.GitCommandError as exc:
+        text = f"{exc.stderr or ''} {exc.stdout or ''}"
+        raise _storage(text, root) or GitError(f"git status failed: {text.strip()}", path=str(root)) from None
     found = set()
     records = out.split("\0")
     i = 0

@@ -62,8 +62,11 @@ def redaction_key(root: Path) -> bytes:
     except FileNotFoundError:
         import secrets as _secrets
 
-        path.parent.mkdir(parents=True, exist_ok=True)
-        files.atomic_write(path, _secrets.token_hex(32))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            files.atomic_write(path, _secrets.token_hex(32))
+        except OSError as exc:
+            raise files.storage_error(exc, layout.REDACT_KEY) from None
         return path.read_bytes()
 
 

@@ -318,6 +318,8 @@ class Vault:
                 self.index.refresh(wait=0)
         except Busy:
             pass  # the index cannot be written right now: answer from it as it is
+        except OSError as exc:  # a full disk: the index cannot be brought up to date
+            raise files.storage_error(exc, layout.INDEX_DIR) from None
 
     def search(self, query: str, agent: str | None = None, kinds: tuple[str, ...] = (),
                types: tuple[str, ...] = (), limit: int = 10):
