@@ -121,6 +121,8 @@ def test_a_rejecting_git_hook_leaves_no_half_change(vault):
     assert not (vault.root / "memories" / "a-fact.md").exists()
     assert (vault.root / "MEMORY.md").read_text(encoding="utf-8") == index_before
     assert git(vault.root, "status", "--porcelain", "--untracked-files=all") == ""
+    leftovers = [p.name for p in vault.root.rglob("*") if ".vmtmp-" in p.name or p.name == "txn.json"]
+    assert leftovers == []  # no temp file, no kept-aside copy, no journal
 
 
 def test_concurrent_writers_in_separate_processes_lose_nothing(vault):

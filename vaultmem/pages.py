@@ -15,7 +15,7 @@ from .errors import BadInput, NotFound, PermissionRefused, VaultmemError
 from .models import Actor, Entry
 from .names import check_name, collision_key
 from .notes import close_matches
-from .parse import RolePage, add_context_entry, add_project, add_work_entry, parse_page
+from .parse import RolePage, add_context_entry, add_project, add_work_entry, new_page_text, parse_page
 
 
 def today() -> _dt.date:
@@ -122,3 +122,23 @@ def plan_entry(root: Path, name: str, text: str, section: str, project: str | No
         new_text, entry = add_context_entry(page, project, text)
         what = f"project-context entry ({project})"
     return {rel: new_text}, entry, what
+
+
+def plan_ensure(root: Path, name: str, actor: Actor, config, category: str | None, project: str | None
+                ) -> tuple[dict[str, str | None], str, dict]:
+    """A new page for ``name`` (its first dispatch), or ``project`` added to its page:
+    (writes — empty when nothing changes, message, details)."""
+    rel = page_rel(root, name)
+    details = {"role": name, "path": rel, "created": False, "project_added": False}
+    if files.inside(root, rel).exists():
+        page = load(root, name)
+        if project is None or not add_project(page, project):
+            return {}, f"{rel} exists; nothing changed", details
+        may_write(actor, name, config.orchestrator)
+        details["project_added"] = True
+        return {rel: page.doc.text()}, f"page: add project {project} to {rel}", details
+    may_write(actor, name, config.orchestrator)
+    text = new_page_text(name, config.lang, category, project, today())
+    parse_page(text, rel)  # the template itself must parse
+    details.update(created=True, project_added=project is not None)
+    return {rel: text}, f"page: create {rel} on first dispatch", details

@@ -178,12 +178,22 @@ class Writer:
         """Without a writer active: settle a dead writer's journal and remove temp files
         left by killed writers; returns how many temp files went.
 
-        Cheap when there is nothing, as nearly always: a folder is listed only if its
-        mtime moved since it was last found clean (``.vaultmem/local/tidy.bin``; a temp
-        file's creation moves it), and the write lock is taken only when something was
-        found. Writers do all of it under their lock anyway."""
+        Cheap when there is nothing, as nearly always: one ``stat`` for a journal, a
+        folder listed only if its mtime moved since it was last found clean
+        (``.vaultmem/local/tidy.bin``; a temp file's creation moves it), and the write lock
+        taken only when something was found. Writers do all of it under their lock anyway."""
+        from filelock import Timeout
+
+        if (self.root / layout.TXN_JOURNAL).exists():  # a writer died mid-change, or one is writing
+            try:
+                with self._file_lock(0):
+                    self._settle()
+            except (Timeout, OSError, VaultmemError):
+                pass  # a live writer holds the lock (or the next writer settles it and says what stops it)
         stamps = {}
-        for rel in layout.WRITABLE:
+        # .vaultmem/local/ is left to writers: reads write their caches there (this stamp file
+        # among them), so its mtime moves on every command
+        for rel in (rel for rel in layout.WRITABLE if rel != layout.LOCAL_DIR):
             try:
                 stamps[rel] = os.stat(self.root / rel).st_mtime_ns
             except OSError:
@@ -197,20 +207,16 @@ class Writer:
         look = [rel for rel, mtime in stamps.items() if clean.get(rel) != mtime]
         if not look:
             return 0
-        if not files.find_temp_files(self.root, look) and not (self.root / layout.TXN_JOURNAL).exists():
+        if not files.find_temp_files(self.root, look):
             settled = time.time_ns() - 2_000_000_000  # a change in the same clock tick could hide behind a fresh stamp
             files.write_local(self.root, TIDY_STAMPS, files.pack({rel: m for rel, m in stamps.items() if m < settled}))
             return 0
-        from filelock import Timeout
-
         try:
             with self._file_lock(0):
                 self._settle()
                 return len(files.sweep_temp_files(self.root, layout.WRITABLE))
-        except (Timeout, OSError):
-            return 0
-        except VaultmemError:
-            return 0  # settled by the next writer, which reports what stops it
+        except (Timeout, OSError, VaultmemError):
+            return 0  # a writer is active (it sweeps), or the next writer settles and says what stops it
 
     # -- the journal ---------------------------------------------------------------------------
     def _settle(self) -> Settled | None:

@@ -19,7 +19,6 @@ from .config import Config, load_config, load_raw, parse_config, set_value
 from .errors import BadInput, Busy, PermissionRefused, VaultNotFound
 from .models import Actor, Change, NoteFields, NoteInfo, PageInfo
 from .names import check_name, check_new_name
-from .parse import new_page_text, parse_page
 from .transaction import Writer
 from .walk import ENV_VAULT, find_vault, is_vault, watcher_alive
 
@@ -147,26 +146,9 @@ class Vault:
         category = scrub.text("category", category) if category else category
         with self.writer.locked():
             name = check_new_name(role, pages.roles(self.root), "role name")
-            rel = pages.page_rel(self.root, name)
-            details = {"role": name, "path": rel, "created": False, "project_added": False}
-            if files.inside(self.root, rel).exists():
-                page = pages.load(self.root, name)
-                from .parse import add_project
-
-                if project is None or not add_project(page, project):
-                    return Change("page.ensure", [rel], None, f"{rel} exists; nothing changed", details,
-                                  warnings=scrub.warnings())
-                pages.may_write(actor, name, self.config.orchestrator)
-                message, text = f"page: add project {project} to {rel}", page.doc.text()
-                details["project_added"] = True
-            else:
-                pages.may_write(actor, name, self.config.orchestrator)
-                text = new_page_text(name, self.config.lang, category, project, pages.today())
-                parse_page(text, rel)  # the template itself must parse
-                message = f"page: create {rel} on first dispatch"
-                details.update(created=True, project_added=project is not None)
-            sha = self.writer.apply(actor, message, {rel: text})
-        return Change("page.ensure", [rel], sha, message, details, warnings=scrub.warnings())
+            writes, message, details = pages.plan_ensure(self.root, name, actor, self.config, category, project)
+            sha = self.writer.apply(actor, message, writes) if writes else None
+        return Change("page.ensure", [details["path"]], sha, message, details, warnings=scrub.warnings())
 
     def add_entry(self, role: str, text: str, actor: Actor, section: str = "work",
                   project: str | None = None) -> Change:
