@@ -261,6 +261,9 @@ class Writer:
         any failure every file is as it was and nothing is staged. Every added line is
         checked for secrets, except in ``unscanned`` paths (public keys and settings:
         high entropy by nature, and no secret)."""
+        if not self._depth:
+            raise VaultmemError("a change was applied without the vault's write lock",
+                                hint="this is a vaultmem bug: please report it")
         targets = {rel: files.inside(self.root, rel) for rel in writes}
         drafts = [] if actor.is_human else gitstore.uncommitted(self.root, list(writes))
         self._check_drafts(drafts)
