@@ -1,5 +1,6 @@
 """The pipeline reads left to right: each module imports only the stages to its left,
-and adapters (cli) are never imported by the library."""
+adapters (cli, watch) are never imported by the library, and no module calls another
+module's private (``_underscore``) names."""
 
 import ast
 from pathlib import Path
@@ -10,33 +11,47 @@ import vaultmem
 
 PKG = Path(vaultmem.__file__).parent
 
-# module -> the vaultmem modules it may import
+FOUNDATION = {"errors", "models", "layout"}
+STORAGE = FOUNDATION | {"names", "files", "gitstore", "guard", "transaction", "config", "parse", "walk"}
+RECALL = {"analysis", "index", "retrieve", "brief", "evaluate"}
+# module -> the vaultmem modules it may import (the stage table of docs/design.md)
 ALLOWED = {
-    "walk": set(),  # the CLI launcher imports it before anything else: standard library only
-    "layout": set(),
+    # foundations
+    "layout": set(),  # every vault path, named once: nothing below it
+    "walk": {"layout"},  # the CLI launcher imports it before anything else: standard library only
     "errors": set(),
     "models": set(),
     "names": {"errors"},
-    "files": {"errors"},
-    "parse": {"errors", "models", "parse"},
-    "config": {"errors", "files", "names", "parse", "walk"},
+    # files → parse
+    "files": {"errors", "layout"},
+    "parse": {"errors", "models", "layout", "parse"},
+    "config": {"errors", "files", "names", "parse", "walk", "layout"},
+    "template": {"errors", "files", "layout", "config"},
+    # the write path
     "gitstore": {"errors", "models"},
-    "analysis": set(),
     "guard": set(),
-    "index": {"errors", "models", "files", "parse", "analysis", "walk"},
+    "transaction": {"errors", "models", "files", "gitstore", "layout", "guard", "config"},
+    # index → retrieve → brief
+    "analysis": set(),
+    "index": {"errors", "models", "files", "parse", "analysis", "walk", "layout"},
     "retrieve": {"analysis", "index", "models"},
     "brief": {"analysis", "errors", "models"},
-    "evaluate": {"errors", "models", "parse"},
-    "livelog": {"errors", "files", "names", "parse"},
-    "shared": {"errors", "models", "names", "files", "parse", "gitstore", "livelog"},
-    "lifecycle": {"errors", "models", "files", "parse", "gitstore", "guard"},
-    "inbox": {"errors", "models", "files", "parse", "guard"},
-    "vault": {"errors", "models", "names", "files", "parse", "config", "gitstore", "analysis", "index",
-              "retrieve", "brief", "evaluate", "shared", "lifecycle", "guard", "inbox", "walk"},
-    "watch": {"vault", "walk"},
-    "adapters": {"errors"},  # the edge every adapter answers through: no typer, no vault
-    "cli": {"errors", "models", "names", "parse", "vault", "watch", "files", "livelog", "adapters", "cli",
-            "__init__"},
+    "evaluate": {"errors", "models", "parse", "layout"},
+    "recall": {"errors", "names", "files", "layout", "parse", "index", "retrieve", "brief", "evaluate"},
+    # domain modules: plan the writes, hand them to the transaction
+    "livelog": {"errors", "files", "names", "parse", "layout"},
+    "notes": STORAGE,
+    "pages": STORAGE | {"notes"},
+    "lifecycle": STORAGE | {"pages"},
+    "inbox": STORAGE | {"notes", "pages", "lifecycle"},
+    "shared": STORAGE | {"livelog"},
+    # the facade
+    "vault": STORAGE | RECALL | {"recall", "template", "notes", "pages", "lifecycle", "inbox", "shared", "livelog"},
+    # adapters
+    "watch": {"vault", "walk", "layout", "errors"},
+    "adapters": {"errors", "models", "files"},
+    "cli": {"errors", "models", "names", "parse", "vault", "watch", "files", "livelog", "cli", "__init__",
+            "layout", "adapters"},
 }
 
 
@@ -75,6 +90,75 @@ def test_modules_import_only_earlier_pipeline_stages():
             if imported not in allowed:
                 bad.append(f"{rel} imports {imported}")
     assert bad == []
+
+
+def _private_calls(path: Path) -> list[str]:
+    """``module._name`` uses where ``module`` is a vaultmem module imported by this file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    modules = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("vaultmem")):
+            for alias in node.names:
+                modules.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("vaultmem"):
+                    modules.add(alias.asname or alias.name.split(".")[0])
+    found = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+                and isinstance(node.value, ast.Name) and node.value.id in modules):
+            found.append(f"{path.relative_to(PKG)}:{node.lineno} uses {node.value.id}.{node.attr}")
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("vaultmem")):
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__"):
+                    found.append(f"{path.relative_to(PKG)}:{node.lineno} imports {node.module}.{alias.name}")
+    return found
+
+
+def _foreign_private_attributes(path: Path) -> list[str]:
+    """``x._name`` where ``x`` is not ``self``/``cls``: reaching into another object's
+    private state (``vault._apply`` from the review gate, say)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")):
+            continue
+        base = node.value
+        if isinstance(base, ast.Name) and base.id in ("self", "cls"):
+            continue
+        if isinstance(base, ast.Attribute) and isinstance(base.value, ast.Name) and base.value.id == "self" \
+                and base.attr.startswith("_"):
+            continue  # self._private_helper._attr: still this object's own state
+        found.append(f"{path.relative_to(PKG)}:{node.lineno} uses .{node.attr} of {ast.unparse(base)}")
+    return found
+
+
+# Names private by spelling that belong to the standard library or a search library:
+# os._exit is public API; Whoosh's index has no public way to count its segments.
+THIRD_PARTY_PRIVATE = {"._exit of os", "._segments of self.ix"}
+
+
+def test_no_module_calls_another_modules_private_names():
+    bad = []
+    for path in sorted(PKG.rglob("*.py")):
+        if "_vault_template" in path.parts:
+            continue
+        bad += _private_calls(path)
+        bad += [f for f in _foreign_private_attributes(path) if not any(f.split(" uses ")[1].startswith(t)
+                                                                        for t in THIRD_PARTY_PRIVATE)]
+    assert bad == []
+
+
+def test_the_private_name_rule_can_fail(tmp_path):
+    sample = PKG / "_sample_for_test.py"
+    sample.write_text("from . import files\nfrom .vault import Vault\n"
+                      "def f(v: Vault):\n    files._hidden()\n    return v._apply\n", encoding="utf-8")
+    try:
+        found = _private_calls(sample) + _foreign_private_attributes(sample)
+    finally:
+        sample.unlink()
+    assert any("files._hidden" in f for f in found) and any("._apply of v" in f for f in found)
 
 
 def test_public_api_is_what_all_says():

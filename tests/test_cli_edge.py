@@ -95,10 +95,11 @@ def test_a_subcommand_override_is_used(cli, vault, monkeypatch):
     assert err["field"] == "summary" and err["option"] == "--decision"
 
 
-def test_an_error_without_a_field_keeps_its_shape(cli, vault):
-    r = cli("--vault", vault.root, "page", "show", "nobody", "--json")
+def test_an_error_without_a_field_keeps_its_shape(cli, tmp_path):
+    r = cli("--vault", tmp_path / "nowhere", "page", "list", "--json")
     err = out_json(r)["error"]
-    assert r.exit_code == 1 and err["field"] is None and err["option"] is None
+    assert r.exit_code == 1 and set(err) == {"type", "message", "path", "line", "hint", "field", "option"}
+    assert err["field"] is None and err["option"] is None
 
 
 # -- an OSError the library did not expect -----------------------------------------------------------

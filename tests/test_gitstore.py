@@ -41,27 +41,70 @@ def test_commit_author_and_committer_are_the_agent(cli, vault):
     assert git(vault.root, "log", "-1", "--format=%an|%cn|%ae").strip() == "lee|lee|lee@agents.vaultmem.invalid"
 
 
-def test_busy_index_lock_is_waited_for(cli, vault):
-    lock = vault.root / ".git" / "index.lock"
-    lock.write_text("")
-    threading.Timer(0.5, lock.unlink).start()
-    started = time.monotonic()
-    r = vm(cli, vault, "page", "ensure", "r")
-    assert r.exit_code == 0, r.output
-    assert time.monotonic() - started >= 0.4
+# A process that holds git's index.lock open, as a live git does: it removes the lock
+# when it reads a line, and says "stolen" if the lock was gone by then.
+LOCK_HOLDER = """
+import os, sys
+lock = sys.argv[1]
+fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+print("holding", flush=True)
+sys.stdin.readline()
+print("stolen" if not os.path.exists(lock) else "released", flush=True)
+if os.path.exists(lock):
+    os.unlink(lock)
+"""
+
+
+def _hold_lock(vault):
+    holder = subprocess.Popen([sys.executable, "-c", LOCK_HOLDER, str(vault.root / ".git" / "index.lock")],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "holding"
+    return holder
+
+
+def _release(holder) -> str:
+    out, _ = holder.communicate("go\n", timeout=60)
+    return out.strip()
+
+
+def test_a_lock_a_live_git_holds_is_waited_for_and_left_to_it(cli, vault):
+    assert vm(cli, vault, "config", "set", "git.lock_timeout", "60", agent=None).exit_code == 0
+    holder = _hold_lock(vault)
+    result = {}
+    worker = threading.Thread(target=lambda: result.setdefault("r", vm(cli, vault, "page", "ensure", "r")))
+    worker.start()
+    deadline = time.monotonic() + 60  # a safety net: the command writes its file, then waits to commit
+    while not (vault.root / "agents" / "r.md").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert worker.is_alive(), "the command finished while a live git held the lock"
+    assert _release(holder) == "released"  # vaultmem never removed the live git's lock
+    worker.join(60)
+    assert result["r"].exit_code == 0, result["r"].output
     assert "agents/r.md" in git(vault.root, "show", "--name-only", "--format=", "HEAD")
 
 
-def test_stuck_index_lock_is_reported_and_the_files_are_restored(cli, vault):
+def test_a_lock_held_too_long_is_reported_and_the_files_are_restored(cli, vault):
     assert vm(cli, vault, "config", "set", "git.lock_timeout", "0.3", agent=None).exit_code == 0
-    lock = vault.root / ".git" / "index.lock"
-    lock.write_text("")
-    r = vm(cli, vault, "page", "ensure", "r", "--json")
-    assert r.exit_code == 4
-    err = out_json(r)["error"]
-    assert err["type"] == "busy" and "index.lock" in err["path"] and "delete that file" in err["hint"]
-    assert not (vault.root / "agents" / "r.md").exists()
-    lock.unlink()
+    holder = _hold_lock(vault)
+    try:
+        r = vm(cli, vault, "page", "ensure", "r", "--json")
+        assert r.exit_code == 4
+        err = out_json(r)["error"]
+        assert err["type"] == "busy" and "index.lock" in err["path"] and "delete" in err["hint"]
+        assert not (vault.root / "agents" / "r.md").exists()
+        assert (vault.root / ".git" / "index.lock").exists()
+    finally:
+        assert _release(holder) == "released"
+    assert git(vault.root, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_a_lock_left_by_a_killed_git_is_removed_and_the_write_goes_on(cli, vault):
+    for name in ("index.lock", "HEAD.lock"):
+        (vault.root / ".git" / name).write_text("")  # no process holds it: its git was killed
+        r = vm(cli, vault, "remember", f"fact after a stale {name}", "--type", "fact", agent=None)
+        assert r.exit_code == 0, r.output
+        assert not (vault.root / ".git" / name).exists()
+        assert f"stale {name}" in git(vault.root, "log", "-1", "--format=%s")
 
 
 def test_a_rejecting_git_hook_leaves_no_half_change(vault):
@@ -78,6 +121,8 @@ def test_a_rejecting_git_hook_leaves_no_half_change(vault):
     assert not (vault.root / "memories" / "a-fact.md").exists()
     assert (vault.root / "MEMORY.md").read_text(encoding="utf-8") == index_before
     assert git(vault.root, "status", "--porcelain", "--untracked-files=all") == ""
+    leftovers = [p.name for p in vault.root.rglob("*") if ".vmtmp-" in p.name or p.name == "txn.json"]
+    assert leftovers == []  # no temp file, no kept-aside copy, no journal
 
 
 def test_concurrent_writers_in_separate_processes_lose_nothing(vault):

@@ -228,12 +228,12 @@ def test_a_non_orchestrator_harvest_is_proposed_and_approval_closes_the_delegati
 
 @pytest.mark.parametrize("text,words", [
     ("- type: fact\n  text: [unclosed\n", ["stdin:2", "broken YAML"]),
-    ("- type: fact\n  text: ok\n- type: nonsense\n  text: x\n", ["stdin:3: item 2", "type 'nonsense'"]),
-    ("- type: fact\n", ["item 1", "text is missing"]),
-    ("- text: no type\n", ["type is missing"]),
+    ("- type: fact\n  text: ok\n- type: nonsense\n  text: x\n", ["stdin:3: item 2", "type: 'nonsense'"]),
+    ("- type: fact\n", ["item 1", "text: is missing"]),
+    ("- text: no type\n", ["type: is missing"]),
     ("- type: fact\n  text: x\n  color: red\n", ["unknown field", "color"]),
-    ("- type: fact\n  text: x\n  author_kind: boss\n", ["author_kind 'boss'"]),
-    ("- op: replace\n  type: fact\n  text: x\n", ["needs target"]),
+    ("- type: fact\n  text: x\n  author_kind: boss\n", ["author_kind: 'boss'"]),
+    ("- op: replace\n  type: fact\n  text: x\n", ["target: is needed"]),
     ("- op: remove\n  target: no-such-note\n", ["item 1", "no memory note"]),
     ("just a sentence\n", ["list of items"]),
     ("[]", ["empty"]),

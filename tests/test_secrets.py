@@ -102,7 +102,8 @@ def test_the_last_line_of_defence_refuses_an_unscrubbed_write(vault):
     secret = token(7)
     before = git(vault.root, "rev-parse", "HEAD")
     with pytest.raises(VaultmemError, match="not scrubbed"):
-        vault._apply(Actor("lee", "agent"), "sneak", {"memories/x.md": f"---\nname: x\n---\n{secret}\n"})
+        with vault.writer.locked():
+            vault.writer.apply(Actor("lee", "agent"), "sneak", {"memories/x.md": f"---\nname: x\n---\n{secret}\n"})
     assert not (vault.root / "memories/x.md").exists() and git(vault.root, "rev-parse", "HEAD") == before
     # a secret a human typed into a file before is not "added" when an agent moves the file
     (vault.root / "memories" / "old.md").write_text(f"---\nname: old\n---\n{secret}\n", encoding="utf-8")

@@ -470,7 +470,8 @@ def test_the_launcher_loads_nothing_before_its_walk():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     loaded = set(eval(r.stdout.strip()))  # noqa: S307 - our own output: a list of names
-    assert {m for m in loaded if m.startswith("vaultmem")} == {"vaultmem", "vaultmem.__main__", "vaultmem.walk"}
+    assert {m for m in loaded if m.startswith("vaultmem")} == {"vaultmem", "vaultmem.__main__", "vaultmem.walk",
+                                                             "vaultmem.layout"}
     assert not loaded & {"typing", "pathlib", "dataclasses", "typer", "click"}, loaded
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from . import layout
 from .errors import ParseError, UnsafePath, VaultmemError
 
 TEMP_MARK = ".vmtmp-"
@@ -63,7 +64,7 @@ def read_text(path: Path, shown: str | None = None) -> str:
         ) from None
 
 
-def _fsync_dir(folder: Path) -> None:
+def fsync_dir(folder: Path) -> None:
     fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -71,11 +72,26 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, text: str | bytes, durable: bool = True) -> None:
+def atomic_write(path: Path, text: str | bytes, durable: bool = True, mode: int = 0o644) -> None:
     """Replace ``path`` with ``text`` (UTF-8, or bytes as they are) so that readers and
     crashes see either the old or the new content, never a mix. Creates missing parent
     folders. A symlink is not written through (that would replace the link with a file):
-    it is refused. ``durable=False`` skips the fsyncs, for caches that may be lost."""
+    it is refused. ``durable=False`` skips the fsyncs, for caches that may be lost. A
+    failed write (a full disk) leaves the old file and no temp file."""
+    tmp = write_temp(path, text, durable, mode)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    if durable:
+        fsync_dir(path.parent)
+
+
+def write_temp(path: Path, text: str | bytes, durable: bool = True, mode: int = 0o644) -> Path:
+    """The new content of ``path`` in a temp file beside it (fsynced unless not
+    ``durable``), ready to be moved over it: its name marks it for the sweep of a killed
+    writer's leftovers. Nothing is left when writing fails."""
     if path.is_symlink():
         raise UnsafePath(f"refusing to write {path}: it is a symbolic link", path=str(path),
                          hint="vaultmem writes only regular files; replace the link with the file itself")
@@ -83,7 +99,7 @@ def atomic_write(path: Path, text: str | bytes, durable: bool = True) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f".{path.name}{TEMP_MARK}{os.urandom(4).hex()}"
     data = text.encode("utf-8") if isinstance(text, str) else text
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         view = memoryview(data)
         while view:
@@ -101,21 +117,58 @@ def atomic_write(path: Path, text: str | bytes, durable: bool = True) -> None:
             os.chmod(tmp, path.stat().st_mode & 0o7777)
         except OSError:
             pass
+    return tmp
+
+
+def keep_aside(path: Path) -> Path | None:
+    """A second name for ``path``'s current content (a hard link beside it, marked as a
+    temp file), so that it can be put back after ``path`` is replaced or removed — with
+    no free space needed. None if ``path`` does not exist. Falls back to a copy where
+    the file system has no hard links."""
+    if not path.exists():
+        return None
+    aside = path.parent / f".{path.name}{TEMP_MARK}o{os.urandom(4).hex()[:7]}"  # as long as a temp name
     try:
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    if durable:
-        _fsync_dir(folder)
+        os.link(path, aside)
+    except OSError:
+        import shutil
+
+        try:
+            shutil.copy2(path, aside)
+        except BaseException:
+            aside.unlink(missing_ok=True)
+            raise
+    return aside
+
+
+def ensure_gitignore(folder: Path, text: str) -> None:
+    """Give ``folder`` its own ``.gitignore`` (written whole or not at all)."""
+    ignore = folder / ".gitignore"
+    if not ignore.exists():
+        atomic_write(ignore, text)
+
+
+def storage_error(exc: OSError, shown: str | None = None):
+    """The :class:`StorageError` to raise for an OS failure to store ``shown``."""
+    import errno
+
+    from .errors import StorageError
+
+    what = f" while writing {shown}" if shown else ""
+    if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
+        return StorageError(f"no space left on device{what}; nothing was changed", path=shown,
+                            hint="free some space on that disk, then retry")
+    if exc.errno == errno.EROFS:
+        return StorageError(f"the disk is read-only{what}; nothing was changed", path=shown)
+    return StorageError(f"{exc.strerror or exc}{what}; nothing was changed", path=shown)
 
 
 def remove(path: Path) -> None:
     path.unlink(missing_ok=True)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
-LOCAL_DIR = ".vaultmem/local"
+LOCAL_DIR = layout.LOCAL_DIR
 
 
 def pack(value) -> bytes | None:
@@ -153,9 +206,7 @@ def write_local(root: Path, name: str, data: str | bytes) -> bool:
     folder = root / LOCAL_DIR
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        ignore = folder / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text("# per-machine state (watcher heartbeat, read cursors, caches): never committed\n*\n")
+        ensure_gitignore(folder, "# per-machine state (watcher heartbeat, read cursors, caches): never committed\n*\n")
         atomic_write(folder / name, data, durable=False)
         return True
     except OSError:
@@ -178,14 +229,14 @@ def find_temp_files(root: Path, folders: list[str]) -> list[Path]:
     return found
 
 
-def sweep_temp_files(root: Path, folders: list[str]) -> list[Path]:
+def sweep_temp_files(root: Path, folders) -> list[Path]:
     """Delete temp files that killed writers left in the vault's writable folders.
 
     Only call this while holding the vault's write lock: every live writer holds it
     too, so any temp file found is an orphan.
     """
     removed = []
-    for victim in find_temp_files(root, [".", *folders]):
+    for victim in find_temp_files(root, list(dict.fromkeys([".", *folders]))):
         try:
             victim.unlink()
             removed.append(victim)

@@ -8,13 +8,17 @@ a user has staged or edited elsewhere stays exactly as it was. A busy
 
 from __future__ import annotations
 
+import os
+import re
 import time
 from pathlib import Path
 
-from .errors import Busy, GitError
+from .errors import Busy, GitError, StorageError
 from .models import Actor
 
 _LOCK_MARKERS = ("index.lock",)
+# git's words for a lock file it found taken: "Unable to create '/v/.git/HEAD.lock': File exists."
+_LOCK_TAKEN = re.compile(r"Unable to create '([^']+\.lock)': File exists")
 
 
 def _repo(root: Path):
@@ -63,17 +67,70 @@ def human_actor(root: Path) -> Actor:
     return Actor(name=str(name or "vaultmem user"), kind="human", email=str(email or "user@vaultmem.invalid"))
 
 
-def _wait_for_index_lock(root: Path, timeout: float) -> None:
-    lock = root / ".git" / "index.lock"
-    deadline = time.monotonic() + timeout
+def lock_owner_alive(root: Path, lock: Path) -> bool | None:
+    """Whether a live process may own git's ``lock`` file: one that holds it open, or a
+    git process working in this repository (a ``git commit`` waiting for its editor
+    holds ``index.lock`` closed). False means it was left by a killed git; None means
+    this system cannot tell (no ``/proc``)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return None
+    root_real = os.path.realpath(root)
+    lock_real = os.path.realpath(lock)
+    me = os.getpid()
+    for entry in os.scandir(proc):
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            cmd = (proc / entry.name / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        name = os.path.basename(cmd[0]).decode(errors="replace") if cmd and cmd[0] else ""
+        try:
+            if name.startswith("git") and b"cat-file" not in cmd:  # gitpython's readers hold no lock
+                cwd = os.path.realpath(proc / entry.name / "cwd")
+                if cwd == root_real or cwd.startswith(root_real + os.sep):
+                    return True
+            for fd in os.scandir(proc / entry.name / "fd"):
+                if os.readlink(fd.path) == lock_real:
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+def clear_stale_lock(root: Path, lock: Path) -> bool:
+    """Remove git's ``lock`` if it exists and no live process can own it (a git killed
+    while it held it). True if it was removed. Call with the vault's write lock held."""
+    if not lock.exists() or lock_owner_alive(root, lock) is not False:
+        return False
+    lock.unlink(missing_ok=True)
+    return True
+
+
+def _lock_busy(root: Path, lock: Path, timeout: float) -> Busy:
+    rel = os.path.relpath(lock, root)
+    return Busy(f"another git process has held {rel} for {timeout:.1f}s", path=rel,
+                hint=f"wait for it to finish and retry; if no git process is running, delete {lock}")
+
+
+def _wait_for_lock(root: Path, lock: Path, deadline: float, timeout: float) -> None:
+    checked = False
     while lock.exists():
+        if not checked:  # a lock nobody holds will never be let go: a killed git left it
+            checked = True
+            if clear_stale_lock(root, lock):
+                return
         if time.monotonic() >= deadline:
-            raise Busy(
-                f"another git process has held {lock} for {timeout:.1f}s",
-                path=str(lock),
-                hint="wait for it to finish and retry; if no git process is running, delete that file",
-            )
+            raise _lock_busy(root, lock, timeout)
         time.sleep(0.05)
+
+
+def _storage(text: str, root: Path) -> StorageError | None:
+    if any(m in text for m in ("No space left on device", "Disk quota exceeded", "Out of diskspace")):
+        return StorageError("no space left on device for git to record the change; nothing was changed",
+                            path=str(root), hint="free some space on that disk, then retry")
+    return None
 
 
 def commit(root: Path, paths: list[str], message: str, actor: Actor, lock_timeout: float) -> str | None:
@@ -91,10 +148,10 @@ def commit(root: Path, paths: list[str], message: str, actor: Actor, lock_timeou
     }
     deadline = time.monotonic() + lock_timeout
     staged = False
-    lock_path = str(root / ".git" / "index.lock")
+    index_lock = root / ".git" / "index.lock"
     try:
         while True:
-            _wait_for_index_lock(root, max(0.0, deadline - time.monotonic()))
+            _wait_for_lock(root, index_lock, deadline, lock_timeout)
             try:
                 with repo.git.custom_environment(**env):
                     # Stage only our paths (-A: also their deletions), then commit only them.
@@ -110,26 +167,31 @@ def commit(root: Path, paths: list[str], message: str, actor: Actor, lock_timeou
                 return repo.head.commit.hexsha
             except git.GitCommandError as exc:
                 text = f"{exc.stderr or ''} {exc.stdout or ''}"
-                if not any(m in text for m in _LOCK_MARKERS):
+                taken = _LOCK_TAKEN.search(text)
+                if taken is None and not any(m in text for m in _LOCK_MARKERS):
                     if staged:
-                        _unstage(repo, paths)
-                    raise GitError(f"git could not record the change: {text.strip()}", path=str(root)) from None
+                        unstage(root, paths)
+                    raise _storage(text, root) or GitError(f"git could not record the change: {text.strip()}",
+                                                           path=str(root)) from None
+                lock = Path(taken.group(1)) if taken else index_lock
+                _wait_for_lock(root, lock, deadline, lock_timeout)  # clears it if its git was killed
                 if time.monotonic() >= deadline:
-                    raise Busy(f"git's index is locked by another process (waited {lock_timeout:.1f}s)",
-                               path=lock_path, hint="retry when the other git command has finished") from None
+                    raise _lock_busy(root, lock, lock_timeout) from None
                 time.sleep(0.05)
     except Busy as exc:
         # We may have staged our paths before another process took the lock: put them
         # back once it lets go, so that the user's next commit does not carry them.
-        if staged and not _unstage(repo, paths, wait=lock_timeout):
+        if staged and not unstage(root, paths, wait=lock_timeout):
             exc.hint = (exc.hint or "") + f"; then run 'git reset -- {' '.join(paths)}' to unstage this attempt"
         raise
 
 
-def _unstage(repo, paths: list[str], wait: float = 0.0) -> bool:
-    """Put the index entries of ``paths`` back to HEAD after a refused commit."""
+def unstage(root: Path, paths: list[str], wait: float = 0.0) -> bool:
+    """Put the index entries of ``paths`` back to HEAD (after a refused commit, or when
+    rolling back a killed writer's change). False if git's index stayed locked."""
     import git
 
+    repo = _repo(root)
     deadline = time.monotonic() + wait
     while True:
         try:
@@ -139,15 +201,30 @@ def _unstage(repo, paths: list[str], wait: float = 0.0) -> bool:
                 repo.git.rm("-q", "--cached", "--ignore-unmatch", "--", *paths)
             return True
         except git.GitCommandError:
+            if clear_stale_lock(root, root / ".git" / "index.lock"):
+                continue
             if time.monotonic() >= deadline:
                 return False
             time.sleep(0.05)
 
 
+def differs_from_head(root: Path, paths: list[str]) -> bool:
+    """True if any of ``paths`` differs between HEAD and the working tree, or is staged."""
+    repo = _repo(root)
+    return bool(uncommitted(root, paths)) or (
+        _has_head(repo) and bool(repo.git.diff("--cached", "--name-only", "HEAD", "--", *paths).strip()))
+
+
 def uncommitted(root: Path, paths: list[str]) -> list[str]:
     """Those of ``paths`` whose file differs from the last commit (edited, new or deleted)."""
+    import git
+
     repo = _repo(root)
-    out = repo.git.status("--porcelain=v1", "-z", "--untracked-files=all", "--", *paths)
+    try:
+        out = repo.git.status("--porcelain=v1", "-z", "--untracked-files=all", "--", *paths)
+    except git.GitCommandError as exc:
+        text = f"{exc.stderr or ''} {exc.stdout or ''}"
+        raise _storage(text, root) or GitError(f"git status failed: {text.strip()}", path=str(root)) from None
     found = set()
     records = out.split("\0")
     i = 0

@@ -27,19 +27,19 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import re
 import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import files, guard
+from . import files, guard, layout, lifecycle, notes, pages
 from .errors import BadInput, NotFound, ParseError, PermissionRefused, VaultmemError
-from .models import Actor, Change
+from .models import Actor, Change, NoteFields
 from .parse.document import parse_document, plain, yaml_timestamp
 from .parse.note import render_note
+from .transaction import Scrubber
 
-INBOX_DIR = "inbox"
-ARCHIVE_DIR = "archive/inbox"
+INBOX_DIR = layout.INBOX_DIR
+ARCHIVE_DIR = layout.ARCHIVED_INBOX_DIR
 NOTE_OPS = ("add", "replace", "remove")
 PAGE_OPS = ("page-add", "harvest")
 RETAIN_KEYS = {"op", "type", "text", "author", "author_kind", "source", "said", "when", "name", "description",
@@ -109,12 +109,14 @@ class Inbox:
 
     # -- filing ------------------------------------------------------------------------------
     def file(self, actor: Actor, proposals: list[dict], session: str | None = None,
-             what: str | None = None) -> Change:
+             what: str | None = None, scrub: Scrubber | None = None) -> Change:
         """File proposals (dicts: op, text and the op's fields; notes already prepared
-        with :meth:`Vault.prepare_note`) as inbox items, in one commit by ``actor``. A
-        trusted agent's user-stated ADD is approved in the same commit."""
-        session = self.vault._scrub("session", session) if session else None
-        with self.vault._locked():
+        with :func:`vaultmem.notes.prepare`, their input scrubbed by ``scrub``) as inbox
+        items, in one commit by ``actor``. A trusted agent's user-stated ADD is approved
+        in the same commit."""
+        scrub = scrub or self.vault.writer.scrubber()
+        session = scrub.text("session", session) if session else None
+        with self.vault.writer.locked():
             taken = set(self._ids())
             writes: dict[str, str | None] = {}
             out = []
@@ -152,29 +154,31 @@ class Inbox:
             message = f"inbox: {actor.name} proposes {what}" + (f" (session {session})" if session else "")
             if approved:
                 message += f"; {len(approved)} approved at once (trusted agent, user-stated)"
-            sha = self.vault._apply(actor, message, writes)
+            sha = self.vault.writer.apply(actor, message, writes)
         return Change("propose", list(writes), sha, message,
                       {"items": out, "pending": len(pending), "approved": len(approved),
                        "flagged": sum(1 for o in out if o["flags"]),
-                       "quarantined": sum(1 for o in out if o["quarantined"])})
+                       "quarantined": sum(1 for o in out if o["quarantined"])}, warnings=scrub.warnings())
 
     def retain(self, actor: Actor, text: str, source_name: str, session: str | None = None) -> Change:
         """File the facts an agent curated at the end of a session: a YAML/JSON list of
         {type, text, author, author_kind, source, …} (or a mapping with ``items:``). Every
         item is checked before any is filed; a bad one is named with its line."""
         items, lines = _load_items(text, source_name)
+        scrub = self.vault.writer.scrubber()
         proposals = []
         for n, (raw, line) in enumerate(zip(items, lines), 1):
             try:
-                proposals.append(self._retained(raw, actor, session))
-            except (BadInput, NotFound) as exc:  # options are fields here: '--author-kind' reads 'author_kind'
-                message = re.sub(r"(?<![\w-])--([a-z][a-z-]*)", lambda m: m.group(1).replace("-", "_"), exc.message)
-                raise BadInput(f"item {n}: {message}", path=source_name, line=line, hint=exc.hint) from None
+                proposals.append(self._retained(raw, actor, session, scrub))
+            except (BadInput, NotFound) as exc:  # the item's own field names what was wrong
+                named = f"{exc.field}: " if exc.field else ""  # the item's field, not an option
+                raise BadInput(f"item {n}: {named}{exc.message}", path=source_name, line=line,
+                               hint=exc.hint) from None
         if not proposals:
             raise BadInput("there is nothing to retain: the list is empty", path=source_name)
-        return self.file(actor, proposals, session=session, what=f"{len(proposals)} retained item(s)")
+        return self.file(actor, proposals, session=session, what=f"{len(proposals)} retained item(s)", scrub=scrub)
 
-    def _retained(self, raw: Any, actor: Actor, session: str | None) -> dict:
+    def _retained(self, raw: Any, actor: Actor, session: str | None, scrub: Scrubber) -> dict:
         if not isinstance(raw, dict):
             raise BadInput("an item must be a mapping (type, text, author, author_kind, source …)")
         unknown = sorted(set(map(str, raw)) - RETAIN_KEYS)
@@ -182,38 +186,40 @@ class Inbox:
             raise BadInput(f"unknown field(s) {', '.join(unknown)}", hint=f"fields: {', '.join(sorted(RETAIN_KEYS))}")
         op = str(raw.get("op") or "add").lower()
         if op not in NOTE_OPS:
-            raise BadInput(f"op {op!r} is not add, replace or remove")
+            raise BadInput(f"{op!r} is not add, replace or remove", field="op")
         text = raw.get("text")
         if not isinstance(text, (str, int, float)) or not str(text).strip():
             if op != "remove":
-                raise BadInput("the text is missing", hint="text: the fact, in a sentence")
+                raise BadInput("is missing", field="text", hint="text: the fact, in a sentence")
             text = ""
         target = None
         if op in ("replace", "remove"):
             if not raw.get("target"):
-                raise BadInput(f"op {op} needs target: the slug of the note it {op}s")
-            target = f"memories/{self.vault._note_slug(str(raw['target']))}"
+                raise BadInput(f"is needed for op {op}: the slug of the note it {op}s", field="target")
+            target = layout.note_ref(notes.resolve(self.root, str(raw["target"])))
         if op == "remove":
-            return {"op": "remove", "target": target, "text": self.vault._scrub("text", str(text))}
+            return {"op": "remove", "target": target, "text": scrub.text("text", str(text))}
         if not raw.get("type"):
-            raise BadInput("the type is missing", hint=f"type: one of {', '.join(self.config.note_types)}")
+            raise BadInput("is missing", field="type",
+                           hint=f"type: one of {', '.join(self.config.note_types)}")
 
         def strings(key: str) -> list[str]:
             value = raw.get(key) or []
             if isinstance(value, str):
                 value = [value]
             if not isinstance(value, list):
-                raise BadInput(f"{key} must be a list")
+                raise BadInput("must be a list", field=key)
             return [str(v) for v in value]
 
         said = raw.get("said", raw.get("when"))
-        meta, body = self.vault.prepare_note(
-            str(text), actor, str(raw["type"]), name=_opt(raw, "name"), description=_opt(raw, "description"),
-            importance=raw.get("importance"), confidence=raw.get("confidence"), tags=strings("tags"),
-            aliases=strings("aliases"), key=_opt(raw, "key"), scope=_opt(raw, "scope"), agent=_opt(raw, "agent"),
-            project=_opt(raw, "project"), author=_opt(raw, "author"), author_kind=_opt(raw, "author_kind") or "unknown",
-            source=_opt(raw, "source") or (f"session {session}" if session else "retain"),
-            said=str(said) if said is not None else None)  # fmt: skip
+        given = {k: _opt(raw, k) for k in ("name", "description", "key", "scope", "agent", "project", "author",
+                                           "author_kind", "source")}
+        fields = NoteFields(
+            type=str(raw["type"]), importance=raw.get("importance"), confidence=raw.get("confidence"),
+            tags=strings("tags"), aliases=strings("aliases"), said=str(said) if said is not None else None,
+            **{**given, "author_kind": given["author_kind"] or "unknown",
+               "source": given["source"] or (f"session {session}" if session else "retain")})
+        meta, body = notes.prepare(str(text), actor, fields, self.config, scrub)
         return {"op": op, "note": meta, "text": body, "target": target}
 
     # -- reading -----------------------------------------------------------------------------
@@ -283,127 +289,126 @@ class Inbox:
         raise PermissionRefused(f"agent {actor.name!r} may not decide {item.id}: {why}",
                                 hint="a human decides it: run 'vaultmem review' without --as")
 
-    def _edited(self, item: Item, edits: dict[str, Any], actor: Actor) -> Item:
+    def _edited(self, item: Item, edits: dict[str, Any], actor: Actor, scrub: Scrubber) -> Item:
         """The item with a reviewer's edits (checked and scrubbed like new input)."""
         edits = {k: v for k, v in edits.items() if v not in (None, [], ())}
         if not edits:
             return item
         unknown = set(edits) - set(EDITABLE)
         if unknown:
-            raise BadInput(f"cannot edit {', '.join(sorted(unknown))}")
+            raise BadInput(f"cannot edit {', '.join(sorted(unknown))}", field=sorted(unknown)[0])
         meta = dict(item.meta)
         text = item.text
         if item.op in ("add", "replace"):
             note = dict(meta["note"])
-            note_meta, text = self.vault.prepare_note(
-                str(edits.get("text", item.text)), actor, str(edits.get("type", note.get("type"))),
-                name=edits.get("name", note.get("name") if "text" not in edits else None),
-                description=edits.get("description", note.get("description") if "text" not in edits else None),
-                importance=edits.get("importance", note.get("importance")), confidence=note.get("confidence"),
-                tags=edits.get("tags", note.get("tags") or []), aliases=edits.get("aliases", note.get("aliases") or []),
-                key=edits.get("key", note.get("key")), scope=note.get("scope"), agent=note.get("agent"),
-                project=note.get("project"), author=note.get("author"), author_kind=note.get("author_kind"),
-                source=note.get("source"), said=note.get("said"))  # fmt: skip
+            if "text" in edits:  # a new text gets a name and description of its own, unless given
+                note = {**note, "name": None, "description": None}
+            fields = NoteFields.of(note, **{k: v for k, v in edits.items() if k != "text"})
+            note_meta, text = notes.prepare(str(edits.get("text", item.text)), actor, fields, self.config, scrub)
             meta["note"] = note_meta
         elif set(edits) - {"text"}:
-            raise BadInput(f"a {item.op} item has only its text to edit")
+            raise BadInput(f"a {item.op} item has only its text to edit", field=sorted(set(edits) - {"text"})[0])
         elif "text" in edits:
             if item.op == "harvest":
-                raise BadInput("a sub-agent record is not edited here: reject it and harvest again")
-            text = self.vault._scrub("text", str(edits["text"]).strip())
+                raise BadInput("a sub-agent record is not edited here: reject it and harvest again", field="text")
+            text = scrub.text("text", str(edits["text"]).strip())
             if not text and item.op != "remove":
-                raise BadInput("the text is empty")
+                raise BadInput("the text is empty", field="text")
         meta["edited_by"] = actor.name
         meta["flags"] = _flags(text, meta.get("note"), meta.get("fields"), meta.get("title"))
         return Item(item.id, item.path, item.op, item.status, meta, text, meta["flags"])
 
-    def _clean(self, item: Item) -> Item:
+    def _clean(self, item: Item, scrub: Scrubber) -> Item:
         """The item with its text and fields scrubbed again: a waiting item is a file
         anyone can edit in Obsidian, so what approval writes is checked like new input."""
-        v = self.vault
         meta = dict(item.meta)
         if isinstance(meta.get("note"), dict):
             note = dict(meta["note"])
             for key in ("name", "description", "source"):
                 if note.get(key):
-                    note[key] = v._scrub(key, str(note[key]))
-            note["aliases"] = [v._scrub("alias", str(a)) for a in note.get("aliases") or []]
+                    note[key] = scrub.text(key, str(note[key]))
+            note["aliases"] = [scrub.text("alias", str(a)) for a in note.get("aliases") or []]
             for key in ("key", "project", "said", "author", "agent"):
-                v._refuse_secret(key, note.get(key))
+                scrub.refuse(key, note.get(key))
             for tag in note.get("tags") or []:
-                v._refuse_secret("tag", tag)
+                scrub.refuse("tag", tag)
             meta["note"] = note
         if isinstance(meta.get("fields"), dict):
-            meta["fields"] = {k: v._scrub(k, str(x)) for k, x in meta["fields"].items()}
+            meta["fields"] = {k: scrub.text(k, str(x)) for k, x in meta["fields"].items()}
         if meta.get("title"):
-            meta["title"] = v._scrub("title", str(meta["title"]))
+            meta["title"] = scrub.text("title", str(meta["title"]))
         for key in ("target", "role", "project", "delegation"):
-            v._refuse_secret(key, meta.get(key))
-        return Item(item.id, item.path, item.op, item.status, meta, v._scrub("text", item.text), item.flags)
+            scrub.refuse(key, meta.get(key))
+        return Item(item.id, item.path, item.op, item.status, meta, scrub.text("text", item.text), item.flags)
 
     def edit(self, iid: str, actor: Actor, **edits: Any) -> Change:
         """Change a waiting item (its text, type, name …) without deciding it."""
-        with self.vault._locked():
+        scrub = self.vault.writer.scrubber()
+        with self.vault.writer.locked():
             item = self._pending(iid)
             self.may_decide(actor, item)
-            new = self._edited(item, edits, actor)
+            new = self._edited(item, edits, actor, scrub)
             self.may_decide(actor, new)
             if new is item:
-                raise BadInput("nothing to edit", hint=f"give one of: {', '.join('--' + e for e in EDITABLE)}")
+                raise BadInput("nothing to edit", hint=f"give one of: {', '.join(EDITABLE)}")
             message = f"review: edit {item.id}"
-            sha = self.vault._apply(actor, message, {item.path: render_note(new.meta, new.text)})
-        return Change("review.edit", [item.path], sha, message, {"item": new.to_dict()})
+            sha = self.vault.writer.apply(actor, message, {item.path: render_note(new.meta, new.text)})
+        return Change("review.edit", [item.path], sha, message, {"item": new.to_dict()}, warnings=scrub.warnings())
 
     def approve(self, iid: str, actor: Actor, **edits: Any) -> Change:
         """Perform the item's operation (with any edits) and archive it, as one commit."""
-        with self.vault._locked():
+        scrub = self.vault.writer.scrubber()
+        with self.vault.writer.locked():
             item = self._pending(iid)
             self.may_decide(actor, item)
-            item = self._clean(self._edited(item, edits, actor))
+            item = self._clean(self._edited(item, edits, actor, scrub), scrub)
             self.may_decide(actor, item)  # an edit may have made it instruction-like
             writes, result, what = self._perform(item, actor, {})
             archived = {**item.meta, "status": "approved", "reviewed_by": actor.name, "reviewed": _now(),
                         "result": result}
             writes[item.path] = None
-            writes[f"{ARCHIVE_DIR}/{item.id}.md"] = render_note(archived, item.text)
+            writes[layout.archived_inbox_path(item.id)] = render_note(archived, item.text)
             message = f"review: approve {item.id} ({item.op} proposed by {item.proposed_by}) → {what}"
-            sha = self.vault._apply(actor, message, writes)
+            sha = self.vault.writer.apply(actor, message, writes)
         return Change("review.approve", list(writes), sha, message,
-                      {"id": item.id, "op": item.op, "result": result, "archived_to": f"{ARCHIVE_DIR}/{item.id}.md"})
+                      {"id": item.id, "op": item.op, "result": result,
+                       "archived_to": layout.archived_inbox_path(item.id)}, warnings=scrub.warnings())
 
     def reject(self, iid: str, actor: Actor, reason: str) -> Change:
         """Archive the item as rejected, with the reason; nothing else changes."""
         reason = " ".join((reason or "").split())
         if not reason:
-            raise BadInput("a rejection needs its reason: --reason TEXT")
-        reason = self.vault._scrub("reason", reason)
-        with self.vault._locked():
+            raise BadInput("a rejection needs its reason", field="reason")
+        scrub = self.vault.writer.scrubber()
+        reason = scrub.text("reason", reason)
+        with self.vault.writer.locked():
             try:
                 item = self._pending(iid)
             except ParseError as exc:
-                return self._reject_unreadable(iid, actor, reason, exc)
+                return self._reject_unreadable(iid, actor, reason, exc, scrub)
             self.may_decide(actor, item)
             archived = {**item.meta, "status": "rejected", "reviewed_by": actor.name, "reviewed": _now(),
                         "reason": reason}
-            dst = f"{ARCHIVE_DIR}/{item.id}.md"
+            dst = layout.archived_inbox_path(item.id)
             message = f"review: reject {item.id} ({item.op} proposed by {item.proposed_by}): {reason}"
-            sha = self.vault._apply(actor, message, {item.path: None, dst: render_note(archived, item.text)})
+            sha = self.vault.writer.apply(actor, message, {item.path: None, dst: render_note(archived, item.text)})
         return Change("review.reject", [item.path, dst], sha, message, {"id": item.id, "reason": reason,
-                                                                        "archived_to": dst})
+                                                                        "archived_to": dst}, warnings=scrub.warnings())
 
-    def _reject_unreadable(self, iid: str, actor: Actor, reason: str, problem: ParseError) -> Change:
+    def _reject_unreadable(self, iid: str, actor: Actor, reason: str, problem: ParseError, scrub: Scrubber) -> Change:
         """A waiting file that is not a readable item (broken by hand): a human may still
         reject it; it moves to the archive as it is."""
         name = (iid or "").strip().removesuffix(".md").rsplit("/", 1)[-1]
-        rel, dst = f"{INBOX_DIR}/{name}.md", f"{ARCHIVE_DIR}/{name}.md"
+        rel, dst = layout.inbox_path(name), layout.archived_inbox_path(name)
         if not (self.root / rel).is_file():
             raise problem
         if not actor.is_human:
             raise PermissionRefused(f"agent {actor.name!r} may not decide {name}: the file cannot be read as an item",
                                     hint="a human fixes or rejects it: run 'vaultmem review reject' without --as")
         message = f"review: reject unreadable {rel}: {reason}"
-        sha = self.vault._apply(actor, message, {rel: None, dst: files.read_text(self.root / rel, rel)})
-        return Change("review.reject", [rel, dst], sha, message, {"id": name, "reason": reason, "archived_to": dst})
+        sha = self.vault.writer.apply(actor, message, {rel: None, dst: files.read_text(self.root / rel, rel)})
+        return Change("review.reject", [rel, dst], sha, message, {"id": name, "reason": reason, "archived_to": dst},
+                      warnings=scrub.warnings())
 
     def _perform(self, item: Item, actor: Actor, pending: dict[str, str | None]) -> tuple[dict, str, str]:
         try:
@@ -416,29 +421,31 @@ class Inbox:
     def _perform_op(self, item: Item, actor: Actor, pending: dict[str, str | None]) -> tuple[dict, str, str]:
         """The writes that carry out an item: (writes, result link, what). ``pending``
         holds writes planned earlier in the same commit (MEMORY.md may be among them)."""
-        v = self.vault
+        root = self.root
         if item.op in ("add", "replace"):
-            meta = {**item.meta["note"], "created": _now(), "confirmed": _now(), "proposed_by": item.proposed_by,
-                    "approved_by": actor.name, "inbox": item.id}
-            slug, rel, writes = v._note_writes(meta, item.text, index_text=pending.get("MEMORY.md"),
-                                               supersede=str(item.meta["target"]) if item.op == "replace" else None,
-                                               actor=actor, taken=[p.rsplit("/", 1)[-1][:-3] for p in pending
-                                                                   if p.startswith("memories/")])
-            return writes, rel, ("replaces " + str(item.meta["target"]) + " with " if item.op == "replace" else "") + rel
+            meta = {**item.meta["note"], "created": notes.now(), "confirmed": notes.now(),
+                    "proposed_by": item.proposed_by, "approved_by": actor.name, "inbox": item.id}
+            target = str(item.meta["target"]) if item.op == "replace" else None
+            plan = notes.plan_add(root, meta, item.text, index_text=pending.get(layout.MEMORY_INDEX),
+                                  supersede=target, actor=actor,
+                                  taken=[p.rsplit("/", 1)[-1][:-3] for p in pending
+                                         if p.startswith(f"{layout.MEMORIES_DIR}/")])
+            return plan.writes, plan.path, (f"replaces {target} with " if target else "") + plan.path
         if item.op == "remove":
-            name = v._note_slug(str(item.meta.get("target")))
-            writes = v._archive_writes(name, actor, item.text or None)
+            name = notes.resolve(root, str(item.meta.get("target")))
+            writes = notes.plan_archive(root, name, actor, item.text or None)
             dst = next(iter(writes))
-            return writes, dst, f"memories/{name} archived"
+            return writes, dst, f"{layout.note_ref(name)} archived"
         if item.op == "page-add":
-            writes, entry, what = v._entry_writes(v._role(str(item.meta["role"])), item.text,
-                                                  str(item.meta.get("section") or "work"), item.meta.get("project"))
+            writes, entry, what = pages.plan_entry(root, pages.resolve(root, str(item.meta["role"])), item.text,
+                                                   str(item.meta.get("section") or "work"), item.meta.get("project"))
             rel = next(iter(writes))
             link = f"[[{rel.removesuffix('.md')}#^{entry.id}]]"
             return writes, link, f"{what} {link}"
         # harvest
-        writes, link, _ = v.lifecycle._harvest_writes(str(item.meta["role"]), str(item.meta["delegation"]),
-                                                      dict(item.meta["fields"]), actor, item.meta.get("title"))
+        writes, link, _ = lifecycle.plan_harvest(root, pages.resolve(root, str(item.meta["role"])),
+                                                 str(item.meta["delegation"]), dict(item.meta["fields"]), actor,
+                                                 item.meta.get("title"))
         return writes, link, f"sub-agent record {link}"
 
 

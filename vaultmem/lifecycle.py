@@ -14,14 +14,14 @@ import re
 import secrets
 from typing import Any
 
-from . import files, gitstore, guard
+from . import files, gitstore, guard, layout, pages
 from .errors import BadInput, NotFound, VaultmemError
 from .models import Actor, Change
 from .parse.document import parse_document, plain, yaml_timestamp
 from .parse.note import render_note, set_note_fields
 from .parse.page import SUBAGENT_FIELDS, add_subagent_record
 
-DELEGATIONS_DIR = "shared/delegations"
+DELEGATIONS_DIR = layout.DELEGATIONS_DIR
 FIELDS = ("task", "conclusion", "output", "decision")
 OPEN_ITEM = re.compile(r"(- \[ \]|\bTODO\b|\bFIXME\b|待办|遗留|未解决|未完成|后续|follow[- ]?up|open question|"
                        r"\bblocked\b|\bpending\b)", re.IGNORECASE)
@@ -43,18 +43,22 @@ class Lifecycle:
         """Record a pending delegation under ``role`` and brief its sub-agent with the
         role's memory (the role's page is created on first use)."""
         if not task.strip():
-            raise BadInput("the task is empty", hint="say what the sub-agent is to do: --task TEXT")
-        task = self.vault._scrub("task", task)
+            raise BadInput("the task is empty", field="task", hint="say what the sub-agent is to do")
+        scrub = self.vault.writer.scrubber()
+        task = scrub.text("task", task)
         page = self.vault.ensure_page(role, actor)
         role = page.details["role"]
         did = f"d-{_now():%Y%m%d}-{secrets.token_hex(3)}"
         rel = f"{DELEGATIONS_DIR}/{did}.md"
         meta = {"type": "delegation", "id": did, "role": role, "status": "pending", "delegated_by": actor.name,
                 "created": yaml_timestamp(_now())}
-        sha = self.vault._apply(actor, f"delegate: {did} to a sub-agent of {role}", {rel: render_note(meta, task)})
+        with self.vault.writer.locked():
+            sha = self.vault.writer.apply(actor, f"delegate: {did} to a sub-agent of {role}",
+                                          {rel: render_note(meta, task)})
         brief = self.vault.brief(role, task, window=window, tokens=tokens)
         return Change("delegate", [rel], sha, f"delegation {did} pending",
-                      {"id": did, "role": role, "path": rel, "page_created": page.details["created"]}), brief
+                      {"id": did, "role": role, "path": rel, "page_created": page.details["created"]},
+                      warnings=[*page.warnings, *scrub.warnings()]), brief
 
     def delegations(self, role: str | None = None, status: str | None = None) -> list[dict]:
         folder = self.root / DELEGATIONS_DIR
@@ -83,51 +87,30 @@ class Lifecycle:
         missing = [k for k in FIELDS if not str(fields.get(k) or "").strip()]
         if missing:
             names = ", ".join(f"{k} ({SUBAGENT_FIELDS[k][0]})" for k in missing)
-            raise BadInput(f"the sub-agent record lacks: {names}",
-                           hint="give all four: --task, --conclusion, --output, --decision (or them as JSON/YAML on stdin)")
+            raise BadInput(f"the sub-agent record lacks: {names}", field=missing[0],
+                           hint="give all four: task, conclusion, output, decision (or them as JSON/YAML on stdin)")
         if not re.fullmatch(r"d-\d{8}-[0-9a-f]{6}", delegation or ""):
-            raise BadInput(f"{delegation!r} is not a delegation id", hint="ids look like d-20260508-3fa2c1")
-        clean = {k: self.vault._scrub(k, " ".join(str(fields[k]).split())) for k in FIELDS}
-        title = self.vault._scrub("title", " ".join(title.split())) if title else None
-        with self.vault._locked():
-            name = self.vault._role(role)
-            self._harvest_writes(name, delegation, clean, actor, title)  # refuse bad input before proposing
+            raise BadInput(f"{delegation!r} is not a delegation id", field="delegation",
+                           hint="ids look like d-20260508-3fa2c1")
+        scrub = self.vault.writer.scrubber()
+        clean = {k: scrub.text(k, " ".join(str(fields[k]).split())) for k in FIELDS}
+        title = scrub.text("title", " ".join(title.split())) if title else None
+        with self.vault.writer.locked():
+            name = pages.resolve(self.root, role)
+            plan_harvest(self.root, name, delegation, clean, actor, title)  # refuse bad input before proposing
             flags = guard.instruction_flags("\n".join([*clean.values(), title or ""]))
             propose = not actor.is_human and (actor.name != self.vault.config.orchestrator or flags)
             if not propose:
-                writes, link, entry = self._harvest_writes(name, delegation, clean, actor, title)
+                writes, link, entry = plan_harvest(self.root, name, delegation, clean, actor, title)
                 rel_p = next(iter(writes))
                 message = f"harvest: {delegation} into {rel_p} ^{entry.id}"
-                sha = self.vault._apply(actor, message, writes)
+                sha = self.vault.writer.apply(actor, message, writes)
                 return Change("harvest", list(writes), sha, message,
-                              {"role": name, "delegation": delegation, "entry": entry.to_dict(rel_p), "link": link})
+                              {"role": name, "delegation": delegation, "entry": entry.to_dict(rel_p), "link": link},
+                              warnings=scrub.warnings())
         text = "\n".join(f"- {SUBAGENT_FIELDS[k][1]}: {clean[k]}" for k in FIELDS)
         return self.vault.inbox.file(actor, [{"op": "harvest", "role": name, "delegation": delegation,
-                                              "fields": clean, "title": title, "text": text}])
-
-    def _harvest_writes(self, name: str, delegation: str, clean: dict[str, str], actor: Actor,
-                        title: str | None) -> tuple[dict[str, str | None], str, Any]:
-        """The page with the record added and the delegation closed (nothing written):
-        (writes, link, entry). Call with the lock held."""
-        rel_d = f"{DELEGATIONS_DIR}/{delegation}.md"
-        path_d = self.root / rel_d
-        if not path_d.exists():
-            raise NotFound(f"no delegation {delegation}", hint="list them with: vaultmem audit")
-        text_d = files.read_text(path_d, rel_d)
-        meta = plain(parse_document(text_d, rel_d).meta)
-        if meta.get("role") != name:
-            raise BadInput(f"delegation {delegation} was made under {meta.get('role')!r}, not {name!r}")
-        if meta.get("status") != "pending":
-            raise BadInput(f"delegation {delegation} is already {meta.get('status')}",
-                           hint=f"its record is {meta.get('record')}" if meta.get("record") else None)
-        page = self.vault._load_page(name)
-        heading = " ".join((title or clean["task"]).split())[:60]
-        new_page, entry = add_subagent_record(page, _now().astimezone().date(), heading, clean)
-        rel_p = page.path
-        link = f"[[{rel_p.removesuffix('.md')}#^{entry.id}]]"
-        new_d = set_note_fields(text_d, rel_d, status="harvested", harvested=yaml_timestamp(_now()),
-                                harvested_by=actor.name, record=link)
-        return {rel_p: new_page, rel_d: new_d}, link, entry
+                                              "fields": clean, "title": title, "text": text}], scrub=scrub)
 
     # -- audit -------------------------------------------------------------------------------
     def audit(self, max_age_hours: float | None = None) -> dict:
@@ -147,12 +130,12 @@ class Lifecycle:
         inbox = [{k: i.to_dict()[k] for k in ("id", "path", "op", "proposed_by", "proposed", "summary", "flags",
                                                  "quarantined")} for i in self.vault.inbox.items()]
         orchestrator = self.vault.config.orchestrator
-        foreign = [c for c in gitstore.log(self.root, "agents", max_count=2000)
+        foreign = [c for c in gitstore.log(self.root, layout.AGENTS_DIR, max_count=2000)
                    if c["email"].endswith(AGENT_EMAIL) and c["author"] != orchestrator]
         unsourced = []
-        folder = self.root / "memories"
+        folder = self.root / layout.MEMORIES_DIR
         for path in sorted(folder.glob("*.md")) if folder.is_dir() else []:
-            rel = f"memories/{path.name}"
+            rel = layout.note_path(path.stem)
             try:
                 doc = parse_document(files.read_text(path, rel), rel, require_frontmatter=False, fast=True)
             except VaultmemError:
@@ -169,25 +152,49 @@ class Lifecycle:
     # -- management modes (seed 000) -------------------------------------------------------------
     def ask(self, role: str, question: str, limit: int = 5) -> list:
         """Quick Q&A about a role's memory: its own entries and notes most relevant to the question."""
-        name = self.vault._role(role)
+        name = pages.resolve(self.root, role)
         hits = self.vault.search(question, agent=name, limit=limit * 4)
         return [h for h in hits if h.doc.agent == name][:limit]
 
     def todo(self, role: str) -> dict:
         """Open items recorded for a role: unchecked boxes, TODO/待办/遗留… in its entries,
         and its delegations not yet harvested."""
-        name = self.vault._role(role)
+        name = pages.resolve(self.root, role)
         info = self.vault.read_page(name)
         items = [e.to_dict(info.path) for e in info.entries if OPEN_ITEM.search(e.text)]
         return {"role": name, "items": items, "pending_delegations": self.delegations(role=name, status="pending")}
 
     def history(self, role: str, diffs: bool = False, max_count: int = 50) -> list[dict]:
         """The page's git history: who changed what, when (with ``diffs``: the changes)."""
-        name = self.vault._role(role)
-        rel = self.vault._page_rel(name)
+        name = pages.resolve(self.root, role)
+        rel = pages.page_rel(self.root, name)
         commits = gitstore.log(self.root, rel, max_count=max_count)
         if diffs:
             for c in commits:
                 c["diff"] = gitstore.show(self.root, c["commit"], rel)
         return commits
 
+
+def plan_harvest(root, name: str, delegation: str, clean: dict[str, str], actor: Actor,
+                 title: str | None) -> tuple[dict[str, str | None], str, Any]:
+    """The role page with the sub-agent's record added and the delegation closed
+    (nothing written): (writes, link, entry). Call with the lock held."""
+    rel_d = layout.delegation_path(delegation)
+    path_d = root / rel_d
+    if not path_d.exists():
+        raise NotFound(f"no delegation {delegation}", hint="list them with: vaultmem audit")
+    text_d = files.read_text(path_d, rel_d)
+    meta = plain(parse_document(text_d, rel_d).meta)
+    if meta.get("role") != name:
+        raise BadInput(f"delegation {delegation} was made under {meta.get('role')!r}, not {name!r}")
+    if meta.get("status") != "pending":
+        raise BadInput(f"delegation {delegation} is already {meta.get('status')}",
+                       hint=f"its record is {meta.get('record')}" if meta.get("record") else None)
+    page = pages.load(root, name)
+    heading = " ".join((title or clean["task"]).split())[:60]
+    new_page, entry = add_subagent_record(page, _now().astimezone().date(), heading, clean)
+    rel_p = page.path
+    link = f"[[{rel_p.removesuffix('.md')}#^{entry.id}]]"
+    new_d = set_note_fields(text_d, rel_d, status="harvested", harvested=yaml_timestamp(_now()),
+                            harvested_by=actor.name, record=link)
+    return {rel_p: new_page, rel_d: new_d}, link, entry

@@ -29,15 +29,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import files
+from . import files, layout
 from .errors import BadInput, NotFound, VaultmemError
 from .names import check_name
 from .parse.logline import CHANNEL, TYPE, LineError, LogEntry, line_hash, parse_line, render
 
-LOG_DIRS = {"live": "shared/log", "decisions": "shared/decisions"}
-KEYS_DIR = "shared/keys"
-PRIVATE_DIR = ".vaultmem/keys"
-CURSOR_DIR = ".vaultmem/local/cursors"
+LOG_DIRS = layout.LOG_DIRS
+KEYS_DIR = layout.KEYS_DIR
+PRIVATE_DIR = layout.PRIVATE_KEYS_DIR
+CURSOR_DIR = layout.CURSOR_DIR
 MAX_ENTRY_BYTES = 256 * 1024
 BLOCK = 64 * 1024
 
@@ -51,7 +51,7 @@ def key_id(public_raw: bytes) -> str:
     return hashlib.sha256(public_raw).hexdigest()[:16]
 
 
-def _public_raw(private) -> bytes:
+def public_raw(private) -> bytes:
     from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
     return private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
@@ -70,20 +70,13 @@ def new_private_key():
 
 
 def save_private_key(root: Path, agent: str, private) -> Path:
-    path = files.inside(root, f"{PRIVATE_DIR}/{agent}.key")
+    """Write ``agent``'s private key (mode 0600) into the git-ignored keys folder. A
+    failed write (say, a full disk) leaves no key and no temp file behind."""
+    path = files.inside(root, layout.private_key_path(agent))
     path.parent.mkdir(parents=True, exist_ok=True)
     os.chmod(path.parent, 0o700)
-    ignore = path.parent / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text("# private signing keys: never committed\n*\n")
-    tmp = path.with_name(f".{path.name}{files.TEMP_MARK}{os.urandom(4).hex()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        os.write(fd, base64.b64encode(_private_raw(private)) + b"\n")
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    files.ensure_gitignore(path.parent, "# private signing keys: never committed\n*\n")
+    files.atomic_write(path, base64.b64encode(_private_raw(private)) + b"\n", mode=0o600)
     return path
 
 
@@ -102,7 +95,7 @@ def load_private_key(root: Path, agent: str):
 
 
 def public_key_line(private) -> str:
-    raw = _public_raw(private)
+    raw = public_raw(private)
     created = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     return f"ed25519 {base64.b64encode(raw).decode()} {key_id(raw)} {created}"
 
@@ -310,7 +303,7 @@ def append(root: Path, log: str, agent: str, channel: str, type_: str, summary: 
     agent = check_name(agent, "agent name")
     check_fields(channel, type_, summary, body)
     private = private or load_private_key(root, agent)
-    kid = key_id(_public_raw(private))
+    kid = key_id(public_raw(private))
     path = log_file(root, log, agent)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
@@ -342,10 +335,14 @@ def append(root: Path, log: str, agent: str, channel: str, type_: str, summary: 
             raise BadInput(f"the entry is {len(data)} bytes; at most {MAX_ENTRY_BYTES} fit in one entry",
                            hint="keep the body short and link to a file instead")
         view = memoryview(data)
-        while view:  # one write; a short write (rare) is completed, still under the lock
-            view = view[os.write(fd, view):]
-        if fsync:
-            os.fsync(fd)
+        try:
+            while view:  # one write; a short write (rare) is completed, still under the lock
+                view = view[os.write(fd, view):]
+            if fsync:
+                os.fsync(fd)
+        except OSError as exc:  # a full disk: cut what was written, so no torn entry blocks the next append
+            os.ftruncate(fd, size)
+            raise files.storage_error(exc, f"{LOG_DIRS[log]}/{agent}.md") from None
         return Appended(entry, f"{LOG_DIRS[log]}/{agent}.md", len(data))
     finally:
         os.close(fd)  # closing releases the flock
@@ -504,7 +501,7 @@ def rotate(root: Path, agent: str) -> tuple[LogEntry, str]:
     """A new key for ``agent``, announced by an entry signed with the current one."""
     old = load_private_key(root, agent)
     new = new_private_key()
-    raw = _public_raw(new)
+    raw = public_raw(new)
     done = append(root, "live", agent, "keys", "key-rotate", f"{agent} rotates to key {key_id(raw)}",
                   extra={"public": base64.b64encode(raw).decode(), "kid": key_id(raw)}, private=old)
     save_private_key(root, agent, new)

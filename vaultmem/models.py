@@ -121,6 +121,44 @@ class Change:
 
 
 @dataclass
+class NoteFields:
+    """What a memory note says about its fact, besides the fact itself: one place for
+    the fields that ``remember``, ``retain`` items and inbox edits all take. None means
+    "use the default" (see :func:`vaultmem.notes.prepare`)."""
+
+    type: str
+    name: str | None = None
+    description: str | None = None
+    importance: float | None = None
+    confidence: float | None = None
+    tags: list[str] = field(default_factory=list)
+    aliases: list[str] = field(default_factory=list)
+    key: str | None = None
+    scope: str | None = None
+    agent: str | None = None
+    project: str | None = None
+    author: str | None = None
+    author_kind: str | None = None
+    source: str | None = None
+    said: str | None = None
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        from dataclasses import fields as _fields
+
+        return tuple(f.name for f in _fields(cls))
+
+    @classmethod
+    def of(cls, meta: dict[str, Any], **changes: Any) -> NoteFields:
+        """The fields of a stored note's (or inbox item's) frontmatter, with ``changes``."""
+        values = {k: meta.get(k) for k in cls.names()}
+        values["tags"] = list(meta.get("tags") or [])
+        values["aliases"] = list(meta.get("aliases") or [])
+        values.update(changes)
+        return cls(**values)
+
+
+@dataclass
 class IndexDoc:
     """One searchable unit: a memory note, one role-page entry, or a section of another
     vault file. ``id`` is what search results and evaluations cite: the note's path, or

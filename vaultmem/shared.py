@@ -14,17 +14,17 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import files, gitstore, livelog
+from . import files, gitstore, layout, livelog
 from .errors import BadInput, GitError, NotFound, PermissionRefused, VaultmemError
 from .models import Actor, Change
 from .names import check_name
 from .parse.document import parse_document, plain, yaml_timestamp
 from .parse.logline import LogEntry
 
-STATE_FILE = "shared/project-state.md"
-CHECKPOINT_DIR = "checkpoints"
+STATE_FILE = layout.STATE_FILE
+CHECKPOINT_DIR = layout.CHECKPOINT_DIR
 UNSEEN_SCAN_LIMIT = 100_000  # unseen entries read per call at most
-GITATTRIBUTES_LINES = ("shared/log/*.md merge=union -text", "shared/decisions/*.md merge=union -text")
+GITATTRIBUTES_LINES = tuple(f"{folder}/*.md merge=union -text" for folder in layout.LOG_DIRS.values())
 
 
 @dataclass
@@ -53,7 +53,7 @@ class Shared:
 
     def _agent(self, actor: Actor) -> str:
         if actor.is_human:
-            raise BadInput("this needs an agent: pass --as AGENT (or set VAULTMEM_AGENT)",
+            raise BadInput("this needs an agent to act as (or set VAULTMEM_AGENT)", field="as",
                            hint="log entries, decisions and checkpoints are signed or owned by an agent")
         return actor.name
 
@@ -63,22 +63,27 @@ class Shared:
         if not actor.is_human and actor.name not in (agent, self.vault.config.orchestrator):
             raise PermissionRefused(f"agent {actor.name!r} may not create keys for {agent!r}",
                                     hint="an agent creates its own key; the orchestrator or a human may too")
-        pub_rel = f"{livelog.KEYS_DIR}/{agent}.pub"
-        if (self.root / pub_rel).exists() or (self.root / livelog.PRIVATE_DIR / f"{agent}.key").exists():
+        pub_rel = layout.public_key_path(agent)
+        if (self.root / pub_rel).exists() or (self.root / layout.private_key_path(agent)).exists():
             raise BadInput(f"agent {agent!r} already has a key",
                            hint=f"to replace it, sign the change with the old one: vaultmem keys rotate {agent}")
         private = livelog.new_private_key()
         line = livelog.public_key_line(private)
-        livelog.save_private_key(self.root, agent, private)
-        try:
-            sha = self.vault._apply(actor, f"keys: public key of {agent}", {pub_rel: line + "\n"}, unscanned=(pub_rel,))
-        except BaseException:
-            (self.root / livelog.PRIVATE_DIR / f"{agent}.key").unlink(missing_ok=True)
-            raise
+        with self.vault.writer.locked():
+            try:
+                livelog.save_private_key(self.root, agent, private)
+            except OSError as exc:
+                raise files.storage_error(exc, layout.private_key_path(agent)) from None
+            try:
+                sha = self.vault.writer.apply(actor, f"keys: public key of {agent}", {pub_rel: line + "\n"},
+                                              unscanned=(pub_rel,))
+            except BaseException:
+                (self.root / layout.private_key_path(agent)).unlink(missing_ok=True)
+                raise
         kid = line.split()[2]
         return Change("keys.new", [pub_rel], sha, f"created key {kid} for {agent}",
                       {"agent": agent, "kid": kid, "public": pub_rel,
-                       "private": f"{livelog.PRIVATE_DIR}/{agent}.key"})
+                       "private": layout.private_key_path(agent)})
 
     def rotate_key(self, agent: str, actor: Actor) -> dict:
         agent = check_name(agent, "agent name")
@@ -94,14 +99,17 @@ class Shared:
         agent = check_name(agent, "agent name")
         if not actor.is_human and actor.name != agent:
             raise PermissionRefused(f"agent {actor.name!r} may not revoke {agent!r}'s keys")
-        current = livelog.key_id(livelog._public_raw(livelog.load_private_key(self.root, agent)))
+        current = livelog.key_id(livelog.public_raw(livelog.load_private_key(self.root, agent)))
         if kid == current:
-            raise BadInput(f"{kid} is the key {agent} signs with now",
+            raise BadInput(f"{kid} is the key {agent} signs with now", field="kid",
                            hint=f"rotate first (vaultmem keys rotate {agent}), then revoke the old key")
-        reason = self.vault._scrub("reason", reason)
-        return livelog.append(self.root, "live", agent, "keys", "key-revoke",
-                              f"{agent} revokes key {kid}" + (f": {reason}" if reason else ""),
-                              extra={"kid": kid}).entry
+        scrub = self.vault.writer.scrubber()
+        reason = scrub.text("reason", reason)
+        entry = livelog.append(self.root, "live", agent, "keys", "key-revoke",
+                               f"{agent} revokes key {kid}" + (f": {reason}" if reason else ""),
+                               extra={"kid": kid}).entry
+        entry.warnings = scrub.warnings()
+        return entry
 
     # -- the logs ------------------------------------------------------------------------------
     def append(self, actor: Actor, channel: str, type_: str, summary: str, body: str = "",
@@ -109,24 +117,27 @@ class Shared:
         """Sign and append one entry; it records what this agent has read so far (its
         high-water marks), so a truncated log of another agent can be detected."""
         agent = self._agent(actor)
-        summary, body = self.vault._scrub("summary", summary), self.vault._scrub("body", body)
-        for what, value in (("--channel", channel), ("--type", type_), ("--ref", ref)):
-            self.vault._refuse_secret(what, value)
+        scrub = self.vault.writer.scrubber()
+        summary, body = scrub.text("summary", summary), scrub.text("body", body)
+        for what, value in (("channel", channel), ("type", type_), ("ref", ref)):
+            scrub.refuse(what, value)
         if not (self.root / livelog.KEYS_DIR / f"{agent}.pub").exists():
             raise NotFound(f"agent {agent!r} has no key in this vault",
                            hint=f"create one first: vaultmem keys new {agent}")
         hw = {a: s for a, s in livelog.read_cursor(self.root, agent).items() if a != agent}
         if agent not in self._keys:
             self._keys[agent] = livelog.load_private_key(self.root, agent)
-        return livelog.append(self.root, log, agent, channel, type_, summary, body, ref=ref, extra=extra,
-                              hw=hw, private=self._keys[agent]).entry
+        entry = livelog.append(self.root, log, agent, channel, type_, summary, body, ref=ref, extra=extra,
+                               hw=hw, private=self._keys[agent]).entry
+        entry.warnings = scrub.warnings()
+        return entry
 
     def tail(self, n: int = 20, agent: str | None = None, channel: str | None = None, type_: str | None = None,
              since: str | None = None, unseen_as: Actor | None = None, log: str = "live") -> list[LogEntry]:
         """The newest entries; with ``unseen_as``, only other agents' entries that agent
         has not read yet — and they are marked read."""
         if n < 1:
-            raise BadInput(f"-n is {n}; it must be at least 1")
+            raise BadInput(f"the count is {n}; it must be at least 1", field="n")
         since_key = _since(since) if since else None
         if unseen_as is None:
             return livelog.newest(self.root, log, n, agent=agent, channel=channel, type_=type_, since=since_key)
@@ -158,7 +169,7 @@ class Shared:
     def find(self, ref: str, log: str = "live") -> LogEntry:
         who, _, seq = ref.partition("#")
         if not who or not seq.isdigit():
-            raise BadInput(f"{ref!r} is not an entry id", hint="entry ids look like ella#12 (agent#sequence)")
+            raise BadInput(f"{ref!r} is not an entry id", field="entry", hint="entry ids look like ella#12 (agent#sequence)")
         path = livelog.log_files(self.root, log).get(who)
         if path is not None:
             for e in livelog.read_entries(path)[0]:
@@ -181,7 +192,7 @@ class Shared:
                channel: str = "decisions") -> tuple[LogEntry, LogEntry]:
         """A signed decision-log entry (when, who, decision, rationale), noted in the live log."""
         if not (why or "").strip():
-            raise BadInput("a decision needs its rationale: --why TEXT")
+            raise BadInput("a decision needs its rationale", field="why")
         if supersedes:
             self.find(supersedes, log="decisions")
         d = self.append(actor, channel, "decision", decision, body=why.strip(), ref=supersedes, log="decisions")
@@ -199,7 +210,9 @@ class Shared:
                  for p in livelog.log_files(self.root, log).values()]
         if not paths:
             return None
-        return gitstore.commit(self.root, paths, "log: record new entries", actor, self.vault.config.lock_timeout)
+        with self.vault.writer.locked():
+            return gitstore.commit(self.root, paths, "log: record new entries", actor,
+                                   self.vault.config.lock_timeout)
 
     # -- project state -------------------------------------------------------------------------
     def state(self) -> dict:
@@ -214,14 +227,17 @@ class Shared:
 
     def set_state(self, text: str, actor: Actor) -> Change:
         if not text.strip():
-            raise BadInput("the project state is empty", hint="give the new state as TEXT or on stdin")
-        text = self.vault._scrub("project state", text)
+            raise BadInput("the project state is empty", field="text", hint="give the new state as TEXT or on stdin")
+        scrub = self.vault.writer.scrubber()
+        text = scrub.text("project state", text)
         from .parse.note import render_note
 
         meta = {"type": "project-state", "updated_by": actor.name, "updated": yaml_timestamp(_utc_now())}
         new = render_note(meta, text)
-        sha = self.vault._apply(actor, f"state: project state updated by {actor.name}", {STATE_FILE: new})
-        return Change("state.set", [STATE_FILE], sha, "project state updated", {"updated_by": actor.name})
+        with self.vault.writer.locked():
+            sha = self.vault.writer.apply(actor, f"state: project state updated by {actor.name}", {STATE_FILE: new})
+        return Change("state.set", [STATE_FILE], sha, "project state updated", {"updated_by": actor.name},
+                      warnings=scrub.warnings())
 
     # -- checkpoints ------------------------------------------------------------------------------
     def save_checkpoint(self, actor: Actor, text: str = "", task: str | None = None, step: str | None = None,
@@ -230,21 +246,24 @@ class Shared:
 
         agent = self._agent(actor)
         if not (text.strip() or task or step or next_steps):
-            raise BadInput("the checkpoint is empty", hint="give --task/--step/--next or the working context")
-        scrub = self.vault._scrub
-        text, task, step = scrub("checkpoint", text or ""), scrub("task", task), scrub("step", step)
-        next_steps = [scrub("next step", n) for n in next_steps]
-        rel = f"{CHECKPOINT_DIR}/{agent}.md"
+            raise BadInput("the checkpoint is empty", field="text",
+                           hint="give the task, the step, next steps or the working context")
+        scrub = self.vault.writer.scrubber()
+        text, task, step = scrub.text("checkpoint", text or ""), scrub.text("task", task), scrub.text("step", step)
+        next_steps = [scrub.text("next step", n) for n in next_steps]
+        rel = layout.checkpoint_path(agent)
         seen = livelog.read_cursor(self.root, agent)
         meta = {"type": "checkpoint", "agent": agent, "task": task, "step": step,
                 "next": list(next_steps) or None, "saved": yaml_timestamp(_utc_now()), "seen": seen or None}
-        sha = self.vault._apply(actor, f"checkpoint: {agent}" + (f" — {step}" if step else ""),
-                                {rel: render_note(meta, text or "")})
-        return Change("checkpoint.save", [rel], sha, f"saved {rel}", {"agent": agent, "path": rel})
+        with self.vault.writer.locked():
+            sha = self.vault.writer.apply(actor, f"checkpoint: {agent}" + (f" — {step}" if step else ""),
+                                          {rel: render_note(meta, text or "")})
+        return Change("checkpoint.save", [rel], sha, f"saved {rel}", {"agent": agent, "path": rel},
+                      warnings=scrub.warnings())
 
     def checkpoint(self, agent: str) -> dict:
         agent = check_name(agent, "agent name")
-        rel = f"{CHECKPOINT_DIR}/{agent}.md"
+        rel = layout.checkpoint_path(agent)
         path = self.root / rel
         if not path.exists():
             raise NotFound(f"agent {agent!r} has no checkpoint ({rel})",
@@ -282,7 +301,12 @@ class Shared:
     def sync(self, actor: Actor, remote: str = "origin") -> SyncReport:
         """Commit new log entries, pull (merge) the remote, push. Log files merge by
         union (every line is unique), so they never conflict; any other conflict is
-        reported with the files named and the merge is undone."""
+        reported with the files named and the merge is undone. Holds the write lock: no
+        vaultmem change lands in the middle of a merge."""
+        with self.vault.writer.locked():
+            return self._sync(actor, remote)
+
+    def _sync(self, actor: Actor, remote: str) -> SyncReport:
         report = SyncReport(remote=remote)
         root = str(self.root)
 
@@ -328,12 +352,12 @@ class Shared:
         return report
 
     def _ensure_gitattributes(self, actor: Actor) -> None:
-        path = self.root / ".gitattributes"
+        path = self.root / layout.GITATTRIBUTES
         text = path.read_text(encoding="utf-8") if path.exists() else ""
         missing = [line for line in GITATTRIBUTES_LINES if line not in text.splitlines()]
         if missing:
             new = text + ("" if not text or text.endswith("\n") else "\n") + "\n".join(missing) + "\n"
-            self.vault._apply(actor, "sync: merge log files line by line (union)", {".gitattributes": new})
+            self.vault.writer.apply(actor, "sync: merge log files line by line (union)", {layout.GITATTRIBUTES: new})
 
 
 def _path() -> str:

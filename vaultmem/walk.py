@@ -24,15 +24,13 @@ import os
 import time
 import zlib
 
-CONFIG_PATH = ".vaultmem/config.yaml"
+from .layout import CONFIG_PATH, IGNORED_DIRS, WATCH_HEARTBEAT
+
 ENV_VAULT = "VAULTMEM_VAULT"
-# Never walked nor watched: git's and vaultmem's own folders, Obsidian's, and bulk trees.
-IGNORED_DIRS = frozenset({".git", ".vaultmem", ".obsidian", ".trash", "node_modules"})
 # The commands that check freshness first, so start the walk ahead.
 AHEAD_COMMANDS = frozenset({"search", "brief", "dispatch"})
-# A running ``vaultmem watch`` keeps this file fresh (see vaultmem/watch.py); while it does
-# and has nothing waiting, commands skip their own freshness check.
-WATCH_HEARTBEAT = ".vaultmem/local/watch.json"
+# A running ``vaultmem watch`` keeps WATCH_HEARTBEAT fresh (see vaultmem/watch.py); while
+# it does and has nothing waiting, commands skip their own freshness check.
 WATCH_STALE_SECONDS = 15
 
 Stat = tuple[int, int, int, int]

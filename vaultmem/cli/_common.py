@@ -61,7 +61,7 @@ class Session:
         if found:
             return list(dict.fromkeys(found))  # a decision and its live-log note may say the same
         # until results carry their warnings
-        redactions = self.opened.redactions if self.opened is not None else []
+        redactions = getattr(self.opened, "redactions", None) or []
         return [f"redacted a {f.type} in the {f.field}: stored as {f.placeholder}" for f in redactions]
 
     def emit(self, result: Any, render: Callable[[Any], str] | str, *, data: Any = None) -> None:

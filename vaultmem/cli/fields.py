@@ -47,7 +47,7 @@ COMMAND_FLAGS: dict[str, dict[str, str]] = {
     "keys revoke": {"summary": "--reason"},  # the revoking entry's summary holds the reason
     "decide": {**_ACTOR_IS_AGENT, "summary": "--decision", "body": "--why"},  # a decision-log entry
     "state set": _ACTOR_IS_AGENT,
-    "checkpoint save": _ACTOR_IS_AGENT,
+    "checkpoint save": {**_ACTOR_IS_AGENT, "text": "FILE"},  # the working context, from FILE or stdin
     "sync": _ACTOR_IS_AGENT,
     "review show": {"item": "ITEM_ID", "id": "ITEM_ID"},
     "review approve": {"item": "ITEM_ID", "id": "ITEM_ID"},

@@ -584,9 +584,8 @@ class IndexStore:
     def _rebuild_locked(self, progress: Progress | None, requested: str | None = None) -> SyncReport:
         report = SyncReport(rebuilt=True)
         self.base.mkdir(parents=True, exist_ok=True)
-        ignore = self.base / ".gitignore"
-        if not ignore.exists():  # derived data: never committed, whatever the vault's .gitignore says
-            ignore.write_text("# derived search index: rebuilt from the Markdown, never committed\n*\n")
+        # derived data: never committed, whatever the vault's .gitignore says
+        files.ensure_gitignore(self.base, "# derived search index: rebuilt from the Markdown, never committed\n*\n")
         gen = f"gen-{time.time_ns()}"
         seen = scan(self.root)
         name, pinned = self._build_engine(len(seen), requested)

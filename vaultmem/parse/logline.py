@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..layout import LOG_DIRS
+
 MARK = " <!-- vm1 "
 END = " -->"
 DOMAIN = "vaultmem-log/1\n"
@@ -52,7 +54,7 @@ class LogEntry:
 
     @property
     def log_path(self) -> str:
-        return f"shared/{'log' if self.log == 'live' else 'decisions'}/{self.agent}"
+        return f"{LOG_DIRS[self.log]}/{self.agent}"
 
     def fields(self) -> dict[str, Any]:
         d = {"v": 1, "log": self.log, "a": self.agent, "ts": self.ts, "seq": self.seq, "prev": self.prev,

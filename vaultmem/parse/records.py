@@ -16,18 +16,15 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from .. import layout
 from ..errors import ParseError
 from ..models import IndexDoc
 from .document import parse_document, plain
 from .page import parse_page
 
 NEAR = 2  # neighbours on each side folded into an entry's ``near`` field
-_FOLDER_KIND = {
-    "memories": "note", "agents": "entry", "identity": "identity", "checkpoints": "checkpoint",
-    "inbox": "inbox", "archive": "archive", "wiki": "wiki", "skills": "skill", "journal": "journal",
-    "shared": "shared",
-}  # fmt: skip
-SKIP = {"MEMORY.md"}
+_FOLDER_KIND = layout.KIND_BY_FOLDER
+SKIP = {layout.MEMORY_INDEX}
 
 
 def kind_of(rel: str) -> str:
@@ -60,7 +57,7 @@ def records(rel: str, text: str) -> list[IndexDoc]:
     its folder's format says (a broken role page); callers report it and go on."""
     if rel in SKIP or not rel.endswith(".md"):
         return []
-    if rel.startswith(("shared/log/", "shared/decisions/")) and rel.count("/") == 2:
+    if rel.startswith(tuple(f"{d}/" for d in layout.LOG_DIRS.values())) and rel.count("/") == 2:
         return _log_records(rel, text)
     kind = kind_of(rel)
     if kind == "entry" and rel.count("/") == 1:
@@ -84,7 +81,7 @@ def records(rel: str, text: str) -> list[IndexDoc]:
     return docs
 
 
-OWNED = ("agents", "identity", "checkpoints")
+OWNED = layout.OWNED_FOLDERS
 
 
 def _owner(rel: str) -> str | None:
@@ -148,7 +145,7 @@ def _log_records(rel: str, text: str) -> list[IndexDoc]:
     """One doc per entry of a live-context or decision log (shared: owned by no agent)."""
     from .logline import LineError, entry_text, parse_line
 
-    kind = "decision" if rel.startswith("shared/decisions/") else "log"
+    kind = "decision" if rel.startswith(f"{layout.LOG_DIRS['decisions']}/") else "log"
     out = []
     for n, line in enumerate(text.split("\n"), 1):
         if not line.strip():

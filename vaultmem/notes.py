@@ -1,0 +1,203 @@
+"""Memory notes: one fact per file in ``memories/``, each with its line in ``MEMORY.md``.
+
+Plan functions here read the vault and return the writes a change needs (``{path: new
+text or None}``) without writing anything; the facade (or the review gate) hands them to
+:meth:`vaultmem.transaction.Writer.apply`. Call the plan functions with the write lock
+held, so what they read is still true when the writes land.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import files, layout
+from .errors import BadInput, NotFound
+from .models import AUTHOR_KINDS, SCOPES, Actor, NoteFields, NoteInfo
+from .names import check_name, collision_key, slugify
+from .parse import index_line, parse_note, render_note, set_note_fields, update_index
+from .parse.document import yaml_timestamp
+from .transaction import Scrubber
+
+
+def now():
+    return yaml_timestamp(_dt.datetime.now(_dt.timezone.utc))
+
+
+@dataclass
+class NotePlan:
+    """A new note, planned: its slug, its path and every write it takes."""
+
+    slug: str
+    path: str
+    writes: dict[str, str | None]
+
+
+# -- finding notes -----------------------------------------------------------------------------
+def slugs(root: Path, folder: str = layout.MEMORIES_DIR) -> list[str]:
+    path = root / folder
+    return sorted(p.stem for p in path.glob("*.md")) if path.is_dir() else []
+
+
+def resolve(root: Path, slug: str) -> str:
+    """The existing note's slug (``memories/`` and ``.md`` may be given), or NotFound
+    with the closest slugs as a hint."""
+    raw = (slug or "").strip().removeprefix(f"{layout.MEMORIES_DIR}/").removesuffix(".md")
+    name = check_name(raw, "note slug")
+    existing = slugs(root)
+    if name not in existing:
+        close = close_matches(name, existing)
+        raise NotFound(f"no memory note {name!r} ({layout.note_path(name)})", field="slug",
+                       hint=f"did you mean {', '.join(close)}?" if close else "list notes in MEMORY.md")
+    return name
+
+
+def read(root: Path, slug: str) -> NoteInfo:
+    rel = layout.note_path(resolve(root, slug))
+    return parse_note(files.read_text(files.inside(root, rel)), rel)
+
+
+def free_slug(base: str, taken: list[str]) -> str:
+    """``base`` (made a safe name), or ``base-2``, ``base-3`` … — the first not taken."""
+    try:
+        base = check_name(base, "note name")
+    except BadInput:
+        base = f"note-{base}"[:60].strip("-.") or "note"
+        base = check_name(base, "note name")
+    keys = {collision_key(t) for t in taken}
+    slug, n = base, 2
+    while collision_key(slug) in keys:
+        slug, n = f"{base}-{n}", n + 1
+    return slug
+
+
+# -- checking a new fact -----------------------------------------------------------------------
+def prepare(text: str, actor: Actor, note: NoteFields, config, scrub: Scrubber) -> tuple[dict, str]:
+    """Check a fact and its provenance and scrub secrets from it: (frontmatter, body),
+    nothing written. Raises BadInput naming the first bad field."""
+    body = scrub.text("text", (text or "").strip())
+    if not body:
+        raise BadInput("the fact to remember is empty", field="text", hint="give the fact as TEXT")
+    if note.type not in config.note_types:
+        raise BadInput(f"{note.type!r} is not a memory type of this vault", field="type",
+                       hint=f"use one of {', '.join(config.note_types)}, "
+                            f"or add it to memory.types in {layout.CONFIG_PATH}")
+    importance = config.default_importance if note.importance is None else note.importance
+    for label, value in (("importance", importance), ("confidence", note.confidence)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not 0 <= value <= 1):
+            raise BadInput(f"is {value!r}; it must be a number between 0 and 1", field=label)
+    author_kind = note.author_kind or ("user" if actor.is_human else "agent")
+    if author_kind not in AUTHOR_KINDS:
+        raise BadInput(f"{author_kind!r} is not one of {', '.join(AUTHOR_KINDS)}",
+                       field="author_kind")
+    agent = check_name(note.agent, "agent name") if note.agent is not None else None
+    scope = note.scope or ("agent" if agent else "project" if note.project else "global")
+    if scope not in SCOPES:
+        raise BadInput(f"{scope!r} is not one of {', '.join(SCOPES)}", field="scope")
+    if scope == "agent" and not agent:
+        raise BadInput("a note of scope agent needs the agent whose memory it is", field="agent")
+    if scope == "project" and not note.project:
+        raise BadInput("a note of scope project needs the project's name", field="project")
+    key = note.key
+    if key is not None and not re.fullmatch(r"[\w][\w.\-/]*", key):
+        raise BadInput(f"{key!r} must be a dotted name such as backend.port", field="key")
+    for name, value in (("key", key), ("project", note.project), ("said", note.said), ("author", note.author),
+                        *(("tag", t) for t in note.tags)):
+        scrub.refuse(name, value)
+    clean_tags = [clean_tag(t) for t in note.tags]
+    clean_aliases = [a.strip() for a in (scrub.text("alias", a) for a in note.aliases if a) if a.strip()]
+    first_line = body.splitlines()[0].strip()
+    title = scrub.text("name", note.name.strip()) if note.name else shorten(first_line, 60)
+    if not title:
+        raise BadInput("is empty", field="name")
+    desc = scrub.text("description", note.description.strip()) if note.description else shorten(first_line, 120)
+    meta = {
+        "name": title, "description": desc, "type": note.type, "scope": scope, "agent": agent,
+        "project": note.project, "importance": importance,
+        "confidence": note.confidence if note.confidence is not None else (1.0 if author_kind == "user" else 0.7),
+        "author": check_name(note.author, "author") if note.author else actor.name, "author_kind": author_kind,
+        "source": scrub.text("source", note.source or "cli"), "said": str(note.said) if note.said else None,
+        "created": now(), "confirmed": now(), "aliases": clean_aliases, "tags": clean_tags, "status": "active",
+        "key": key,
+    }  # fmt: skip
+    return meta, body
+
+
+# -- planning writes ---------------------------------------------------------------------------
+def memory_index_text(root: Path) -> str:
+    path = files.inside(root, layout.MEMORY_INDEX)
+    return files.read_text(path) if path.exists() else ""
+
+
+def plan_add(root: Path, meta: dict, body: str, supersede: str | None = None, actor: Actor | None = None,
+             index_text: str | None = None, taken: list[str] = ()) -> NotePlan:
+    """The new note, its MEMORY.md line and (with ``supersede``) the old note moved to
+    the archive as superseded. ``index_text`` and ``taken`` carry MEMORY.md and slugs
+    planned earlier in the same commit."""
+    slug = free_slug(slugify(meta["name"]), [*slugs(root), *taken])
+    rel = layout.note_path(slug)
+    writes: dict[str, str | None] = {}
+    remove = []
+    if supersede is not None:
+        old = resolve(root, supersede)
+        meta = {**meta, "supersedes": layout.note_ref(old)}
+        writes.update(plan_archive(root, old, actor, None, status="superseded",
+                                   superseded_by=layout.note_ref(slug), index=False))
+        remove.append(layout.note_ref(old))
+    if index_text is None:
+        index_text = memory_index_text(root)
+    writes[rel] = render_note(meta, body)
+    writes[layout.MEMORY_INDEX] = update_index(index_text, layout.MEMORY_INDEX, remove=remove, add=[
+        index_line(slug, meta["name"], meta["description"], meta["type"], meta.get("agent"))])
+    return NotePlan(slug, rel, writes)
+
+
+def plan_archive(root: Path, name: str, actor: Actor | None, reason: str | None, status: str = "archived",
+                 index: bool = True, **fields) -> dict[str, str | None]:
+    """Move ``memories/<name>.md`` to the archive (the first key of the result) and,
+    with ``index``, drop its MEMORY.md line."""
+    src = layout.note_path(name)
+    archived = free_slug(name, slugs(root, layout.ARCHIVED_NOTES_DIR))
+    dst = f"{layout.ARCHIVED_NOTES_DIR}/{archived}.md"
+    updates = {"status": status, "archived": now(), "archived_by": actor.name if actor else None, **fields}
+    if reason:
+        updates["archive_reason"] = reason
+    updates = {k: v for k, v in updates.items() if v is not None}
+    writes: dict[str, str | None] = {
+        dst: set_note_fields(files.read_text(files.inside(root, src)), src, **updates), src: None}
+    if index:
+        index_text = memory_index_text(root)
+        new_index = update_index(index_text, layout.MEMORY_INDEX, remove=[layout.note_ref(name)])
+        if new_index != index_text:
+            writes[layout.MEMORY_INDEX] = new_index
+    return writes
+
+
+# -- small text helpers --------------------------------------------------------------------------
+def close_matches(name: str, existing) -> list[str]:
+    from difflib import get_close_matches  # only for an error message: not loaded by every command
+
+    return get_close_matches(name, existing, n=3)
+
+
+def clean_tag(tag: str) -> str:
+    tag = tag.strip().lstrip("#")
+    if not re.fullmatch(r"[\w/\-]+", tag) or tag.isdigit():
+        raise BadInput(f"{tag!r} is not an Obsidian tag (letters, digits, '_', '-', '/'; not only digits)",
+                       field="tags")
+    return tag
+
+
+def shorten(text: str, limit: int) -> str:
+    """At most ``limit`` characters; never cuts a word or token (a hash cut in two would
+    read as something else) unless the text has no break to cut at."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    if re.match(r"[\w\-+/=.~]", text[limit - 1]) and re.search(r"[A-Za-z0-9_\-+/=.~]$", cut):
+        cut = re.sub(r"[A-Za-z0-9_\-+/=.~]+$", "", cut) or cut
+    return cut.rstrip() + "…"

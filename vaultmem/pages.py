@@ -1,0 +1,144 @@
+"""Role pages: ``agents/<role>.md``, created on a role's first dispatch, with its three
+sections (project context, working memory, sub-agent records).
+
+Plan functions read the vault and return the writes a change needs, nothing written;
+call them with the write lock held (see :mod:`vaultmem.notes`).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from pathlib import Path
+
+from . import files, layout
+from .errors import BadInput, NotFound, PermissionRefused, VaultmemError
+from .models import Actor, Entry
+from .names import check_name, collision_key
+from .notes import close_matches
+from .parse import RolePage, add_context_entry, add_project, add_work_entry, new_page_text, parse_page
+
+
+def today() -> _dt.date:
+    return _dt.datetime.now().astimezone().date()
+
+
+def may_write(actor: Actor, role: str, orchestrator: str) -> None:
+    """Sovereignty: only the orchestrator (and humans) write a role's page and memory."""
+    if actor.is_human or actor.name == orchestrator:
+        return
+    raise PermissionRefused(
+        f"agent {actor.name!r} may not write the memory of role {role!r}: only the orchestrator "
+        f"{orchestrator!r} writes role pages and role memory",
+        hint="send the change to the orchestrator; humans can edit the page in Obsidian",
+    )
+
+
+def role_files(root: Path) -> dict[str, str]:
+    """NFC role name → the page's file stem as stored (macOS may store it NFD)."""
+    import unicodedata
+
+    folder = root / layout.AGENTS_DIR
+    if not folder.is_dir():
+        return {}
+    return {unicodedata.normalize("NFC", p.stem): p.stem for p in folder.glob("*.md")
+            if p.is_file() or p.is_symlink()}
+
+
+def roles(root: Path) -> list[str]:
+    return sorted(role_files(root))
+
+
+def resolve(root: Path, role: str) -> str:
+    """The existing role's exact name, or NotFound with the closest names as a hint."""
+    name = check_name(role, "role name")
+    existing = roles(root)
+    if name in existing:
+        return name
+    same = [r for r in existing if collision_key(r) == collision_key(name)]
+    close = same or close_matches(name, existing)
+    raise NotFound(
+        f"no page for role {name!r} ({layout.page_path(name)})", field="role",
+        hint=(f"did you mean {', '.join(close)}? " if close else "")
+        + f"a page is created on first dispatch: vaultmem page ensure {name}",
+    )
+
+
+def page_rel(root: Path, role: str) -> str:
+    return layout.page_path(role_files(root).get(role, role))
+
+
+def load(root: Path, role: str) -> RolePage:
+    rel = page_rel(root, role)
+    return parse_page(files.read_text(files.inside(root, rel), rel), rel, stem=role)
+
+
+def listing(root: Path) -> list[dict]:
+    """Every role that has a page, with its counts (or the problem that stops reading it)."""
+    out = []
+    for role in roles(root):
+        row = {"role": role, "path": page_rel(root, role)}
+        try:
+            info = load(root, role).info()
+        except VaultmemError as exc:
+            row.update(ok=False, problem=str(exc))
+        else:
+            counts = {s: sum(1 for e in info.entries if e.section == s) for s in ("context", "work", "subagents")}
+            row.update(ok=True, name=info.name, category=info.meta.get("category"),
+                       first_used=info.meta.get("first_used"), projects=info.projects, entries=counts)
+        out.append(row)
+    return out
+
+
+def clean_project(project: str | None) -> str | None:
+    if project is None:
+        return None
+    project = " ".join(project.split())
+    if not project:
+        raise BadInput("is empty", field="project")
+    if any(ch in project for ch in "[]#^|\n"):
+        raise BadInput(f"{project!r} may not contain [ ] # ^ | (they break Obsidian links)",
+                       field="project")
+    return project
+
+
+def plan_entry(root: Path, name: str, text: str, section: str, project: str | None
+               ) -> tuple[dict[str, str | None], Entry, str]:
+    """The page text with the entry added: ({path: text}, entry, what it is)."""
+    if section not in ("work", "context"):
+        raise BadInput(f"is {section!r}; it must be work or context", field="section")
+    rel = page_rel(root, name)
+    page = load(root, name)
+    if section == "work":
+        new_text, entry = add_work_entry(page, text, today())
+        what = "working-memory entry"
+    else:
+        if project is None:
+            if len(page.projects) != 1:
+                raise BadInput("a project-context entry needs its project", field="project",
+                               hint=f"this page's projects: {', '.join(page.projects) or 'none yet'}")
+            project = page.projects[0]
+        if add_project(page, project):
+            page = parse_page(page.doc.text(), rel, stem=name)
+        new_text, entry = add_context_entry(page, project, text)
+        what = f"project-context entry ({project})"
+    return {rel: new_text}, entry, what
+
+
+def plan_ensure(root: Path, name: str, actor: Actor, config, category: str | None, project: str | None
+                ) -> tuple[dict[str, str | None], str, dict]:
+    """A new page for ``name`` (its first dispatch), or ``project`` added to its page:
+    (writes — empty when nothing changes, message, details)."""
+    rel = page_rel(root, name)
+    details = {"role": name, "path": rel, "created": False, "project_added": False}
+    if files.inside(root, rel).exists():
+        page = load(root, name)
+        if project is None or not add_project(page, project):
+            return {}, f"{rel} exists; nothing changed", details
+        may_write(actor, name, config.orchestrator)
+        details["project_added"] = True
+        return {rel: page.doc.text()}, f"page: add project {project} to {rel}", details
+    may_write(actor, name, config.orchestrator)
+    text = new_page_text(name, config.lang, category, project, today())
+    parse_page(text, rel)  # the template itself must parse
+    details.update(created=True, project_added=project is not None)
+    return {rel: text}, f"page: create {rel} on first dispatch", details

@@ -1,0 +1,406 @@
+"""The write path: every change to a vault is one transaction.
+
+A transaction takes the vault's write lock, checks what it will write (no secret may
+reach a file or git history), writes the journal of what it is about to do, writes
+every file, commits exactly those paths as the acting agent, and drops the journal.
+If anything fails, the files are put back as they were and their staging undone.
+
+What a kill cannot break:
+
+- **Files**: each new content goes to a temp file first (all of them, before any file
+  is replaced), so a full disk fails before an original is touched. The old content is
+  kept aside under a second name (a hard link: no space needed) until the commit is
+  made, so it can always be put back.
+- **The journal** (``.vaultmem/local/txn.json``, written before the first file): a
+  writer killed at any moment leaves it. The next transaction (or any command, when no
+  writer holds the lock) finds it and settles what the dead writer left: if its commit
+  was made, only the kept-aside copies go; otherwise every file goes back to what it
+  was and its staging is undone. So a later command never sweeps a dead writer's files
+  into its own commit, and an inbox approval is either done (note committed, item
+  archived) or not done at all (item pending, nothing written).
+- **git's own locks**: an ``index.lock`` or ``HEAD.lock`` that no live process can
+  own (its git was killed) is removed; one a live git holds is waited for, then
+  reported (:mod:`vaultmem.gitstore`).
+- **Temp files** of killed writers are swept from every folder vaultmem writes into
+  (:data:`vaultmem.layout.WRITABLE`), under the lock, after the journal is settled.
+
+Domain modules (pages, notes, inbox, coordination, lifecycle) plan their writes as
+``{path: new text, or None to delete}`` and hand them to :meth:`Writer.apply`. Secrets
+are replaced where input enters, by a :class:`Scrubber` made for that one call: its
+findings become the call's result's ``warnings``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from . import files, gitstore, layout
+from .errors import Busy, SecretRefused, StorageError, VaultmemError
+from .models import Actor
+
+if TYPE_CHECKING:
+    from .config import Config
+    from .guard import Finding
+
+TIDY_STAMPS = "tidy.bin"  # in .vaultmem/local/: folders' mtimes when they held no temp file
+JOURNAL_VERSION = 1
+
+
+def redaction_key(root: Path) -> bytes:
+    """The key of placeholder hashes: local to this machine's copy (never committed)."""
+    path = files.inside(root, layout.REDACT_KEY)
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        import secrets as _secrets
+
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            files.atomic_write(path, _secrets.token_hex(32))
+        except OSError as exc:
+            raise files.storage_error(exc, layout.REDACT_KEY) from None
+        return path.read_bytes()
+
+
+@dataclass
+class Scrubber:
+    """Secrets out of one call's input: text gets typed placeholders (or SecretRefused
+    when the vault sets ``safety.secrets: reject``); names and ids, which cannot hold a
+    placeholder, are refused. What it replaced is in :attr:`findings`."""
+
+    root: Path
+    mode: str = "redact"
+    findings: list[Finding] = field(default_factory=list)
+
+    def text(self, field_name: str, text: str | None) -> str | None:
+        from . import guard  # only when text is written: its detectors cost time to load
+
+        if not text or not guard.might_hold_secret(text):
+            return text
+        clean, found = guard.scrub(text, field_name, redaction_key(self.root))
+        if found and self.mode == "reject":
+            kinds = ", ".join(sorted({f.type for f in found}))
+            raise SecretRefused(f"the {field_name} holds a secret ({kinds}); nothing was written", field=field_name,
+                                hint="remove it (keep secrets in a secret manager and write where it lives), "
+                                     "or set safety.secrets: redact to store a placeholder instead")
+        self.findings.extend(found)
+        return clean
+
+    def refuse(self, field_name: str, value) -> None:
+        """Names and ids (tags, keys, projects, channels, refs …): a secret there is
+        refused whatever ``safety.secrets`` says."""
+        from . import guard
+
+        if not value or not guard.might_hold_secret(str(value)):
+            return
+        _, found = guard.scrub(str(value), field_name, redaction_key(self.root))
+        if found:
+            raise SecretRefused(f"the {field_name} holds a secret ({found[0].type}); nothing was written",
+                                field=field_name, hint=f"the {field_name} is a name, not a place for a secret: "
+                                                       "choose another")
+
+    def warnings(self) -> list[str]:
+        return [f"redacted a {f.type} in the {f.field}: stored as {f.placeholder}" for f in self.findings]
+
+
+@dataclass
+class Settled:
+    """What settling a dead writer's journal did."""
+
+    message: str
+    paths: list[str]
+    outcome: str  # "committed" (its commit was made) | "rolled back"
+
+    def to_dict(self) -> dict:
+        return {"message": self.message, "paths": self.paths, "outcome": self.outcome}
+
+
+class Writer:
+    """The write side of one vault: the lock, the journal, and :meth:`apply`."""
+
+    def __init__(self, root: Path, config: Config, on_write=None) -> None:
+        self.root = root
+        self.config = config
+        self.on_write = on_write  # called with the paths, just before the first file is replaced
+        self.settled: list[Settled] = []  # dead writers' changes this process settled
+        self._depth = 0  # locked() within locked(): the lock is this process's already
+
+    def scrubber(self) -> Scrubber:
+        return Scrubber(self.root, self.config.secrets)
+
+    # -- the lock ----------------------------------------------------------------------------
+    def _file_lock(self, timeout: float):
+        from filelock import FileLock
+
+        lock_path = files.inside(self.root, layout.WRITE_LOCK)
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        return FileLock(str(lock_path), timeout=timeout)
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the vault's write lock: settle a dead writer's journal, sweep temp files."""
+        from filelock import Timeout
+
+        if self._depth:
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
+
+        lock = self._file_lock(self.config.lock_timeout)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise Busy(f"another vaultmem process has been writing this vault for {self.config.lock_timeout:g}s",
+                       path=layout.WRITE_LOCK, hint="retry in a moment") from None
+        except OSError as exc:
+            raise files.storage_error(exc, layout.WRITE_LOCK) from None
+        self._depth = 1
+        try:
+            self._settle()
+            files.sweep_temp_files(self.root, layout.WRITABLE)
+            yield
+        finally:
+            self._depth = 0
+            lock.release()
+
+    def tidy(self) -> int:
+        """Without a writer active: settle a dead writer's journal and remove temp files
+        left by killed writers; returns how many temp files went.
+
+        Cheap when there is nothing, as nearly always: one ``stat`` for a journal, a
+        folder listed only if its mtime moved since it was last found clean
+        (``.vaultmem/local/tidy.bin``; a temp file's creation moves it), and the write lock
+        taken only when something was found. Writers do all of it under their lock anyway."""
+        from filelock import Timeout
+
+        if (self.root / layout.TXN_JOURNAL).exists():  # a writer died mid-change, or one is writing
+            try:
+                with self._file_lock(0):
+                    self._settle()
+            except (Timeout, OSError, VaultmemError):
+                pass  # a live writer holds the lock (or the next writer settles it and says what stops it)
+        stamps = {}
+        # .vaultmem/local/ is left to writers: reads write their caches there (this stamp file
+        # among them), so its mtime moves on every command
+        for rel in (rel for rel in layout.WRITABLE if rel != layout.LOCAL_DIR):
+            try:
+                stamps[rel] = os.stat(self.root / rel).st_mtime_ns
+            except OSError:
+                continue
+        try:
+            clean = files.unpack((self.root / layout.LOCAL_DIR / TIDY_STAMPS).read_bytes())
+        except OSError:
+            clean = {}
+        if not isinstance(clean, dict):
+            clean = {}
+        look = [rel for rel, mtime in stamps.items() if clean.get(rel) != mtime]
+        if not look:
+            return 0
+        if not files.find_temp_files(self.root, look):
+            settled = time.time_ns() - 2_000_000_000  # a change in the same clock tick could hide behind a fresh stamp
+            files.write_local(self.root, TIDY_STAMPS, files.pack({rel: m for rel, m in stamps.items() if m < settled}))
+            return 0
+        try:
+            with self._file_lock(0):
+                self._settle()
+                return len(files.sweep_temp_files(self.root, layout.WRITABLE))
+        except (Timeout, OSError, VaultmemError):
+            return 0  # a writer is active (it sweeps), or the next writer settles and says what stops it
+
+    # -- the journal ---------------------------------------------------------------------------
+    def _settle(self) -> Settled | None:
+        """Finish what a writer killed mid-transaction left (call with the lock held)."""
+        path = self.root / layout.TXN_JOURNAL
+        try:
+            journal = json.loads(path.read_text(encoding="utf-8"))
+            entries = journal["paths"]
+            message = str(journal.get("message") or "")
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError):
+            journal, entries, message = None, None, ""
+        if not isinstance(entries, dict):  # torn before it was whole: no file was touched yet
+            files.remove(path)
+            return None
+        rels = list(entries)
+        committed = all(_digest(self.root / rel) == e.get("after") for rel, e in entries.items()) and \
+            not gitstore.differs_from_head(self.root, rels)
+        if not committed:
+            for rel, e in entries.items():
+                target = files.inside(self.root, rel)
+                aside = e.get("aside")
+                if aside and (self.root / aside).exists():
+                    os.replace(self.root / aside, target)
+                elif e.get("existed") is False:
+                    target.unlink(missing_ok=True)
+            gitstore.unstage(self.root, rels, wait=self.config.lock_timeout)
+        for e in entries.values():
+            if e.get("aside"):
+                (self.root / e["aside"]).unlink(missing_ok=True)
+        files.remove(path)
+        done = Settled(message, rels, "committed" if committed else "rolled back")
+        self.settled.append(done)
+        return done
+
+    # -- applying a change ---------------------------------------------------------------------
+    def apply(self, actor: Actor, message: str, writes: dict[str, str | None],
+              unscanned: tuple[str, ...] = ()) -> str | None:
+        """Write (text) or delete (None) each vault-relative path and commit them as one
+        commit; returns its sha (None if nothing changed). Call with the lock held. On
+        any failure every file is as it was and nothing is staged. Every added line is
+        checked for secrets, except in ``unscanned`` paths (public keys and settings:
+        high entropy by nature, and no secret)."""
+        if not self._depth:
+            raise VaultmemError("a change was applied without the vault's write lock",
+                                hint="this is a vaultmem bug: please report it")
+        targets = {rel: files.inside(self.root, rel) for rel in writes}
+        drafts = [] if actor.is_human else gitstore.uncommitted(self.root, list(writes))
+        self._check_drafts(drafts)
+        if drafts:
+            # A human's unsaved-to-git edits of these files are theirs: commit them as the
+            # human first, so the agent's commit (and git blame) holds only its own change.
+            human = gitstore.human_actor(self.root)
+            gitstore.commit(self.root, drafts, f"vaultmem: record {human.name}'s uncommitted edits to "
+                            f"{', '.join(drafts)} before a change by {actor.name}", human, self.config.lock_timeout)
+        before = {rel: files.read_text(t) if t.exists() else None for rel, t in targets.items()}
+        self._check_no_secrets({k: v for k, v in writes.items() if k not in unscanned}, before)
+        # new and changed files first, deletions last: a reader never sees a moved file in neither place
+        order = sorted(writes, key=lambda rel: writes[rel] is None)
+        temps: dict[str, Path] = {}
+        asides: dict[str, Path | None] = {}
+        journal = self.root / layout.TXN_JOURNAL
+        replaced: list[str] = []
+        try:
+            try:
+                for rel in order:
+                    if writes[rel] is not None:
+                        temps[rel] = files.write_temp(targets[rel], writes[rel])
+                for rel in order:
+                    asides[rel] = files.keep_aside(targets[rel])
+                record = {"version": JOURNAL_VERSION, "pid": os.getpid(), "message": message,
+                          "author": actor.name, "paths": {
+                              rel: {"existed": before[rel] is not None,
+                                    "aside": asides[rel].relative_to(self.root).as_posix() if asides[rel] else None,
+                                    "after": None if writes[rel] is None else _text_digest(writes[rel])}
+                              for rel in order}}
+                journal.parent.mkdir(parents=True, exist_ok=True)
+                files.atomic_write(journal, json.dumps(record, ensure_ascii=False))
+            except OSError as exc:
+                raise files.storage_error(exc, _shown(exc, self.root)) from None
+            if self.on_write is not None:
+                self.on_write(list(writes))
+            for rel in order:
+                if writes[rel] is None:
+                    targets[rel].unlink(missing_ok=True)
+                else:
+                    os.replace(temps.pop(rel), targets[rel])
+                replaced.append(rel)
+            for folder in {targets[rel].parent for rel in order}:
+                files.fsync_dir(folder)
+            sha = gitstore.commit(self.root, list(writes), message, actor, self.config.lock_timeout)
+        except BaseException as exc:
+            for tmp in temps.values():
+                tmp.unlink(missing_ok=True)
+            for rel in replaced:
+                if asides.get(rel) is not None:
+                    os.replace(asides.pop(rel), targets[rel])
+                else:
+                    targets[rel].unlink(missing_ok=True)
+            for aside in asides.values():
+                if aside is not None:
+                    aside.unlink(missing_ok=True)
+            if replaced:
+                gitstore.unstage(self.root, list(writes), wait=self.config.lock_timeout)
+            journal.unlink(missing_ok=True)
+            if isinstance(exc, OSError):
+                raise files.storage_error(exc, _shown(exc, self.root)) from None
+            raise
+        for aside in asides.values():
+            if aside is not None:
+                aside.unlink(missing_ok=True)
+        files.remove(journal)
+        return sha
+
+    # -- the last line of defence against secrets ------------------------------------------------
+    def _check_no_secrets(self, writes: dict[str, str | None], before: dict[str, str | None]) -> None:
+        """No line this write adds to a file may hold a secret. Every input is scrubbed
+        where it enters; this catches a path that forgot to. A line is not added if the
+        file had it before, or (for a move into ``archive/``) if a file this write
+        deletes had it."""
+        from . import guard
+
+        deleted = set()
+        for rel, text in writes.items():
+            if text is None:
+                deleted.update((before.get(rel) or "").splitlines())
+        for rel, text in writes.items():
+            old = set((before.get(rel) or "").splitlines())
+            if rel.startswith(f"{layout.ARCHIVE_DIR}/"):
+                old |= deleted
+            for n, line in enumerate((text or "").splitlines(), 1):
+                if line in old or not guard.might_hold_secret(line):
+                    continue
+                _, found = guard.scrub(line, rel, redaction_key(self.root))
+                if found:
+                    raise VaultmemError(f"refusing to write a {found[0].type} that was not scrubbed",
+                                        path=rel, line=n, hint="this is a vaultmem bug: please report it")
+
+    def _check_drafts(self, drafts: list[str]) -> None:
+        """A human's uncommitted edits are committed before an agent's change to the same
+        file (see :meth:`apply`); a secret in them would reach git history that way."""
+        from . import guard
+
+        for rel in drafts:
+            path = self.root / rel
+            if not path.is_file():
+                continue
+            old = set((gitstore.committed_text(self.root, rel) or "").splitlines())
+            for n, line in enumerate(files.read_text(path, rel).splitlines(), 1):
+                if line in old or not guard.might_hold_secret(line):
+                    continue
+                _, found = guard.scrub(line, rel, redaction_key(self.root))
+                if found:
+                    raise SecretRefused(
+                        f"your uncommitted edit holds a {found[0].type}; vaultmem would have to commit it "
+                        f"before this change, so nothing was written", path=rel, line=n,
+                        hint="remove the secret from the file (or commit it yourself, knowingly), then retry")
+
+
+def _text_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _digest(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def _shown(exc: OSError, root: Path) -> str | None:
+    name = getattr(exc, "filename", None)
+    if not name:
+        return None
+    try:
+        rel = Path(name).resolve().relative_to(root)
+    except (ValueError, OSError):
+        return str(name)
+    parts = rel.parts
+    if parts and files.TEMP_MARK in parts[-1]:  # the temp file stands for the file it was to become
+        real = parts[-1].split(files.TEMP_MARK)[0].removeprefix(".")
+        rel = Path(*parts[:-1], real)
+    return rel.as_posix()
+
+
+__all__ = ["Scrubber", "Settled", "StorageError", "Writer", "redaction_key"]
