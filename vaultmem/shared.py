@@ -367,7 +367,7 @@ def _path() -> str:
 
 
 def _since(value: str) -> str:
-    """A --since value (ISO date/time, or 30m / 2h / 3d ago) as a sortable UTC string."""
+    """A since value (ISO date/time, or 30m / 2h / 3d ago) as a sortable UTC string."""
     import re
 
     m = re.fullmatch(r"(\d+)([smhd])", value.strip())
@@ -378,7 +378,8 @@ def _since(value: str) -> str:
         try:
             moment = _dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         except ValueError:
-            raise BadInput(f"--since {value!r} is not a time", hint="use 2026-05-08, 2026-05-08T10:00Z or 30m/2h/3d")
+            raise BadInput(f"{value!r} is not a time", field="since",
+                           hint="use 2026-05-08, 2026-05-08T10:00Z or 30m/2h/3d")
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=_dt.timezone.utc)
     return moment.astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

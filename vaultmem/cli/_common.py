@@ -58,11 +58,7 @@ class Session:
         the result it emits says: its ``warnings`` (each part's, for a tuple of results)."""
         parts = result if isinstance(result, tuple) else (result,)
         found = [w for part in parts for w in (getattr(part, "warnings", None) or [])]
-        if found:
-            return list(dict.fromkeys(found))  # a decision and its live-log note may say the same
-        # until results carry their warnings
-        redactions = getattr(self.opened, "redactions", None) or []
-        return [f"redacted a {f.type} in the {f.field}: stored as {f.placeholder}" for f in redactions]
+        return list(dict.fromkeys(found))  # a decision and its live-log note may say the same
 
     def emit(self, result: Any, render: Callable[[Any], str] | str, *, data: Any = None) -> None:
         """Print ``result``: ``render(result)`` for people (a ``str`` as it is), its

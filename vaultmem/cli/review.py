@@ -193,7 +193,7 @@ def _walk(s) -> None:
     except EOFError:  # input ended: what was decided stays decided
         pass
     console.print(", ".join(f"{len(done[k])} {k}" for k in ("approved", "rejected", "skipped", "failed")))
-    for warning in done.get("warnings", []) or s.warnings():  # until results carry their warnings
+    for warning in done.get("warnings", []):
         typer.echo(f"warning: {warning}", err=True)
     raise typer.Exit(1 if done["failed"] else 0)
 
