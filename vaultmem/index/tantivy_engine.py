@@ -25,9 +25,15 @@ from ..errors import Busy
 from ..models import IndexDoc
 from . import DEFAULT_EXCLUDED_KINDS, INACTIVE, Filters, rarest_terms
 from .fields import FIELDS, NONE, fields_of
+from .registry import EngineSpec, register
 
 RAW_FIELDS = ("id", "path", "kind", "agent", "type", "status")
 WRITER_HEAP = 64_000_000
+# ``auto`` builds a tantivy index from this many Markdown files on (Whoosh misses the
+# 5 ms warm-search goal from 200 notes and is slower at every size measured:
+# docs/benchmarks.md), and a Whoosh index is rebuilt on tantivy once the vault grows past
+# it — never the other way round.
+AUTO_TANTIVY_FILES = 200
 
 
 def _schema():
@@ -107,7 +113,7 @@ class TantivyEngine:
             self._searcher, self._stamp = self.ix.searcher(), stamp
         return self._searcher
 
-    def search(self, terms: list[str], filters: Filters, limit: int) -> list[tuple[IndexDoc, float]]:
+    def search(self, terms: list[str], filters: Filters, limit: int, *, text: str = "") -> list[tuple[IndexDoc, float]]:
         from tantivy import Occur, Query
 
         if not terms:
@@ -155,3 +161,10 @@ class TantivyEngine:
         self._searcher = None
         self.ix = None
 
+
+
+register(EngineSpec(
+    name="tantivy", library="tantivy", auto_from_files=AUTO_TANTIVY_FILES,
+    install_hint="pip install tantivy (or set index.engine: whoosh)",
+    open=lambda gen_dir, create: TantivyEngine(gen_dir / "tantivy", create=create),  # in its own sub-folder
+))

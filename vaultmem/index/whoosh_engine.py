@@ -16,6 +16,7 @@ from ..analysis import is_cjk_char
 from ..models import IndexDoc
 from . import DEFAULT_EXCLUDED_KINDS, INACTIVE, Filters, rarest_terms
 from .fields import FIELDS, NONE, fields_of
+from .registry import EngineSpec, register
 
 
 def schema():
@@ -55,6 +56,8 @@ def _merge_all_but_largest(writer, segments):
 class WhooshEngine:
     """One Whoosh index folder. ``create=True`` makes a new empty index there."""
 
+    name = "whoosh"
+
     def __init__(self, folder: Path, create: bool = False) -> None:
         from whoosh import index
 
@@ -92,7 +95,7 @@ class WhooshEngine:
             self._searcher = self._searcher.refresh()
         return self._searcher
 
-    def search(self, terms: list[str], filters: Filters, limit: int) -> list[tuple[IndexDoc, float]]:
+    def search(self, terms: list[str], filters: Filters, limit: int, *, text: str = "") -> list[tuple[IndexDoc, float]]:
         from whoosh import query as Q
 
         if not terms:
@@ -165,3 +168,9 @@ class WhooshEngine:
             self._searcher.close()
             self._searcher = None
         self.ix.close()
+
+
+register(EngineSpec(
+    name="whoosh", library="whoosh", auto_from_files=0, install_hint="pip install whoosh-reloaded",
+    open=lambda gen_dir, create: WhooshEngine(gen_dir, create=create),  # its files sit in the generation folder
+))
