@@ -38,7 +38,7 @@ from .parse import (
     update_index,
 )
 from .parse.document import yaml_timestamp
-from .walk import CONFIG_PATH, ENV_VAULT, find_vault, forget_ahead, is_vault, watcher_alive
+from .walk import CONFIG_PATH, ENV_VAULT, find_vault, is_vault, watcher_alive
 
 if TYPE_CHECKING:
     from .guard import Finding
@@ -112,8 +112,10 @@ def _now():
 class Vault:
     """One vault on disk. Open with :meth:`open` (finds it) or :meth:`init` (creates it)."""
 
-    def __init__(self, root: Path, config: Config | None = None) -> None:
+    def __init__(self, root: Path, config: Config | None = None, ahead=None) -> None:
         self.root = Path(root).resolve()
+        # the launcher's walk (walk.WalkAhead) is good only for the vault it walked
+        self._ahead = ahead if ahead is not None and ahead.root == str(self.root) else None
         self.config = config or load_config(self.root)
         self._index = None
         self._shared = None
@@ -122,9 +124,9 @@ class Vault:
 
     # -- opening and creating ----------------------------------------------------------
     @classmethod
-    def open(cls, path: str | Path | None = None) -> Vault:
+    def open(cls, path: str | Path | None = None, ahead=None) -> Vault:
         """Open the vault (see :func:`locate`) and remove temp files of killed writers."""
-        vault = cls(locate(path))
+        vault = cls(locate(path), ahead=ahead)
         vault.tidy()
         return vault
 
@@ -352,7 +354,8 @@ class Vault:
             before[rel] = files.read_text(target) if target.exists() else None
         self._check_no_secrets({k: v for k, v in writes.items() if k not in unscanned}, before)
         done: list[str] = []
-        forget_ahead(self.root)  # a walk started before these writes cannot vouch for the index
+        if self._ahead is not None:
+            self._ahead.drop()  # a walk started before these writes cannot vouch for the index
         try:
             for rel, text in writes.items():
                 if text is None:
@@ -724,7 +727,7 @@ class Vault:
             from .index.store import IndexStore
 
             self._index = IndexStore(self.root, lock_timeout=self.config.index_lock_timeout,
-                                     engine=self.config.index_engine)
+                                     engine=self.config.index_engine, ahead=self._ahead)
         return self._index
 
     def watcher_alive(self, idle: bool = False) -> bool:
