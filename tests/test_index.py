@@ -215,7 +215,8 @@ PAGE = ("---\nname: {role}\ncategory: 后端开发\ntype: agent-page\n---\n# {ro
 
 
 def _note_text(rng, i, words=None):
-    words = words or [rng.choice(WORDS) for _ in range(rng.randint(2, 14))]
+    size = rng.randint(2, 14) if rng.random() < 0.7 else rng.randint(30, 90)  # long ones: lengths get rounded
+    words = words or [rng.choice(WORDS) for _ in range(size)]
     return NOTE.format(name=f"n{i} {rng.choice(WORDS)}", body=" ".join(words))
 
 
@@ -274,3 +275,52 @@ def test_an_index_kept_up_to_date_ranks_exactly_as_a_fresh_rebuild(vault):
         assert [i for i, _s in got] == [i for i, _s in want], key
         assert all(abs(a - b) <= 1e-6 * max(1.0, abs(b)) for (_i, a), (_j, b) in zip(got, want)), (key, got, want)
     assert any(len({s for _i, s in v}) < len(v) for v in rebuilt.values())  # ties were there to break
+
+
+# -- a killed rebuild's generation is removed by the next command ----------------------------
+
+STALLED_REBUILD = r"""
+import sys
+from vaultmem.index import build
+def stalled(root, rels, progress):  # the new generation's folder exists by now
+    print("building", flush=True)
+    sys.stdin.readline()  # held here, the index lock taken, until the test kills it
+    yield from ()
+build.prepare_all = stalled
+sys.argv = ["vaultmem", *sys.argv[1:]]
+from vaultmem.__main__ import main
+main()
+"""
+
+
+def _generations(base):
+    return {p.name for p in base.glob("gen-*") if p.is_dir()}
+
+
+def test_a_killed_rebuild_leaves_no_generation_behind(filled):
+    filled.refresh_index()
+    base = filled.root / INDEX_DIR
+    live = (base / "CURRENT").read_text().strip()
+    proc = subprocess.Popen([sys.executable, "-c", STALLED_REBUILD, "--vault", str(filled.root), "index", "--rebuild"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "building"
+        building = _generations(base) - {live}
+        assert len(building) == 1
+        # while it builds (and holds the index lock) nobody removes its folder
+        r = subprocess.run([sys.executable, "-m", "vaultmem", "--vault", str(filled.root), "search", "PostgreSQL",
+                            "--json"], capture_output=True, text=True)
+        assert r.returncode == 0 and '"memories/db.md"' in r.stdout, r.stderr
+        assert building <= _generations(base)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        proc.stdin.close()
+        proc.stdout.close()
+    assert building <= _generations(base) and (base / "CURRENT").read_text().strip() == live
+    r = subprocess.run([sys.executable, "-m", "vaultmem", "--vault", str(filled.root), "search", "PostgreSQL", "--json"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and '"memories/db.md"' in r.stdout, r.stderr
+    assert _generations(base) == {live}  # the orphan is gone, the live one stays
+    IndexStore(filled.root).rebuild()
+    assert len(_generations(base)) == 2  # a good rebuild still keeps the one before it

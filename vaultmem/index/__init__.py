@@ -27,6 +27,22 @@ def rarest_terms(terms: list[str], doc_frequency) -> list[str]:
     return sorted((t for t in terms if df[t]), key=lambda t: df[t])[:MAX_TERMS] or terms[:MAX_TERMS]
 
 
+def by_rank(scored: list[tuple[IndexDoc, float]]) -> list[tuple[IndexDoc, float]]:
+    """Best first; equal scores by document id, so that ties never follow the order in
+    which documents happened to be added."""
+    return sorted(scored, key=lambda hit: (-hit[1], hit[0].id))
+
+
+def complete_at(scores: list[float], limit: int, asked: int) -> bool:
+    """Whether ``scores`` — an engine's best ``asked`` hits, best first — hold every
+    document that can be among the best ``limit``: true when the engine had no more, or
+    when the lowest score fetched is below the ``limit``-th (an engine's top ``asked``
+    holds every document scoring above its last, but of those tying with it only some)."""
+    if len(scores) < asked or len(scores) < limit or limit <= 0:
+        return True
+    return scores[-1] < sorted(scores, reverse=True)[limit - 1]
+
+
 @dataclass(frozen=True)
 class Filters:
     """Which documents a query may return.
