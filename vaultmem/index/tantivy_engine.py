@@ -81,33 +81,24 @@ def _unescape(text: str) -> str:
                        text)
 
 
-def matched_terms(explanation: dict) -> list[tuple[str, str, float, float]]:
+# In tantivy's explanation of a hit (JSON), each matched term's node holds its frequency,
+# then its field length, then the term itself in its context.
+_MATCHED = re.compile(r'"value": ([^,\s]+),\s*"description": "freq, occurrences of term within document"'
+                      r'.*?"value": ([^,\s]+),\s*"description": "dl, length of field"'
+                      r'.*?"context": \[\s*("(?:[^"\\]|\\.)*")', re.S)
+
+
+def matched_terms(explanation: str) -> list[tuple[str, str, float, float]]:
     """(field, term, frequency, field length) of every term that matched, from tantivy's
-    explanation of a hit."""
+    explanation of a hit (``Explanation.to_json()``)."""
     out = []
-    stack = [explanation]
-    while stack:
-        node = stack.pop()
-        context = node.get("context") or []
-        if node.get("description", "").startswith("TermQuery") and context:
-            m = _TERM.match(context[0])
-            if m is None:
-                raise ValueError(f"unexpected explanation: {context[0]!r}")
-            tf = dl = None
-            inner = list(node.get("details", []))
-            while inner:
-                d = inner.pop()
-                label = d.get("description", "")
-                if label.startswith("freq,"):
-                    tf = d["value"]
-                elif label.startswith("dl,"):
-                    dl = d["value"]
-                inner.extend(d.get("details", []))
-            if tf is None or dl is None:
-                raise ValueError("an explanation without frequency or length")
-            out.append((FIELD_NAMES[int(m.group(1))], _unescape(m.group(2)), tf, dl))
-            continue
-        stack.extend(node.get("details", []))
+    for m in _MATCHED.finditer(explanation):
+        term = _TERM.match(json.loads(m.group(3)))
+        if term is None:
+            raise ValueError(f"unexpected explanation: {m.group(3)[:200]!r}")
+        out.append((FIELD_NAMES[int(term.group(1))], _unescape(term.group(2)), float(m.group(1)), float(m.group(2))))
+    if not out and '"TermQuery' in explanation:
+        raise ValueError("an explanation whose terms could not be read")
     return out
 
 
@@ -156,7 +147,7 @@ class LiveStats:
                 continue
             stale = max(self.searcher.doc_freq(field, term), live)
             worst = max(worst, idf(live, self.docs) / idf(stale, self.all_docs))
-        return worst * (self.all_docs / (self.docs or 1)) * (1 + 1e-3)
+        return worst * (self.all_docs / (self.docs or 1)) * (1 + 1e-5)
 
 
 class TantivyEngine:
@@ -299,7 +290,8 @@ class TantivyEngine:
                    for name, _boost in (FIELDS[:1] if is_cjk_char(t) else FIELDS)]
         should = [(Occur.Should, Query.boost_query(Query.term_query(s, field, t), WEIGHTS[field]))
                   for field, t in clauses]
-        parts = [(Occur.Must, Query.boolean_query(should))]
+        scoring = Query.boolean_query(should)  # explained per hit: without the filters, which cost a pass each
+        parts = [(Occur.Must, scoring)]
 
         def any_of(field: str, values) -> Query:
             return Query.const_score_query(Query.term_set_query(s, field, list(values)), 0.0)
@@ -316,20 +308,23 @@ class TantivyEngine:
             parts.append((Occur.Must, any_of("type", filters.types)))
         query = Query.boolean_query(parts)
         bound = stats.bound(clauses)
-        scored: dict[tuple[int, int], tuple[IndexDoc, float]] = {}
-        asked = max(limit * 2, 10)
+        scored: dict[tuple[int, int], tuple[float, object]] = {}
+        asked = limit + 10
         while True:
             hits = searcher.search(query, asked, count=False).hits
             for _score, address in hits:
                 key = (address.segment_ord, address.doc)
                 if key not in scored:
-                    matched = matched_terms(json.loads(query.explain(searcher, address).to_json()))
-                    scored[key] = (self._doc(searcher, address), stats.score(matched))
-            ranked = by_rank([scored[(a.segment_ord, a.doc)] for _s, a in hits])
+                    matched = matched_terms(scoring.explain(searcher, address).to_json())
+                    scored[key] = (stats.score(matched), address)
+            best = sorted((scored[(a.segment_ord, a.doc)][0] for _s, a in hits), reverse=True)
             # a document left out scores at most ``bound`` times the last tantivy score
-            if len(hits) < asked or len(ranked) < limit or bound * hits[-1][0] < ranked[limit - 1][1]:
-                return ranked[:limit]
-            asked *= 4
+            if len(hits) < asked or len(best) < limit or bound * hits[-1][0] < best[limit - 1]:
+                break
+            asked *= 2
+        cut = best[min(limit, len(best)) - 1] if best else 0.0
+        kept = [(self._doc(searcher, address), score) for score, address in scored.values() if score >= cut]
+        return by_rank(kept)[:limit]  # the documents are read only for those that can be in
 
     def doc_count(self) -> int:
         return self._get_searcher().num_docs

@@ -239,13 +239,13 @@ class WhooshEngine:
             for st in INACTIVE:
                 deny |= self._docs(searcher, "status", st)
         allow = [Q.Or([Q.Term("type", t) for t in filters.types])] if filters.types else []
-        asked = max(limit * 2, 10)
+        asked = limit + 10
         while True:  # until every document tying with the last place is in (ties go by id)
             results = searcher.search(q, limit=asked, filter=Q.And(allow) if allow else None, mask=deny or None)
             top = results.top_n  # (score, docnum), best first
             if complete_at([score for score, _n in top], limit, asked):
                 break
-            asked *= 4
+            asked *= 2
         found = [(IndexDoc(**json.loads(searcher.stored_fields(docnum)["doc"])), float(score)) for score, docnum in top]
         return by_rank(found)[:limit]
 
