@@ -238,7 +238,9 @@ class TantivyEngine:
         from tantivy import Query
 
         searcher = self._get_searcher()
-        hits = searcher.search(Query.term_query(self.schema, "path", path), max(1, searcher.num_docs), count=False).hits
+        query, asked = Query.term_query(self.schema, "path", path), 256  # a file has a few documents, a page some dozens
+        while len(hits := searcher.search(query, asked, count=False).hits) == asked:
+            asked *= 4
         return [self._doc(searcher, address) for _score, address in hits]
 
     @staticmethod
