@@ -12,7 +12,7 @@ monkeypatching the installed package for the duration of its run only (nothing i
   ``analysis.query_tokens`` and ``analysis.coverage`` call the module-global ``tokens``,
   so ``vaultmem.retrieve`` (which imported ``query_tokens``/``coverage``/``highlight`` by
   name) follows the patch; ``highlight`` only builds the snippet, which the metrics do
-  not read. ``ANALYZER_VERSION`` is changed too (in ``analysis`` and ``index.store``);
+  not read. ``ANALYZER_VERSION`` is changed too (in ``analysis`` and ``index.manifest``);
 * the fields: ``FIELDS`` (read by the Whoosh engine's ``schema()`` and ``search()``) and
   ``fields_of`` (what is indexed), in ``vaultmem.index.fields`` and where the Whoosh
   engine imported them by name;
@@ -57,7 +57,7 @@ DEFAULT_OUT = HERE / "results" / "ablation.md"
 import vaultmem.analysis as analysis  # noqa: E402
 import vaultmem.brief as brief  # noqa: E402
 import vaultmem.index.fields as fl  # noqa: E402
-import vaultmem.index.store as store  # noqa: E402
+import vaultmem.index.manifest as manifest  # noqa: E402
 import vaultmem.index.whoosh_engine as we  # noqa: E402
 import vaultmem.retrieve as retrieve  # noqa: E402
 from vaultmem.vault import Vault  # noqa: E402
@@ -199,7 +199,7 @@ def applied(v: Variant, probe: Probe):
 
     new = {
         (analysis, "tokens"): tok, (fl, "tokens"): tok, (brief, "tokens"): tok,
-        (analysis, "ANALYZER_VERSION"): version, (store, "ANALYZER_VERSION"): version,
+        (analysis, "ANALYZER_VERSION"): version, (manifest, "ANALYZER_VERSION"): version,
         (fl, "FIELDS"): v.fields, (we, "FIELDS"): v.fields,
         (fl, "fields_of"): fields_fn, (we, "fields_of"): fields_fn, (we.WhooshEngine, "_get_searcher"): get_searcher,
     }

@@ -377,7 +377,7 @@ import importlib
 name = sys.argv[2]  # the engine: VAULTMEM_INDEX_ENGINE is set to it too
 t0 = time.perf_counter()
 from vaultmem import Vault
-import vaultmem, vaultmem.index.store as store, vaultmem.parse.records
+import vaultmem, vaultmem.index.build as build, vaultmem.index.manifest as manifest, vaultmem.parse.records
 mod = importlib.import_module(f"vaultmem.index.{name}_engine")
 importlib.import_module({"whoosh": "whoosh.index"}.get(name, name))  # the engine's library
 cls = {"whoosh": mod.__dict__.get("WhooshEngine"), "tantivy": mod.__dict__.get("TantivyEngine")}[name]
@@ -393,11 +393,11 @@ def timed(owner, name, key):  # wall-clock timers around vaultmem's steps (no pr
         finally:
             T[key] = T.get(key, 0.0) + time.perf_counter() - t
     setattr(owner, name, wrapper)
-timed(store, "_read", "read files + sha1")
-timed(store, "_docs", "parse (records: YAML, pages)")
+timed(build, "read_file", "read files + sha1")
+timed(build, "parse_file", "parse (records: YAML, pages)")
 timed(mod, "fields_of", "tokenise fields (fields_of)")
 timed(cls, "write", "engine add + commit (write)")
-timed(store.IndexStore, "_save_manifest", "manifest write")
+timed(manifest.Manifests, "save", "manifest write")
 r = Vault(sys.argv[1]).rebuild_index()
 t2 = time.perf_counter()
 T["engine add + commit (write)"] -= T.get("tokenise fields (fields_of)", 0.0)

@@ -178,3 +178,5 @@ def test_only_its_engine_module_imports_a_search_library(library, module):
         if (f"import {library}" in text or f"from {library} " in text) and path.name != module:
             offenders.append(str(path.relative_to(PKG)))
     assert offenders == []
+
+

@@ -11,7 +11,8 @@ import pytest
 from conftest import git, out_json, run_vaultmem
 
 from vaultmem.index import Filters
-from vaultmem.index import store as store_module
+from vaultmem.index import build as build_module
+from vaultmem.index import registry
 from vaultmem.index.store import INDEX_DIR, IndexStore
 from vaultmem.retrieve import search
 
@@ -89,7 +90,7 @@ def test_a_rebuild_cannot_contradict_the_config(cli, notes):
 
 def test_auto_moves_a_growing_vault_to_tantivy_once(notes, monkeypatch):
     monkeypatch.delenv("VAULTMEM_INDEX_ENGINE", raising=False)
-    monkeypatch.setattr(store_module, "AUTO_TANTIVY_FILES", 8)
+    monkeypatch.setattr(registry.get("tantivy"), "auto_from_files", 8)
     store = IndexStore(notes.root)
     store.refresh()
     assert store.engine_name() == "whoosh"
@@ -166,8 +167,8 @@ def test_a_rebuild_in_worker_processes_indexes_exactly_what_one_process_does(not
     one = serial.rebuild()
     expected = {q: [h.doc.id for h in search(serial, q, Filters(), 10)] for q in ("端口", "PostgreSQL", "reviewed")}
     serial.close()
-    monkeypatch.setattr(store_module, "PARALLEL_MIN_FILES", 1)
-    monkeypatch.setattr(store_module, "PARALLEL_CHUNK", 2)  # several batches, in real worker processes
+    monkeypatch.setattr(build_module, "PARALLEL_MIN_FILES", 1)
+    monkeypatch.setattr(build_module, "PARALLEL_CHUNK", 2)  # several batches, in real worker processes
     seen = []
     parallel = IndexStore(notes.root)
     many = parallel.rebuild(progress=lambda done, total: seen.append((done, total)))

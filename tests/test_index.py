@@ -204,3 +204,123 @@ def test_incremental_changes_go_to_a_journal_that_other_processes_read(filled):
     write(filled, "memories/port.md", NOTE.format(name="port", body="端口 7070"))
     assert store.refresh(paths=["memories/port.md"]).modified == ["memories/port.md"]
     assert [h.doc.id for h in search(IndexStore(filled.root), "7070", Filters(), 5)] == ["memories/port.md"]
+
+
+# -- an index kept up to date ranks exactly as one built afresh ------------------------------
+
+WORDS = ("cache redis timeout retry kafka queue deploy rollback index schema nginx grpc webpack react "
+         "postgres migration deadlock worker token session 缓存 端口 超时 重试 部署 回滚 日志 监控").split()
+PAGE = ("---\nname: {role}\ncategory: 后端开发\ntype: agent-page\n---\n# {role} Agent 记忆\n\n## 工作记忆\n"
+        "{lines}\n")
+
+
+def _note_text(rng, i, words=None):
+    size = rng.randint(2, 14) if rng.random() < 0.7 else rng.randint(30, 90)  # long ones: lengths get rounded
+    words = words or [rng.choice(WORDS) for _ in range(size)]
+    return NOTE.format(name=f"n{i} {rng.choice(WORDS)}", body=" ".join(words))
+
+
+def _page_text(rng, role, n):
+    lines = "\n".join(f"- 2026-0{1 + k % 9}-1{k % 10} | {' '.join(rng.choice(WORDS) for _ in range(rng.randint(2, 9)))}"
+                      f" ^m-{role}{k:04d}" for k in range(n))
+    return PAGE.format(role=role, lines=lines)
+
+
+DRIFT_QUERIES = ["cache", "redis timeout", "kafka queue retry", "端口", "超时 重试", "deploy rollback nginx",
+                 "postgres migration deadlock", "token session", "缓存 redis", "监控 日志 worker", "react webpack",
+                 "schema index grpc", "部署 回滚", "identical twin words", "cache cache timeout"]
+
+
+def _ranking(store):
+    out = {}
+    for q in DRIFT_QUERIES:
+        for f in (Filters(), Filters(agent="ops")):
+            out[(q, f.agent)] = [(h.doc.id, h.score) for h in search(store, q, f, limit=10)]
+    return out
+
+
+def test_an_index_kept_up_to_date_ranks_exactly_as_a_fresh_rebuild(vault):
+    rng = random.Random(11)
+    for i in range(300):
+        write(vault, f"memories/n{i:03d}.md", _note_text(rng, i))
+    for i in range(12):  # exact ties: the same words in several notes
+        write(vault, f"memories/twin{i:02d}.md", NOTE.format(name="twin", body="identical twin words cache"))
+    for role in ("ops", "dev"):
+        write(vault, f"agents/{role}.md", _page_text(rng, role, 40))
+    store = IndexStore(vault.root)
+    store.rebuild()
+    for step in range(6):  # edits, new and deleted files, one refresh after each round
+        rels = sorted(p.relative_to(vault.root).as_posix() for p in (vault.root / "memories").glob("n*.md"))
+        for rel in rng.sample(rels, 8):
+            write(vault, rel, _note_text(rng, step))
+        for rel in rng.sample(rels, 3):
+            os.remove(vault.root / rel)
+        for k in range(4):
+            write(vault, f"memories/new{step}-{k}.md", _note_text(rng, k))
+        write(vault, "agents/ops.md", _page_text(rng, "ops", 30 + step))
+        write(vault, f"memories/twin{step:02d}.md", NOTE.format(name="twin", body="identical twin words cache"))
+        if step % 2:
+            store.refresh()
+        else:  # as a watcher does: the paths it saw change
+            changed = [p.relative_to(vault.root).as_posix() for p in vault.root.rglob("*.md")]
+            store.refresh(paths=changed + rels)
+    kept = _ranking(store)
+    store.close()
+    fresh = IndexStore(vault.root)
+    assert fresh.rebuild().rebuilt
+    rebuilt = _ranking(fresh)
+    fresh.close()
+    for key, want in rebuilt.items():
+        got = kept[key]
+        assert [i for i, _s in got] == [i for i, _s in want], key
+        assert all(abs(a - b) <= 1e-6 * max(1.0, abs(b)) for (_i, a), (_j, b) in zip(got, want)), (key, got, want)
+    assert any(len({s for _i, s in v}) < len(v) for v in rebuilt.values())  # ties were there to break
+
+
+# -- a killed rebuild's generation is removed by the next command ----------------------------
+
+STALLED_REBUILD = r"""
+import sys
+from vaultmem.index import build
+def stalled(root, rels, progress):  # the new generation's folder exists by now
+    print("building", flush=True)
+    sys.stdin.readline()  # held here, the index lock taken, until the test kills it
+    yield from ()
+build.prepare_all = stalled
+sys.argv = ["vaultmem", *sys.argv[1:]]
+from vaultmem.__main__ import main
+main()
+"""
+
+
+def _generations(base):
+    return {p.name for p in base.glob("gen-*") if p.is_dir()}
+
+
+def test_a_killed_rebuild_leaves_no_generation_behind(filled):
+    filled.refresh_index()
+    base = filled.root / INDEX_DIR
+    live = (base / "CURRENT").read_text().strip()
+    proc = subprocess.Popen([sys.executable, "-c", STALLED_REBUILD, "--vault", str(filled.root), "index", "--rebuild"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "building"
+        building = _generations(base) - {live}
+        assert len(building) == 1
+        # while it builds (and holds the index lock) nobody removes its folder
+        r = subprocess.run([sys.executable, "-m", "vaultmem", "--vault", str(filled.root), "search", "PostgreSQL",
+                            "--json"], capture_output=True, text=True)
+        assert r.returncode == 0 and '"memories/db.md"' in r.stdout, r.stderr
+        assert building <= _generations(base)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        proc.stdin.close()
+        proc.stdout.close()
+    assert building <= _generations(base) and (base / "CURRENT").read_text().strip() == live
+    r = subprocess.run([sys.executable, "-m", "vaultmem", "--vault", str(filled.root), "search", "PostgreSQL", "--json"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and '"memories/db.md"' in r.stdout, r.stderr
+    assert _generations(base) == {live}  # the orphan is gone, the live one stays
+    IndexStore(filled.root).rebuild()
+    assert len(_generations(base)) == 2  # a good rebuild still keeps the one before it

@@ -280,9 +280,9 @@ def test_the_launcher_reads_the_command_and_the_vault(argv, expected):
 SAME_WALK = """
 import json, sys
 from vaultmem import walk
-root = walk.start_ahead(sys.argv[1:])
-seen = walk.scan(root)
-print(json.dumps({"root": root, "ahead": walk.take_ahead(root), "again": walk.take_ahead(root),
+ahead = walk.start_ahead(sys.argv[1:])
+seen = walk.scan(ahead.root)
+print(json.dumps({"root": ahead.root, "ahead": ahead.take(), "again": ahead.take(),
                   "here": [len(seen), walk.stat_digest(seen)]}))
 """
 
@@ -300,8 +300,8 @@ ROOT_OF = """
 import json, os, sys
 from vaultmem import walk
 os.chdir(sys.argv[1])
-root = walk.start_ahead(sys.argv[2:])
-print(json.dumps({"root": root, "ahead": root is not None and walk.take_ahead(root) is not None}))
+ahead = walk.start_ahead(sys.argv[2:])
+print(json.dumps({"root": ahead and ahead.root, "ahead": ahead is not None and ahead.take() is not None}))
 """
 
 
@@ -327,8 +327,7 @@ def test_no_walk_ahead_for_other_commands_or_outside_a_vault(vault, tmp_path):
 
 FAKE_CHILD = """
 import json, marshal, os, sys
-from vaultmem import walk
-from vaultmem.index.store import IndexStore
+from vaultmem import Vault, walk
 root, status, rel, text, key = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 seen = walk.scan(root)
 read, write = os.pipe()
@@ -337,10 +336,12 @@ if pid == 0:  # a child that answers with the digest from before the edit, then 
     os.write(write, marshal.dumps((len(seen), walk.stat_digest(seen))))
     os._exit(status)
 os.close(write)
-walk._ahead[key] = (pid, read)
+ahead = walk.WalkAhead(key, pid, read)
 with open(os.path.join(root, rel), "w", encoding="utf-8") as fh:
     fh.write(text)
-print(json.dumps({"modified": IndexStore(root).refresh(wait=0).modified}))
+vault = Vault(root, ahead=ahead)
+kept = vault.index.ahead is ahead  # handed to the index only for the root it walked
+print(json.dumps({"modified": vault.refresh_index(wait=0).modified, "kept": kept, "read": not ahead.pending}))
 """
 
 
@@ -349,7 +350,8 @@ print(json.dumps({"modified": IndexStore(root).refresh(wait=0).modified}))
 def test_a_failed_walk_ahead_is_never_trusted(indexed):
     text = NOTE.format(name="db", body="We chose MariaDB for billing")
     root = str(indexed.root)
-    assert in_python(FAKE_CHILD, root, 1, "memories/db.md", text, root) == {"modified": ["memories/db.md"]}
+    assert in_python(FAKE_CHILD, root, 1, "memories/db.md", text, root) == {"modified": ["memories/db.md"],
+                                                                             "kept": True, "read": True}
 
 
 @needs_fork
@@ -358,34 +360,35 @@ def test_a_walk_ahead_of_another_root_is_not_used(indexed, tmp_path):
     text = NOTE.format(name="db", body="We chose MariaDB for billing")
     root = str(indexed.root)
     other = str(tmp_path / "elsewhere")
-    assert in_python(FAKE_CHILD, root, 0, "memories/db.md", text, other) == {"modified": ["memories/db.md"]}
+    got = in_python(FAKE_CHILD, root, 0, "memories/db.md", text, other)
+    assert got == {"modified": ["memories/db.md"], "kept": False, "read": False}  # never handed on, never read
 
 
 OWN_WRITE = """
 import json, sys
 from vaultmem import Vault, walk
-root = walk.start_ahead(["--vault", sys.argv[1], "dispatch", "x"])
-started = root in walk._ahead
-v = Vault.open(sys.argv[1])
+ahead = walk.start_ahead(["--vault", sys.argv[1], "dispatch", "x"])
+started = ahead.pending
+v = Vault.open(sys.argv[1], ahead=ahead)
 v.ensure_page("新角色", v.actor("lee"))  # dispatch's first step: the role's page is written
-print(json.dumps({"started": started, "left": root in walk._ahead}))
+print(json.dumps({"started": started, "left": ahead.pending, "taken": ahead.take()}))
 """
 
 
 @needs_fork
 def test_a_walk_ahead_is_dropped_once_the_command_writes(vault):
     # a digest taken before this process wrote cannot vouch for the index after it
-    assert in_python(OWN_WRITE, vault.root) == {"started": True, "left": False}
+    assert in_python(OWN_WRITE, vault.root) == {"started": True, "left": False, "taken": None}
 
 
 FORGET_SLOW = """
 import json, sys, time
 from vaultmem import walk
 walk.scan = lambda root: time.sleep(60) or {}
-root = walk.start_ahead(["--vault", sys.argv[1], "dispatch", "x"])
+ahead = walk.start_ahead(["--vault", sys.argv[1], "dispatch", "x"])
 t0 = time.monotonic()
-walk.forget_ahead(root)
-print(json.dumps({"seconds": time.monotonic() - t0, "left": root in walk._ahead}))
+ahead.drop()
+print(json.dumps({"seconds": time.monotonic() - t0, "left": ahead.pending}))
 """
 
 
@@ -417,8 +420,8 @@ SLOW_CHILD = """
 import json, os, sys, time
 from vaultmem import walk
 walk.scan = lambda root: time.sleep(60) or {}
-root = walk.start_ahead(["--vault", sys.argv[1], "brief", "r"])
-pid = walk._ahead[root][0]
+ahead = walk.start_ahead(["--vault", sys.argv[1], "brief", "r"])
+pid = ahead.pid
 deadline = time.monotonic() + 20
 links = None
 while time.monotonic() < deadline:  # the child swaps its standard streams first thing
@@ -427,7 +430,7 @@ while time.monotonic() < deadline:  # the child swaps its standard streams first
         break
     time.sleep(0.01)
 os.kill(pid, 9)
-print(json.dumps({"links": links, "after_kill": walk.take_ahead(root)}))
+print(json.dumps({"links": links, "after_kill": ahead.take()}))
 """
 
 
@@ -441,12 +444,12 @@ def test_the_walk_ahead_does_not_hold_the_callers_output_and_a_killed_one_is_not
 PROBE = r"""
 import sys
 from vaultmem import walk
-real = walk.take_ahead
-def take(root):
-    got = real(root)
+real = walk.WalkAhead.take
+def take(self):
+    got = real(self)
     print("ahead:", got is not None, file=sys.stderr)
     return got
-walk.take_ahead = take  # before the index store imports it
+walk.WalkAhead.take = take
 sys.argv = ["vaultmem", *sys.argv[1:]]
 from vaultmem.__main__ import main
 main()

@@ -2,8 +2,8 @@
 
 For the short commands that answer from the index (``search``, ``brief``, ``dispatch``),
 before anything else is imported: the freshness check's file walk starts in a child
-process (:func:`vaultmem.walk.start_ahead`), so that it overlaps the ~0.1 s the CLI takes
-to import and parse its options; and the cyclic garbage collector runs rarely — such a
+process (:func:`vaultmem.walk.start_ahead`, handed to the CLI as ``ahead``), so that it
+overlaps the ~0.1 s the CLI takes to import and parse its options; and the cyclic garbage collector runs rarely — such a
 command allocates a few hundred thousand objects, lives well under a second and frees
 everything when it exits, so the collector's frequent passes (~15 ms) and its final
 collection at exit (~20 ms) buy nothing. It still runs, rarely, should the command turn
@@ -27,17 +27,17 @@ def main() -> None:
     import gc
 
     gc.set_threshold(QUICK_GC_THRESHOLD)
-    start_ahead(sys.argv[1:])
+    ahead = start_ahead(sys.argv[1:])
     try:
-        _cli()
+        _cli(ahead)
     finally:
         gc.freeze()  # what is left dies with the process: no collection on the way out
 
 
-def _cli() -> None:
+def _cli(ahead=None) -> None:
     from .cli import main as cli_main
 
-    cli_main()
+    cli_main(ahead=ahead)
 
 
 if __name__ == "__main__":

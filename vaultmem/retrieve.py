@@ -26,7 +26,7 @@ def search(store, query: str, filters: Filters = Filters(), limit: int = 10, sni
     documents' scores are multiplied by ``OWN_BOOST`` before the cut, so its own page
     entries come before shared memory that matches as well."""
     terms = query_tokens(query)
-    found = store.search(terms, filters, limit * 2 if filters.agent else limit)
+    found = store.search(terms, filters, limit * 2 if filters.agent else limit, text=query)
     if filters.agent:
         found = sorted(((d, s * OWN_BOOST if d.agent == filters.agent else s) for d, s in found),
                        key=lambda x: x[1], reverse=True)[:limit]

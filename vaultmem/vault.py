@@ -53,8 +53,10 @@ def locate(path: str | Path | None = None, cwd: Path | None = None) -> Path:
 class Vault:
     """One vault on disk. Open with :meth:`open` (finds it) or :meth:`init` (creates it)."""
 
-    def __init__(self, root: Path, config: Config | None = None) -> None:
+    def __init__(self, root: Path, config: Config | None = None, ahead=None) -> None:
         self.root = Path(root).resolve()
+        # the walk the launcher started (vaultmem.walk.WalkAhead), if it walked this vault
+        self._ahead = ahead if ahead is not None and ahead.root == str(self.root) else None
         self.config = config or load_config(self.root)
         self._index = None
         self._shared = None
@@ -62,16 +64,15 @@ class Vault:
         self.writer = Writer(self.root, self.config, on_write=self._about_to_write)
 
     def _about_to_write(self, paths: list[str]) -> None:
-        from .walk import forget_ahead
-
-        forget_ahead(self.root)  # a walk started before these writes cannot vouch for the index
+        if self._ahead is not None:
+            self._ahead.drop()  # a walk started before these writes cannot vouch for the index
         self._written.update(paths)
 
     # -- opening and creating ----------------------------------------------------------
     @classmethod
-    def open(cls, path: str | Path | None = None) -> Vault:
+    def open(cls, path: str | Path | None = None, ahead=None) -> Vault:
         """Open the vault (see :func:`locate`); settle what a killed writer left."""
-        vault = cls(locate(path))
+        vault = cls(locate(path), ahead=ahead)
         vault.tidy()
         return vault
 
@@ -270,7 +271,7 @@ class Vault:
             from .index.store import IndexStore
 
             self._index = IndexStore(self.root, lock_timeout=self.config.index_lock_timeout,
-                                     engine=self.config.index_engine)
+                                     engine=self.config.index_engine, ahead=self._ahead)
         return self._index
 
     def watcher_alive(self, idle: bool = False) -> bool:

@@ -7,11 +7,13 @@ much as starting the CLI does (~0.1 s each on a small VM: a ``stat`` is a system
 threads do not overlap it with Python work). So a new ``vaultmem`` process for one of
 those commands forks a child that walks the vault *before* the parent imports anything
 else; the parent goes on importing and parsing its options, and the freshness check
-takes the child's digest instead of walking (:func:`start_ahead`, :func:`take_ahead`).
-The two overlap on two cores. The child is only a head start: its answer is used for
-the vault the command really opens, once, never after the command wrote
-(:func:`forget_ahead`), and anything odd (no ``fork``, a failed child, another vault)
-falls back to walking in the process.
+takes the child's digest instead of walking. :func:`start_ahead` returns the walk as a
+:class:`WalkAhead`, which the launcher hands down explicitly — to the CLI, its session,
+the vault it opens and that vault's index — so nothing is kept in module state. The two
+overlap on two cores. The child is only a head start: its answer is used for the vault
+the command really opens (the vault checks the root), once (:meth:`WalkAhead.take`),
+never after the command wrote (:meth:`WalkAhead.drop`), and anything odd (no ``fork``, a
+failed child, another vault) falls back to walking in the process.
 
 Standard library only, and little of it (``json`` and ``signal`` are imported where
 used): the launcher imports this module before anything else.
@@ -108,8 +110,6 @@ def stat_digest(stats: dict[str, tuple]) -> int:
 
 # -- the walk ahead of time ---------------------------------------------------------------------
 
-_ahead: dict[str, tuple[int, int]] = {}  # vault root → (child pid, read end of its pipe)
-
 
 def command_line(argv: list[str]) -> tuple[str | None, str | None]:
     """The command word and the ``--vault`` value of a command line, as far as a quick
@@ -134,11 +134,65 @@ def command_word(argv: list[str]) -> str | None:
     return command_line(argv)[0]
 
 
-def start_ahead(argv: list[str]) -> str | None:
+class WalkAhead:
+    """A walk of ``root`` running in a forked child: its (file count, digest) is read
+    once with :meth:`take`, or the child is stopped unread with :meth:`drop`."""
+
+    def __init__(self, root: str, pid: int, read: int) -> None:
+        self.root = root  # resolved, as ``Vault.root`` is
+        self.pid = pid
+        self._read: int | None = read
+
+    @property
+    def pending(self) -> bool:
+        """True until the walk is taken or dropped."""
+        return self._read is not None
+
+    def take(self) -> tuple[int, int] | None:
+        """The (file count, digest) the child walked, waiting for it if it is still
+        walking; None if it failed, or was taken or dropped before (each walk is taken
+        once: later checks in the same process walk for themselves)."""
+        read, self._read = self._read, None
+        if read is None:
+            return None
+        chunks = []
+        try:
+            while chunk := os.read(read, 4096):
+                chunks.append(chunk)
+        except OSError:
+            chunks = []
+        finally:
+            status = _reap(self.pid, read)
+        if status != 0:
+            return None
+        try:
+            count, digest = marshal.loads(b"".join(chunks))
+        except (EOFError, ValueError, TypeError):
+            return None
+        if type(count) is not int or type(digest) is not int:
+            return None
+        return count, digest
+
+    def drop(self) -> None:
+        """Stop the walk unread: this process changed files after the child may have
+        walked them, so only a walk from now on can tell what is indexed."""
+        read, self._read = self._read, None
+        if read is None:
+            return
+        import signal
+
+        try:  # no need to wait for a walk nobody will read (an unreaped child keeps its pid)
+            os.kill(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        _reap(self.pid, read)
+
+
+def start_ahead(argv: list[str]) -> WalkAhead | None:
     """For a command that checks freshness first: fork a child that walks the vault the
-    command line names and sends back (file count, digest). Returns the vault root it
-    walks, or None when nothing was started (another command, no vault found, no
-    ``fork`` on this system, anything unexpected: the command then walks for itself)."""
+    command line names and sends back (file count, digest). Returns the running walk, or
+    None when nothing was started (another command, no vault found, no ``fork`` on this
+    system, anything unexpected: the command then walks for itself)."""
     try:
         command, vault = command_line(argv)
         if command not in AHEAD_COMMANDS or not hasattr(os, "fork"):
@@ -152,8 +206,6 @@ def start_ahead(argv: list[str]) -> str | None:
             root = find_vault()
             if root is None:
                 return None
-        if root in _ahead:
-            return root
         read, write = os.pipe()
     except (OSError, ValueError):  # e.g. a deleted working folder: the command will say so
         return None
@@ -177,22 +229,7 @@ def start_ahead(argv: list[str]) -> str | None:
         finally:
             os._exit(status)
     os.close(write)
-    _ahead[root] = (pid, read)
-    return root
-
-
-def forget_ahead(root: str | os.PathLike) -> None:
-    """Drop the walk started for ``root`` unread: this process changed files after the
-    child may have walked them, so only a walk from now on can tell what is indexed."""
-    got = _ahead.pop(os.fspath(root), None)
-    if got is not None:
-        import signal
-
-        try:  # no need to wait for a walk nobody will read (an unreaped child keeps its pid)
-            os.kill(got[0], signal.SIGKILL)
-        except OSError:
-            pass
-        _reap(*got)
+    return WalkAhead(root, pid, read)
 
 
 def _reap(pid: int, read: int) -> int:
@@ -201,30 +238,3 @@ def _reap(pid: int, read: int) -> int:
         return os.waitpid(pid, 0)[1]
     except ChildProcessError:
         return 1
-
-
-def take_ahead(root: str | os.PathLike) -> tuple[int, int] | None:
-    """The (file count, digest) a child walked for ``root``, waiting for it if it is
-    still walking; None if no walk was started for that root, or it failed. Each walk is
-    taken once: later checks in the same process walk for themselves."""
-    got = _ahead.pop(os.fspath(root), None)
-    if got is None:
-        return None
-    pid, read = got
-    chunks = []
-    try:
-        while chunk := os.read(read, 4096):
-            chunks.append(chunk)
-    except OSError:
-        chunks = []
-    finally:
-        status = _reap(pid, read)
-    if status != 0:
-        return None
-    try:
-        count, digest = marshal.loads(b"".join(chunks))
-    except (EOFError, ValueError, TypeError):
-        return None
-    if type(count) is not int or type(digest) is not int:
-        return None
-    return count, digest

@@ -115,12 +115,15 @@ def main_options(
                                           callback=_print_version)] = False,
 ) -> None:
     """Global options; each command accepts them too."""
-    ctx.obj = Session(vault=vault, agent=as_, json=json_)
+    launched = ctx.obj if isinstance(ctx.obj, Session) else Session()  # what main() was handed
+    ctx.obj = Session(vault=vault, agent=as_, json=json_, ahead=launched.ahead)
 
 
-def main() -> None:
+def main(ahead=None) -> None:
+    """Run the command line. ``ahead``: the walk the launcher started for the vault the
+    command names (``vaultmem.walk.WalkAhead``), kept on the session for the vault it opens."""
     try:
-        app()
+        app(obj=Session(ahead=ahead))
     except (VaultmemError, OSError) as exc:  # raised outside any command (commands answer their own)
         import sys
 

@@ -46,11 +46,12 @@ class Session:
     agent: str | None = None
     json: bool = False
     opened: Any = field(default=None, repr=False)
+    ahead: Any = field(default=None, repr=False)  # the launcher's walk (walk.WalkAhead), if any
 
     def open(self):
         from ..vault import Vault
 
-        self.opened = Vault.open(self.vault)
+        self.opened = Vault.open(self.vault, ahead=self.ahead)
         return self.opened
 
     def warnings(self, result: Any = None) -> list[str]:
@@ -85,6 +86,7 @@ def session(ctx: typer.Context, vault: Path | None, as_: str | None, json_: bool
         vault=vault if vault is not None else base.vault,
         agent=as_ if as_ is not None else base.agent,
         json=json_ or base.json,
+        ahead=base.ahead,
     )
 
 

@@ -1,8 +1,9 @@
 """Index stage: the search engine behind a small interface, and keeping it in sync.
 
-Retrieval and the brief talk to :class:`SearchEngine` only; they never import Whoosh.
-The engine receives terms already produced by :mod:`vaultmem.analysis`, so its own
-analysis never decides what matches (a second engine can be added beside Whoosh).
+Retrieval and the brief talk to the index store only; the store talks to engines through
+:class:`SearchEngine` and finds them by name in :mod:`.registry`. The engines receive terms
+already produced by :mod:`vaultmem.analysis`, so their own analysis never decides what
+matches.
 """
 
 from __future__ import annotations
@@ -24,6 +25,22 @@ def rarest_terms(terms: list[str], doc_frequency) -> list[str]:
         return terms
     df = {t: doc_frequency(t) for t in terms}
     return sorted((t for t in terms if df[t]), key=lambda t: df[t])[:MAX_TERMS] or terms[:MAX_TERMS]
+
+
+def by_rank(scored: list[tuple[IndexDoc, float]]) -> list[tuple[IndexDoc, float]]:
+    """Best first; equal scores by document id, so that ties never follow the order in
+    which documents happened to be added."""
+    return sorted(scored, key=lambda hit: (-hit[1], hit[0].id))
+
+
+def complete_at(scores: list[float], limit: int, asked: int) -> bool:
+    """Whether ``scores`` — an engine's best ``asked`` hits, best first — hold every
+    document that can be among the best ``limit``: true when the engine had no more, or
+    when the lowest score fetched is below the ``limit``-th (an engine's top ``asked``
+    holds every document scoring above its last, but of those tying with it only some)."""
+    if len(scores) < asked or len(scores) < limit or limit <= 0:
+        return True
+    return scores[-1] < sorted(scores, reverse=True)[limit - 1]
 
 
 @dataclass(frozen=True)
@@ -70,19 +87,38 @@ class SyncReport:
 
 
 class SearchEngine(Protocol):
-    """What an index engine provides. Terms come from :func:`vaultmem.analysis.tokens`."""
+    """What an index engine provides — every call the index store makes on one.
+
+    An engine is opened on one generation folder through :mod:`.registry` (where each
+    engine module registers itself by name). Documents arrive with their fields already
+    analysed (:func:`.fields.fields_of`: the terms of :func:`vaultmem.analysis.tokens`);
+    a search receives both the query's analysed terms and its raw text, so an engine that
+    reads text its own way (embeddings, say) needs nothing more. Ranking must depend only
+    on the documents live in the index — never on deleted documents an engine still
+    keeps, nor on the order documents were added — so that an index kept up to date ranks
+    exactly as one built afresh; equal scores are ordered by document id."""
+
+    name: str  # the name the engine is registered under
 
     def write(self, add: list[IndexDoc], delete_paths: list[str], prepared: list[dict] | None = None) -> None:
         """Delete every doc of ``delete_paths``, then add ``add``: one atomic commit.
         ``prepared``: ``fields.fields_of`` of each doc of ``add``, if already computed."""
 
-    def search(self, terms: list[str], filters: Filters, limit: int) -> list[tuple[IndexDoc, float]]:
-        """The best ``limit`` docs for the terms (any term may match), best first."""
+    def search(self, terms: list[str], filters: Filters, limit: int, *, text: str) -> list[tuple[IndexDoc, float]]:
+        """The best ``limit`` docs for the query (any term may match), best first, equal
+        scores by id. ``terms``: the query's analysed terms (``analysis.query_tokens``);
+        ``text``: the query as it was asked."""
 
-    def doc_count(self) -> int: ...
+    def doc_count(self) -> int:
+        """How many documents are live in the index."""
+
+    def segment_count(self) -> int:
+        """How many segments the index is split into (the store merges when idle beyond
+        a few); 1 for an engine without segments."""
 
     def optimize(self) -> bool:
         """Merge the small segments updates left (call when idle; must stay cheap);
         False when the engine merges on its own and did nothing."""
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Let go of the index's files (the engine is not used afterwards)."""

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from pathlib import Path
 
+from .. import files
 from ..analysis import cjk_chars, tokens
 from ..models import IndexDoc
 
 NONE = "#none"  # the agent field of docs that belong to no agent ('#' is never in a name)
 FIELDS = (("title", 2.0), ("body", 1.0), ("aliases", 1.5), ("near", 0.5))
+TEXT_FIELDS = (*(name for name, _boost in FIELDS), "chars")  # the fields that are scored
+LENGTHS_FILE = "lengths.json"
 
 
 def fields_of(doc: IndexDoc) -> dict:
@@ -31,3 +35,32 @@ def fields_of(doc: IndexDoc) -> dict:
         "near": " ".join(tokens(doc.near)),
         "chars": " ".join(dict.fromkeys(cjk_chars(f"{doc.title} {doc.text} {' '.join(doc.aliases)}"))),
     }
+
+
+def lengths_of(fields: dict) -> list[int]:
+    """The number of terms in each of :data:`TEXT_FIELDS` of a document's fields."""
+    return [len(fields[name].split()) for name in TEXT_FIELDS]
+
+
+# Each text field's total length over the live documents — what BM25's average field
+# length is made of — kept beside an engine's files and tied to the engine's commit
+# (``stamp``): engines count deleted documents (and Whoosh, after a merge, rounded
+# lengths) in their own totals, so an updated index would not score as a fresh one.
+def kept_lengths(folder: Path, stamp) -> list[int] | None:
+    """The totals recorded for the commit ``stamp``, or None (none, or another commit's)."""
+    try:
+        kept = json.loads((Path(folder) / LENGTHS_FILE).read_text(encoding="utf-8"))
+        if kept["stamp"] == stamp and len(kept["lengths"]) == len(TEXT_FIELDS):
+            return [int(n) for n in kept["lengths"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    return None
+
+
+def keep_lengths(folder: Path, stamp, lengths: list[int]) -> None:
+    """Record the totals of the commit ``stamp`` (lost or stale ones are counted afresh)."""
+    try:
+        files.atomic_write(Path(folder) / LENGTHS_FILE, json.dumps({"stamp": stamp, "lengths": list(lengths)}),
+                           durable=False)
+    except OSError:
+        pass

@@ -4,11 +4,23 @@ The same documents, fields and filters as the Whoosh engine: fields hold the ter
 :mod:`vaultmem.analysis` produced, joined by spaces and split again by tantivy's
 ``whitespace`` tokenizer (which neither lowercases nor drops long tokens, so what is
 indexed is exactly what analysis said). Text fields record frequencies but no positions
-(no phrase queries are made). Scoring is tantivy's BM25 (k1 1.2, b 0.75, not
-adjustable) summed over the fields, each term query boosted by its field's weight
-(title ×2, body, aliases ×1.5, near ×0.5), where Whoosh computes BM25F; docs/recall.md
-gives the dev-set figures of both. Filters are term queries on raw fields, wrapped so
-they never change a score. The whole IndexDoc is stored as JSON bytes.
+(no phrase queries are made). Scoring is tantivy's BM25 (k1 1.2, b 0.75) summed over the
+fields, each term weighted by its field (title ×2, body, aliases ×1.5, near ×0.5), where
+Whoosh computes BM25F; docs/recall.md gives the dev-set figures of both. Filters are term
+queries on raw fields, wrapped so they never change a score. The whole IndexDoc is
+stored as JSON bytes.
+
+Live statistics. tantivy keeps a deleted document in its segment until a merge — which
+tantivy-py cannot ask for — and its BM25 counts it (document count, document frequency,
+average field length), so an updated index would rank differently from a fresh one. So
+tantivy finds the candidates and vaultmem scores them: the same BM25, with each matched
+term's frequency and the field's length read from tantivy's explanation of the hit, and
+the statistics of the live documents — their number (tantivy's), each term's live
+document frequency (a count query when anything is deleted), each field's total length
+(``lengths.json`` beside the index, kept by every write and tied to tantivy's commit
+stamp; counted afresh if it is missing or stale). tantivy's top candidates are fetched
+until no document left out can reach the last place: the stale statistics can change a
+score by at most a known factor per term. Equal scores are ordered by document id.
 
 tantivy has its own writer lock (``.tantivy-writer.lock``); the index store already lets
 one process write at a time, so the lock is only ever contended if something outside
@@ -18,16 +30,27 @@ vaultmem writes here, and then it surfaces as :class:`~vaultmem.errors.Busy`.
 from __future__ import annotations
 
 import json
+import re
+from math import log
 from pathlib import Path
 
 from ..analysis import is_cjk_char
 from ..errors import Busy
 from ..models import IndexDoc
-from . import DEFAULT_EXCLUDED_KINDS, INACTIVE, Filters, rarest_terms
-from .fields import FIELDS, NONE, fields_of
+from . import DEFAULT_EXCLUDED_KINDS, INACTIVE, Filters, by_rank, rarest_terms
+from .fields import FIELDS, NONE, TEXT_FIELDS, fields_of, keep_lengths, kept_lengths, lengths_of
+from .registry import EngineSpec, register
 
 RAW_FIELDS = ("id", "path", "kind", "agent", "type", "status")
+FIELD_NAMES = (*RAW_FIELDS, *TEXT_FIELDS, "doc")  # in schema order: a field's number is its place here
+WEIGHTS = {**dict(FIELDS), "chars": 1.0}
+K1, B = 1.2, 0.75  # tantivy's BM25 constants
 WRITER_HEAP = 64_000_000
+# ``auto`` builds a tantivy index from this many Markdown files on (Whoosh misses the
+# 5 ms warm-search goal from 200 notes and is slower at every size measured:
+# docs/benchmarks.md), and a Whoosh index is rebuilt on tantivy once the vault grows past
+# it — never the other way round.
+AUTO_TANTIVY_FILES = 200
 
 
 def _schema():
@@ -36,10 +59,95 @@ def _schema():
     sb = tantivy.SchemaBuilder()
     for name in RAW_FIELDS:
         sb.add_text_field(name, stored=False, tokenizer_name="raw", index_option="basic")
-    for name in ("title", "body", "aliases", "near", "chars"):
+    for name in TEXT_FIELDS:
         sb.add_text_field(name, stored=False, tokenizer_name="whitespace", index_option="freq")
     sb.add_bytes_field("doc", stored=True, indexed=False)
     return sb.build()
+
+
+def idf(n: int, total: int) -> float:
+    """tantivy's BM25 idf of a term in ``n`` of ``total`` documents."""
+    return log(1 + (total - n + 0.5) / (n + 0.5))
+
+
+_TERM = re.compile(r'Term=Term\(field=(\d+), type=Str, "(.*)"\)$', re.S)
+_ESCAPE = re.compile(r"\\(u\{([0-9a-fA-F]+)\}|.)", re.S)
+_ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "0": "\0"}
+
+
+def _unescape(text: str) -> str:
+    """A string as Rust's Debug printed it, back to itself."""
+    return _ESCAPE.sub(lambda m: chr(int(m.group(2), 16)) if m.group(2) else _ESCAPES.get(m.group(1), m.group(1)),
+                       text)
+
+
+# In tantivy's explanation of a hit (JSON), each matched term's node holds its frequency,
+# then its field length, then the term itself in its context.
+_MATCHED = re.compile(r'"value": ([^,\s]+),\s*"description": "freq, occurrences of term within document"'
+                      r'.*?"value": ([^,\s]+),\s*"description": "dl, length of field"'
+                      r'.*?"context": \[\s*("(?:[^"\\]|\\.)*")', re.S)
+
+
+def matched_terms(explanation: str) -> list[tuple[str, str, float, float]]:
+    """(field, term, frequency, field length) of every term that matched, from tantivy's
+    explanation of a hit (``Explanation.to_json()``)."""
+    out = []
+    for m in _MATCHED.finditer(explanation):
+        term = _TERM.match(json.loads(m.group(3)))
+        if term is None:
+            raise ValueError(f"unexpected explanation: {m.group(3)[:200]!r}")
+        out.append((FIELD_NAMES[int(term.group(1))], _unescape(term.group(2)), float(m.group(1)), float(m.group(2))))
+    if not out and '"TermQuery' in explanation:
+        raise ValueError("an explanation whose terms could not be read")
+    return out
+
+
+class LiveStats:
+    """What BM25 needs of one searcher's live documents: their number, each field's total
+    length, each term's document frequency — and how far tantivy's own (counting deleted
+    documents) may be from them."""
+
+    def __init__(self, searcher, schema, meta: dict, lengths: list[int]) -> None:
+        self.searcher, self.schema = searcher, schema
+        self.docs = searcher.num_docs
+        self.all_docs = sum(seg["max_doc"] for seg in meta.get("segments", [])) or self.docs  # deleted included
+        self.ghostly = self.all_docs > self.docs
+        self.avgdl = {name: n / (self.docs or 1) for name, n in zip(TEXT_FIELDS, lengths)}
+        self._df: dict[tuple[str, str], int] = {}
+
+    def doc_frequency(self, field: str, term: str) -> int:
+        key = (field, term)
+        if key not in self._df:
+            if not self.ghostly:
+                self._df[key] = self.searcher.doc_freq(field, term)
+            else:  # tantivy's doc_freq counts deleted documents; a count leaves them out
+                from tantivy import Query
+
+                self._df[key] = self.searcher.search(Query.term_query(self.schema, field, term), 1, count=True).count
+        return self._df[key]
+
+    def score(self, matched: list[tuple[str, str, float, float]]) -> float:
+        """BM25 over the live documents of a hit's matched terms."""
+        total = 0.0
+        for field, term, tf, dl in matched:
+            n = self.doc_frequency(field, term)
+            norm = tf / (tf + K1 * (1 - B + B * dl / (self.avgdl[field] or 1.0)))
+            total += WEIGHTS[field] * idf(n, self.docs) * (K1 + 1) * norm
+        return total
+
+    def bound(self, clauses: list[tuple[str, str]]) -> float:
+        """How many times its tantivy score a document's live score can be at most:
+        per term, the ratio of the idfs, times the ratio of the average field lengths
+        (at most all documents over live ones, since deleted ones only add length), with
+        room for tantivy's single-precision arithmetic."""
+        worst = 1.0
+        for field, term in clauses:
+            live = self.doc_frequency(field, term)
+            if not live:
+                continue
+            stale = max(self.searcher.doc_freq(field, term), live)
+            worst = max(worst, idf(live, self.docs) / idf(stale, self.all_docs))
+        return worst * (self.all_docs / (self.docs or 1)) * (1 + 1e-5)
 
 
 class TantivyEngine:
@@ -59,6 +167,7 @@ class TantivyEngine:
         self.ix = tantivy.Index(self.schema, path=str(self.folder), reuse=not create)
         self._searcher = None
         self._stamp = None
+        self._stats: LiveStats | None = None
 
     def write(self, add: list[IndexDoc], delete_paths: list[str], prepared: list[dict] | None = None) -> None:
         import tantivy
@@ -73,72 +182,151 @@ class TantivyEngine:
                            path=str(self.folder / ".tantivy-writer.lock"), hint="retry in a moment") from None
             raise
         try:
+            searcher = self._get_searcher()  # the writer holds the index: nobody commits meanwhile
+            lengths = kept_lengths(self.folder, self._meta().get("opstamp"))
+            if lengths is None:
+                lengths = self._count_lengths(searcher)
             for path in delete_paths:
+                for gone in self._docs_of(path):
+                    lengths = [a - b for a, b in zip(lengths, lengths_of(fields_of(gone)))]
                 writer.delete_documents_by_term("path", path)
             for n, doc in enumerate(add):
                 fields = prepared[n] if prepared else fields_of(doc)
                 tdoc = tantivy.Document()
                 for name in RAW_FIELDS:
                     tdoc.add_text(name, fields[name])
-                for name in ("title", "body", "aliases", "near", "chars"):
+                for name in TEXT_FIELDS:
                     if fields[name]:
                         tdoc.add_text(name, fields[name])
                 tdoc.add_bytes("doc", fields["doc"].encode("utf-8"))
                 writer.add_document(tdoc)
-            writer.commit()
+                lengths = [a + b for a, b in zip(lengths, lengths_of(fields))]
+            opstamp = writer.commit()
         except BaseException:
             writer.rollback()
             writer.wait_merging_threads()
             raise
         writer.wait_merging_threads()  # also frees the writer (and its lock)
+        keep_lengths(self.folder, opstamp, lengths)  # after the commit: a crash in between leaves it stale
         self.ix.reload()
         self._searcher = None
 
     def _get_searcher(self):
         """A searcher on the newest commit: another process may have written since
         (tantivy's meta.json changes with every commit, so its stat tells)."""
-        try:
-            st = (self.folder / "meta.json").stat()
-            stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
-        except FileNotFoundError:
-            stamp = None
+        stamp = self._meta_stamp()
         if self._searcher is None or stamp != self._stamp:
             self.ix.reload()
-            self._searcher, self._stamp = self.ix.searcher(), stamp
+            self._searcher, self._stamp, self._stats = self.ix.searcher(), stamp, None
         return self._searcher
 
-    def search(self, terms: list[str], filters: Filters, limit: int) -> list[tuple[IndexDoc, float]]:
+    def _meta_stamp(self) -> tuple | None:
+        try:
+            st = (self.folder / "meta.json").stat()
+        except FileNotFoundError:
+            return None
+        return st.st_mtime_ns, st.st_size, st.st_ino
+
+    def _meta(self) -> dict:
+        try:
+            return json.loads((self.folder / "meta.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+
+    def _docs_of(self, path: str) -> list[IndexDoc]:
+        """The live documents of one file."""
+        from tantivy import Query
+
+        searcher = self._get_searcher()
+        query, asked = Query.term_query(self.schema, "path", path), 256  # a file has a few documents, a page some dozens
+        while len(hits := searcher.search(query, asked, count=False).hits) == asked:
+            asked *= 4
+        return [self._doc(searcher, address) for _score, address in hits]
+
+    @staticmethod
+    def _doc(searcher, address) -> IndexDoc:
+        raw = searcher.doc(address).get_first("doc")
+        return IndexDoc(**json.loads(bytes(raw).decode("utf-8")))
+
+    def _count_lengths(self, searcher) -> list[int]:
+        """Each text field's total length, counted from every live document (an index
+        whose ``lengths.json`` is missing or stale: written before it, or by a crash)."""
+        from tantivy import Query
+
+        total = [0] * len(TEXT_FIELDS)
+        if searcher.num_docs:
+            for _score, address in searcher.search(Query.all_query(), searcher.num_docs, count=False).hits:
+                total = [a + b for a, b in zip(total, lengths_of(fields_of(self._doc(searcher, address))))]
+        return total
+
+    def live_stats(self) -> LiveStats:
+        """The live statistics of the current searcher (once per commit)."""
+        consistent = False
+        for _ in range(5):  # meta.json as read must be the commit the searcher opened
+            searcher = self._get_searcher()
+            if self._stats is not None:
+                return self._stats
+            meta = self._meta()
+            consistent = self._meta_stamp() == self._stamp
+            if consistent:
+                break
+            self._searcher = None
+        lengths = kept_lengths(self.folder, meta.get("opstamp")) if consistent else None
+        if lengths is None:
+            lengths = self._count_lengths(searcher)
+            if consistent:
+                keep_lengths(self.folder, meta.get("opstamp"), lengths)
+        self._stats = LiveStats(searcher, self.schema, meta, lengths)
+        return self._stats
+
+    def search(self, terms: list[str], filters: Filters, limit: int, *, text: str = "") -> list[tuple[IndexDoc, float]]:
         from tantivy import Occur, Query
 
-        if not terms:
+        if not terms or limit <= 0:
             return []
-        searcher = self._get_searcher()
-        terms = rarest_terms(terms, lambda t: sum(searcher.doc_freq(name, t) for name, _b in FIELDS))
+        stats = self.live_stats()
+        searcher = stats.searcher
+        terms = rarest_terms(terms, lambda t: sum(stats.doc_frequency(name, t) for name, _b in FIELDS))
         s = self.schema
-        should = [(Occur.Should, Query.term_query(s, "chars", t)) if is_cjk_char(t)
-                  else (Occur.Should, Query.boost_query(Query.term_query(s, name, t), boost))
-                  for t in terms for name, boost in (FIELDS[:1] if is_cjk_char(t) else FIELDS)]
-        clauses = [(Occur.Must, Query.boolean_query(should))]
+        clauses = [("chars", t) if is_cjk_char(t) else (name, t) for t in terms
+                   for name, _boost in (FIELDS[:1] if is_cjk_char(t) else FIELDS)]
+        should = [(Occur.Should, Query.boost_query(Query.term_query(s, field, t), WEIGHTS[field]))
+                  for field, t in clauses]
+        scoring = Query.boolean_query(should)  # explained per hit: without the filters, which cost a pass each
+        parts = [(Occur.Must, scoring)]
 
         def any_of(field: str, values) -> Query:
             return Query.const_score_query(Query.term_set_query(s, field, list(values)), 0.0)
 
         if filters.agent is not None:
-            clauses.append((Occur.Must, any_of("agent", (filters.agent, NONE))))
+            parts.append((Occur.Must, any_of("agent", (filters.agent, NONE))))
         if filters.kinds:
-            clauses.append((Occur.Must, any_of("kind", filters.kinds)))
+            parts.append((Occur.Must, any_of("kind", filters.kinds)))
         else:
-            clauses.append((Occur.MustNot, any_of("kind", DEFAULT_EXCLUDED_KINDS)))
+            parts.append((Occur.MustNot, any_of("kind", DEFAULT_EXCLUDED_KINDS)))
         if not filters.include_inactive:
-            clauses.append((Occur.MustNot, any_of("status", INACTIVE)))
+            parts.append((Occur.MustNot, any_of("status", INACTIVE)))
         if filters.types:
-            clauses.append((Occur.Must, any_of("type", filters.types)))
-        hits = searcher.search(Query.boolean_query(clauses), limit, count=False).hits
-        out = []
-        for score, address in hits:
-            raw = searcher.doc(address).get_first("doc")
-            out.append((IndexDoc(**json.loads(bytes(raw).decode("utf-8"))), float(score)))
-        return out
+            parts.append((Occur.Must, any_of("type", filters.types)))
+        query = Query.boolean_query(parts)
+        bound = stats.bound(clauses)
+        scored: dict[tuple[int, int], tuple[float, object]] = {}
+        asked = limit + 10
+        while True:
+            hits = searcher.search(query, asked, count=False).hits
+            for _score, address in hits:
+                key = (address.segment_ord, address.doc)
+                if key not in scored:
+                    matched = matched_terms(scoring.explain(searcher, address).to_json())
+                    scored[key] = (stats.score(matched), address)
+            best = sorted((scored[(a.segment_ord, a.doc)][0] for _s, a in hits), reverse=True)
+            # a document left out scores at most ``bound`` times the last tantivy score
+            if len(hits) < asked or len(best) < limit or bound * hits[-1][0] < best[limit - 1]:
+                break
+            asked *= 2
+        cut = best[min(limit, len(best)) - 1] if best else 0.0
+        kept = [(self._doc(searcher, address), score) for score, address in scored.values() if score >= cut]
+        return by_rank(kept)[:limit]  # the documents are read only for those that can be in
 
     def doc_count(self) -> int:
         return self._get_searcher().num_docs
@@ -155,3 +343,10 @@ class TantivyEngine:
         self._searcher = None
         self.ix = None
 
+
+
+register(EngineSpec(
+    name="tantivy", library="tantivy", auto_from_files=AUTO_TANTIVY_FILES,
+    install_hint="pip install tantivy (or set index.engine: whoosh)",
+    open=lambda gen_dir, create: TantivyEngine(gen_dir / "tantivy", create=create),  # in its own sub-folder
+))

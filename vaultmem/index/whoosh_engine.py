@@ -4,18 +4,30 @@ Fields hold pre-analysed terms (one space-separated string per field), so Whoosh
 analysis only splits on spaces. Scoring is BM25F (k1 0.9, b 0.4) over title (×2),
 body, aliases (×1.5) and the neighbours' text (×0.5). Queries are built as term
 objects, without Whoosh's query parser. The whole IndexDoc is stored as JSON for
-results; filters use ID fields.
+results, with its fields' lengths beside it; filters use ID fields.
+
+Whoosh keeps a deleted document in its segment until that segment is merged, and its
+BM25F counts it: in the document count, the term's document frequency and the average
+field length. An index updated in place would then rank differently from one built
+afresh (and a merge makes a segment's total field length a sum of rounded lengths, so
+even the merge history would show). :func:`live_bm25f` takes the statistics from the live
+documents only: their number, each query term's document frequency (counted from the
+postings, which leave deleted documents out) and each field's total length (kept beside
+the index by every write, tied to the commit's generation). Equal scores are ordered by
+document id, so updated and rebuilt indexes rank alike.
 """
 
 from __future__ import annotations
 
 import json
+from math import log
 from pathlib import Path
 
 from ..analysis import is_cjk_char
 from ..models import IndexDoc
-from . import DEFAULT_EXCLUDED_KINDS, INACTIVE, Filters, rarest_terms
-from .fields import FIELDS, NONE, fields_of
+from . import DEFAULT_EXCLUDED_KINDS, INACTIVE, Filters, by_rank, complete_at, rarest_terms
+from .fields import FIELDS, NONE, TEXT_FIELDS, fields_of, keep_lengths, kept_lengths, lengths_of
+from .registry import EngineSpec, register
 
 
 def schema():
@@ -31,9 +43,80 @@ def schema():
         type=ID(),
         status=ID(),
         doc=STORED(),
+        lengths=STORED(),  # each text field's number of terms (the statistics of deleted docs)
         chars=TEXT(analyzer=terms, phrase=False),  # CJK unigrams: only for one-character queries
         **{name: TEXT(analyzer=terms, field_boost=boost, phrase=False) for name, boost in FIELDS},
     )
+
+
+K1, B = 0.9, 0.4
+
+
+def stored_lengths(stored: dict) -> list[int]:
+    """A document's field lengths, from its stored fields."""
+    if "lengths" in stored:
+        return list(stored["lengths"])
+    return lengths_of(fields_of(IndexDoc(**json.loads(stored["doc"]))))  # an index from before lengths
+
+
+class LiveStats:
+    """The collection statistics of one searcher's live documents: their number, each
+    field's total length (kept beside the index: Whoosh's own totals count deleted
+    documents, and a merge adds rounded lengths), each term's document frequency (a
+    segment's postings leave its deleted documents out)."""
+
+    def __init__(self, searcher, lengths: list[int]) -> None:
+        reader = searcher.reader()
+        self.searcher = searcher
+        self.doc_count = reader.doc_count()
+        self.leaves = list(reader.leaf_readers())
+        self.ghostly = any(r.has_deletions() for r, _base in self.leaves)
+        self.lengths = dict(zip(TEXT_FIELDS, lengths))
+        self._df: dict[tuple[str, str], int] = {}
+
+    def doc_frequency(self, field: str, text: str) -> int:
+        if not self.ghostly:
+            return self.searcher.doc_frequency(field, text)
+        key = (field, text)
+        if key not in self._df:
+            n = 0
+            for r, _base in self.leaves:
+                if (field, text) in r:
+                    n += sum(1 for _ in r.postings(field, text).all_ids()) if r.has_deletions() \
+                        else r.doc_frequency(field, text)
+            self._df[key] = n
+        return self._df[key]
+
+    def idf(self, field: str, text: str) -> float:  # Whoosh's idf, over the live documents
+        return log(self.doc_count / (self.doc_frequency(field, text) + 1)) + 1
+
+    def avg_field_length(self, field: str) -> float:
+        return self.lengths[field] / (self.doc_count or 1)
+
+
+def live_bm25f(stats_of, B: float = B, K1: float = K1):
+    """Whoosh's BM25F with the statistics of the live documents only (see the module
+    doc); ``stats_of(searcher)``: the :class:`LiveStats` of a top-level searcher."""
+    from whoosh.scoring import BM25F, BM25FScorer, WeightScorer
+
+    class LiveScorer(BM25FScorer):
+        def __init__(self, searcher, fieldname, text, B, K1, qf=1):
+            stats = stats_of(searcher.get_parent())
+            self.idf = stats.idf(fieldname, text)
+            self.avgfl = stats.avg_field_length(fieldname) or 1
+            self.B, self.K1, self.qf = B, K1, qf
+            self.setup(searcher, fieldname, text)
+
+    class LiveBM25F(BM25F):
+        def idf(self, searcher, fieldname, text):
+            return stats_of(searcher.get_parent()).idf(fieldname, text)
+
+        def scorer(self, searcher, fieldname, text, qf=1):
+            if not searcher.schema[fieldname].scorable:
+                return WeightScorer.for_(searcher, fieldname, text)
+            return LiveScorer(searcher, fieldname, text, self._field_B.get(fieldname, self.B), self.K1, qf=qf)
+
+    return LiveBM25F(B=B, K1=K1)
 
 
 def _merge_all_but_largest(writer, segments):
@@ -55,6 +138,8 @@ def _merge_all_but_largest(writer, segments):
 class WhooshEngine:
     """One Whoosh index folder. ``create=True`` makes a new empty index there."""
 
+    name = "whoosh"
+
     def __init__(self, folder: Path, create: bool = False) -> None:
         from whoosh import index
 
@@ -72,33 +157,66 @@ class WhooshEngine:
             return
         # Large indexes: non-compound segments avoid copying a big segment on every update.
         writer = self.ix.writer(limitmb=128, compound=self.ix.doc_count_all() + len(add) < 20000)
+        with_lengths = "lengths" in self.ix.schema  # an index from before lengths were stored has no place for them
         try:
+            lengths = self._lengths()
+            with self.ix.searcher() as before:
+                for path in delete_paths:
+                    for stored in before.documents(path=path):
+                        lengths = [a - b for a, b in zip(lengths, stored_lengths(stored))]
             for path in delete_paths:
                 writer.delete_by_term("path", path)
             for n, doc in enumerate(add):
-                writer.add_document(**(prepared[n] if prepared else fields_of(doc)))
+                fields = prepared[n] if prepared else fields_of(doc)
+                counts = lengths_of(fields)
+                lengths = [a + b for a, b in zip(lengths, counts)]
+                writer.add_document(**({**fields, "lengths": counts} if with_lengths else fields))
         except BaseException:
             writer.cancel()
             raise
         writer.commit()
+        keep_lengths(self.folder, self.ix.latest_generation(), lengths)  # after the commit: a crash leaves it stale
         self._searcher = None
 
-    def _get_searcher(self):
-        from whoosh.scoring import BM25F
+    def _lengths(self, searcher=None) -> list[int]:
+        """Each text field's total length over the live documents of the newest commit
+        (or of ``searcher``'s): as kept beside the index, else counted from them."""
+        own = searcher is None
+        searcher = self.ix.searcher() if own else searcher
+        try:
+            lengths = kept_lengths(self.folder, searcher.reader().generation())
+            if lengths is None:
+                lengths = [0] * len(TEXT_FIELDS)
+                for stored in searcher.all_stored_fields():
+                    lengths = [a + b for a, b in zip(lengths, stored_lengths(stored))]
+                keep_lengths(self.folder, searcher.reader().generation(), lengths)
+            return lengths
+        finally:
+            if own:
+                searcher.close()
 
+    def live_stats(self, searcher) -> LiveStats:
+        """The live statistics of a top-level searcher (made once per searcher)."""
+        stats = getattr(searcher, "vaultmem_live", None)
+        if stats is None:
+            stats = searcher.vaultmem_live = LiveStats(searcher, self._lengths(searcher))
+        return stats
+
+    def _get_searcher(self):
         if self._searcher is None:
-            self._searcher = self.ix.searcher(weighting=BM25F(B=0.4, K1=0.9))
+            self._searcher = self.ix.searcher(weighting=live_bm25f(self.live_stats))
         elif not self._searcher.up_to_date():
             self._searcher = self._searcher.refresh()
         return self._searcher
 
-    def search(self, terms: list[str], filters: Filters, limit: int) -> list[tuple[IndexDoc, float]]:
+    def search(self, terms: list[str], filters: Filters, limit: int, *, text: str = "") -> list[tuple[IndexDoc, float]]:
         from whoosh import query as Q
 
         if not terms:
             return []
         searcher = self._get_searcher()
-        terms = rarest_terms(terms, lambda t: sum(searcher.doc_frequency(name, t) for name, _b in FIELDS))
+        stats = self.live_stats(searcher)
+        terms = rarest_terms(terms, lambda t: sum(stats.doc_frequency(name, t) for name, _b in FIELDS))
         q = Q.Or([Q.Term("chars", t) if is_cjk_char(t) else Q.Term(name, t)
                   for t in terms for name, _boost in (FIELDS[:1] if is_cjk_char(t) else FIELDS)])
         # Everything is expressed as a mask (documents to leave out) built from the few
@@ -121,10 +239,15 @@ class WhooshEngine:
             for st in INACTIVE:
                 deny |= self._docs(searcher, "status", st)
         allow = [Q.Or([Q.Term("type", t) for t in filters.types])] if filters.types else []
-        results = searcher.search(
-            q, limit=limit, filter=Q.And(allow) if allow else None, mask=deny or None
-        )
-        return [(IndexDoc(**json.loads(hit["doc"])), float(hit.score)) for hit in results]
+        asked = limit + 10
+        while True:  # until every document tying with the last place is in (ties go by id)
+            results = searcher.search(q, limit=asked, filter=Q.And(allow) if allow else None, mask=deny or None)
+            top = results.top_n  # (score, docnum), best first
+            if complete_at([score for score, _n in top], limit, asked):
+                break
+            asked *= 2
+        found = [(IndexDoc(**json.loads(searcher.stored_fields(docnum)["doc"])), float(score)) for score, docnum in top]
+        return by_rank(found)[:limit]
 
     def _docs(self, searcher, field: str, value: str) -> frozenset[int]:
         """Document numbers holding ``field == value``, read from the posting list once
@@ -146,7 +269,7 @@ class WhooshEngine:
         return [v.decode("utf-8") if isinstance(v, bytes) else v for v in searcher.lexicon(field)]
 
     def doc_count(self) -> int:
-        return self.ix.doc_count()
+        return self.ix.doc_count()  # live documents only
 
     def segment_count(self) -> int:
         return len(self.ix._segments())
@@ -155,8 +278,10 @@ class WhooshEngine:
         """Merge the small segments that updates leave behind into one, leaving the
         largest segment as it is: cheap at any size, unlike Whoosh's full optimize, which
         rewrites the whole index (about 30 s at 10k notes)."""
+        lengths = self._lengths()
         writer = self.ix.writer()
         writer.commit(mergetype=_merge_all_but_largest)
+        keep_lengths(self.folder, self.ix.latest_generation(), lengths)  # a merge keeps the live documents
         self._searcher = None
         return True
 
@@ -165,3 +290,9 @@ class WhooshEngine:
             self._searcher.close()
             self._searcher = None
         self.ix.close()
+
+
+register(EngineSpec(
+    name="whoosh", library="whoosh", auto_from_files=0, install_hint="pip install whoosh-reloaded",
+    open=lambda gen_dir, create: WhooshEngine(gen_dir, create=create),  # its files sit in the generation folder
+))

@@ -1,0 +1,174 @@
+"""Building an index generation from every file, and the generation folders themselves.
+
+A rebuild fills a fresh ``gen-<n>/`` beside the live one — parsing and analysing the files
+in worker processes when there are many — writes its manifest, and swaps ``CURRENT``
+atomically, so searches keep working meanwhile. The generation before it is kept one
+round for readers that still have it open; every other generation is removed once the
+index lock is held (a build only ever runs under that lock, so a generation that is
+neither live nor the one before it was left by a killed build).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from .. import files
+from ..errors import ParseError, VaultmemError
+from ..models import IndexDoc
+from ..parse.records import records
+from . import SyncReport
+from .manifest import Manifests, entry
+from .registry import open_engine
+
+PARALLEL_MIN_FILES = 2000  # a rebuild of this many files parses them in worker processes
+PARALLEL_CHUNK = 500
+GEN_PREFIX = "gen-"
+CURRENT_FILE = "CURRENT"
+
+Progress = Callable[[int, int], None]
+
+
+# -- reading and parsing files ---------------------------------------------------------------
+def read_file(root: Path, rel: str) -> tuple[bytes, str] | None:
+    """A file's bytes and sha1, or None if it is gone (or not a readable file)."""
+    try:
+        data = (root / rel).read_bytes()
+    except (FileNotFoundError, IsADirectoryError, PermissionError):
+        return None
+    return data, hashlib.sha1(data).hexdigest()
+
+
+def parse_file(rel: str, data: bytes) -> tuple[list[IndexDoc], dict | None]:
+    """A file's documents, or none and the problem that stopped its parse."""
+    try:
+        text = data.decode("utf-8")
+        return records(rel, text), None
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        return [], {"path": rel, "line": line, "message": "not UTF-8 text"}
+    except ParseError as exc:
+        return [], {"path": rel, "line": exc.line, "message": exc.message, "hint": exc.hint}
+
+
+def prepare(root: str, rels: list[str]) -> list[tuple]:
+    """Read, checksum, parse and analyse files: (rel, sha, docs, problem, fields) each, or
+    (rel, None, …) for a file that has gone. Runs in rebuild worker processes."""
+    from .fields import fields_of
+
+    out = []
+    for rel in rels:
+        got = read_file(Path(root), rel)
+        if got is None:
+            out.append((rel, None, [], None, []))
+            continue
+        data, sha = got
+        docs, problem = parse_file(rel, data)
+        out.append((rel, sha, docs, problem, [fields_of(d) for d in docs]))
+    return out
+
+
+def prepare_all(root: Path, rels: list[str], progress: Progress | None) -> Iterator[tuple]:
+    """:func:`prepare` over every file — in worker processes (one per core, at most
+    four) when there are many, since parsing and analysis are the bulk of a build and
+    pure Python; in this process otherwise, or if workers cannot be started."""
+    total, done = len(rels), 0
+    chunks = [rels[i:i + PARALLEL_CHUNK] for i in range(0, total, PARALLEL_CHUNK)]
+    workers = min(os.cpu_count() or 1, 4)
+    if total >= PARALLEL_MIN_FILES and workers > 1:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        try:
+            # spawn, not fork: a watcher process has threads running
+            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+                for batch in pool.map(prepare, [str(root)] * len(chunks), chunks):
+                    done += len(batch)
+                    if progress:
+                        progress(done, total)
+                    yield from batch
+            return
+        except (OSError, RuntimeError) as exc:  # no processes here (a sandbox): do it in-process
+            if done:
+                raise VaultmemError(f"indexing workers failed: {exc}") from exc
+    for chunk in chunks:
+        batch = prepare(str(root), chunk)
+        done += len(batch)
+        if progress:
+            progress(done, total)
+        yield from batch
+
+
+# -- generations -------------------------------------------------------------------------------
+def current_generation(base: Path) -> str | None:
+    """The live generation named by ``CURRENT``, if that names a folder."""
+    try:
+        name = (base / CURRENT_FILE).read_text(encoding="utf-8").strip()
+    except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
+        return None
+    return name if name.startswith(GEN_PREFIX) and (base / name).is_dir() else None
+
+
+def generations(base: Path) -> list[str]:
+    """Every generation folder, oldest first (names hold their creation time)."""
+    try:
+        found = [e.name for e in os.scandir(base) if e.name.startswith(GEN_PREFIX) and e.is_dir()]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    return sorted(found, key=lambda n: (len(n), n))
+
+
+def stale_generations(base: Path, live: str | None = None) -> list[str]:
+    """Generations to remove: all but the live one and the newest one older than it (a
+    process that opened that one a moment ago may still be reading it). Call with the
+    index lock held: a build in progress — which holds the lock — looks like a stale one."""
+    live = current_generation(base) if live is None else live
+    gens = generations(base)
+    if live is None or live not in gens:
+        return gens[:-1]  # nothing live: keep only the newest
+    older = gens[: gens.index(live)]
+    keep = {live, *older[-1:]}
+    return [g for g in gens if g not in keep]
+
+
+def remove_generations(base: Path, names: list[str]) -> None:
+    for name in names:
+        shutil.rmtree(base / name, ignore_errors=True)
+
+
+def build_generation(root: Path, base: Path, manifests: Manifests, seen: dict, engine: str, pinned: bool,
+                     progress: Progress | None = None) -> SyncReport:
+    """Index every file of ``seen`` (rel → stat) into a new generation on ``engine`` and
+    make it the live one. Call with the index lock held."""
+    report = SyncReport(rebuilt=True)
+    base.mkdir(parents=True, exist_ok=True)
+    # derived data: never committed, whatever the vault's .gitignore says
+    files.ensure_gitignore(base, "# derived search index: rebuilt from the Markdown, never committed\n*\n")
+    remove_generations(base, stale_generations(base))  # what killed builds left
+    gen = f"{GEN_PREFIX}{time.time_ns()}"
+    index = open_engine(engine, base / gen, create=True)
+    manifest: dict[str, dict] = {}
+    docs: list[IndexDoc] = []
+    fields: list[dict] = []
+    try:
+        for rel, sha, found, problem, found_fields in prepare_all(root, sorted(seen), progress):
+            if sha is None:
+                continue
+            docs.extend(found)
+            fields.extend(found_fields)
+            report.new.append(rel)
+            manifest[rel] = entry(seen[rel], sha, problem, found)
+        report.docs = len(docs)
+        index.write(docs, [], prepared=fields)  # one commit: one segment, nothing to merge afterwards
+    finally:
+        index.close()
+    manifests.save(gen, manifest, engine=engine, pinned=pinned)
+    report.engine = engine
+    files.atomic_write(base / CURRENT_FILE, gen + "\n")  # the swap
+    remove_generations(base, stale_generations(base, gen))
+    report.problems = [v["p"] for v in manifest.values() if v.get("p")]
+    return report

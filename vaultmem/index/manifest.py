@@ -1,0 +1,207 @@
+"""What an index generation holds: its manifest, the manifest's journal, and the summary.
+
+``gen-<n>/manifest.json`` records the engine, whether it was chosen by hand, and per file
+its stat (mtime, size, change time, inode), sha1, parse problem and owning agent.
+Changes of a few files are appended to ``manifest.journal`` (one fsynced write) instead of
+rewriting a manifest of every file; the journal is folded in once it grows long.
+``summary.bin`` (``files.pack``: marshal behind a CRC-32) repeats what every command needs
+of the manifest — engine, owners, problems, one digest of every file's stat — so that a
+refresh that finds nothing changed, and opening the engine, never parse the manifest
+(1.9 MB of JSON at 10,000 files). A summary is valid only for the manifest and journal
+it was made from (its key holds their stat), so a crash or a hand edit makes it stale.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from .. import files
+from ..analysis import ANALYZER_VERSION
+from ..models import IndexDoc
+from ..walk import stat_digest
+from .registry import LEGACY_ENGINE
+
+MANIFEST_VERSION = 1
+SUMMARY_VERSION = 3
+JOURNAL_MAX_BYTES = 256 * 1024  # fold the manifest journal into manifest.json beyond this
+
+
+def owner_of(docs: list[IndexDoc]) -> str | None:
+    """The agent a file's documents belong to (None: shared)."""
+    owners = {d.agent for d in docs if d.agent}
+    return owners.pop() if len(owners) == 1 else None
+
+
+def entry(stat: tuple, sha: str, problem: dict | None, docs: list[IndexDoc]) -> dict:
+    """A file's manifest entry: its stat (mtime, size, change time, inode), checksum,
+    parse problem and owner."""
+    mtime, size, ctime, inode = stat
+    return {"m": mtime, "s": size, "c": ctime, "i": inode, "h": sha, "p": problem, "o": owner_of(docs)}
+
+
+def same_stat(old: dict, stat: tuple) -> bool:
+    return (old["m"], old["s"], old.get("c"), old.get("i")) == tuple(stat)
+
+
+def facts_of(manifest: dict) -> dict:
+    """Engine, pinned, count, owners and problems of a manifest."""
+    entries = manifest["files"]
+    return {"engine": manifest.get("engine", LEGACY_ENGINE), "pinned": bool(manifest.get("pinned")),
+            "count": len(entries), "owners": {rel: v["o"] for rel, v in entries.items() if v.get("o")},
+            "problems": [v["p"] for v in entries.values() if v.get("p")]}
+
+
+class Manifests:
+    """The manifests and summaries of the generations in ``base``, cached per process."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = Path(base)
+        self._manifest_cache: list | None = None  # [base key, manifest, journal bytes applied]
+        self._summary_cache: dict | None = None
+
+    def forget(self) -> None:
+        """Drop the cached manifest (an update edits it in place: after a failed one it is
+        read again)."""
+        self._manifest_cache = None
+
+    # -- the manifest ------------------------------------------------------------------
+    def load(self, gen: str) -> dict | None:
+        """The generation's manifest: ``manifest.json`` plus the changes appended to
+        ``manifest.journal`` since it was written (None if unreadable). Cached; a grown
+        journal is read from where the cache stopped."""
+        path, journal = self.base / gen / "manifest.json", self.base / gen / "manifest.journal"
+        try:
+            st = path.stat()
+            base_key = (gen, st.st_mtime_ns, st.st_size, st.st_ino)
+            cached = self._manifest_cache
+            if cached is None or cached[0] != base_key:
+                data = json.loads(path.read_text(encoding="utf-8"))
+                if (not isinstance(data, dict) or data.get("version") != MANIFEST_VERSION
+                        or data.get("analyzer") != ANALYZER_VERSION or not isinstance(data.get("files"), dict)):
+                    return None
+                cached = self._manifest_cache = [base_key, data, 0]
+        except (OSError, ValueError):
+            return None
+        try:
+            with open(journal, "rb") as fh:
+                fh.seek(cached[2])
+                more = fh.read()
+        except FileNotFoundError:
+            more = b""
+        whole = more[: more.rfind(b"\n") + 1]  # a line cut off by a crash is ignored
+        for raw in whole.split(b"\n"):
+            if raw.strip():
+                try:
+                    change = json.loads(raw)
+                    if change.get("v") is None:
+                        cached[1]["files"].pop(change["f"], None)
+                    else:
+                        cached[1]["files"][change["f"]] = change["v"]
+                except (ValueError, KeyError, TypeError, AttributeError):
+                    continue
+        cached[2] += len(whole)
+        return cached[1]
+
+    def save(self, gen: str, manifest_files: dict, engine: str | None = None, pinned: bool | None = None) -> None:
+        """Write the whole manifest (and drop the journal it now contains), then its
+        summary. The engine and whether it was chosen by hand are kept from the current
+        manifest unless given."""
+        if engine is None or pinned is None:
+            current = self.load(gen) or {}
+            engine = engine or current.get("engine", LEGACY_ENGINE)
+            pinned = bool(current.get("pinned")) if pinned is None else pinned
+        data = {"version": MANIFEST_VERSION, "analyzer": ANALYZER_VERSION, "engine": engine, "pinned": pinned,
+                "files": manifest_files}
+        files.atomic_write(self.base / gen / "manifest.json", json.dumps(data, ensure_ascii=False))
+        (self.base / gen / "manifest.journal").unlink(missing_ok=True)
+        self._manifest_cache = None
+        self.save_summary(gen, data)
+
+    def append(self, gen: str, manifest_files: dict, changed: list[str]) -> None:
+        """Record changed files by appending to the journal (one write, fsynced) — a few
+        hundred bytes instead of rewriting a manifest of every file; the journal is folded
+        into ``manifest.json`` once it grows long."""
+        journal = self.base / gen / "manifest.journal"
+        size = journal.stat().st_size if journal.exists() else 0
+        if size > JOURNAL_MAX_BYTES:
+            self.save(gen, manifest_files)
+            return
+        lines = "".join(json.dumps({"f": rel, "v": manifest_files.get(rel)}, ensure_ascii=False) + "\n"
+                        for rel in changed)
+        fd = os.open(journal, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                lines = "\n" + lines  # after a line a crash cut off
+            os.write(fd, lines.encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if self._manifest_cache is not None:
+            self._manifest_cache[2] = size + len(lines.encode("utf-8"))  # our own change is applied already
+
+    # -- the summary -------------------------------------------------------------------
+    def summary_key(self, gen: str) -> tuple | None:
+        """What the summary was made from: the manifest's stat and the journal's size
+        (any change of either, a crash's or a hand's, makes the summary stale)."""
+        try:
+            st = (self.base / gen / "manifest.json").stat()
+        except OSError:
+            return None
+        try:
+            journal = (self.base / gen / "manifest.journal").stat().st_size
+        except FileNotFoundError:
+            journal = 0
+        except OSError:
+            return None
+        return (SUMMARY_VERSION, MANIFEST_VERSION, sys.version_info[:2], ANALYZER_VERSION, st.st_mtime_ns,
+                st.st_size, st.st_ino, journal)
+
+    def summary(self, gen: str) -> dict | None:
+        """The generation's summary if it matches its manifest, else None."""
+        key = self.summary_key(gen)
+        if key is None:
+            return None
+        cached = self._summary_cache
+        if cached is not None and cached["key"] == (gen, key):
+            return cached
+        try:
+            data = files.unpack((self.base / gen / "summary.bin").read_bytes())
+        except OSError:
+            return None
+        if not isinstance(data, dict) or data.get("key") != key:
+            return None
+        data["key"] = (gen, key)
+        self._summary_cache = data
+        return data
+
+    def save_summary(self, gen: str, manifest: dict) -> None:
+        """Write the summary of ``manifest`` (as it is on disk now). A summary that cannot
+        be written only costs the next command the manifest's parse."""
+        key = self.summary_key(gen)
+        if key is None:
+            return
+        entries = manifest["files"]
+        data = {
+            "key": key,
+            **facts_of(manifest),
+            "digest": stat_digest({rel: (v["m"], v["s"], v.get("c"), v.get("i")) for rel, v in entries.items()}),
+        }
+        packed = files.pack(data)
+        if packed is None:
+            return
+        try:
+            files.atomic_write(self.base / gen / "summary.bin", packed, durable=False)
+        except OSError:
+            pass
+
+    def facts(self, gen: str) -> dict | None:
+        """Engine, pinned, count, owners and problems of a generation: from its summary,
+        else from its manifest (None if that is unreadable)."""
+        summary = self.summary(gen)
+        if summary is not None:
+            return summary
+        manifest = self.load(gen)
+        return facts_of(manifest) if manifest is not None else None
