@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from .. import layout
 from ..errors import BadInput, Busy, VaultmemError
 from ..models import IndexDoc
 from ..walk import scan, stat_digest
