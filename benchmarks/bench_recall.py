@@ -726,7 +726,7 @@ def bench_watch_process(root: Path, workdir: Path, saves: int = 10, brief_runs: 
 
 
 def bench_watch_thread(root: Path, saves: int = 10) -> dict:
-    from vaultmem.watch import Watcher
+    from vaultmem.adapters.watch import Watcher
 
     watcher = Watcher(Vault.open(root))
     th = threading.Thread(target=watcher.run, name="bench-watcher", daemon=True)
@@ -768,7 +768,7 @@ def cold_brief(root: Path, runs: int = 5) -> list[float]:
 STEPS_CHILD = r"""
 import json, sys, time
 t0 = time.perf_counter()
-import vaultmem.cli
+import vaultmem.adapters.cli
 t1 = time.perf_counter()
 from vaultmem import Vault
 v = Vault.open(sys.argv[1])

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from vaultmem import Vault
-from vaultmem.cli import app
+from vaultmem.adapters.cli import app
 
 
 @pytest.fixture(autouse=True)

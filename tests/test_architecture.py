@@ -47,11 +47,9 @@ ALLOWED = {
     "shared": STORAGE | {"livelog"},
     # the facade
     "vault": STORAGE | RECALL | {"recall", "template", "notes", "pages", "lifecycle", "inbox", "shared", "livelog"},
-    # adapters
-    "watch": {"vault", "walk", "layout", "errors"},
-    "adapters": {"errors", "models", "files"},
-    "cli": {"errors", "models", "names", "parse", "vault", "watch", "files", "livelog", "cli", "__init__",
-            "layout", "adapters"},
+    # adapters: the CLI, the watcher and the edge they share (edge.py needs only errors)
+    "adapters": {"errors", "models", "names", "parse", "vault", "walk", "layout", "files", "livelog", "adapters",
+                 "__init__"},
 }
 
 

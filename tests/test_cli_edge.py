@@ -10,9 +10,9 @@ import pytest
 import typer
 from conftest import out_json
 
-import vaultmem.cli as cli_mod
+import vaultmem.adapters.cli as cli_mod
 from vaultmem import Vault
-from vaultmem.cli import fields
+from vaultmem.adapters.cli import fields
 from vaultmem.errors import BadInput
 from vaultmem.models import Change
 from vaultmem.parse.logline import LogEntry

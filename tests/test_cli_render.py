@@ -1,9 +1,9 @@
-"""The text renderers (vaultmem.cli.render) are pure functions of a result: tested here on
+"""The text renderers (vaultmem.adapters.cli.render) are pure functions of a result: tested here on
 results built by hand, with no vault, no git and no command line."""
 
 from types import SimpleNamespace
 
-from vaultmem.cli import render
+from vaultmem.adapters.cli import render
 from vaultmem.models import Change, Hit, IndexDoc
 from vaultmem.parse.logline import LogEntry
 

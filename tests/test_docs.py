@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 import typer
 
-from vaultmem.cli import app
+from vaultmem.adapters.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
 

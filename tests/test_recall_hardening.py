@@ -13,7 +13,7 @@ from vaultmem.analysis import estimate_tokens
 from vaultmem.brief import BriefParts, build_brief
 from vaultmem.index import Filters
 from vaultmem.retrieve import search
-from vaultmem.watch import Watcher
+from vaultmem.adapters.watch import Watcher
 
 pytestmark = pytest.mark.usefixtures("both_engines")  # every test on Whoosh and on tantivy
 

@@ -213,12 +213,12 @@ def test_a_damaged_stamp_file_only_costs_a_listing(vault):
 
 ONLY_ITS_MODULE = r"""
 import sys
-from vaultmem.cli import app
+from vaultmem.adapters.cli import app
 try:
     app(["brief", "--help"])
 except SystemExit:
     pass
-print(sorted(m for m in sys.modules if m.startswith("vaultmem.cli.")))
+print(sorted(m for m in sys.modules if m.startswith("vaultmem.adapters.cli.")))
 """
 
 
@@ -226,9 +226,9 @@ def test_a_command_builds_only_its_own_module():
     r = subprocess.run([sys.executable, "-c", ONLY_ITS_MODULE], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     loaded = r.stdout.strip().splitlines()[-1]
-    assert "vaultmem.cli.recall" in loaded
+    assert "vaultmem.adapters.cli.recall" in loaded
     for other in ("coord", "lifecycle", "review", "notes", "page", "setup"):
-        assert f"vaultmem.cli.{other}'" not in loaded, loaded
+        assert f"vaultmem.adapters.cli.{other}'" not in loaded, loaded
 
 
 def test_a_mistyped_command_is_named_with_a_suggestion(cli):

@@ -12,7 +12,7 @@ import pytest
 
 from vaultmem.index import Filters
 from vaultmem.retrieve import search
-from vaultmem.watch import Watcher
+from vaultmem.adapters.watch import Watcher
 
 pytestmark = pytest.mark.usefixtures("both_engines")  # every test on Whoosh and on tantivy
 

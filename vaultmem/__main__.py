@@ -35,7 +35,7 @@ def main() -> None:
 
 
 def _cli(ahead=None) -> None:
-    from .cli import main as cli_main
+    from .adapters.cli import main as cli_main
 
     cli_main(ahead=ahead)
 

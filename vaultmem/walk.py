@@ -31,7 +31,7 @@ from .layout import CONFIG_PATH, IGNORED_DIRS, WATCH_HEARTBEAT
 ENV_VAULT = "VAULTMEM_VAULT"
 # The commands that check freshness first, so start the walk ahead.
 AHEAD_COMMANDS = frozenset({"search", "brief", "dispatch"})
-# A running ``vaultmem watch`` keeps WATCH_HEARTBEAT fresh (see vaultmem/watch.py); while
+# A running ``vaultmem watch`` keeps WATCH_HEARTBEAT fresh (see vaultmem/adapters/watch.py); while
 # it does and has nothing waiting, commands skip their own freshness check.
 WATCH_STALE_SECONDS = 15
 

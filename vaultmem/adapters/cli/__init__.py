@@ -15,7 +15,7 @@ import click
 import typer
 from typer.core import TyperGroup
 
-from ..errors import VaultmemError
+from ...errors import VaultmemError
 from ._common import AsOpt, JsonOpt, Session, VaultOpt
 
 # name → (module, attribute): a command function, or a typer app for a command group.
@@ -99,7 +99,7 @@ app = typer.Typer(
 
 def _print_version(value: bool) -> None:
     if value:
-        from .. import __version__
+        from ... import __version__
 
         typer.echo(__version__)
         raise typer.Exit(0)
@@ -127,7 +127,7 @@ def main(ahead=None) -> None:
     except (VaultmemError, OSError) as exc:  # raised outside any command (commands answer their own)
         import sys
 
-        from ..adapters import edge
+        from .. import edge
         from ._common import report
 
         report(exc, "--json" in sys.argv[1:])

@@ -26,13 +26,13 @@ def init(
 
     On an existing vault nothing changes. Example: vaultmem init ~/team-memory --lang zh --orchestrator lee
     """
-    from ..vault import Vault
+    from ...vault import Vault
 
     s = session(ctx, vault, as_, json_)
     actor = None
     if s.agent:
-        from ..models import Actor
-        from ..names import check_name
+        from ...models import Actor
+        from ...names import check_name
 
         actor = Actor(check_name(s.agent, "agent name", field="actor"))
     _v, change = Vault.init(path, lang=lang, orchestrator=orchestrator, actor=actor)
@@ -64,7 +64,7 @@ def config_set(
     json_: JsonOpt = False,
 ) -> None:
     """Change one setting; the rest of the file, comments included, stays as it was."""
-    from ..parse.document import load_yaml
+    from ...parse.document import load_yaml
 
     s = session(ctx, vault, as_, json_)
     v = s.open()

@@ -21,8 +21,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from .vault import Vault
-from .walk import IGNORED_DIRS, WATCH_HEARTBEAT
+from ..vault import Vault
+from ..walk import IGNORED_DIRS, WATCH_HEARTBEAT
 
 HEARTBEAT_EVERY = 5.0
 

@@ -38,11 +38,11 @@ def delegate(
 
 
 def _stdin_fields() -> dict:
-    from ..parse.document import load_yaml_fast
+    from ...parse.document import load_yaml_fast
 
     data = load_yaml_fast(sys.stdin.read(), "stdin", first_line=1)
     if not isinstance(data, dict):
-        from ..errors import BadInput
+        from ...errors import BadInput
 
         raise BadInput("standard input must hold task, conclusion, output and decision as YAML or JSON")
     return {str(k): "" if v is None else str(v) for k, v in data.items()}

@@ -58,8 +58,8 @@ def retain(
     if file == "-":
         text, name = sys.stdin.read(), "stdin"
     else:
-        from ..errors import NotFound
-        from ..files import read_text
+        from ...errors import NotFound
+        from ...files import read_text
 
         try:
             text, name = read_text(Path(file), file), file
@@ -107,7 +107,7 @@ def list_(
     json_: JsonOpt = False,
 ) -> None:
     """List inbox items (waiting ones by default; decided ones are in archive/inbox/)."""
-    from ..errors import BadInput
+    from ...errors import BadInput
 
     if status not in ("pending", "approved", "rejected", "all"):
         raise BadInput(f"{status!r} is not pending, approved, rejected or all", field="status")
@@ -176,7 +176,7 @@ def _walk(s) -> None:
     failed (the item stays waiting)."""
     from rich.console import Console
 
-    from ..errors import BadInput
+    from ...errors import BadInput
 
     if s.json:
         raise BadInput("-i is interactive and has no JSON output",
@@ -211,8 +211,8 @@ def _decide_each(v, actor, items, done: dict, console) -> None:
     from rich.prompt import Prompt
     from rich.text import Text
 
-    from ..adapters import edge
-    from ..errors import VaultmemError
+    from .. import edge
+    from ...errors import VaultmemError
 
     for n, item in enumerate(items, 1):
         if item.op == "unreadable":

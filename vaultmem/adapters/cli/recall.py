@@ -33,7 +33,7 @@ def index(
     s = session(ctx, vault, as_, json_)
     v = s.open()
     if engine is not None and not rebuild:
-        from ..errors import BadInput
+        from ...errors import BadInput
 
         raise BadInput("--engine goes with --rebuild", hint=f"vaultmem index --rebuild --engine {engine}")
     if rebuild:

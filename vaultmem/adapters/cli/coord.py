@@ -97,7 +97,7 @@ def log_tail(
     json_: JsonOpt = False,
 ) -> None:
     """The newest entries, oldest first, read from the end of each file (fast at any length)."""
-    from .. import livelog
+    from ... import livelog
 
     s = session(ctx, vault, as_, json_)
     v = s.open()
@@ -232,12 +232,12 @@ def checkpoint_save(
     if file == "-":
         text = read_text_arg("-")
     elif file:
-        from .. import files
+        from ... import files
 
         try:
             text = files.read_text(Path(file), file)
         except FileNotFoundError:
-            from ..errors import NotFound
+            from ...errors import NotFound
 
             raise NotFound(f"no file {file}", path=file) from None
     change = v.shared.save_checkpoint(v.actor(s.agent), text, task=task, step=step, next_steps=next_ or [])

@@ -88,7 +88,7 @@ def page_add(change) -> str:
 
 def page(info) -> str:
     """``page show``: the parsed page, section by section, each entry with its block id."""
-    from ..parse import HEADINGS
+    from ...parse import HEADINGS
 
     meta = info.meta
     out = [f"{info.name} — {info.path}",

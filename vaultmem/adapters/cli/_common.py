@@ -21,8 +21,8 @@ from typing import Annotated, Any, Callable, Optional
 import click
 import typer
 
-from ..adapters import edge
-from ..errors import VaultmemError
+from .. import edge
+from ...errors import VaultmemError
 from .fields import option_for
 
 VaultOpt = Annotated[
@@ -49,7 +49,7 @@ class Session:
     ahead: Any = field(default=None, repr=False)  # the launcher's walk (walk.WalkAhead), if any
 
     def open(self):
-        from ..vault import Vault
+        from ...vault import Vault
 
         self.opened = Vault.open(self.vault, ahead=self.ahead)
         return self.opened
