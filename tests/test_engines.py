@@ -212,11 +212,11 @@ def test_tantivy_scores_from_stored_terms_as_its_explanation_tells(tmp_path):
     for text in ("cache", "kafka retry 端口", " ".join(words)):
         clauses = clauses_of(query_tokens(text))
         query = Query.boolean_query([(Occur.Should, Query.term_query(engine.schema, f, t)) for f, t in clauses])
-        weighted = [(f, t, stats.weight(f, t)) for f, t in clauses]
+        weighed = stats.weighed(clauses)
         hits = searcher.search(query, 200).hits
         assert len(hits) > 20
         for _score, address in hits:
             told = stats.score(matched_terms(query.explain(searcher, address).to_json()))
             stored = json.loads(bytes(searcher.doc(address).get_first("terms")).decode("utf-8"))
-            assert stats.score_stored(weighted, stored) == pytest.approx(told, rel=1e-12)
+            assert stats.score_stored(weighed, stored) == pytest.approx(told, rel=1e-12)
     engine.close()

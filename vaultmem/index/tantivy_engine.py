@@ -170,19 +170,29 @@ class LiveStats:
         frequency, tantivy's field length) as :func:`matched_terms` reads them."""
         return sum(self.term_score(self.weight(field, term), field, tf, dl) for field, term, tf, dl in matched)
 
-    def score_stored(self, weighted: list[tuple[str, str, float]], stored: list[str]) -> float:
-        """BM25 over the live documents of a hit: ``weighted``, the query's (field, term,
-        :meth:`weight`); ``stored``, the hit's text fields' terms (its ``terms`` field),
-        counted here, with each field's length rounded as tantivy stores it."""
-        total, counted = 0.0, {}
-        for field, term, weight in weighted:
-            got = counted.get(field)
-            if got is None:
-                words = stored[TEXT_AT[field]].split()
-                got = counted[field] = (Counter(words), fieldnorm(len(words)))
-            tf = got[0].get(term)
-            if tf:
-                total += self.term_score(weight, field, tf, got[1])
+    def weighed(self, clauses: list[tuple[str, str]]) -> list[tuple[str, list[tuple[str, float]]]]:
+        """A query's (field, term) clauses as :meth:`score_stored` takes them: by field,
+        each term with its :meth:`weight`."""
+        grouped: dict[str, list[tuple[str, float]]] = {}
+        for field, term in clauses:
+            grouped.setdefault(field, []).append((term, self.weight(field, term)))
+        return list(grouped.items())
+
+    def score_stored(self, weighed: list[tuple[str, list[tuple[str, float]]]], stored: list[str]) -> float:
+        """BM25 over the live documents of a hit: ``weighed``, the query's clauses as
+        :meth:`weighed` gives them; ``stored``, the hit's text fields' terms (its
+        ``terms`` field), counted here, each field's length rounded as tantivy stores it."""
+        total = 0.0
+        for field, pairs in weighed:
+            text = stored[TEXT_AT[field]]
+            if not text:
+                continue
+            words = text.split()
+            counts, dl = Counter(words), fieldnorm(len(words))
+            for term, weight in pairs:
+                tf = counts.get(term)
+                if tf:
+                    total += self.term_score(weight, field, tf, dl)
         return total
 
     def bound(self, clauses: list[tuple[str, str]]) -> float:
@@ -370,7 +380,7 @@ class TantivyEngine:
             parts.append((Occur.Must, any_of("type", filters.types)))
         query = Query.boolean_query(parts)
         bound = stats.bound(clauses)
-        weighted = [(field, t, stats.weight(field, t)) for field, t in clauses]
+        weighed = stats.weighed(clauses)
         scored: dict[tuple[int, int], tuple[float, object]] = {}
         asked = limit + 10
         while True:
@@ -380,7 +390,7 @@ class TantivyEngine:
                 if key not in scored:
                     stored = searcher.doc(address)
                     terms_of = json.loads(bytes(stored.get_first("terms")).decode("utf-8"))
-                    scored[key] = (stats.score_stored(weighted, terms_of), stored)
+                    scored[key] = (stats.score_stored(weighed, terms_of), stored)
             best = sorted((scored[(a.segment_ord, a.doc)][0] for _s, a in hits), reverse=True)
             # a document left out scores at most ``bound`` times the last tantivy score
             if len(hits) < asked or len(best) < limit or bound * hits[-1][0] < best[limit - 1]:
