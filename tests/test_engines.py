@@ -176,3 +176,47 @@ def test_a_rebuild_in_worker_processes_indexes_exactly_what_one_process_does(not
     assert {q: [h.doc.id for h in search(parallel, q, Filters(), 10)] for q in expected} == expected
     assert seen[-1][0] == seen[-1][1] == len(one.new) and len(seen) > 1
     parallel.close()
+
+
+def test_tantivy_scores_from_stored_terms_as_its_explanation_tells(tmp_path):
+    """What tantivy's scoring reads of a hit — its stored terms, counted, each field's
+    length rounded as tantivy stores it — is what tantivy's own explanation of the hit
+    says: every matched term's frequency and field length, in fields long and short,
+    with deleted documents in the segments."""
+    import random
+
+    pytest.importorskip("tantivy")
+    from tantivy import Occur, Query
+
+    from vaultmem.analysis import query_tokens
+    from vaultmem.index.tantivy_engine import TantivyEngine, clauses_of, fieldnorm, matched_terms
+    from vaultmem.models import IndexDoc
+
+    words = "cache redis timeout retry kafka queue deploy 缓存 端口".split()
+    rng = random.Random(5)
+
+    def doc(i):
+        size = rng.choice([1, 3, 9, 39, 40, 41, 47, 120, 700, 5000])
+        return IndexDoc(id=f"memories/d{i}.md", path=f"memories/d{i}.md", kind="memory",
+                        title=" ".join(rng.choice(words) for _ in range(rng.randint(0, 3))),
+                        text=" ".join(rng.choice(words) for _ in range(size)),
+                        aliases=[rng.choice(words)] if rng.random() < 0.3 else [], near=rng.choice(["", "kafka"]))
+
+    engine = TantivyEngine(tmp_path / "tantivy", create=True)
+    engine.write([doc(i) for i in range(120)], [])
+    engine.write([doc(i) for i in range(0, 120, 7)], [f"memories/d{i}.md" for i in range(0, 120, 7)])
+    stats = engine.live_stats()
+    assert stats.ghostly
+    searcher = stats.searcher
+    assert [fieldnorm(n) for n in (40, 41, 43, 47, 700, 5000)] == [40, 40, 42, 46, 664, 4632]
+    for text in ("cache", "kafka retry 端口", " ".join(words)):
+        clauses = clauses_of(query_tokens(text))
+        query = Query.boolean_query([(Occur.Should, Query.term_query(engine.schema, f, t)) for f, t in clauses])
+        weighed = stats.weighed(clauses)
+        hits = searcher.search(query, 200).hits
+        assert len(hits) > 20
+        for _score, address in hits:
+            told = stats.score(matched_terms(query.explain(searcher, address).to_json()))
+            stored = json.loads(bytes(searcher.doc(address).get_first("terms")).decode("utf-8"))
+            assert stats.score_stored(weighed, stored) == pytest.approx(told, rel=1e-12)
+    engine.close()

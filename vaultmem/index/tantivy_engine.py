@@ -8,15 +8,18 @@ indexed is exactly what analysis said). Text fields record frequencies but no po
 fields, each term weighted by its field (title ×2, body, aliases ×1.5, near ×0.5), where
 Whoosh computes BM25F; docs/recall.md gives the dev-set figures of both. Filters are term
 queries on raw fields, wrapped so they never change a score. The whole IndexDoc is
-stored as JSON bytes.
+stored as JSON bytes, and beside it the terms of its text fields (``terms``, what the
+scoring below reads; an index made before it has another schema and is rebuilt).
 
 Live statistics. tantivy keeps a deleted document in its segment until a merge — which
 tantivy-py cannot ask for — and its BM25 counts it (document count, document frequency,
 average field length), so an updated index would rank differently from a fresh one. So
-tantivy finds the candidates and vaultmem scores them: the same BM25, with each matched
-term's frequency and the field's length read from tantivy's explanation of the hit, and
-the statistics of the live documents — their number (tantivy's), each term's live
-document frequency (a count query when anything is deleted), each field's total length
+tantivy finds the candidates and vaultmem scores them: the same BM25, each matched term's
+frequency counted in the hit's stored terms and each field's length rounded as tantivy
+stores it (one byte a field: :func:`fieldnorm`) — exactly what tantivy's explanation of
+the hit would say (tested against it), without the explanation's cost — and the
+statistics of the live documents: their number (tantivy's), each term's live document
+frequency (a count query when anything is deleted), each field's total length
 (``lengths.json`` beside the index, kept by every write and tied to tantivy's commit
 stamp; counted afresh if it is missing or stale). tantivy's top candidates are fetched
 until no document left out can reach the last place: the stale statistics can change a
@@ -31,6 +34,8 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_right
+from collections import Counter
 from math import log
 from pathlib import Path
 
@@ -42,8 +47,9 @@ from .fields import FIELDS, NONE, TEXT_FIELDS, fields_of, keep_lengths, kept_len
 from .registry import EngineSpec, register
 
 RAW_FIELDS = ("id", "path", "kind", "agent", "type", "status")
-FIELD_NAMES = (*RAW_FIELDS, *TEXT_FIELDS, "doc")  # in schema order: a field's number is its place here
+FIELD_NAMES = (*RAW_FIELDS, *TEXT_FIELDS, "doc", "terms")  # in schema order: a field's number is its place here
 WEIGHTS = {**dict(FIELDS), "chars": 1.0}
+TEXT_AT = {name: n for n, name in enumerate(TEXT_FIELDS)}
 K1, B = 1.2, 0.75  # tantivy's BM25 constants
 WRITER_HEAP = 64_000_000
 # ``auto`` builds a tantivy index from this many Markdown files on (Whoosh misses the
@@ -62,7 +68,32 @@ def _schema():
     for name in TEXT_FIELDS:
         sb.add_text_field(name, stored=False, tokenizer_name="whitespace", index_option="freq")
     sb.add_bytes_field("doc", stored=True, indexed=False)
+    sb.add_bytes_field("terms", stored=True, indexed=False)  # the text fields' terms: what scoring reads
     return sb.build()
+
+
+def _fieldnorms() -> list[int]:
+    """tantivy's field lengths as it stores them (one byte a document and field): exact
+    up to 40, then 8 steps of 2, 8 of 4, 8 of 8... (``fieldnorm/code.rs``)."""
+    table, step = list(range(41)), 2
+    while len(table) < 256:
+        for _ in range(8):
+            table.append(table[-1] + step)
+        step *= 2
+    return table[:256]
+
+
+FIELDNORMS = _fieldnorms()
+
+
+def fieldnorm(length: int) -> int:
+    """A field's length as tantivy's BM25 sees it: rounded down to a stored value."""
+    return length if length <= 40 else FIELDNORMS[bisect_right(FIELDNORMS, length) - 1]
+
+
+def stored_terms(fields: dict) -> bytes:
+    """What the ``terms`` field stores of a document: its text fields' terms."""
+    return json.dumps([fields[name] for name in TEXT_FIELDS], ensure_ascii=False).encode("utf-8")
 
 
 def idf(n: int, total: int) -> float:
@@ -90,7 +121,8 @@ _MATCHED = re.compile(r'"value": ([^,\s]+),\s*"description": "freq, occurrences 
 
 def matched_terms(explanation: str) -> list[tuple[str, str, float, float]]:
     """(field, term, frequency, field length) of every term that matched, from tantivy's
-    explanation of a hit (``Explanation.to_json()``)."""
+    explanation of a hit (``Explanation.to_json()``): tantivy's own account of a score,
+    which the tests hold :meth:`LiveStats.score_stored` to."""
     out = []
     for m in _MATCHED.finditer(explanation):
         term = _TERM.match(json.loads(m.group(3)))
@@ -126,13 +158,41 @@ class LiveStats:
                 self._df[key] = self.searcher.search(Query.term_query(self.schema, field, term), 1, count=True).count
         return self._df[key]
 
+    def weight(self, field: str, term: str) -> float:
+        """A term's BM25 weight in a field (its field's boost × idf × (k1 + 1)), live."""
+        return WEIGHTS[field] * idf(self.doc_frequency(field, term), self.docs) * (K1 + 1)
+
+    def term_score(self, weight: float, field: str, tf: float, dl: float) -> float:
+        return weight * (tf / (tf + K1 * (1 - B + B * dl / (self.avgdl[field] or 1.0))))
+
     def score(self, matched: list[tuple[str, str, float, float]]) -> float:
-        """BM25 over the live documents of a hit's matched terms."""
+        """BM25 over the live documents of a hit's matched terms, (field, term,
+        frequency, tantivy's field length) as :func:`matched_terms` reads them."""
+        return sum(self.term_score(self.weight(field, term), field, tf, dl) for field, term, tf, dl in matched)
+
+    def weighed(self, clauses: list[tuple[str, str]]) -> list[tuple[str, list[tuple[str, float]]]]:
+        """A query's (field, term) clauses as :meth:`score_stored` takes them: by field,
+        each term with its :meth:`weight`."""
+        grouped: dict[str, list[tuple[str, float]]] = {}
+        for field, term in clauses:
+            grouped.setdefault(field, []).append((term, self.weight(field, term)))
+        return list(grouped.items())
+
+    def score_stored(self, weighed: list[tuple[str, list[tuple[str, float]]]], stored: list[str]) -> float:
+        """BM25 over the live documents of a hit: ``weighed``, the query's clauses as
+        :meth:`weighed` gives them; ``stored``, the hit's text fields' terms (its
+        ``terms`` field), counted here, each field's length rounded as tantivy stores it."""
         total = 0.0
-        for field, term, tf, dl in matched:
-            n = self.doc_frequency(field, term)
-            norm = tf / (tf + K1 * (1 - B + B * dl / (self.avgdl[field] or 1.0)))
-            total += WEIGHTS[field] * idf(n, self.docs) * (K1 + 1) * norm
+        for field, pairs in weighed:
+            text = stored[TEXT_AT[field]]
+            if not text:
+                continue
+            words = text.split()
+            counts, dl = Counter(words), fieldnorm(len(words))
+            for term, weight in pairs:
+                tf = counts.get(term)
+                if tf:
+                    total += self.term_score(weight, field, tf, dl)
         return total
 
     def bound(self, clauses: list[tuple[str, str]]) -> float:
@@ -148,6 +208,18 @@ class LiveStats:
             stale = max(self.searcher.doc_freq(field, term), live)
             worst = max(worst, idf(live, self.docs) / idf(stale, self.all_docs))
         return worst * (self.all_docs / (self.docs or 1)) * (1 + 1e-5)
+
+
+def clauses_of(terms: list[str]) -> list[tuple[str, str]]:
+    """The (field, term) pairs a query's terms are searched in: a CJK character in
+    ``chars``, any other term in each of :data:`FIELDS`."""
+    return [("chars", t) if is_cjk_char(t) else (name, t) for t in terms
+            for name, _boost in (FIELDS[:1] if is_cjk_char(t) else FIELDS)]
+
+
+def _index_doc(stored) -> IndexDoc:
+    """The IndexDoc of a tantivy document as stored."""
+    return IndexDoc(**json.loads(bytes(stored.get_first("doc")).decode("utf-8")))
 
 
 class TantivyEngine:
@@ -199,6 +271,7 @@ class TantivyEngine:
                     if fields[name]:
                         tdoc.add_text(name, fields[name])
                 tdoc.add_bytes("doc", fields["doc"].encode("utf-8"))
+                tdoc.add_bytes("terms", stored_terms(fields))
                 writer.add_document(tdoc)
                 lengths = [a + b for a, b in zip(lengths, lengths_of(fields))]
             opstamp = writer.commit()
@@ -245,8 +318,7 @@ class TantivyEngine:
 
     @staticmethod
     def _doc(searcher, address) -> IndexDoc:
-        raw = searcher.doc(address).get_first("doc")
-        return IndexDoc(**json.loads(bytes(raw).decode("utf-8")))
+        return _index_doc(searcher.doc(address))
 
     def _count_lengths(self, searcher) -> list[int]:
         """Each text field's total length, counted from every live document (an index
@@ -288,12 +360,10 @@ class TantivyEngine:
         searcher = stats.searcher
         terms = rarest_terms(terms, lambda t: sum(stats.doc_frequency(name, t) for name, _b in FIELDS))
         s = self.schema
-        clauses = [("chars", t) if is_cjk_char(t) else (name, t) for t in terms
-                   for name, _boost in (FIELDS[:1] if is_cjk_char(t) else FIELDS)]
+        clauses = clauses_of(terms)
         should = [(Occur.Should, Query.boost_query(Query.term_query(s, field, t), WEIGHTS[field]))
                   for field, t in clauses]
-        scoring = Query.boolean_query(should)  # explained per hit: without the filters, which cost a pass each
-        parts = [(Occur.Must, scoring)]
+        parts = [(Occur.Must, Query.boolean_query(should))]
 
         def any_of(field: str, values) -> Query:
             return Query.const_score_query(Query.term_set_query(s, field, list(values)), 0.0)
@@ -310,6 +380,7 @@ class TantivyEngine:
             parts.append((Occur.Must, any_of("type", filters.types)))
         query = Query.boolean_query(parts)
         bound = stats.bound(clauses)
+        weighed = stats.weighed(clauses)
         scored: dict[tuple[int, int], tuple[float, object]] = {}
         asked = limit + 10
         while True:
@@ -317,16 +388,17 @@ class TantivyEngine:
             for _score, address in hits:
                 key = (address.segment_ord, address.doc)
                 if key not in scored:
-                    matched = matched_terms(scoring.explain(searcher, address).to_json())
-                    scored[key] = (stats.score(matched), address)
+                    stored = searcher.doc(address)
+                    terms_of = json.loads(bytes(stored.get_first("terms")).decode("utf-8"))
+                    scored[key] = (stats.score_stored(weighed, terms_of), stored)
             best = sorted((scored[(a.segment_ord, a.doc)][0] for _s, a in hits), reverse=True)
             # a document left out scores at most ``bound`` times the last tantivy score
             if len(hits) < asked or len(best) < limit or bound * hits[-1][0] < best[limit - 1]:
                 break
             asked *= 2
         cut = best[min(limit, len(best)) - 1] if best else 0.0
-        kept = [(self._doc(searcher, address), score) for score, address in scored.values() if score >= cut]
-        return by_rank(kept)[:limit]  # the documents are read only for those that can be in
+        kept = [(_index_doc(stored), score) for score, stored in scored.values() if score >= cut]
+        return by_rank(kept)[:limit]  # the documents are parsed only for those that can be in
 
     def doc_count(self) -> int:
         return self._get_searcher().num_docs
