@@ -10,7 +10,9 @@ exposes both to the same drift. Each run is a new ``python -m vaultmem brief`` p
 and minimum wall time per side, their ratio, and ``python -c pass`` for scale. With
 ``--watcher`` a ``vaultmem watch`` (of side B) runs meanwhile, so both sides skip their
 freshness check. The vault is used as it is (index it first with each side, e.g.
-``vaultmem index``, since an engine or manifest change rebuilds it). Standard library only.
+``vaultmem index``, since an engine or manifest change rebuilds it); when the two sides
+write different index formats, give B its own copy of the vault (``--vault-b``), or
+each side would rebuild the other's index. Standard library only.
 """
 
 from __future__ import annotations
@@ -58,26 +60,28 @@ def main() -> None:
     ap.add_argument("vault", type=Path)
     ap.add_argument("--a", required=True, help="python of installation A (the baseline)")
     ap.add_argument("--b", required=True, help="python of installation B")
+    ap.add_argument("--vault-b", type=Path, help="B's own copy of the vault (when B's index format differs)")
     ap.add_argument("--runs", type=int, default=21)
     ap.add_argument("--watcher", action="store_true", help="run B's `vaultmem watch` meanwhile")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args()
+    vaults = {"a": args.vault, "b": args.vault_b or args.vault}
     with tempfile.TemporaryDirectory(prefix="vaultmem-ab-") as tmp:
         envs = {side: env_for(Path(tmp) / side) for side in "ab"}
         watcher = None
         if args.watcher:
-            watcher = subprocess.Popen([args.b, "-m", "vaultmem", "--vault", str(args.vault), "watch"],
+            watcher = subprocess.Popen([args.b, "-m", "vaultmem", "--vault", str(vaults["b"]), "watch"],
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=envs["b"],
                                        cwd=tmp)
             time.sleep(5)  # its first full sync
         try:
             for side, python in (("a", args.a), ("b", args.b)):
-                brief(python, args.vault, 0, envs[side])  # fills the bytecode cache, untimed
+                brief(python, vaults[side], 0, envs[side])  # fills the bytecode cache, untimed
             times: dict[str, list[float]] = {"a": [], "b": []}
             for i in range(args.runs):
                 order = ("a", "b") if i % 2 == 0 else ("b", "a")
                 for side in order:
-                    times[side].append(brief(args.a if side == "a" else args.b, args.vault, i, envs[side]))
+                    times[side].append(brief(args.a if side == "a" else args.b, vaults[side], i, envs[side]))
             py = statistics.median([_timed([args.b, "-c", "pass"], envs["b"]) for _ in range(5)])
         finally:
             if watcher is not None:
