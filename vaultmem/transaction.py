@@ -32,7 +32,6 @@ findings become the call's result's ``warnings``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -182,9 +181,9 @@ class Writer:
         folder listed only if its mtime moved since it was last found clean
         (``.vaultmem/local/tidy.bin``; a temp file's creation moves it), and the write lock
         taken only when something was found. Writers do all of it under their lock anyway."""
-        from filelock import Timeout
-
         if (self.root / layout.TXN_JOURNAL).exists():  # a writer died mid-change, or one is writing
+            from filelock import Timeout  # only then: the lock library costs ~10 ms to import
+
             try:
                 with self._file_lock(0):
                     self._settle()
@@ -211,6 +210,8 @@ class Writer:
             settled = time.time_ns() - 2_000_000_000  # a change in the same clock tick could hide behind a fresh stamp
             files.write_local(self.root, TIDY_STAMPS, files.pack({rel: m for rel, m in stamps.items() if m < settled}))
             return 0
+        from filelock import Timeout
+
         try:
             with self._file_lock(0):
                 self._settle()
@@ -378,10 +379,14 @@ class Writer:
 
 
 def _text_digest(text: str) -> str:
+    import hashlib
+
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _digest(path: Path) -> str | None:
+    import hashlib
+
     try:
         return hashlib.sha256(path.read_bytes()).hexdigest()
     except (FileNotFoundError, NotADirectoryError):
