@@ -10,7 +10,6 @@ neither live nor the one before it was left by a killed build).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import time
@@ -40,6 +39,8 @@ def read_file(root: Path, rel: str) -> tuple[bytes, str] | None:
         data = (root / rel).read_bytes()
     except (FileNotFoundError, IsADirectoryError, PermissionError):
         return None
+    import hashlib  # only when a file is read for indexing, not by every command
+
     return data, hashlib.sha1(data).hexdigest()
 
 
