@@ -330,7 +330,8 @@ class Writer:
         for aside in asides.values():
             if aside is not None:
                 aside.unlink(missing_ok=True)
-        files.remove(journal)
+        # not fsynced: a journal that outlives a power cut is settled as committed next time
+        journal.unlink(missing_ok=True)
         return sha
 
     # -- the last line of defence against secrets ------------------------------------------------
