@@ -78,31 +78,48 @@ def lock_owner_alive(root: Path, lock: Path) -> bool | None:
     root_real = os.path.realpath(root)
     lock_real = os.path.realpath(lock)
     me = os.getpid()
+    unseen = False  # a process we may not look into could be the owner
     for entry in os.scandir(proc):
         if not entry.name.isdigit() or int(entry.name) == me:
             continue
         try:
             cmd = (proc / entry.name / "cmdline").read_bytes().split(b"\0")
+        except FileNotFoundError:
+            continue  # it has just exited
         except OSError:
+            unseen = True
             continue
         name = os.path.basename(cmd[0]).decode(errors="replace") if cmd and cmd[0] else ""
+        is_git = name.startswith("git") and b"cat-file" not in cmd  # gitpython's readers hold no lock
         try:
-            if name.startswith("git") and b"cat-file" not in cmd:  # gitpython's readers hold no lock
-                cwd = os.path.realpath(proc / entry.name / "cwd")
+            if is_git:
+                cwd = os.path.realpath(proc / entry.name / "cwd", strict=True)
                 if cwd == root_real or cwd.startswith(root_real + os.sep):
                     return True
             for fd in os.scandir(proc / entry.name / "fd"):
                 if os.readlink(fd.path) == lock_real:
                     return True
-        except OSError:
+        except FileNotFoundError:
             continue
-    return False
+        except OSError:
+            # a git we may not look into could be the owner; another program we may not
+            # look into (an init, another user's shell) is not holding git's lock
+            unseen = unseen or is_git
+    return None if unseen else False
 
 
-def clear_stale_lock(root: Path, lock: Path) -> bool:
-    """Remove git's ``lock`` if it exists and no live process can own it (a git killed
-    while it held it). True if it was removed. Call with the vault's write lock held."""
-    if not lock.exists() or lock_owner_alive(root, lock) is not False:
+STALE_AFTER = 2.0  # seconds a lock must have stood unowned before it is taken for a killed git's
+
+
+def clear_stale_lock(root: Path, lock: Path, min_age: float = STALE_AFTER) -> bool:
+    """Remove git's ``lock`` if it has existed for ``min_age`` seconds and no live
+    process can own it (a git killed while it held it). True if it was removed. Call
+    with the vault's write lock held."""
+    try:
+        age = time.time() - lock.stat().st_mtime
+    except FileNotFoundError:
+        return False
+    if age < min_age or lock_owner_alive(root, lock) is not False:
         return False
     lock.unlink(missing_ok=True)
     return True
@@ -115,11 +132,15 @@ def _lock_busy(root: Path, lock: Path, timeout: float) -> Busy:
 
 
 def _wait_for_lock(root: Path, lock: Path, deadline: float, timeout: float) -> None:
-    checked = False
+    # a lock nobody holds will never be let go (a killed git left it); one that has just
+    # appeared may be a git that is starting, so it must stand a moment before it counts
+    min_age = min(STALE_AFTER, timeout / 2)
+    next_check = 0.0
     while lock.exists():
-        if not checked:  # a lock nobody holds will never be let go: a killed git left it
-            checked = True
-            if clear_stale_lock(root, lock):
+        now = time.monotonic()
+        if now >= next_check:
+            next_check = now + 0.25  # a /proc scan costs a few ms: not at every poll
+            if clear_stale_lock(root, lock, min_age):
                 return
         if time.monotonic() >= deadline:
             raise _lock_busy(root, lock, timeout)
@@ -201,11 +222,31 @@ def unstage(root: Path, paths: list[str], wait: float = 0.0) -> bool:
                 repo.git.rm("-q", "--cached", "--ignore-unmatch", "--", *paths)
             return True
         except git.GitCommandError:
-            if clear_stale_lock(root, root / ".git" / "index.lock"):
+            if clear_stale_lock(root, root / ".git" / "index.lock", min(STALE_AFTER, wait / 2)):
                 continue
             if time.monotonic() >= deadline:
                 return False
             time.sleep(0.05)
+
+
+def head(root: Path) -> str | None:
+    """The sha HEAD points at (None in a repository with no commit yet)."""
+    repo = _repo(root)
+    return repo.head.commit.hexsha if _has_head(repo) else None
+
+
+def committed_since(root: Path, base: str | None, message: str) -> bool:
+    """True if a commit with ``message`` was made on top of ``base`` (HEAD then)."""
+    import git
+
+    repo = _repo(root)
+    if not _has_head(repo) or repo.head.commit.hexsha == base:
+        return False
+    try:
+        subjects = repo.git.log("--format=%B%x00", f"{base}..HEAD" if base else "HEAD", "-n", "50")
+    except git.GitCommandError:
+        return False
+    return any(body.strip() == message.strip() for body in subjects.split("\0"))
 
 
 def differs_from_head(root: Path, paths: list[str]) -> bool:

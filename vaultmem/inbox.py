@@ -196,7 +196,10 @@ class Inbox:
         if op in ("replace", "remove"):
             if not raw.get("target"):
                 raise BadInput(f"is needed for op {op}: the slug of the note it {op}s", field="target")
-            target = layout.note_ref(notes.resolve(self.root, str(raw["target"])))
+            try:
+                target = layout.note_ref(notes.resolve(self.root, str(raw["target"])))
+            except NotFound as exc:  # the item's own field names the note
+                raise NotFound(exc.message, hint=exc.hint, field="target") from None
         if op == "remove":
             return {"op": "remove", "target": target, "text": scrub.text("text", str(text))}
         if not raw.get("type"):

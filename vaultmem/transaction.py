@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -117,9 +118,10 @@ class Settled:
     message: str
     paths: list[str]
     outcome: str  # "committed" (its commit was made) | "rolled back"
+    left: list[str] = field(default_factory=list)  # edited after the writer died: not rolled back
 
     def to_dict(self) -> dict:
-        return {"message": self.message, "paths": self.paths, "outcome": self.outcome}
+        return {"message": self.message, "paths": self.paths, "outcome": self.outcome, "left": self.left}
 
 
 class Writer:
@@ -130,7 +132,8 @@ class Writer:
         self.config = config
         self.on_write = on_write  # called with the paths, just before the first file is replaced
         self.settled: list[Settled] = []  # dead writers' changes this process settled
-        self._depth = 0  # locked() within locked(): the lock is this process's already
+        self._held = threading.local()  # this thread's depth of locked() within locked()
+        self._threads = threading.RLock()  # threads of one process take turns, then the file lock
 
     def scrubber(self) -> Scrubber:
         return Scrubber(self.root, self.config.secrets)
@@ -148,30 +151,36 @@ class Writer:
         """Hold the vault's write lock: settle a dead writer's journal, sweep temp files."""
         from filelock import Timeout
 
-        if self._depth:
-            self._depth += 1
+        depth = getattr(self._held, "depth", 0)
+        if depth:  # this thread holds the lock already
+            self._held.depth = depth + 1
             try:
                 yield
             finally:
-                self._depth -= 1
+                self._held.depth = depth
             return
-
-        lock = self._file_lock(self.config.lock_timeout)
+        busy = Busy(f"another vaultmem process has been writing this vault for {self.config.lock_timeout:g}s",
+                    path=layout.WRITE_LOCK, hint="retry in a moment")
+        if not self._threads.acquire(timeout=self.config.lock_timeout):
+            raise busy
         try:
-            lock.acquire()
-        except Timeout:
-            raise Busy(f"another vaultmem process has been writing this vault for {self.config.lock_timeout:g}s",
-                       path=layout.WRITE_LOCK, hint="retry in a moment") from None
-        except OSError as exc:
-            raise files.storage_error(exc, layout.WRITE_LOCK) from None
-        self._depth = 1
-        try:
-            self._settle()
-            files.sweep_temp_files(self.root, layout.WRITABLE)
-            yield
+            lock = self._file_lock(self.config.lock_timeout)
+            try:
+                lock.acquire()
+            except Timeout:
+                raise busy from None
+            except OSError as exc:
+                raise files.storage_error(exc, layout.WRITE_LOCK) from None
+            self._held.depth = 1
+            try:
+                self._settle()
+                files.sweep_temp_files(self.root, layout.WRITABLE)
+                yield
+            finally:
+                self._held.depth = 0
+                lock.release()
         finally:
-            self._depth = 0
-            lock.release()
+            self._threads.release()
 
     def tidy(self) -> int:
         """Without a writer active: settle a dead writer's journal and remove temp files
@@ -235,22 +244,36 @@ class Writer:
             files.remove(path)
             return None
         rels = list(entries)
-        committed = all(_digest(self.root / rel) == e.get("after") for rel, e in entries.items()) and \
-            not gitstore.differs_from_head(self.root, rels)
+        if "head" in journal:  # its commit landed if a commit with its message sits on the HEAD it saw
+            committed = gitstore.committed_since(self.root, journal["head"], message)
+        else:
+            committed = all(_digest(self.root / rel) == e.get("after") for rel, e in entries.items()) and \
+                not gitstore.differs_from_head(self.root, rels)
+        left: list[str] = []  # changed by someone after the dead writer: left as they are
         if not committed:
+            restored = []
             for rel, e in entries.items():
                 target = files.inside(self.root, rel)
-                aside = e.get("aside")
-                if aside and (self.root / aside).exists():
-                    os.replace(self.root / aside, target)
-                elif e.get("existed") is False:
-                    target.unlink(missing_ok=True)
-            gitstore.unstage(self.root, rels, wait=self.config.lock_timeout)
+                aside = self.root / e["aside"] if e.get("aside") else None
+                now = _digest(target)
+                if now == e.get("after"):  # the dead writer's content, untouched since: undo it
+                    if aside is not None and aside.exists():
+                        os.replace(aside, target)
+                    else:
+                        target.unlink(missing_ok=True)
+                    restored.append(rel)
+                elif (aside is not None and aside.exists() and now == _digest(aside)) or \
+                        (now is None and not e.get("existed")):
+                    continue  # never replaced: nothing to undo
+                else:
+                    left.append(rel)
+            if restored:
+                gitstore.unstage(self.root, restored, wait=self.config.lock_timeout)
         for e in entries.values():
             if e.get("aside"):
                 (self.root / e["aside"]).unlink(missing_ok=True)
         files.remove(path)
-        done = Settled(message, rels, "committed" if committed else "rolled back")
+        done = Settled(message, rels, "committed" if committed else "rolled back", left)
         self.settled.append(done)
         return done
 
@@ -262,7 +285,7 @@ class Writer:
         any failure every file is as it was and nothing is staged. Every added line is
         checked for secrets, except in ``unscanned`` paths (public keys and settings:
         high entropy by nature, and no secret)."""
-        if not self._depth:
+        if not getattr(self._held, "depth", 0):
             raise VaultmemError("a change was applied without the vault's write lock",
                                 hint="this is a vaultmem bug: please report it")
         targets = {rel: files.inside(self.root, rel) for rel in writes}
@@ -282,6 +305,7 @@ class Writer:
         asides: dict[str, Path | None] = {}
         journal = self.root / layout.TXN_JOURNAL
         replaced: list[str] = []
+        head = gitstore.head(self.root)
         try:
             try:
                 for rel in order:
@@ -290,7 +314,7 @@ class Writer:
                 for rel in order:
                     asides[rel] = files.keep_aside(targets[rel])
                 record = {"version": JOURNAL_VERSION, "pid": os.getpid(), "message": message,
-                          "author": actor.name, "paths": {
+                          "author": actor.name, "head": head, "paths": {
                               rel: {"existed": before[rel] is not None,
                                     "aside": asides[rel].relative_to(self.root).as_posix() if asides[rel] else None,
                                     "after": None if writes[rel] is None else _text_digest(writes[rel])}
@@ -313,6 +337,16 @@ class Writer:
         except BaseException as exc:
             for tmp in temps.values():
                 tmp.unlink(missing_ok=True)
+            if len(replaced) == len(order) and _landed(self.root, head, message):
+                # git made the commit and failed after it (or we were interrupted): the change
+                # is recorded, so it stays; only the leftovers go
+                for aside in asides.values():
+                    if aside is not None:
+                        aside.unlink(missing_ok=True)
+                journal.unlink(missing_ok=True)
+                if isinstance(exc, Exception):
+                    return gitstore.head(self.root)
+                raise
             for rel in replaced:
                 if asides.get(rel) is not None:
                     os.replace(asides.pop(rel), targets[rel])
@@ -377,6 +411,13 @@ class Writer:
                         f"your uncommitted edit holds a {found[0].type}; vaultmem would have to commit it "
                         f"before this change, so nothing was written", path=rel, line=n,
                         hint="remove the secret from the file (or commit it yourself, knowingly), then retry")
+
+
+def _landed(root: Path, head: str | None, message: str) -> bool:
+    try:
+        return gitstore.committed_since(root, head, message)
+    except Exception:  # noqa: BLE001 - git cannot tell us: take it as not made, and undo
+        return False
 
 
 def _text_digest(text: str) -> str:
