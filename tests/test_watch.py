@@ -6,9 +6,11 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
+from conftest import wait_until
 
 from vaultmem.index import Filters
 from vaultmem.retrieve import search
@@ -31,6 +33,26 @@ def sync_until(watcher, vault, word, expect=True, timeout=10.0):
         if (got == expect) if isinstance(expect, list) else (bool(got) == expect):
             return True
     return False
+
+
+def heard(watcher, *rels):
+    """Wait until the watcher has heard of changes to all of ``rels`` (they wait in its
+    pending set: only ``step`` indexes them)."""
+
+    def pending():
+        with watcher._cond:
+            return set(rels) <= watcher._pending
+
+    wait_until(pending, what=f"the watcher to hear of {rels}")
+    with watcher._cond:
+        return set(watcher._pending)
+
+
+def save_whole(path, text):
+    """Save as editors that write a temp file and rename it do: one event, whole content."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 @pytest.fixture
@@ -122,6 +144,34 @@ def test_heartbeat_lets_other_commands_trust_the_watcher(vault, watcher):
     assert vault.watcher_alive()
     watcher.stop()
     assert not vault.watcher_alive()
+
+
+def test_the_heartbeat_says_pending_while_a_change_waits_whoever_writes_it(vault, watcher):
+    save_whole(vault.root / "memories" / "h.md", NOTE.format(w="heartword"))
+    heard(watcher, "memories/h.md")
+    watcher._beat()  # the main thread's periodic beat, while the change waits to be indexed
+    assert vault.watcher_alive() and not vault.watcher_alive(idle=True)
+    assert sync_until(watcher, vault, "heartword")
+    assert vault.watcher_alive(idle=True)
+
+
+def test_both_threads_may_write_the_heartbeat_at_once(vault, watcher):
+    # the observer thread beats when a change comes, the main thread after a sync
+    errors = []
+
+    def beat():
+        try:
+            for _ in range(200):
+                watcher._beat()
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=beat) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and vault.watcher_alive(idle=True)
 
 
 def _ignore_sigint() -> None:  # as a non-interactive shell starts a background job (`vaultmem watch &`)

@@ -53,6 +53,8 @@ class Watcher:
         self._cond = threading.Condition()
         self._pending: set[str] = set()
         self._full = False
+        self._syncing = False  # a batch taken by step() is being indexed
+        self._beat_lock = threading.Lock()  # both threads write the heartbeat: one at a time
         self._first = self._last = 0.0
         self._stop = threading.Event()
         self._observer = None
@@ -97,7 +99,7 @@ class Watcher:
                 self._last = now
                 self._cond.notify()
             if first:
-                self._beat(pending=True)  # other commands index for themselves until we catch up
+                self._beat()  # pending: other commands index for themselves until we catch up
 
     def request_full(self) -> None:
         with self._cond:
@@ -109,7 +111,7 @@ class Watcher:
             self._last = now
             self._cond.notify()
         if first and self._observer is not None:
-            self._beat(pending=True)
+            self._beat()
 
     # -- running -------------------------------------------------------------------------
     def start(self) -> None:
@@ -161,7 +163,7 @@ class Watcher:
                 else:
                     self._cond.wait(end - now)
             paths, full = self._pending, self._full
-            self._pending, self._full = set(), False
+            self._pending, self._full, self._syncing = set(), False, True
         self._sync(None if full else sorted(paths))
         return True
 
@@ -177,6 +179,9 @@ class Watcher:
             time.sleep(min(5.0, 0.5 * self.failures))
             self.request_full()
             return
+        finally:
+            with self._cond:
+                self._syncing = False
         self.failures = 0
         self.syncs += 1
         with self._cond:
@@ -216,15 +221,22 @@ class Watcher:
                         self.on_error(exc)
                 maintained = True
 
-    def _beat(self, pending: bool = False) -> None:
+    def _beat(self) -> None:
+        """Write the heartbeat, pending while changes wait or are being indexed. The
+        observer thread writes it when a change comes, the main thread after a sync and
+        every few seconds: one at a time, each with the state as it is when it writes, so
+        a late "idle" never hides a change that came meanwhile."""
         path = self.root / WATCH_HEARTBEAT
-        path.parent.mkdir(parents=True, exist_ok=True)
-        ignore = path.parent / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text("# per-machine state (watcher heartbeat, read cursors): never committed\n*\n")
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"pid": os.getpid(), "beat": time.time(), "pending": pending}), encoding="utf-8")
-        os.replace(tmp, path)
+        with self._beat_lock:
+            with self._cond:
+                pending = bool(self._pending or self._full or self._syncing)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            ignore = path.parent / ".gitignore"
+            if not ignore.exists():
+                ignore.write_text("# per-machine state (watcher heartbeat, read cursors): never committed\n*\n")
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"pid": os.getpid(), "beat": time.time(), "pending": pending}), encoding="utf-8")
+            os.replace(tmp, path)
 
     def stop(self) -> None:
         self._stop.set()
