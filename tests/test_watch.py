@@ -10,9 +10,10 @@ import threading
 import time
 
 import pytest
-from conftest import wait_until
+from conftest import SAFETY_NET, Lines, wait_until
 
 from vaultmem.index import Filters
+from vaultmem.index.store import IndexStore
 from vaultmem.retrieve import search
 from vaultmem.watch import Watcher
 
@@ -178,6 +179,28 @@ def _ignore_sigint() -> None:  # as a non-interactive shell starts a background 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def watch_command(vault, *args, **popen):
+    proc = subprocess.Popen([sys.executable, *args, "--vault", str(vault.root), "watch", "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+    return proc, Lines(proc.stdout), Lines(proc.stderr)
+
+
+def wait_for_heartbeat(vault, proc, err):
+    wait_until(lambda: vault.watcher_alive() or proc.poll() is not None, what="the watcher's heartbeat")
+    assert vault.watcher_alive(), err.text()
+
+
+def ended(proc, out, err):
+    """(reports, stderr) once the process has ended."""
+    try:
+        proc.wait(timeout=SAFETY_NET)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise
+    return [json.loads(line) for line in out.text().splitlines() if line.strip()], err.text()  # JSON lines
+
+
 @pytest.mark.parametrize("sig, started_ignoring_sigint", [(signal.SIGINT, False), (signal.SIGTERM, False),
                                                          (signal.SIGINT, True)],
                          ids=["sigint", "sigterm", "sigint-ignored-at-start"])
@@ -207,6 +230,64 @@ def test_ctrl_c_stops_the_watch_command_cleanly(vault, sig, started_ignoring_sig
     assert "Traceback" not in err
     reports = [json.loads(line) for line in out.splitlines() if line.strip()]  # JSON lines
     assert any(r["new"] == ["memories/w.md"] for r in reports)
+    assert not vault.watcher_alive()
+
+
+SLOW_SYNC = r"""
+import sys, time
+from pathlib import Path
+from vaultmem.vault import Vault
+syncing, go = Path(sys.argv[1]), Path(sys.argv[2])
+real = Vault.refresh_index
+def refresh_index(self, paths=None, **kw):
+    if paths:  # a change the watcher heard, not its first reconcile
+        syncing.write_text("")
+        while not go.exists():  # the stop signal comes now, in the middle of the sync
+            time.sleep(0.01)
+    return real(self, paths=paths, **kw)
+Vault.refresh_index = refresh_index
+sys.argv = ["vaultmem", *sys.argv[3:]]
+from vaultmem.__main__ import main
+main()
+"""
+
+
+def _ignores(pid: int, sig: int) -> bool:
+    """Whether the process ignores ``sig`` now (/proc/PID/status: SigIgn, a hex bit mask)."""
+    with open(f"/proc/{pid}/status", encoding="utf-8") as fh:
+        mask = next(line.split()[1] for line in fh if line.startswith("SigIgn:"))
+    return bool(int(mask, 16) >> (sig - 1) & 1)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc")
+def test_a_stop_signal_in_the_middle_of_a_sync_lets_the_sync_finish(vault, tmp_path):
+    """A sync cut short after the engine's commit but before the manifest records it
+    would index the file twice at the next refresh; so a stop waits for the sync."""
+    syncing, go = tmp_path / "syncing", tmp_path / "go"
+    proc, out, err = watch_command(vault, "-c", SLOW_SYNC, syncing, go)
+    try:
+        wait_for_heartbeat(vault, proc, err)
+        save_whole(vault.root / "memories" / "w.md", NOTE.format(w="watchedword"))
+        wait_until(lambda: syncing.exists() or proc.poll() is not None, what="the watcher to begin indexing w.md")
+        assert proc.poll() is None, "the watcher ended"
+        proc.send_signal(signal.SIGTERM)
+        # the stop handler has run (it ignores further signals) while the sync is under way
+        wait_until(lambda: _ignores(proc.pid, signal.SIGTERM), what="the signal to be handled")
+        go.write_text("")
+    except AssertionError as exc:
+        proc.kill()
+        proc.wait()
+        raise AssertionError(f"{exc}\nexit status {proc.returncode}; stderr: {err.text()}; out: {out.text()}") from None
+    finally:
+        if proc.poll() is None and not go.exists():
+            proc.kill()
+    reports, errors = ended(proc, out, err)
+    assert proc.returncode == 0 and "Traceback" not in errors, errors
+    assert any(r["new"] == ["memories/w.md"] for r in reports)  # the sync finished, and said so
+    store = IndexStore(vault.root)
+    assert not store.refresh().changed  # the manifest knows what the engine holds
+    assert [h.doc.id for h in search(store, "watchedword", Filters(), 10)] == ["memories/w.md"]  # once
+    store.close()
     assert not vault.watcher_alive()
 
 

@@ -8,14 +8,17 @@ name a Markdown path, so each is picked up; bursts are debounced; ``.git/``,
 moved folder) and a kernel event-queue overflow (watchdog recovers its watches and
 logs it, but the lost events are gone) trigger a full reconcile, as does a slow
 periodic check. While it runs it keeps a heartbeat in ``.vaultmem/local/watch.json``
-so that other commands skip their own freshness check.
+so that other commands skip their own freshness check. Ctrl-C and SIGTERM stop it
+between syncs, never in the middle of one (see :meth:`Watcher.run`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -57,6 +60,7 @@ class Watcher:
         self._beat_lock = threading.Lock()  # both threads write the heartbeat: one at a time
         self._first = self._last = 0.0
         self._stop = threading.Event()
+        self._waiting = False  # the main thread is only waiting for changes: a stop signal may cut in
         self._observer = None
         self._spy = _OverflowSpy(self.request_full)
         self.syncs = 0
@@ -151,17 +155,23 @@ class Watcher:
         ``debounce`` seconds (or began ``max_delay`` ago), index it. True if it synced."""
         end = time.monotonic() + timeout
         with self._cond:
-            while True:
-                now = time.monotonic()
-                if self._pending or self._full:
-                    ready_at = min(self._last + self.debounce, self._first + self.max_delay)
-                    if now >= ready_at:
-                        break
-                    self._cond.wait(ready_at - now)
-                elif now >= end:
-                    return False
-                else:
-                    self._cond.wait(end - now)
+            try:
+                self._waiting = True
+                while True:
+                    now = time.monotonic()
+                    if self._stop.is_set():
+                        return False
+                    if self._pending or self._full:
+                        ready_at = min(self._last + self.debounce, self._first + self.max_delay)
+                        if now >= ready_at:
+                            break
+                        self._cond.wait(ready_at - now)
+                    elif now >= end:
+                        return False
+                    else:
+                        self._cond.wait(end - now)
+            finally:
+                self._waiting = False
             paths, full = self._pending, self._full
             self._pending, self._full, self._syncing = set(), False, True
         self._sync(None if full else sorted(paths))
@@ -198,7 +208,42 @@ class Watcher:
             self.on_sync(report)
 
     def run(self) -> None:
-        """Watch until :meth:`stop` (or Ctrl-C)."""
+        """Watch until :meth:`stop`, Ctrl-C or SIGTERM.
+
+        In the main thread a stop signal ends the watch between syncs, never inside
+        one: a sync cut after the engine's commit but before the manifest records it
+        would make the next refresh index those files a second time. A signal that
+        comes while the watcher only waits for changes stops it at once; one that comes
+        during a sync (or the first reconcile, or a merge) once that is done."""
+        with self._stopped_by_signals():
+            self._run()
+
+    @contextlib.contextmanager
+    def _stopped_by_signals(self):
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def stop(_signum, _frame):
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, signal.SIG_IGN)  # a second signal must not break the clean stop
+            self._stop.set()
+            if self._waiting:
+                raise KeyboardInterrupt  # only a wait is cut short: no change is half made
+
+        # SIGINT too when the shell started us ignoring it (`vaultmem watch &`)
+        previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        except KeyboardInterrupt:
+            if not self._stop.is_set():
+                raise
+        finally:
+            if not self._stop.is_set():
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
+    def _run(self) -> None:
         self.start()
         last_beat = last_full = last_activity = time.monotonic()
         maintained = True
