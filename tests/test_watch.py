@@ -1,4 +1,8 @@
-"""The watcher with a real watchdog observer: every kind of save is picked up."""
+"""The watcher with a real watchdog observer: every kind of save is picked up.
+
+Nothing here depends on how fast events travel: a test waits until the watcher has
+heard what it needs (its pending changes, its watches, its heartbeat, its report), and
+the in-process watcher indexes only when the test calls ``step``."""
 
 import json
 import logging
@@ -24,9 +28,9 @@ def found(vault, word):
     return [h.doc.id for h in search(vault.index, word, Filters(), limit=10)]
 
 
-def sync_until(watcher, vault, word, expect=True, timeout=10.0):
+def sync_until(watcher, vault, word, expect=True, timeout=SAFETY_NET):
     """Let the watcher work until ``word`` is (or is no longer) found; ``expect`` may
-    also be the exact list of ids expected."""
+    also be the exact list of ids expected. (``timeout``: a safety net only.)"""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         watcher.step(timeout=0.2)
@@ -107,36 +111,43 @@ def test_deleted_and_moved_files(vault, watcher):
 
 def test_a_burst_is_debounced_into_few_syncs(vault, watcher):
     before = watcher.syncs
-    for n in range(30):
-        (vault.root / "memories" / f"b{n}.md").write_text(NOTE.format(w=f"burst{n}"))
+    names = [f"memories/b{n}.md" for n in range(30)]
+    for n, rel in enumerate(names):
+        save_whole(vault.root / rel, NOTE.format(w=f"burst{n}"))  # one event per file
+    # every event of the burst has arrived before the watcher may index (only step does):
+    # however slowly the observer thread runs, the burst is one batch
+    heard(watcher, *names)
     assert sync_until(watcher, vault, "burst29")
-    deadline = time.monotonic() + 3
-    while time.monotonic() < deadline:
-        watcher.step(timeout=0.2)
     assert 1 <= watcher.syncs - before <= 4
     assert all(found(vault, f"burst{n}") for n in range(30))
+    with watcher._cond:
+        assert not watcher._pending and not watcher._full  # nothing left over for more syncs
 
 
 def test_git_and_vaultmem_folders_are_ignored(vault, watcher):
-    watcher.step(timeout=0.3)
+    assert not {".git", ".vaultmem"} & set(watcher._watched)  # no watches at all there
     before = watcher.syncs
     (vault.root / ".git" / "x.md").write_text("ignored")
     (vault.root / ".vaultmem" / "x.md").write_text("ignored")
     (vault.root / "memories" / ".hidden.md").write_text("ignored")
-    for _ in range(5):
-        watcher.step(timeout=0.2)
-    assert watcher.syncs == before
+    # a file that is not ignored, saved after them in the same folder: once the watcher
+    # has heard of it, it has heard of the hidden file too (one watch delivers events in order)
+    (vault.root / "memories" / "seen.md").write_text(NOTE.format(w="seenword"))
+    assert heard(watcher, "memories/seen.md") == {"memories/seen.md"}
+    assert sync_until(watcher, vault, "seenword")
+    assert watcher.syncs - before >= 1
+    assert all(r.new + r.modified in (["memories/seen.md"], []) for r in watcher.reports[-(watcher.syncs - before):])
+    assert not found(vault, "ignored")
 
 
 def test_queue_overflow_triggers_a_full_reconcile(vault, watcher):
-    watcher.step(timeout=0.3)
     # Events lost in an overflow never arrive: a file changes without an event we see...
     watcher._observer.stop()
     watcher._observer.join()
     (vault.root / "memories" / "lost.md").write_text(NOTE.format(w="lostword"))
     # ...and watchdog reports the overflow the only way it does: a warning in its log.
     logging.getLogger("watchdog.observers.inotify_c").warning("Inotify queue overflowed; events were lost")
-    assert watcher.step(timeout=2.0)
+    assert watcher.step(timeout=0.0)  # a reconcile is due: step waits for it whatever the timeout
     assert found(vault, "lostword") == ["memories/lost.md"]
     assert watcher.reports[-1].new == ["memories/lost.md"]
 
@@ -205,31 +216,25 @@ def ended(proc, out, err):
                                                          (signal.SIGINT, True)],
                          ids=["sigint", "sigterm", "sigint-ignored-at-start"])
 def test_ctrl_c_stops_the_watch_command_cleanly(vault, sig, started_ignoring_sigint):
-    proc = subprocess.Popen([sys.executable, "-m", "vaultmem", "--vault", str(vault.root), "watch", "--json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=_ignore_sigint if started_ignoring_sigint else None)
+    proc, out, err = watch_command(vault, "-m", "vaultmem",
+                                   preexec_fn=_ignore_sigint if started_ignoring_sigint else None)
     try:
-        deadline = time.monotonic() + 20
-        while not vault.watcher_alive() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert vault.watcher_alive()
-        (vault.root / "memories" / "w.md").write_text(NOTE.format(w="watchedword"))
-        deadline = time.monotonic() + 10
-        while not found(vault, "watchedword") and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert found(vault, "watchedword") == ["memories/w.md"]
+        wait_for_heartbeat(vault, proc, err)
+        save_whole(vault.root / "memories" / "w.md", NOTE.format(w="watchedword"))
+        # The watcher's own report says it indexed the file. This process waits for that
+        # line and never searches meanwhile: the index is the watcher's alone to update.
+        out.wait_for(lambda line: "memories/w.md" in line)
+    except AssertionError as exc:
+        proc.kill()
+        proc.wait()
+        raise AssertionError(f"{exc}\nexit status {proc.returncode}; stderr: {err.text()}") from None
     finally:
         proc.send_signal(sig)
-        try:
-            out, err = proc.communicate(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            raise
-    assert proc.returncode == 0, err
-    assert "Traceback" not in err
-    reports = [json.loads(line) for line in out.splitlines() if line.strip()]  # JSON lines
+    reports, errors = ended(proc, out, err)
+    assert proc.returncode == 0, errors
+    assert "Traceback" not in errors
     assert any(r["new"] == ["memories/w.md"] for r in reports)
+    assert found(vault, "watchedword") == ["memories/w.md"]
     assert not vault.watcher_alive()
 
 
@@ -293,6 +298,7 @@ def test_a_stop_signal_in_the_middle_of_a_sync_lets_the_sync_finish(vault, tmp_p
 
 def test_a_new_top_level_folder_is_watched_too(vault, watcher):
     (vault.root / "projects").mkdir()
-    watcher.step(timeout=0.5)
+    wait_until(lambda: "projects" in watcher._watched, what="a watch on the new folder")
     (vault.root / "projects" / "p.md").write_text(NOTE.format(w="projectword"))
+    heard(watcher, "projects/p.md")  # through the new watch: not only by the reconcile the folder asked for
     assert sync_until(watcher, vault, "projectword")
