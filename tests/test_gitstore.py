@@ -5,9 +5,8 @@ import os
 import subprocess
 import sys
 import threading
-import time
 
-from conftest import git, out_json
+from conftest import SAFETY_NET, git, out_json, wait_until
 
 from vaultmem import Busy, GitError
 
@@ -42,13 +41,24 @@ def test_commit_author_and_committer_are_the_agent(cli, vault):
 
 
 def test_busy_index_lock_is_waited_for(cli, vault):
+    vault.set_config("git.lock_timeout", SAFETY_NET, vault.actor(None))  # the wait below is not a race
     lock = vault.root / ".git" / "index.lock"
+    page = vault.root / "agents" / "r.md"
+    seen = {}
+
+    def let_go_once_the_command_waits():
+        # the command writes the page, then waits for git's index: let go of the lock then
+        wait_until(page.exists, what="the page to be written")
+        seen["committed"] = "agents/r.md" in git(vault.root, "ls-tree", "-r", "--name-only", "HEAD")
+        lock.unlink()
+
     lock.write_text("")
-    threading.Timer(0.5, lock.unlink).start()
-    started = time.monotonic()
+    other = threading.Thread(target=let_go_once_the_command_waits)
+    other.start()
     r = vm(cli, vault, "page", "ensure", "r")
+    other.join()
     assert r.exit_code == 0, r.output
-    assert time.monotonic() - started >= 0.4
+    assert seen == {"committed": False}  # the page waited, uncommitted, while the lock was there
     assert "agents/r.md" in git(vault.root, "show", "--name-only", "--format=", "HEAD")
 
 
@@ -84,18 +94,22 @@ def test_concurrent_writers_in_separate_processes_lose_nothing(vault):
     """Four processes add 5 entries each to the same page at once: the write lock
     serialises them, so all 20 entries and 20 commits are there."""
     vault.ensure_page("r", vault.actor("lee"))
+    # 20 writes queue for the write lock; on a busy machine one writer can wait behind
+    # the other 19 for longer than the usual 10 s: the timeout is a safety net here
+    vault.set_config("git.lock_timeout", SAFETY_NET, vault.actor(None))
+    commits = int(git(vault.root, "rev-list", "--count", "HEAD"))
     code = (
         "import sys; from vaultmem import Vault\n"
         "v = Vault(sys.argv[1])\n"
         "for i in range(5): v.add_entry('r', f'{sys.argv[2]} entry {i}', v.actor('lee'))\n"
     )
     procs = [subprocess.Popen([sys.executable, "-c", code, str(vault.root), f"w{n}"]) for n in range(4)]
-    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
+    assert [p.wait(timeout=SAFETY_NET * 2) for p in procs] == [0, 0, 0, 0]
     page = vault.read_page("r")
     texts = sorted(e.text for e in page.entries if e.section == "work")
     assert texts == sorted(f"w{n} entry {i}" for n in range(4) for i in range(5))
     assert len({e.id for e in page.entries}) == 20
-    assert int(git(vault.root, "rev-list", "--count", "HEAD")) == 2 + 20
+    assert int(git(vault.root, "rev-list", "--count", "HEAD")) == commits + 20
     assert git(vault.root, "status", "--porcelain") == ""
 
 
