@@ -13,10 +13,16 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 from typer.testing import CliRunner
 
 from vaultmem import Vault
 from vaultmem.cli import app
+
+# Property tests: no per-example deadline, and no health check on how fast examples are
+# generated — both measure the machine's load, not the code.
+settings.register_profile("vaultmem", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("vaultmem")
 
 
 @pytest.fixture(autouse=True)
