@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 from typer.testing import CliRunner
 
 from vaultmem import Vault
 from vaultmem.adapters.cli import app
+
+# Property tests: no per-example deadline, and no health check on how fast examples are
+# generated — both measure the machine's load, not the code.
+settings.register_profile("vaultmem", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("vaultmem")
 
 
 @pytest.fixture(autouse=True)
@@ -93,3 +103,148 @@ def index_files(gen: Path) -> tuple[list[Path], list[Path]]:
         segments, tocs = list(gen.glob("*.seg")), list(gen.glob("*.toc"))
     assert segments and tocs, f"no index files found in {gen}"
     return segments, tocs
+
+
+# -- waiting on conditions, never on the clock ----------------------------------------------
+# A busy machine makes everything slower, never different: tests wait for what they need
+# to see (a file, a line of output, a lock taken), and the timeouts below are only safety
+# nets for a test that would otherwise hang. They are generous on purpose.
+
+SAFETY_NET = 120.0
+
+
+def wait_until(condition, timeout: float = SAFETY_NET, interval: float = 0.01, what: str = ""):
+    """Poll ``condition`` until it returns something true, and return that."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = condition()
+        if got:
+            return got
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"still waiting after {timeout:g}s for {what or condition}")
+        time.sleep(interval)
+
+
+class Lines:
+    """A subprocess's output read line by line in a thread, so that a test can wait for
+    the line it needs (and nothing blocks on a full pipe meanwhile)."""
+
+    def __init__(self, stream) -> None:
+        self.lines: list[str] = []
+        self.ended = False
+        self._cond = threading.Condition()
+        self._thread = threading.Thread(target=self._read, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream) -> None:
+        try:
+            for line in stream:
+                with self._cond:
+                    self.lines.append(line)
+                    self._cond.notify_all()
+        finally:
+            with self._cond:
+                self.ended = True
+                self._cond.notify_all()
+
+    def wait_for(self, match, timeout: float = SAFETY_NET) -> str:
+        """The first line (from the start) that ``match`` accepts, once it has come."""
+        deadline = time.monotonic() + timeout
+        seen = 0
+        with self._cond:
+            while True:
+                for line in self.lines[seen:]:
+                    if match(line):
+                        return line
+                seen = len(self.lines)
+                if self.ended:
+                    raise AssertionError(f"the output ended without the line wanted: {''.join(self.lines)!r}")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"still waiting after {timeout:g}s for a line: {''.join(self.lines)!r}")
+                self._cond.wait(left)
+
+    def wait_count(self, n: int, timeout: float = SAFETY_NET) -> None:
+        """Wait until at least ``n`` lines have come."""
+        with self._cond:
+            if not self._cond.wait_for(lambda: len(self.lines) >= n or self.ended, timeout):
+                raise AssertionError(f"still waiting after {timeout:g}s for {n} lines, got {len(self.lines)}")
+            assert len(self.lines) >= n, f"the output ended after {len(self.lines)} of {n} lines: {self.lines!r}"
+
+    def text(self, timeout: float = SAFETY_NET) -> str:
+        """Everything, once the stream has ended."""
+        self._thread.join(timeout)
+        assert not self._thread.is_alive(), "the output did not end"
+        return "".join(self.lines)
+
+
+def holds_flock(path: Path) -> bool:
+    """Whether some process holds an exclusive ``flock`` on ``path`` (filelock's lock
+    files, the live log). Probed without blocking; a probe that wins lets go at once."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing releases a probe's lock
+    return False
+
+
+def kill_when(proc: subprocess.Popen, condition, timeout: float = SAFETY_NET) -> None:
+    """SIGKILL ``proc`` at a moment when ``condition()`` holds. The process is stopped
+    (SIGSTOP) before each look, so it cannot move past that moment before the kill lands."""
+    deadline = time.monotonic() + timeout
+    while True:
+        assert proc.poll() is None, f"the process ended (status {proc.returncode}) before the moment came"
+        os.kill(proc.pid, signal.SIGSTOP)
+        _pid, status = os.waitpid(proc.pid, os.WUNTRACED)  # returns once it has stopped
+        assert os.WIFSTOPPED(status), f"the process ended (wait status {status}) before the moment came"
+        if condition():
+            proc.kill()  # a stopped process dies of SIGKILL too
+            proc.wait()
+            return
+        os.kill(proc.pid, signal.SIGCONT)
+        assert time.monotonic() < deadline, f"{condition} never held in {timeout:g}s"
+        time.sleep(0.005)
+
+
+def kill_now(proc: subprocess.Popen) -> None:
+    proc.kill()
+    proc.wait()
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether a process of process group ``pgid`` still runs (zombies do not count: an
+    orphan's zombie waits for a parent that may never reap it)."""
+    if not os.path.isdir("/proc/self"):
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return False
+        return True
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()  # after "pid (comm) ": state, ppid, pgrp, ...
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
+
+
+def until_ctime_moves(path: Path, before: os.stat_result) -> None:
+    """Re-apply the times restored on ``path`` until its change time differs from
+    ``before``'s. A same-size edit with its mtime restored (``touch -r``, ``rsync -t``) is
+    told apart by the change time alone, and on a coarse clock the edit can land in the
+    very tick the file was last written in."""
+    while path.stat().st_ctime_ns == before.st_ctime_ns:
+        time.sleep(0.001)
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # sets the change time to now

@@ -4,11 +4,10 @@ atomically, and tantivy's own writer lock never surfacing as a traceback."""
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from conftest import git, out_json, run_vaultmem
+from conftest import git, holds_flock, out_json, run_vaultmem
 
 from vaultmem.index import Filters
 from vaultmem.index import build as build_module
@@ -106,12 +105,12 @@ def test_auto_moves_a_growing_vault_to_tantivy_once(notes, monkeypatch):
 
 
 HOLD_LOCK = r"""
-import sys, time, tantivy
+import sys, threading, tantivy
 from vaultmem.index.tantivy_engine import _schema
 ix = tantivy.Index(_schema(), path=sys.argv[1], reuse=True)
 w = ix.writer(15_000_000, 1)
 print("holding", flush=True)
-time.sleep(float(sys.argv[2]))
+threading.Event().wait()  # until killed
 """
 
 
@@ -120,7 +119,7 @@ def test_tantivys_writer_lock_held_elsewhere_is_busy_not_a_traceback(cli, notes,
     assert hits(cli, notes, "端口") == ["memories/port.md"]
     base = notes.root / INDEX_DIR
     folder = base / (base / "CURRENT").read_text().strip() / "tantivy"
-    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(folder), "60"], stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(folder)], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "holding"
         (notes.root / "memories" / "port.md").write_text(NOTE.format(n="port", body="后端端口改为9090"),
@@ -130,10 +129,10 @@ def test_tantivys_writer_lock_held_elsewhere_is_busy_not_a_traceback(cli, notes,
         assert out_json(r)["error"]["type"] == "busy" and "writer lock" in out_json(r)["error"]["message"]
         r = run_vaultmem("--vault", notes.root, "search", "端口")  # reading still works meanwhile
         assert r.returncode == 0 and "Traceback" not in r.stderr
+        assert holds_flock(folder / ".tantivy-writer.lock")
     finally:
         holder.kill()
-        holder.wait()
-    time.sleep(0.2)
+        holder.wait()  # its lock (a flock) went with it
     r = run_vaultmem("--vault", notes.root, "index", "--json")
     assert r.returncode == 0 and out_json(r)["modified"] == ["memories/port.md"], r.stderr
     assert hits(cli, notes, "9090") == ["memories/port.md"]

@@ -2,14 +2,12 @@
 
 import os
 import random
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from conftest import git, run_vaultmem
+from conftest import Lines, git, group_alive, holds_flock, kill_now, kill_when, run_vaultmem, wait_until
 
 from vaultmem import UnsafePath
 from vaultmem.files import TEMP_MARK, atomic_write, inside
@@ -26,6 +24,7 @@ n = 0
 while True:
     atomic_write(target, a if n % 2 else b)
     n += 1
+    print(n, flush=True)
 """
 
 
@@ -39,20 +38,22 @@ def test_a_writer_killed_at_any_moment_leaves_old_or_new_never_torn(tmp_path):
     allowed = {"original\n", "A" * 3_000_000 + "\n", "B" * 1_500_000 + "\n"}
     rng = random.Random(7)
     caught_mid_write = 0
-    for _ in range(12):
+    for round_ in range(12):
         proc = subprocess.Popen([sys.executable, "-c", WRITER, str(target)], stdout=subprocess.PIPE, text=True)
-        assert proc.stdout.readline().strip() == "ready"
-        time.sleep(rng.uniform(0.0, 0.15))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        proc.stdout.close()
+        out = Lines(proc.stdout)
+        out.wait_count(1 + rng.randint(0, 3))  # "ready", then a few whole writes: a random point in the loop
+        if round_ % 2:
+            kill_now(proc)  # wherever the writer is by now
+        else:
+            kill_when(proc, lambda: temp_files(tmp_path))  # in the middle of a write, for certain
+        out.text()
         assert target.read_text() in allowed
         leftovers = temp_files(tmp_path)
         caught_mid_write += bool(leftovers)
         for p in leftovers:
             p.unlink()
     # the kills really landed inside writes (a temp file was left), not only between them
-    assert caught_mid_write > 0
+    assert caught_mid_write >= 6
 
 
 ENTRY_WRITER = r"""
@@ -65,28 +66,29 @@ i = 0
 while True:
     v.add_entry("前端审查", f"lesson {i} " + "x" * 2000, actor)
     i += 1
+    print(i, flush=True)
 """
-
-
-def _wait_for_git(root: Path) -> None:
-    # A killed vaultmem process may leave its git child finishing a commit.
-    deadline = time.monotonic() + 10
-    while (root / ".git" / "index.lock").exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
 
 
 def test_vault_command_killed_mid_write_leaves_a_whole_page_and_no_temp_files(vault):
     vault.ensure_page("前端审查", vault.actor("lee"))
     page_path = vault.root / "agents" / "前端审查.md"
+    write_lock = vault.root / ".vaultmem" / "write.lock"
     rng = random.Random(11)
-    for _ in range(6):
-        proc = subprocess.Popen([sys.executable, "-c", ENTRY_WRITER, str(vault.root)], stdout=subprocess.PIPE, text=True)
-        assert proc.stdout.readline().strip() == "ready"
-        time.sleep(rng.uniform(0.05, 0.6))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        proc.stdout.close()
-        _wait_for_git(vault.root)
+    for round_ in range(6):
+        # its own process group: the git commands it starts are in it too
+        proc = subprocess.Popen([sys.executable, "-c", ENTRY_WRITER, str(vault.root)], stdout=subprocess.PIPE,
+                                text=True, start_new_session=True)
+        out = Lines(proc.stdout)
+        out.wait_count(1 + rng.randint(0, 2))  # "ready", then a few whole entries
+        if round_ % 2:
+            kill_now(proc)  # wherever the writer is by now
+        else:
+            kill_when(proc, lambda: holds_flock(write_lock))  # in the middle of a change, for certain
+        out.text()
+        # a killed vaultmem process may leave its git child finishing a commit: wait for it
+        wait_until(lambda: not group_alive(proc.pid), what="the killed writer's git commands to finish")
+        assert not (vault.root / ".git" / "index.lock").exists()
         parse_page(page_path.read_text(encoding="utf-8"), "agents/前端审查.md")  # whole, parseable
     # a lock held by a killed process does not block the next writer, and the next
     # command removes whatever temp file a kill left behind

@@ -5,9 +5,8 @@ import os
 import subprocess
 import sys
 import threading
-import time
 
-from conftest import git, out_json
+from conftest import SAFETY_NET, git, out_json, wait_until
 
 from vaultmem import Busy, GitError
 
@@ -63,19 +62,17 @@ def _hold_lock(vault):
 
 
 def _release(holder) -> str:
-    out, _ = holder.communicate("go\n", timeout=60)
+    out, _ = holder.communicate("go\n", timeout=SAFETY_NET)
     return out.strip()
 
 
 def test_a_lock_a_live_git_holds_is_waited_for_and_left_to_it(cli, vault):
-    assert vm(cli, vault, "config", "set", "git.lock_timeout", "60", agent=None).exit_code == 0
+    vault.set_config("git.lock_timeout", SAFETY_NET, vault.actor(None))  # the wait below is not a race
     holder = _hold_lock(vault)
     result = {}
     worker = threading.Thread(target=lambda: result.setdefault("r", vm(cli, vault, "page", "ensure", "r")))
     worker.start()
-    deadline = time.monotonic() + 60  # a safety net: the command writes its file, then waits to commit
-    while not (vault.root / "agents" / "r.md").exists() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until((vault.root / "agents" / "r.md").exists, what="the page to be written")  # then it waits to commit
     assert worker.is_alive(), "the command finished while a live git held the lock"
     assert _release(holder) == "released"  # vaultmem never removed the live git's lock
     worker.join(60)
@@ -129,18 +126,22 @@ def test_concurrent_writers_in_separate_processes_lose_nothing(vault):
     """Four processes add 5 entries each to the same page at once: the write lock
     serialises them, so all 20 entries and 20 commits are there."""
     vault.ensure_page("r", vault.actor("lee"))
+    # 20 writes queue for the write lock; on a busy machine one writer can wait behind
+    # the other 19 for longer than the usual 10 s: the timeout is a safety net here
+    vault.set_config("git.lock_timeout", SAFETY_NET, vault.actor(None))
+    commits = int(git(vault.root, "rev-list", "--count", "HEAD"))
     code = (
         "import sys; from vaultmem import Vault\n"
         "v = Vault(sys.argv[1])\n"
         "for i in range(5): v.add_entry('r', f'{sys.argv[2]} entry {i}', v.actor('lee'))\n"
     )
     procs = [subprocess.Popen([sys.executable, "-c", code, str(vault.root), f"w{n}"]) for n in range(4)]
-    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
+    assert [p.wait(timeout=SAFETY_NET * 2) for p in procs] == [0, 0, 0, 0]
     page = vault.read_page("r")
     texts = sorted(e.text for e in page.entries if e.section == "work")
     assert texts == sorted(f"w{n} entry {i}" for n in range(4) for i in range(5))
     assert len({e.id for e in page.entries}) == 20
-    assert int(git(vault.root, "rev-list", "--count", "HEAD")) == 2 + 20
+    assert int(git(vault.root, "rev-list", "--count", "HEAD")) == commits + 20
     assert git(vault.root, "status", "--porcelain") == ""
 
 

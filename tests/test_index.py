@@ -5,13 +5,12 @@ import random
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
-from conftest import git, index_files
+from conftest import SAFETY_NET, Lines, git, holds_flock, index_files, kill_now, kill_when
 
 from vaultmem.index import Filters
-from vaultmem.index.store import INDEX_DIR, IndexStore
+from vaultmem.index.store import INDEX_DIR, LOCK_FILE, IndexStore
 from vaultmem.retrieve import search
 
 pytestmark = pytest.mark.usefixtures("both_engines")  # every test on Whoosh and on tantivy
@@ -152,19 +151,22 @@ while True:
         (root / "memories" / f"bulk{n}.md").write_text(f"---\nname: b{n}\ntype: fact\n---\nbulk text {i} 批量{n}\n")
     store.refresh()
     i += 1
+    print(i, flush=True)
 """
 
 
 def test_process_killed_during_index_commits_leaves_an_index_that_answers(filled):
     filled.refresh_index()
     rng = random.Random(3)
-    for _ in range(4):
+    for round_ in range(4):
         proc = subprocess.Popen([sys.executable, "-c", INDEXER, str(filled.root)], stdout=subprocess.PIPE, text=True)
-        assert proc.stdout.readline().strip() == "ready"
-        time.sleep(rng.uniform(0.3, 1.2))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        proc.stdout.close()
+        out = Lines(proc.stdout)
+        out.wait_count(1 + rng.randint(0, 2))  # "ready", then a few whole refreshes
+        if round_ % 2:
+            kill_now(proc)  # wherever the indexer is by now
+        else:
+            kill_when(proc, lambda: holds_flock(filled.root / LOCK_FILE))  # in the middle of an update, for certain
+        out.text()
         r = subprocess.run([sys.executable, "-m", "vaultmem", "--vault", str(filled.root), "search", "PostgreSQL",
                             "--json"], capture_output=True, text=True)
         assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
@@ -180,7 +182,7 @@ def test_two_processes_indexing_at_once_both_succeed(filled):
     code = "import sys; from vaultmem import Vault; v = Vault(sys.argv[1]); print(v.refresh_index().docs)"
     procs = [subprocess.Popen([sys.executable, "-c", code, str(filled.root)], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]
-    outs = [p.communicate(timeout=120) for p in procs]
+    outs = [p.communicate(timeout=SAFETY_NET) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
     assert all("Traceback" not in err for _out, err in outs)
     store = IndexStore(filled.root)

@@ -3,10 +3,9 @@
 import json
 import subprocess
 import sys
-import time
 
 import pytest
-from conftest import git, out_json
+from conftest import SAFETY_NET, Lines, git, out_json
 
 from vaultmem.livelog import read_entries
 
@@ -92,19 +91,23 @@ def test_tail_filters_unseen_and_ack(cli, team):
     assert r.exit_code == 2 and "--since" in r.stderr
 
 
-def test_follow_prints_entries_from_other_processes(team):
+def test_follow_prints_entries_from_other_processes(cli, team):
+    vm(cli, team, "log", "append", "--summary", "before", agent="ella")
     proc = subprocess.Popen([sys.executable, "-m", "vaultmem", "--vault", str(team.root), "log", "tail", "-f",
                              "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out = Lines(proc.stdout)
     try:
-        time.sleep(1.5)
+        # It has printed the tail, so it follows from here on: what comes next is new to it
+        # (sleeping 1.5 s instead let a slow start print the new entries as its tail).
+        out.wait_for(lambda line: '"summary": "before"' in line)
         for n in range(3):
             subprocess.run([sys.executable, "-m", "vaultmem", "--vault", str(team.root), "--as", "max", "log",
-                            "append", "--summary", f"live {n}"], check=True, capture_output=True)
-        lines = [proc.stdout.readline() for _ in range(3)]
+                            "append", "--summary", f"live {n}"], check=True, capture_output=True, timeout=SAFETY_NET)
+        out.wait_count(4)
     finally:
         proc.terminate()
-        proc.communicate(timeout=10)
-    assert [json.loads(x)["summary"] for x in lines] == ["live 0", "live 1", "live 2"]
+        proc.wait(timeout=SAFETY_NET)
+    assert [json.loads(x)["summary"] for x in out.lines[:4]] == ["before", "live 0", "live 1", "live 2"]
 
 
 @pytest.mark.usefixtures("both_engines")

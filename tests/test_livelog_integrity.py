@@ -6,10 +6,11 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
-from conftest import git
+from conftest import SAFETY_NET, Lines, git, holds_flock, kill_now, kill_when
 
 from vaultmem import Vault
 from vaultmem.livelog import append, load_private_key, read_entries, repair
@@ -168,23 +169,35 @@ import random, sys
 from pathlib import Path
 from vaultmem import Vault
 v = Vault(sys.argv[1]); me = v.actor(sys.argv[2]); rng = random.Random(int(sys.argv[3]))
+report = sys.argv[5:] == ["report"]  # a line after each whole entry
 for i in range(int(sys.argv[4])):
     size = int(100 * (655.36 ** rng.random()))  # 100 B .. 64 KiB, log-uniform
     v.shared.append(me, "load", "status", f"{sys.argv[3]}-{i}", body=("lorem ipsum " * (size // 12 + 1))[:size])
+    if report:
+        print(i, flush=True)
 """
 
 READER = r"""
 import sys, time
 from pathlib import Path
 from vaultmem.parse.logline import parse_line
-path = Path(sys.argv[1]); seen = 0; deadline = time.time() + float(sys.argv[2])
-while time.time() < deadline:
+path, stop = Path(sys.argv[1]), Path(sys.argv[2])
+seen = done = 0
+while True:
+    last = stop.exists()  # the writers have finished: one more read sees everything
     if path.exists():
-        data = path.read_bytes()
-        for raw in data[: data.rfind(b"\n") + 1].split(b"\n"):
+        with open(path, "rb") as fh:
+            fh.seek(done)
+            data = fh.read()
+        whole = data[: data.rfind(b"\n") + 1]  # each line once, as soon as it is whole
+        for raw in whole.split(b"\n"):
             if raw:
                 parse_line(raw.decode())  # raises on a partial or interleaved entry
                 seen += 1
+        done += len(whole)
+    if last:
+        break
+    time.sleep(0.01)  # a polling interval, not a wait for anything
 print(seen)
 """
 
@@ -192,12 +205,16 @@ print(seen)
 def test_eight_processes_append_a_thousand_entries_each_losing_nothing(team):
     n = int(os.environ.get("VAULTMEM_STRESS_APPENDS", "1000"))
     path = team.root / "shared" / "log" / "ella.md"
-    reader = subprocess.Popen([sys.executable, "-c", READER, str(path), "600"], stdout=subprocess.PIPE, text=True)
+    stop = team.root.parent / "writers-done"
+    reader = subprocess.Popen([sys.executable, "-c", READER, str(path), str(stop)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
     procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(team.root), "ella", str(w), str(n)])
              for w in range(8)]
     assert [p.wait(timeout=1200) for p in procs] == [0] * 8
-    reader.kill()
-    reader.wait()
+    stop.write_text("")
+    out, err = reader.communicate(timeout=SAFETY_NET)
+    # the reader, reading while they wrote, never saw a partial or interleaved entry
+    assert reader.returncode == 0 and int(out) == 8 * n, err
     entries, problems = read_entries(path)
     assert problems == [] and len(entries) == 8 * n
     assert [e.seq for e in entries] == list(range(1, 8 * n + 1))
@@ -223,20 +240,43 @@ def test_a_lock_held_by_a_killed_process_does_not_block_the_next_writer(team):
     holder.send_signal(signal.SIGKILL)
     holder.wait()
     holder.stdout.close()
-    started = time.monotonic()
-    add(team, "ella", "second")
-    assert time.monotonic() - started < 5
+    assert not holds_flock(path)  # the lock went with its process
+    done = []
+
+    def never_wait(seconds):
+        raise AssertionError(f"the writer waited ({seconds}s) instead of taking the free lock")
+
+    def next_writer():
+        try:
+            add(team, "ella", "second")
+            done.append(None)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            done.append(exc)
+
+    sleep, time.sleep = time.sleep, never_wait  # a writer that polls a stale lock would sleep
+    try:
+        writer = threading.Thread(target=next_writer, daemon=True)
+        writer.start()
+        writer.join(SAFETY_NET)  # a writer blocked on a lock would never finish
+    finally:
+        time.sleep = sleep
+    assert done == [None], done or "the next writer is still blocked"
     assert [e.summary for e in read_entries(path)[0]] == ["first", "second"]
 
 
 def test_writers_killed_mid_append_leave_a_log_that_verifies_or_repairs(team):
     rng = random.Random(5)
     path = team.root / "shared" / "log" / "max.md"
-    for _ in range(5):
-        p = subprocess.Popen([sys.executable, "-c", WRITER, str(team.root), "max", str(rng.randint(0, 99)), "100000"])
-        time.sleep(rng.uniform(0.5, 1.5))
-        p.send_signal(signal.SIGKILL)
-        p.wait()
+    for round_ in range(5):
+        p = subprocess.Popen([sys.executable, "-c", WRITER, str(team.root), "max", str(rng.randint(0, 99)), "100000",
+                              "report"], stdout=subprocess.PIPE, text=True)
+        out = Lines(p.stdout)
+        out.wait_count(rng.randint(1, 20))  # a random number of whole entries first
+        if round_ % 2:
+            kill_now(p)  # wherever the writer is by now
+        else:
+            kill_when(p, lambda: holds_flock(path))  # in the middle of an append, for certain
+        out.text()
         findings, _ = team.shared.verify()
         assert all(f["kind"] == "truncated" for f in findings), findings
         repair(team.root)

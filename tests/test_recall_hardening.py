@@ -6,7 +6,7 @@ import sys
 import time
 
 import pytest
-from conftest import git, index_files, out_json
+from conftest import SAFETY_NET, git, index_files, out_json, until_ctime_moves, wait_until
 
 from vaultmem import Vault
 from vaultmem.analysis import estimate_tokens
@@ -24,6 +24,25 @@ def vm(cli, vault, *args, agent="lee"):
 
 
 NOTE = "---\nname: {n}\ntype: fact\n---\n{body}\n"
+
+
+def step_until(watcher, condition, what=""):
+    """Let the watcher work until ``condition()`` holds (the timeout is a safety net)."""
+    deadline = time.monotonic() + SAFETY_NET
+    while not condition():
+        assert time.monotonic() < deadline, f"still waiting after {SAFETY_NET:g}s for {what or condition}"
+        watcher.step(timeout=0.2)
+
+
+def heard(watcher, rel):
+    """Wait until the watcher has heard of a change to ``rel`` (it waits in its pending set)."""
+
+    def pending():
+        with watcher._cond:
+            return rel in watcher._pending
+
+    wait_until(pending, what=f"the watcher to hear of {rel}")
+
 
 
 def fenced_ok(md: str) -> bool:
@@ -112,15 +131,9 @@ def test_watcher_outlives_a_busy_index_and_recovers(vault):
         lock = FileLock(str(vault.root / ".vaultmem" / "index.lock"))
         lock.acquire()
         (vault.root / "memories" / "a.md").write_text(NOTE.format(n="a", body="busyword"), encoding="utf-8")
-        deadline = time.monotonic() + 5
-        while not errors and time.monotonic() < deadline:
-            w.step(timeout=0.2)
-        assert errors, "the busy lock should have been reported"
+        step_until(w, lambda: errors, "the busy lock to be reported")
         lock.release()
-        deadline = time.monotonic() + 10
-        while not search(v.index, "busyword", Filters(), 5) and time.monotonic() < deadline:
-            w.step(timeout=0.2)
-        assert search(v.index, "busyword", Filters(), 5)
+        step_until(w, lambda: search(v.index, "busyword", Filters(), 5), "busyword to be indexed")
     finally:
         w.stop()
 
@@ -131,15 +144,20 @@ def test_a_recreated_top_level_folder_is_watched_again(vault):
     w = Watcher(vault, debounce=0.05, max_delay=0.3)
     w.start()
     try:
+        old = w._watched["wiki"]
+        (old_emitter,) = [e for e in w._observer.emitters if e.watch == old]
         shutil.rmtree(vault.root / "wiki")
-        w.step(timeout=0.5)
+        # Both watches that see the folder go (the root's and the folder's own) must have
+        # said so before it comes back, or a late "deleted" would drop the new watch: the
+        # old one has ended, and a file saved after that is heard after all it queued.
+        wait_until(lambda: "wiki" not in w._watched and not old_emitter.is_alive(), what="the old watch to end")
+        (vault.root / "after.md").write_text("after the delete\n", encoding="utf-8")
+        heard(w, "after.md")
         (vault.root / "wiki").mkdir()
-        w.step(timeout=0.5)
+        wait_until(lambda: "wiki" in w._watched, what="a watch on the new folder")
         (vault.root / "wiki" / "b.md").write_text("recreatedword\n", encoding="utf-8")
-        deadline = time.monotonic() + 5
-        while not search(vault.index, "recreatedword", Filters(), 5) and time.monotonic() < deadline:
-            w.step(timeout=0.2)
-        assert search(vault.index, "recreatedword", Filters(), 5)
+        heard(w, "wiki/b.md")  # through the new watch, not only by a reconcile
+        step_until(w, lambda: search(vault.index, "recreatedword", Filters(), 5), "recreatedword to be indexed")
     finally:
         w.stop()
 
@@ -153,8 +171,8 @@ def test_with_a_watcher_alive_this_processs_own_writes_are_answered_at_once(vaul
         vault.add_entry("r", "freshentry lesson", vault.actor("lee"))
         assert [h.doc.agent for h in vault.search("freshentry")] == ["r"]
         (vault.root / "memories" / "x.md").write_text(NOTE.format(n="x", body="externalword"), encoding="utf-8")
-        time.sleep(0.3)  # the watcher has the event but waits: its heartbeat says so
-        assert not vault.watcher_alive(idle=True)
+        heard(w, "memories/x.md")  # the watcher has the event but waits: its heartbeat says so
+        wait_until(lambda: not vault.watcher_alive(idle=True), what="the heartbeat to say a change is pending")
         assert vault.search("externalword")
     finally:
         w.stop()
@@ -167,6 +185,8 @@ def test_same_size_edit_with_a_restored_mtime_is_seen(vault):
     st = path.stat()
     path.write_text(NOTE.format(n="p", body="port 9090"), encoding="utf-8")
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    until_ctime_moves(path, st)
+    assert path.stat().st_mtime_ns == st.st_mtime_ns and path.stat().st_size == st.st_size
     assert vault.refresh_index().modified == ["memories/p.md"]
     assert [h.doc.id for h in vault.search("9090")] == ["memories/p.md"]
 

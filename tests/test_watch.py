@@ -1,4 +1,8 @@
-"""The watcher with a real watchdog observer: every kind of save is picked up."""
+"""The watcher with a real watchdog observer: every kind of save is picked up.
+
+Nothing here depends on how fast events travel: a test waits until the watcher has
+heard what it needs (its pending changes, its watches, its heartbeat, its report), and
+the in-process watcher indexes only when the test calls ``step``."""
 
 import json
 import logging
@@ -6,11 +10,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
+from conftest import SAFETY_NET, Lines, wait_until
 
 from vaultmem.index import Filters
+from vaultmem.index.store import IndexStore
 from vaultmem.retrieve import search
 from vaultmem.adapters.watch import Watcher
 
@@ -21,9 +28,9 @@ def found(vault, word):
     return [h.doc.id for h in search(vault.index, word, Filters(), limit=10)]
 
 
-def sync_until(watcher, vault, word, expect=True, timeout=10.0):
+def sync_until(watcher, vault, word, expect=True, timeout=SAFETY_NET):
     """Let the watcher work until ``word`` is (or is no longer) found; ``expect`` may
-    also be the exact list of ids expected."""
+    also be the exact list of ids expected. (``timeout``: a safety net only.)"""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         watcher.step(timeout=0.2)
@@ -31,6 +38,26 @@ def sync_until(watcher, vault, word, expect=True, timeout=10.0):
         if (got == expect) if isinstance(expect, list) else (bool(got) == expect):
             return True
     return False
+
+
+def heard(watcher, *rels):
+    """Wait until the watcher has heard of changes to all of ``rels`` (they wait in its
+    pending set: only ``step`` indexes them)."""
+
+    def pending():
+        with watcher._cond:
+            return set(rels) <= watcher._pending
+
+    wait_until(pending, what=f"the watcher to hear of {rels}")
+    with watcher._cond:
+        return set(watcher._pending)
+
+
+def save_whole(path, text):
+    """Save as editors that write a temp file and rename it do: one event, whole content."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 @pytest.fixture
@@ -84,36 +111,43 @@ def test_deleted_and_moved_files(vault, watcher):
 
 def test_a_burst_is_debounced_into_few_syncs(vault, watcher):
     before = watcher.syncs
-    for n in range(30):
-        (vault.root / "memories" / f"b{n}.md").write_text(NOTE.format(w=f"burst{n}"))
+    names = [f"memories/b{n}.md" for n in range(30)]
+    for n, rel in enumerate(names):
+        save_whole(vault.root / rel, NOTE.format(w=f"burst{n}"))  # one event per file
+    # every event of the burst has arrived before the watcher may index (only step does):
+    # however slowly the observer thread runs, the burst is one batch
+    heard(watcher, *names)
     assert sync_until(watcher, vault, "burst29")
-    deadline = time.monotonic() + 3
-    while time.monotonic() < deadline:
-        watcher.step(timeout=0.2)
     assert 1 <= watcher.syncs - before <= 4
     assert all(found(vault, f"burst{n}") for n in range(30))
+    with watcher._cond:
+        assert not watcher._pending and not watcher._full  # nothing left over for more syncs
 
 
 def test_git_and_vaultmem_folders_are_ignored(vault, watcher):
-    watcher.step(timeout=0.3)
+    assert not {".git", ".vaultmem"} & set(watcher._watched)  # no watches at all there
     before = watcher.syncs
     (vault.root / ".git" / "x.md").write_text("ignored")
     (vault.root / ".vaultmem" / "x.md").write_text("ignored")
     (vault.root / "memories" / ".hidden.md").write_text("ignored")
-    for _ in range(5):
-        watcher.step(timeout=0.2)
-    assert watcher.syncs == before
+    # a file that is not ignored, saved after them in the same folder: once the watcher
+    # has heard of it, it has heard of the hidden file too (one watch delivers events in order)
+    (vault.root / "memories" / "seen.md").write_text(NOTE.format(w="seenword"))
+    assert heard(watcher, "memories/seen.md") == {"memories/seen.md"}
+    assert sync_until(watcher, vault, "seenword")
+    assert watcher.syncs - before >= 1
+    assert all(r.new + r.modified in (["memories/seen.md"], []) for r in watcher.reports[-(watcher.syncs - before):])
+    assert not found(vault, "ignored")
 
 
 def test_queue_overflow_triggers_a_full_reconcile(vault, watcher):
-    watcher.step(timeout=0.3)
     # Events lost in an overflow never arrive: a file changes without an event we see...
     watcher._observer.stop()
     watcher._observer.join()
     (vault.root / "memories" / "lost.md").write_text(NOTE.format(w="lostword"))
     # ...and watchdog reports the overflow the only way it does: a warning in its log.
     logging.getLogger("watchdog.observers.inotify_c").warning("Inotify queue overflowed; events were lost")
-    assert watcher.step(timeout=2.0)
+    assert watcher.step(timeout=0.0)  # a reconcile is due: step waits for it whatever the timeout
     assert found(vault, "lostword") == ["memories/lost.md"]
     assert watcher.reports[-1].new == ["memories/lost.md"]
 
@@ -124,44 +158,147 @@ def test_heartbeat_lets_other_commands_trust_the_watcher(vault, watcher):
     assert not vault.watcher_alive()
 
 
+def test_the_heartbeat_says_pending_while_a_change_waits_whoever_writes_it(vault, watcher):
+    save_whole(vault.root / "memories" / "h.md", NOTE.format(w="heartword"))
+    heard(watcher, "memories/h.md")
+    watcher._beat()  # the main thread's periodic beat, while the change waits to be indexed
+    assert vault.watcher_alive() and not vault.watcher_alive(idle=True)
+    assert sync_until(watcher, vault, "heartword")
+    assert vault.watcher_alive(idle=True)
+
+
+def test_both_threads_may_write_the_heartbeat_at_once(vault, watcher):
+    # the observer thread beats when a change comes, the main thread after a sync
+    errors = []
+
+    def beat():
+        try:
+            for _ in range(200):
+                watcher._beat()
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=beat) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and vault.watcher_alive(idle=True)
+
+
 def _ignore_sigint() -> None:  # as a non-interactive shell starts a background job (`vaultmem watch &`)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def watch_command(vault, *args, **popen):
+    proc = subprocess.Popen([sys.executable, *args, "--vault", str(vault.root), "watch", "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+    return proc, Lines(proc.stdout), Lines(proc.stderr)
+
+
+def wait_for_heartbeat(vault, proc, err):
+    wait_until(lambda: vault.watcher_alive() or proc.poll() is not None, what="the watcher's heartbeat")
+    assert vault.watcher_alive(), err.text()
+
+
+def ended(proc, out, err):
+    """(reports, stderr) once the process has ended."""
+    try:
+        proc.wait(timeout=SAFETY_NET)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise
+    return [json.loads(line) for line in out.text().splitlines() if line.strip()], err.text()  # JSON lines
 
 
 @pytest.mark.parametrize("sig, started_ignoring_sigint", [(signal.SIGINT, False), (signal.SIGTERM, False),
                                                          (signal.SIGINT, True)],
                          ids=["sigint", "sigterm", "sigint-ignored-at-start"])
 def test_ctrl_c_stops_the_watch_command_cleanly(vault, sig, started_ignoring_sigint):
-    proc = subprocess.Popen([sys.executable, "-m", "vaultmem", "--vault", str(vault.root), "watch", "--json"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=_ignore_sigint if started_ignoring_sigint else None)
+    proc, out, err = watch_command(vault, "-m", "vaultmem",
+                                   preexec_fn=_ignore_sigint if started_ignoring_sigint else None)
     try:
-        deadline = time.monotonic() + 20
-        while not vault.watcher_alive() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert vault.watcher_alive()
-        (vault.root / "memories" / "w.md").write_text(NOTE.format(w="watchedword"))
-        deadline = time.monotonic() + 10
-        while not found(vault, "watchedword") and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert found(vault, "watchedword") == ["memories/w.md"]
+        wait_for_heartbeat(vault, proc, err)
+        save_whole(vault.root / "memories" / "w.md", NOTE.format(w="watchedword"))
+        # The watcher's own report says it indexed the file. This process waits for that
+        # line and never searches meanwhile: the index is the watcher's alone to update.
+        out.wait_for(lambda line: "memories/w.md" in line)
+    except AssertionError as exc:
+        proc.kill()
+        proc.wait()
+        raise AssertionError(f"{exc}\nexit status {proc.returncode}; stderr: {err.text()}") from None
     finally:
         proc.send_signal(sig)
-        try:
-            out, err = proc.communicate(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            raise
-    assert proc.returncode == 0, err
-    assert "Traceback" not in err
-    reports = [json.loads(line) for line in out.splitlines() if line.strip()]  # JSON lines
+    reports, errors = ended(proc, out, err)
+    assert proc.returncode == 0, errors
+    assert "Traceback" not in errors
     assert any(r["new"] == ["memories/w.md"] for r in reports)
+    assert found(vault, "watchedword") == ["memories/w.md"]
+    assert not vault.watcher_alive()
+
+
+SLOW_SYNC = r"""
+import sys, time
+from pathlib import Path
+from vaultmem.vault import Vault
+syncing, go = Path(sys.argv[1]), Path(sys.argv[2])
+real = Vault.refresh_index
+def refresh_index(self, paths=None, **kw):
+    if paths:  # a change the watcher heard, not its first reconcile
+        syncing.write_text("")
+        while not go.exists():  # the stop signal comes now, in the middle of the sync
+            time.sleep(0.01)
+    return real(self, paths=paths, **kw)
+Vault.refresh_index = refresh_index
+sys.argv = ["vaultmem", *sys.argv[3:]]
+from vaultmem.__main__ import main
+main()
+"""
+
+
+def _ignores(pid: int, sig: int) -> bool:
+    """Whether the process ignores ``sig`` now (/proc/PID/status: SigIgn, a hex bit mask)."""
+    with open(f"/proc/{pid}/status", encoding="utf-8") as fh:
+        mask = next(line.split()[1] for line in fh if line.startswith("SigIgn:"))
+    return bool(int(mask, 16) >> (sig - 1) & 1)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc")
+def test_a_stop_signal_in_the_middle_of_a_sync_lets_the_sync_finish(vault, tmp_path):
+    """A sync cut short after the engine's commit but before the manifest records it
+    would index the file twice at the next refresh; so a stop waits for the sync."""
+    syncing, go = tmp_path / "syncing", tmp_path / "go"
+    proc, out, err = watch_command(vault, "-c", SLOW_SYNC, syncing, go)
+    try:
+        wait_for_heartbeat(vault, proc, err)
+        save_whole(vault.root / "memories" / "w.md", NOTE.format(w="watchedword"))
+        wait_until(lambda: syncing.exists() or proc.poll() is not None, what="the watcher to begin indexing w.md")
+        assert proc.poll() is None, "the watcher ended"
+        proc.send_signal(signal.SIGTERM)
+        # the stop handler has run (it ignores further signals) while the sync is under way
+        wait_until(lambda: _ignores(proc.pid, signal.SIGTERM), what="the signal to be handled")
+        go.write_text("")
+    except AssertionError as exc:
+        proc.kill()
+        proc.wait()
+        raise AssertionError(f"{exc}\nexit status {proc.returncode}; stderr: {err.text()}; out: {out.text()}") from None
+    finally:
+        if proc.poll() is None and not go.exists():
+            proc.kill()
+    reports, errors = ended(proc, out, err)
+    assert proc.returncode == 0 and "Traceback" not in errors, errors
+    assert any(r["new"] == ["memories/w.md"] for r in reports)  # the sync finished, and said so
+    store = IndexStore(vault.root)
+    assert not store.refresh().changed  # the manifest knows what the engine holds
+    assert [h.doc.id for h in search(store, "watchedword", Filters(), 10)] == ["memories/w.md"]  # once
+    store.close()
     assert not vault.watcher_alive()
 
 
 def test_a_new_top_level_folder_is_watched_too(vault, watcher):
     (vault.root / "projects").mkdir()
-    watcher.step(timeout=0.5)
+    wait_until(lambda: "projects" in watcher._watched, what="a watch on the new folder")
     (vault.root / "projects" / "p.md").write_text(NOTE.format(w="projectword"))
+    heard(watcher, "projects/p.md")  # through the new watch: not only by the reconcile the folder asked for
     assert sync_until(watcher, vault, "projectword")

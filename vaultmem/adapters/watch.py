@@ -8,14 +8,17 @@ name a Markdown path, so each is picked up; bursts are debounced; ``.git/``,
 moved folder) and a kernel event-queue overflow (watchdog recovers its watches and
 logs it, but the lost events are gone) trigger a full reconcile, as does a slow
 periodic check. While it runs it keeps a heartbeat in ``.vaultmem/local/watch.json``
-so that other commands skip their own freshness check.
+so that other commands skip their own freshness check. Ctrl-C and SIGTERM stop it
+between syncs, never in the middle of one (see :meth:`Watcher.run`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -53,8 +56,11 @@ class Watcher:
         self._cond = threading.Condition()
         self._pending: set[str] = set()
         self._full = False
+        self._syncing = False  # a batch taken by step() is being indexed
+        self._beat_lock = threading.Lock()  # both threads write the heartbeat: one at a time
         self._first = self._last = 0.0
         self._stop = threading.Event()
+        self._waiting = False  # the main thread is only waiting for changes: a stop signal may cut in
         self._observer = None
         self._spy = _OverflowSpy(self.request_full)
         self.syncs = 0
@@ -97,7 +103,7 @@ class Watcher:
                 self._last = now
                 self._cond.notify()
             if first:
-                self._beat(pending=True)  # other commands index for themselves until we catch up
+                self._beat()  # pending: other commands index for themselves until we catch up
 
     def request_full(self) -> None:
         with self._cond:
@@ -109,7 +115,7 @@ class Watcher:
             self._last = now
             self._cond.notify()
         if first and self._observer is not None:
-            self._beat(pending=True)
+            self._beat()
 
     # -- running -------------------------------------------------------------------------
     def start(self) -> None:
@@ -149,19 +155,25 @@ class Watcher:
         ``debounce`` seconds (or began ``max_delay`` ago), index it. True if it synced."""
         end = time.monotonic() + timeout
         with self._cond:
-            while True:
-                now = time.monotonic()
-                if self._pending or self._full:
-                    ready_at = min(self._last + self.debounce, self._first + self.max_delay)
-                    if now >= ready_at:
-                        break
-                    self._cond.wait(ready_at - now)
-                elif now >= end:
-                    return False
-                else:
-                    self._cond.wait(end - now)
+            try:
+                self._waiting = True
+                while True:
+                    now = time.monotonic()
+                    if self._stop.is_set():
+                        return False
+                    if self._pending or self._full:
+                        ready_at = min(self._last + self.debounce, self._first + self.max_delay)
+                        if now >= ready_at:
+                            break
+                        self._cond.wait(ready_at - now)
+                    elif now >= end:
+                        return False
+                    else:
+                        self._cond.wait(end - now)
+            finally:
+                self._waiting = False
             paths, full = self._pending, self._full
-            self._pending, self._full = set(), False
+            self._pending, self._full, self._syncing = set(), False, True
         self._sync(None if full else sorted(paths))
         return True
 
@@ -177,6 +189,9 @@ class Watcher:
             time.sleep(min(5.0, 0.5 * self.failures))
             self.request_full()
             return
+        finally:
+            with self._cond:
+                self._syncing = False
         self.failures = 0
         self.syncs += 1
         with self._cond:
@@ -193,7 +208,42 @@ class Watcher:
             self.on_sync(report)
 
     def run(self) -> None:
-        """Watch until :meth:`stop` (or Ctrl-C)."""
+        """Watch until :meth:`stop`, Ctrl-C or SIGTERM.
+
+        In the main thread a stop signal ends the watch between syncs, never inside
+        one: a sync cut after the engine's commit but before the manifest records it
+        would make the next refresh index those files a second time. A signal that
+        comes while the watcher only waits for changes stops it at once; one that comes
+        during a sync (or the first reconcile, or a merge) once that is done."""
+        with self._stopped_by_signals():
+            self._run()
+
+    @contextlib.contextmanager
+    def _stopped_by_signals(self):
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def stop(_signum, _frame):
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, signal.SIG_IGN)  # a second signal must not break the clean stop
+            self._stop.set()
+            if self._waiting:
+                raise KeyboardInterrupt  # only a wait is cut short: no change is half made
+
+        # SIGINT too when the shell started us ignoring it (`vaultmem watch &`)
+        previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        except KeyboardInterrupt:
+            if not self._stop.is_set():
+                raise
+        finally:
+            if not self._stop.is_set():
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+
+    def _run(self) -> None:
         self.start()
         last_beat = last_full = last_activity = time.monotonic()
         maintained = True
@@ -216,15 +266,22 @@ class Watcher:
                         self.on_error(exc)
                 maintained = True
 
-    def _beat(self, pending: bool = False) -> None:
+    def _beat(self) -> None:
+        """Write the heartbeat, pending while changes wait or are being indexed. The
+        observer thread writes it when a change comes, the main thread after a sync and
+        every few seconds: one at a time, each with the state as it is when it writes, so
+        a late "idle" never hides a change that came meanwhile."""
         path = self.root / WATCH_HEARTBEAT
-        path.parent.mkdir(parents=True, exist_ok=True)
-        ignore = path.parent / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text("# per-machine state (watcher heartbeat, read cursors): never committed\n*\n")
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"pid": os.getpid(), "beat": time.time(), "pending": pending}), encoding="utf-8")
-        os.replace(tmp, path)
+        with self._beat_lock:
+            with self._cond:
+                pending = bool(self._pending or self._full or self._syncing)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            ignore = path.parent / ".gitignore"
+            if not ignore.exists():
+                ignore.write_text("# per-machine state (watcher heartbeat, read cursors): never committed\n*\n")
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"pid": os.getpid(), "beat": time.time(), "pending": pending}), encoding="utf-8")
+            os.replace(tmp, path)
 
     def stop(self) -> None:
         self._stop.set()
