@@ -2,6 +2,7 @@
 
 import os
 import stat
+import sys
 import unicodedata
 
 import pytest
@@ -208,12 +209,19 @@ def test_missing_git_repository_gets_a_hint_that_works(cli, vault):
     assert not (vault.root / "agents" / "r.md").exists()
 
 
+# A live process holding git's index lock open (so it is never taken for a killed git's),
+# until the lock file is removed.
+LOCK_HOLDER = ("import os, sys, time\nfd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT)\n"
+               "while os.path.exists(sys.argv[1]):\n    time.sleep(0.02)\n")
 GIT_WRAPPER = """#!/bin/sh
 # Takes git's index lock right before the first commit, as another git process would,
 # and lets go of it at the second attempt to unstage (the first one fails on the lock).
 case " $* " in
   *" commit "*)
-    if [ ! -e "$MARK" ]; then : > "$MARK"; : > "$LOCK"; fi ;;
+    if [ ! -e "$MARK" ]; then
+      : > "$MARK"; : > "$LOCK"
+      "$PYTHON" -c "$HOLDER" "$LOCK" </dev/null >/dev/null 2>&1 &
+    fi ;;
   *" reset "*|*" rm "*)
     if [ -e "$MARK.unstage" ]; then rm -f "$LOCK"; else : > "$MARK.unstage"; fi ;;
 esac
@@ -230,7 +238,7 @@ def test_lock_taken_between_staging_and_commit_leaves_nothing_staged(vault, tmp_
     wrapper.write_text(GIT_WRAPPER)
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IEXEC)
     env = {"GIT_PYTHON_GIT_EXECUTABLE": str(wrapper), "MARK": str(tmp_path / "mark"),
-           "LOCK": str(vault.root / ".git" / "index.lock")}
+           "LOCK": str(vault.root / ".git" / "index.lock"), "PYTHON": sys.executable, "HOLDER": LOCK_HOLDER}
     r = run_vaultmem("--vault", vault.root, "--as", "lee", "remember", "race", "--type", "fact", env=env)
     assert r.returncode == 4, r.stderr
     assert (tmp_path / "mark.unstage").exists()  # unstaging met the lock and retried
