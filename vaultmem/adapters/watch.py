@@ -214,7 +214,9 @@ class Watcher:
         one: a sync cut after the engine's commit but before the manifest records it
         would make the next refresh index those files a second time. A signal that
         comes while the watcher only waits for changes stops it at once; one that comes
-        during a sync (or the first reconcile, or a merge) once that is done."""
+        during a sync (or the first reconcile, or a merge) once that is done. Then run
+        returns, and both signals stay ignored (as the command's own handler leaves them):
+        a second one must not break the clean stop."""
         with self._stopped_by_signals():
             self._run()
 
