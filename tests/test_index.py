@@ -326,3 +326,32 @@ def test_a_killed_rebuild_leaves_no_generation_behind(filled):
     assert _generations(base) == {live}  # the orphan is gone, the live one stays
     IndexStore(filled.root).rebuild()
     assert len(_generations(base)) == 2  # a good rebuild still keeps the one before it
+
+
+DIES_BEFORE_THE_JOURNAL = """
+import os, sys
+from pathlib import Path
+from vaultmem.index import store
+from vaultmem.index.store import IndexStore
+def dies(*args, **kwargs):
+    os._exit(9)  # killed after the engine committed, before the manifest recorded it
+index = IndexStore(Path(sys.argv[1]))
+index.manifests.append = dies
+index.refresh()
+"""
+
+
+def test_a_file_indexed_by_a_process_killed_before_its_manifest_is_not_indexed_twice(filled):
+    store = IndexStore(filled.root)
+    store.refresh()
+    store.close()
+    write(filled, "memories/cache.md", NOTE.format(name="cache", body="Redis caches the session tokens"))
+    r = subprocess.run([sys.executable, "-c", DIES_BEFORE_THE_JOURNAL, str(filled.root)], capture_output=True,
+                       text=True, timeout=SAFETY_NET)
+    assert r.returncode == 9, r.stderr
+    store = IndexStore(filled.root)
+    try:
+        store.refresh()  # the file is new to the manifest again: indexed once more
+        assert ids(store, "redis session") == ["memories/cache.md"]
+    finally:
+        store.close()

@@ -268,8 +268,9 @@ class IndexStore:
                 continue
             docs, problem = parse_file(rel, data)
             (report.modified if old is not None else report.new).append(rel)
-            if old is not None:
-                delete.append(rel)
+            # a "new" file too: a process killed between the engine's commit and the
+            # manifest's journal left its documents in the engine, unrecorded
+            delete.append(rel)
             add.extend(docs)
             known[rel] = entry(seen[rel], sha, problem, docs)
         # a move is a deleted path and a new path with the same checksum
