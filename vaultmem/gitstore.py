@@ -249,13 +249,6 @@ def committed_since(root: Path, base: str | None, message: str) -> bool:
     return any(body.strip() == message.strip() for body in subjects.split("\0"))
 
 
-def differs_from_head(root: Path, paths: list[str]) -> bool:
-    """True if any of ``paths`` differs between HEAD and the working tree, or is staged."""
-    repo = _repo(root)
-    return bool(uncommitted(root, paths)) or (
-        _has_head(repo) and bool(repo.git.diff("--cached", "--name-only", "HEAD", "--", *paths).strip()))
-
-
 def uncommitted(root: Path, paths: list[str]) -> list[str]:
     """Those of ``paths`` whose file differs from the last commit (edited, new or deleted)."""
     import git

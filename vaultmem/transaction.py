@@ -120,9 +120,6 @@ class Settled:
     outcome: str  # "committed" (its commit was made) | "rolled back"
     left: list[str] = field(default_factory=list)  # edited after the writer died: not rolled back
 
-    def to_dict(self) -> dict:
-        return {"message": self.message, "paths": self.paths, "outcome": self.outcome, "left": self.left}
-
 
 class Writer:
     """The write side of one vault: the lock, the journal, and :meth:`apply`."""
@@ -244,11 +241,8 @@ class Writer:
             files.remove(path)
             return None
         rels = list(entries)
-        if "head" in journal:  # its commit landed if a commit with its message sits on the HEAD it saw
-            committed = gitstore.committed_since(self.root, journal["head"], message)
-        else:
-            committed = all(_digest(self.root / rel) == e.get("after") for rel, e in entries.items()) and \
-                not gitstore.differs_from_head(self.root, rels)
+        # its commit landed if a commit with its message sits on the HEAD it saw
+        committed = gitstore.committed_since(self.root, journal.get("head"), message)
         left: list[str] = []  # changed by someone after the dead writer: left as they are
         if not committed:
             restored = []
