@@ -8,6 +8,8 @@ hooks, MCP) translate these in one place; nothing else prints them.
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 
 
@@ -135,3 +137,47 @@ class StorageError(VaultmemError):
 
     exit_code = 5
     kind = "storage_error"
+
+
+_EDQUOT = getattr(errno, "EDQUOT", None)
+# Only a write meets these: the OSError is a write's whatever the caller knows.
+_WRITE_ONLY = {errno.ENOSPC, errno.EROFS, errno.EFBIG} | ({_EDQUOT} if _EDQUOT else set())
+# The disk is full: said plainly, with what to do.
+_FULL = {errno.ENOSPC: ("no space left on device", "free some space on that disk, then run the command again")}
+if _EDQUOT:
+    _FULL[_EDQUOT] = ("disk quota exceeded", "free some space or ask for a larger quota, then run the command again")
+_WRITE_HINTS = {
+    errno.EROFS: "the file system is mounted read-only: keep the vault on a writable disk",
+    errno.EACCES: "check who may write that file and its folder",
+    errno.EPERM: "check who may write that file and its folder",
+}
+
+
+def _filename(exc: OSError) -> str | None:
+    name = exc.filename
+    if name is None or isinstance(name, int):  # an fd names no file
+        return None
+    return os.fsdecode(name)
+
+
+def from_os_error(exc: OSError, *, path: str | os.PathLike | None = None,
+                  writing: bool | None = None) -> VaultmemError:
+    """An OSError as an error a user can act on (the library's own writes and the
+    adapters' edge both use it). ``path`` is the file it is about (default: the OSError's own file name) and
+    ``writing`` whether it came from a write (default: its errno is one only a write
+    meets — no space, a quota, a read-only disk, a file too large).
+
+    No space or quota → ``StorageError("no space left on device while writing PATH")``;
+    any other failed write → ``StorageError("cannot write PATH: <the system's reason>")``;
+    anything else → a plain error (exit 1) naming the file and the reason."""
+    shown = str(os.fspath(path)) if path is not None else _filename(exc)
+    if writing is None:
+        writing = exc.errno in _WRITE_ONLY
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    if exc.errno in _FULL:
+        what, hint = _FULL[exc.errno]
+        return StorageError(f"{what} while writing {shown}" if shown else what, path=shown, hint=hint)
+    if writing:
+        return StorageError(f"cannot write {shown}: {reason}" if shown else f"cannot write: {reason}",
+                            path=shown, hint=_WRITE_HINTS.get(exc.errno))
+    return VaultmemError(f"cannot access {shown}: {reason}" if shown else reason, path=shown)

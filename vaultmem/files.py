@@ -148,21 +148,6 @@ def ensure_gitignore(folder: Path, text: str) -> None:
         atomic_write(ignore, text)
 
 
-def storage_error(exc: OSError, shown: str | None = None):
-    """The :class:`StorageError` to raise for an OS failure to store ``shown``."""
-    import errno
-
-    from .errors import StorageError
-
-    what = f" while writing {shown}" if shown else ""
-    if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
-        return StorageError(f"no space left on device{what}; nothing was changed", path=shown,
-                            hint="free some space on that disk, then retry")
-    if exc.errno == errno.EROFS:
-        return StorageError(f"the disk is read-only{what}; nothing was changed", path=shown)
-    return StorageError(f"{exc.strerror or exc}{what}; nothing was changed", path=shown)
-
-
 def remove(path: Path) -> None:
     path.unlink(missing_ok=True)
     fsync_dir(path.parent)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import files, layout
-from .errors import BadInput, NotFound, VaultmemError
+from .errors import BadInput, NotFound, VaultmemError, from_os_error
 from .names import check_name
 from .parse.logline import CHANNEL, TYPE, LineError, LogEntry, line_hash, parse_line, render
 
@@ -342,7 +342,7 @@ def append(root: Path, log: str, agent: str, channel: str, type_: str, summary: 
                 os.fsync(fd)
         except OSError as exc:  # a full disk: cut what was written, so no torn entry blocks the next append
             os.ftruncate(fd, size)
-            raise files.storage_error(exc, f"{LOG_DIRS[log]}/{agent}.md") from None
+            raise from_os_error(exc, path=f"{LOG_DIRS[log]}/{agent}.md", writing=True) from None
         return Appended(entry, f"{LOG_DIRS[log]}/{agent}.md", len(data))
     finally:
         os.close(fd)  # closing releases the flock

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import files, gitstore, layout, livelog
-from .errors import BadInput, GitError, NotFound, PermissionRefused, VaultmemError
+from .errors import BadInput, GitError, NotFound, PermissionRefused, VaultmemError, from_os_error
 from .models import Actor, Change
 from .names import check_name
 from .parse.document import parse_document, plain, yaml_timestamp
@@ -73,7 +73,7 @@ class Shared:
             try:
                 livelog.save_private_key(self.root, agent, private)
             except OSError as exc:
-                raise files.storage_error(exc, layout.private_key_path(agent)) from None
+                raise from_os_error(exc, path=layout.private_key_path(agent), writing=True) from None
             try:
                 sha = self.vault.writer.apply(actor, f"keys: public key of {agent}", {pub_rel: line + "\n"},
                                               unscanned=(pub_rel,))

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import files, gitstore, layout
-from .errors import Busy, SecretRefused, StorageError, VaultmemError
+from .errors import Busy, SecretRefused, StorageError, VaultmemError, from_os_error
 from .models import Actor
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ def redaction_key(root: Path) -> bytes:
             path.parent.mkdir(parents=True, exist_ok=True)
             files.atomic_write(path, _secrets.token_hex(32))
         except OSError as exc:
-            raise files.storage_error(exc, layout.REDACT_KEY) from None
+            raise from_os_error(exc, path=layout.REDACT_KEY, writing=True) from None
         return path.read_bytes()
 
 
@@ -167,7 +167,7 @@ class Writer:
             except Timeout:
                 raise busy from None
             except OSError as exc:
-                raise files.storage_error(exc, layout.WRITE_LOCK) from None
+                raise from_os_error(exc, path=layout.WRITE_LOCK, writing=True) from None
             self._held.depth = 1
             try:
                 self._settle()
@@ -316,7 +316,7 @@ class Writer:
                 journal.parent.mkdir(parents=True, exist_ok=True)
                 files.atomic_write(journal, json.dumps(record, ensure_ascii=False))
             except OSError as exc:
-                raise files.storage_error(exc, _shown(exc, self.root)) from None
+                raise from_os_error(exc, path=_shown(exc, self.root), writing=True) from None
             if self.on_write is not None:
                 self.on_write(list(writes))
             for rel in order:
@@ -353,7 +353,7 @@ class Writer:
                 gitstore.unstage(self.root, list(writes), wait=self.config.lock_timeout)
             journal.unlink(missing_ok=True)
             if isinstance(exc, OSError):
-                raise files.storage_error(exc, _shown(exc, self.root)) from None
+                raise from_os_error(exc, path=_shown(exc, self.root), writing=True) from None
             raise
         for aside in asides.values():
             if aside is not None:

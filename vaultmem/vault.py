@@ -16,7 +16,7 @@ from pathlib import Path
 
 from . import files, gitstore, layout, notes, pages, recall, template
 from .config import Config, load_config, load_raw, parse_config, set_value
-from .errors import BadInput, Busy, PermissionRefused, VaultNotFound
+from .errors import BadInput, Busy, PermissionRefused, VaultNotFound, from_os_error
 from .models import Actor, Change, NoteFields, NoteInfo, PageInfo
 from .names import check_name, check_new_name
 from .transaction import Writer
@@ -302,7 +302,7 @@ class Vault:
         except Busy:
             pass  # the index cannot be written right now: answer from it as it is
         except OSError as exc:  # a full disk: the index cannot be brought up to date
-            raise files.storage_error(exc, layout.INDEX_DIR) from None
+            raise from_os_error(exc, path=layout.INDEX_DIR, writing=True) from None
 
     def search(self, query: str, agent: str | None = None, kinds: tuple[str, ...] = (),
                types: tuple[str, ...] = (), limit: int = 10):

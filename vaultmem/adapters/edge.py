@@ -5,7 +5,7 @@ caller from here and words nothing of its own beyond the name of the input that 
 wrong (the library's ``field``, which each adapter calls by its own word for it):
 
 - :func:`as_error`: any exception as a :class:`~vaultmem.errors.VaultmemError`. An
-  OSError the library did not expect becomes a clear one (:func:`from_os_error`): no
+  OSError the library did not expect becomes a clear one (:func:`vaultmem.errors.from_os_error`, which the library uses for its own writes too): no
   space, a quota, a read-only or failing disk while writing → ``StorageError`` (exit 5).
 - :func:`exit_code`: the process exit code (0 ok, 1 error, 2 bad input, 3 refused,
   4 busy, 5 storage, 130 interrupted).
@@ -20,31 +20,15 @@ neither), nothing slow to import.
 
 from __future__ import annotations
 
-import errno
 import functools
-import os
 import re
 import sys
 from typing import Any, Callable
 
-from ..errors import StorageError, VaultmemError
+from ..errors import VaultmemError, from_os_error
 
 OK, ERROR, BAD_INPUT, REFUSED, BUSY, STORAGE = 0, 1, 2, 3, 4, 5
 INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
-
-_EDQUOT = getattr(errno, "EDQUOT", None)
-# Only a write meets these: the OSError is a write's whatever the caller knows.
-_WRITE_ONLY = {errno.ENOSPC, errno.EROFS, errno.EFBIG} | ({_EDQUOT} if _EDQUOT else set())
-# The disk is full: said plainly, with what to do.
-_FULL = {errno.ENOSPC: ("no space left on device", "free some space on that disk, then run the command again")}
-if _EDQUOT:
-    _FULL[_EDQUOT] = ("disk quota exceeded", "free some space or ask for a larger quota, then run the command again")
-_WRITE_HINTS = {
-    errno.EROFS: "the file system is mounted read-only: keep the vault on a writable disk",
-    errno.EACCES: "check who may write that file and its folder",
-    errno.EPERM: "check who may write that file and its folder",
-}
-
 
 class Interrupted(VaultmemError):
     """Ctrl-C (or SIGTERM turned into it) stopped the work."""
@@ -57,36 +41,6 @@ class Unexpected(VaultmemError):
     """Anything else an adapter caught: a bug, in vaultmem or in what it runs on."""
 
     kind = "internal_error"
-
-
-def _filename(exc: OSError) -> str | None:
-    name = exc.filename
-    if name is None or isinstance(name, int):  # an fd names no file
-        return None
-    return os.fsdecode(name)
-
-
-def from_os_error(exc: OSError, *, path: str | os.PathLike | None = None,
-                  writing: bool | None = None) -> VaultmemError:
-    """An OSError the library did not turn into an error of its own, as one a user can act
-    on. ``path`` is the file it is about (default: the OSError's own file name) and
-    ``writing`` whether it came from a write (default: its errno is one only a write
-    meets — no space, a quota, a read-only disk, a file too large).
-
-    No space or quota → ``StorageError("no space left on device while writing PATH")``;
-    any other failed write → ``StorageError("cannot write PATH: <the system's reason>")``;
-    anything else → a plain error (exit 1) naming the file and the reason."""
-    shown = str(os.fspath(path)) if path is not None else _filename(exc)
-    if writing is None:
-        writing = exc.errno in _WRITE_ONLY
-    reason = exc.strerror or str(exc) or type(exc).__name__
-    if exc.errno in _FULL:
-        what, hint = _FULL[exc.errno]
-        return StorageError(f"{what} while writing {shown}" if shown else what, path=shown, hint=hint)
-    if writing:
-        return StorageError(f"cannot write {shown}: {reason}" if shown else f"cannot write: {reason}",
-                            path=shown, hint=_WRITE_HINTS.get(exc.errno))
-    return VaultmemError(f"cannot access {shown}: {reason}" if shown else reason, path=shown)
 
 
 def as_error(exc: BaseException) -> VaultmemError:
