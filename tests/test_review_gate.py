@@ -53,6 +53,95 @@ def authors(vault, *args) -> list[str]:
     return git(vault.root, "log", "--format=%an", *args).splitlines()
 
 
+def test_an_agent_that_unquarantines_its_item_by_hand_cannot_have_it_approved(vault):
+    assert vm(vault, "config", "set", "review.orchestrator_approves", "true").returncode == 0
+    item = file_item(vault, THIRD_PARTY)
+    assert item["quarantined"] is True
+    path = vault.root / "inbox" / f"{item['id']}.md"
+    text = path.read_text(encoding="utf-8")
+    assert "quarantined: true" in text and "author_kind: third_party" in text
+    # the exact attack: a plain file write flips the fields the gate used to trust
+    forged = text.replace("quarantined: true", "quarantined: false").replace(
+        "author_kind: third_party", "author_kind: user")
+    path.write_text(forged, encoding="utf-8")
+    before, head = memory(vault), git(vault.root, "rev-parse", "HEAD")
+    r = vm(vault, "review", "approve", item["id"], agent="lee")
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert f"inbox/{item['id']}.md was changed after it was filed; a human must review it" in r.stderr
+    assert memory(vault) == before and git(vault.root, "rev-parse", "HEAD") == head  # nothing promoted
+    assert path.read_text(encoding="utf-8") == forged  # nothing lost either: the file is as the agent left it
+    # nor can the orchestrator launder it with an edit of its own
+    r = vm(vault, "review", "edit", item["id"], "--name", "sdk retries", agent="lee")
+    assert r.returncode == 3 and "changed after it was filed" in r.stderr
+    assert git(vault.root, "rev-parse", "HEAD") == head
+    # a human sees that it was changed, and what was filed
+    shown = vm(vault, "review", "show", item["id"])
+    assert "CHANGED after it was filed" in shown.stdout and "git show " in shown.stdout
+
+
+def test_a_flagged_item_with_its_flags_removed_and_committed_waits_for_a_human(vault):
+    assert vm(vault, "config", "set", "review.orchestrator_approves", "true").returncode == 0
+    item = file_item(vault, INSTRUCTION)
+    assert item["flags"]
+    path = vault.root / "inbox" / f"{item['id']}.md"
+    text = path.read_text(encoding="utf-8")
+    unflagged = re.sub(r"^flags:\n(?:- .*\n)+", "flags: []\n", text, flags=re.M)
+    assert unflagged != text
+    path.write_text(unflagged, encoding="utf-8")
+    # committed by the agent itself with plain git: a commit vaultmem's filing did not make
+    git(vault.root, "-c", "user.name=ella", "-c", "user.email=ella@x.invalid", "commit", "-q", "-m", "tidy", "--",
+        f"inbox/{item['id']}.md")
+    before, head = memory(vault), git(vault.root, "rev-parse", "HEAD")
+    r = vm(vault, "review", "approve", item["id"], agent="lee")
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert f"inbox/{item['id']}.md was changed after it was filed; a human must review it" in r.stderr
+    assert memory(vault) == before and git(vault.root, "rev-parse", "HEAD") == head
+
+
+def test_an_item_written_by_hand_was_never_filed_and_waits_for_a_human(vault):
+    assert vm(vault, "config", "set", "review.orchestrator_approves", "true").returncode == 0
+    template = vault.root / "inbox" / f"{file_item(vault, USER_FACT)['id']}.md"
+    forged = vault.root / "inbox" / "i-20990101-abcdef.md"
+    forged.write_text(re.sub(r"^id: .*$", "id: i-20990101-abcdef",
+                             template.read_text(encoding="utf-8").replace("proposed_by: ella", "proposed_by: bob"),
+                             flags=re.M), encoding="utf-8")
+    r = vm(vault, "review", "approve", "i-20990101-abcdef", agent="lee")
+    assert r.returncode == 3 and "inbox/i-20990101-abcdef.md was changed after it was filed" in r.stderr
+    assert memory(vault)[0] == []
+
+
+def test_an_unchanged_item_is_approved_by_the_orchestrator_as_before(vault):
+    assert vm(vault, "config", "set", "review.orchestrator_approves", "true").returncode == 0
+    item = file_item(vault, USER_FACT)
+    # a vaultmem edit by someone allowed to make it keeps the item as vaultmem wrote it
+    assert vm(vault, "review", "edit", item["id"], "--name", "backend port", agent="lee").returncode == 0
+    r = vm(vault, "review", "approve", item["id"], "--json", agent="lee")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["result"] == "memories/backend-port.md"
+    assert "changed" not in r.stderr
+    assert authors(vault, "-1") == ["lee"]
+
+
+def test_a_human_approves_a_changed_item_knowingly_and_the_edit_is_not_theirs(vault):
+    human = git(vault.root, "config", "user.name").strip()
+    item = file_item(vault, THIRD_PARTY)
+    path = vault.root / "inbox" / f"{item['id']}.md"
+    edited = path.read_text(encoding="utf-8").replace("three times", "five times")
+    path.write_text(edited, encoding="utf-8")
+    r = vm(vault, "review", "approve", item["id"], "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["changed_after_filing"] and "changed after it was filed" in " ".join(out["warnings"])
+    note = (vault.root / out["result"]).read_text(encoding="utf-8")
+    assert "five times" in note  # the human approved the text as it is now
+    # two commits: the outside edit, unattributed, then the human's approval
+    assert authors(vault, "-2") == [human, UNKNOWN]
+    assert "as changed after it was filed" in git(vault.root, "log", "-1", "--format=%s")
+    assert "+The vendor SDK retries every request five times" in git(vault.root, "show", "--format=", "HEAD~1")
+    archived = (vault.root / "archive" / "inbox" / f"{item['id']}.md").read_text(encoding="utf-8")
+    assert "changed_after_filing:" in archived and "filed_in:" in archived
+
+
 def test_an_outside_edit_is_committed_as_unattributed_before_anyones_change(vault):
     human = git(vault.root, "config", "user.name").strip()
     page = vault.root / "agents" / "r.md"
