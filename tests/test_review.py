@@ -218,6 +218,8 @@ def test_a_non_orchestrator_harvest_is_proposed_and_approval_closes_the_delegati
     assert r.exit_code == 0, r.output
     item = out_json(r)["items"][0]
     assert item["op"] == "harvest"
+    filed = (vault.root / "inbox" / f"{item['id']}.md").read_text(encoding="utf-8")
+    assert "field_conclusion: 缺少memo" in filed and "\nfields:" not in filed  # flat: Obsidian shows it
     assert "status: pending" in (vault.root / d["path"]).read_text(encoding="utf-8")
     r = vm(cli, vault, "review", "approve", item["id"], "--json", agent="lee")
     assert r.exit_code == 0, r.output

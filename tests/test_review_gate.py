@@ -154,3 +154,31 @@ def test_an_outside_edit_is_committed_as_unattributed_before_anyones_change(vaul
         assert f"OUTSIDE EDIT {n}" not in git(vault.root, "show", "--format=", "HEAD")
         assert "(made outside vaultmem" in git(vault.root, "log", "-1", "--format=%s", "HEAD~1")
 
+
+def test_an_item_in_the_previous_format_still_reads_and_approves(vault):
+    """Items filed by the previous version keep their note fields in a nested 'note:'
+    mapping; new items keep them flat (Obsidian's properties view shows flat keys only)."""
+    assert vm(vault, "config", "set", "review.orchestrator_approves", "true").returncode == 0
+    new = file_item(vault, USER_FACT)
+    text = (vault.root / "inbox" / f"{new['id']}.md").read_text(encoding="utf-8")
+    assert "\nnote:" not in text and "note_name: " in text and "note_author_kind: user" in text
+    iid = "i-20261130-0ld0ne"
+    old = (f"---\ntype: inbox-item\nid: {iid}\nop: add\nstatus: pending\nproposed_by: ella\n"
+           "proposed: 2026-11-30T10:00:00Z\nsession: s-41\nnote:\n  type: decision\n  name: We use pnpm\n"
+           "  description: We use pnpm, not npm\n  author: alice\n  author_kind: user\n  source: session s-41\n"
+           "  importance: 0.5\n  confidence: 0.8\n  scope: global\n  tags: []\n  aliases: []\n"
+           "quarantined: false\nflags: []\n---\nWe use pnpm, not npm\n")
+    (vault.root / "inbox" / f"{iid}.md").write_text(old, encoding="utf-8")
+    git(vault.root, "add", f"inbox/{iid}.md")
+    git(vault.root, "-c", "user.name=ella", "-c", "user.email=ella@agents.vaultmem.invalid", "commit", "-q", "-m",
+        f"inbox: ella proposes add {iid} (session s-41)")
+    listed = {i["id"]: i for i in json.loads(vm(vault, "review", "list", "--json").stdout)["items"]}
+    assert listed[iid]["summary"] == "decision: We use pnpm" and listed[iid]["note"]["author"] == "alice"
+    shown = vm(vault, "review", "show", iid)
+    assert "decision: We use pnpm — We use pnpm, not npm" in shown.stdout
+    assert "said by alice (user), source session s-41" in shown.stdout
+    r = vm(vault, "review", "approve", iid, "--json", agent="lee")
+    assert r.returncode == 0, r.stderr
+    note = (vault.root / json.loads(r.stdout)["result"]).read_text(encoding="utf-8")
+    assert "author: alice" in note and "author_kind: user" in note and f"inbox: {iid}" in note
+    assert out_json(vm(vault, "review", "show", iid, "--json"))["status"] == "approved"

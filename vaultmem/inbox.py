@@ -31,6 +31,10 @@ being filed) goes back to a human, who approves it as it is now, knowingly: the 
 says so, and the outside edit is committed first as unattributed
 (:data:`vaultmem.transaction.UNATTRIBUTED`), never as the human's. The gate also reads
 quarantine and flags from the text itself, not only from the fields.
+
+The note's fields are stored flat (``note_type``, ``note_name`` …; a harvest's sub-agent
+fields as ``field_task`` …) so that Obsidian's properties view shows them; items written
+with a nested ``note:`` / ``fields:`` mapping (the previous format) are read as well.
 """
 
 from __future__ import annotations
@@ -55,6 +59,30 @@ PAGE_OPS = ("page-add", "harvest")
 RETAIN_KEYS = {"op", "type", "text", "author", "author_kind", "source", "said", "when", "name", "description",
                "aliases", "tags", "key", "importance", "confidence", "scope", "agent", "project", "target"}
 EDITABLE = ("text", "type", "name", "description", "aliases", "tags", "key", "importance")
+FLAT = {"note": "note_", "fields": "field_"}  # nested mappings, stored as prefixed flat keys
+
+
+def _nested(meta: dict) -> dict:
+    """An item's frontmatter with its flat ``note_…`` / ``field_…`` keys gathered back into
+    the ``note`` / ``fields`` mappings (an item in the previous format has them nested)."""
+    for key, prefix in FLAT.items():
+        if isinstance(meta.get(key), dict):
+            continue
+        flat = {k[len(prefix):]: meta.pop(k) for k in [k for k in meta if str(k).startswith(prefix)]}
+        if flat:
+            meta[key] = flat
+    return meta
+
+
+def _render_item(meta: dict, text: str) -> str:
+    """An item's file: the ``note`` and ``fields`` mappings flattened to prefixed keys."""
+    flat: dict[str, Any] = {}
+    for key, value in meta.items():
+        if key in FLAT and isinstance(value, dict):
+            flat.update({f"{FLAT[key]}{k}": v for k, v in value.items()})
+        else:
+            flat[key] = value
+    return render_note(flat, text)
 
 
 def _now() -> str:
@@ -162,11 +190,11 @@ class Inbox:
                     writes.update(done)
                     archived = {**meta, "status": "approved", "reviewed_by": "auto (review.trusted_agents)",
                                 "reviewed": _now(), "result": result}
-                    writes[f"{ARCHIVE_DIR}/{iid}.md"] = render_note(archived, item.text)
+                    writes[f"{ARCHIVE_DIR}/{iid}.md"] = _render_item(archived, item.text)
                     out.append({**item.to_dict(), "status": "approved", "result": result,
                                 "path": f"{ARCHIVE_DIR}/{iid}.md"})
                 else:
-                    writes[item.path] = render_note(meta, item.text)
+                    writes[item.path] = _render_item(meta, item.text)
                     out.append(item.to_dict())
             pending = [o for o in out if o["status"] == "pending"]
             approved = [o for o in out if o["status"] == "approved"]
@@ -252,7 +280,7 @@ class Inbox:
 
     def _read(self, rel: str) -> Item:
         doc = parse_document(files.read_text(files.inside(self.root, rel), rel), rel, require_frontmatter=True)
-        meta = plain(doc.meta) if isinstance(doc.meta, dict) else {}
+        meta = _nested(plain(doc.meta)) if isinstance(doc.meta, dict) else {}
         if meta.get("type") != "inbox-item" or meta.get("op") not in NOTE_OPS + PAGE_OPS:
             raise ParseError("this is not an inbox item (type: inbox-item and an op are needed)", path=rel, line=1)
         text = "".join(doc.lines[doc.body_start:]).replace("\r\n", "\n").strip("\n")
@@ -417,7 +445,7 @@ class Inbox:
             if new is item:
                 raise BadInput("nothing to edit", hint=f"give one of: {', '.join(EDITABLE)}")
             message = f"review: edit {item.id}"
-            sha = self.vault.writer.apply(actor, message, {item.path: render_note(new.meta, new.text)})
+            sha = self.vault.writer.apply(actor, message, {item.path: _render_item(new.meta, new.text)})
         return Change("review.edit", [item.path], sha, message, {"item": new.to_dict()}, warnings=scrub.warnings())
 
     def approve(self, iid: str, actor: Actor, **edits: Any) -> Change:
@@ -435,7 +463,7 @@ class Inbox:
             changed = {"changed_after_filing": state.changed, "filed_in": state.commit} if state.changed else {}
             archived.update(changed)
             writes[item.path] = None
-            writes[layout.archived_inbox_path(item.id)] = render_note(archived, item.text)
+            writes[layout.archived_inbox_path(item.id)] = _render_item(archived, item.text)
             knowingly = ", as changed after it was filed" if state.changed else ""
             message = f"review: approve {item.id} ({item.op} proposed by {item.proposed_by}{knowingly}) → {what}"
             sha = self.vault.writer.apply(actor, message, writes, rescrubbed=(item.path,))
@@ -463,7 +491,7 @@ class Inbox:
                         "reason": reason}
             dst = layout.archived_inbox_path(item.id)
             message = f"review: reject {item.id} ({item.op} proposed by {item.proposed_by}): {reason}"
-            sha = self.vault.writer.apply(actor, message, {item.path: None, dst: render_note(archived, item.text)},
+            sha = self.vault.writer.apply(actor, message, {item.path: None, dst: _render_item(archived, item.text)},
                                           rescrubbed=(item.path,))
         return Change("review.reject", [item.path, dst], sha, message, {"id": item.id, "reason": reason,
                                                                         "archived_to": dst}, warnings=scrub.warnings())
