@@ -86,7 +86,9 @@ def test_a_flagged_item_with_its_flags_removed_and_committed_waits_for_a_human(v
     path = vault.root / "inbox" / f"{item['id']}.md"
     text = path.read_text(encoding="utf-8")
     unflagged = re.sub(r"^flags:\n(?:- .*\n)+", "flags: []\n", text, flags=re.M)
-    assert unflagged != text
+    # and dated later, as if that hid the commit that filed it from the gate
+    unflagged = re.sub(r"^proposed: .*$", "proposed: 2099-01-01T00:00:00Z", unflagged, flags=re.M)
+    assert unflagged != text and "2099" in unflagged
     path.write_text(unflagged, encoding="utf-8")
     # committed by the agent itself with plain git: a commit vaultmem's filing did not make
     git(vault.root, "-c", "user.name=ella", "-c", "user.email=ella@x.invalid", "commit", "-q", "-m", "tidy", "--",

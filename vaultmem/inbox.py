@@ -319,19 +319,19 @@ class Inbox:
         """Whether a waiting item is exactly what vaultmem filed (or a vaultmem edit made
         of it since): its file as last committed, and every commit that touched it
         vaultmem's filing or a ``review: edit``."""
-        commits = gitstore.log(self.root, item.path, max_count=1000)  # newest first
+        # vaultmem's filing creates the file (ids are new), so the walk may stop a day
+        # before the item says it was filed: a later date only hides the filing commit
+        since = _day_before(item.meta.get("proposed"))
+        commits = gitstore.path_history(self.root, item.path, since)  # newest first
         first = commits[-1] if commits else None
-        subject = (lambda c: (c["message"].splitlines() or [""])[0])
-        if first is None or first["author"] != item.proposed_by or \
-                not subject(first).startswith(f"inbox: {first['author']} proposes "):
+        if first is None or first[1] != item.proposed_by or not first[2].startswith(f"inbox: {first[1]} proposes "):
             return Filed("no commit by vaultmem filed it", None)
-        for c in reversed(commits[:-1]):
-            if subject(c) != f"review: edit {item.id}":
-                return Filed(f"commit {c['commit'][:12]} by {c['author']} changed it: {subject(c)}", first["commit"])
+        for sha, author, subject in reversed(commits[:-1]):
+            if subject != f"review: edit {item.id}":
+                return Filed(f"commit {sha[:12]} by {author} changed it: {subject}", first[0])
         if gitstore.uncommitted(self.root, [item.path]):
-            return Filed("the file differs from what vaultmem committed: it was edited outside vaultmem",
-                         first["commit"])
-        return Filed(None, first["commit"])
+            return Filed("the file differs from what vaultmem committed: it was edited outside vaultmem", first[0])
+        return Filed(None, first[0])
 
     def describe(self, item: Item) -> dict[str, Any]:
         """:meth:`Item.to_dict`, and for a waiting item changed after it was filed, why
@@ -549,6 +549,17 @@ class Inbox:
                                                  str(item.meta["delegation"]), dict(item.meta["fields"]), actor,
                                                  item.meta.get("title"))
         return writes, link, f"sub-agent record {link}"
+
+
+def _day_before(when: Any) -> str | None:
+    """An ISO time a day before ``when`` (an item's ``proposed``), None if it is no time."""
+    try:
+        at = _dt.datetime.fromisoformat(str(when).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=_dt.timezone.utc)
+    return (at - _dt.timedelta(days=1)).astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _position(meta: dict) -> int:
