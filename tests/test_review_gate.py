@@ -142,6 +142,7 @@ def test_a_human_approves_a_changed_item_knowingly_and_the_edit_is_not_theirs(va
     assert "+The vendor SDK retries every request five times" in git(vault.root, "show", "--format=", "HEAD~1")
     archived = (vault.root / "archive" / "inbox" / f"{item['id']}.md").read_text(encoding="utf-8")
     assert "changed_after_filing:" in archived and "filed_in:" in archived
+    assert "CHANGED after it was filed" in vm(vault, "review", "show", item["id"]).stdout  # the trail stays
 
 
 def test_an_outside_edit_is_committed_as_unattributed_before_anyones_change(vault):

@@ -136,7 +136,8 @@ class Item:
                 "session": self.meta.get("session"), "quarantined": self.quarantined, "flags": self.flags,
                 "summary": self.summary(), "text": self.text,
                 **{k: self.meta[k] for k in ("note", "target", "role", "section", "project", "delegation",
-                                             "fields", "reviewed_by", "reviewed", "reason", "result")
+                                             "fields", "reviewed_by", "reviewed", "reason", "result",
+                                             "changed_after_filing", "filed_in")
                    if self.meta.get(k) is not None}}
 
 
