@@ -218,6 +218,8 @@ def test_a_non_orchestrator_harvest_is_proposed_and_approval_closes_the_delegati
     assert r.exit_code == 0, r.output
     item = out_json(r)["items"][0]
     assert item["op"] == "harvest"
+    filed = (vault.root / "inbox" / f"{item['id']}.md").read_text(encoding="utf-8")
+    assert "field_conclusion: 缺少memo" in filed and "\nfields:" not in filed  # flat: Obsidian shows it
     assert "status: pending" in (vault.root / d["path"]).read_text(encoding="utf-8")
     r = vm(cli, vault, "review", "approve", item["id"], "--json", agent="lee")
     assert r.exit_code == 0, r.output
@@ -304,8 +306,8 @@ def test_review_fixes_from_the_change_review(cli, vault):
     path = vault.root / "inbox" / f"{item['id']}.md"
     path.write_text(path.read_text(encoding="utf-8").replace("use pooling", f"pooling; token {token}"),
                     encoding="utf-8")
-    r = vm(cli, vault, "review", "approve", item["id"], agent="lee")  # an agent would commit the human's edit
-    assert r.exit_code == 2 and "uncommitted edit holds a github-token" in r.output
+    r = vm(cli, vault, "review", "approve", item["id"], agent="lee")  # changed after filing: not an agent's call
+    assert r.exit_code == 3 and "changed after it was filed" in r.output
     r = vm(cli, vault, "review", "approve", item["id"])  # the human approves: the text is scrubbed first
     assert r.exit_code == 0, r.output
     assert "[redacted:github-token:" in (vault.root / "agents/backend.md").read_text(encoding="utf-8")

@@ -297,6 +297,23 @@ def log(root: Path, path: str | None = None, max_count: int = 20) -> list[dict]:
     ]
 
 
+def path_history(root: Path, path: str, since: str | None = None) -> list[tuple[str, str, str]]:
+    """The commits that changed ``path`` (newest first) as (sha, author name, subject);
+    ``since`` (an ISO date) stops the walk at commits older than it, so the cost follows
+    the history since then, not the whole of it."""
+    import git
+
+    args = ["--format=%H%x1f%an%x1f%s", *([f"--since={since}"] if since else []), "--", path]
+    try:
+        out = _repo(root).git.log(*args)
+    except git.GitCommandError as exc:
+        if not _has_head(_repo(root)):
+            return []
+        text = f"{exc.stderr or ''} {exc.stdout or ''}"
+        raise _storage(text, root) or GitError(f"git log failed: {text.strip()}", path=str(root)) from None
+    return [tuple(line.split("\x1f", 2)) for line in out.splitlines() if line.count("\x1f") == 2]
+
+
 def show(root: Path, commit: str, path: str) -> str:
     """The diff one commit made to one path."""
     return _repo(root).git.show("--format=", "--no-color", commit, "--", path)

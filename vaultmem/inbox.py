@@ -21,6 +21,20 @@ The one way around the gate: ``review.trusted_agents`` may file user-stated fact
 archived, so the trail stays. Confidence plays no part in any of this.
 
 Items are never retrieved into a brief (the brief draws on memory, not ``inbox/``).
+
+An item is a file anyone can edit, so an agent's decision never rests on the fields as
+they stand: it rests on what vaultmem filed. The item must be in the working copy as
+vaultmem committed it, and every commit that touched it must be vaultmem's — the filing
+(``inbox: <proposer> proposes …``, by the proposer) or a ``review: edit <id>``. An item
+changed any other way (edited by hand, committed with plain git, or written without
+being filed) goes back to a human, who approves it as it is now, knowingly: the approval
+says so, and the outside edit is committed first as unattributed
+(:data:`vaultmem.transaction.UNATTRIBUTED`), never as the human's. The gate also reads
+quarantine and flags from the text itself, not only from the fields.
+
+The note's fields are stored flat (``note_type``, ``note_name`` …; a harvest's sub-agent
+fields as ``field_task`` …) so that Obsidian's properties view shows them; items written
+with a nested ``note:`` / ``fields:`` mapping (the previous format) are read as well.
 """
 
 from __future__ import annotations
@@ -31,7 +45,7 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import files, guard, layout, lifecycle, notes, pages
+from . import files, gitstore, guard, layout, lifecycle, notes, pages
 from .errors import BadInput, NotFound, ParseError, PermissionRefused, VaultmemError
 from .models import Actor, Change, NoteFields
 from .parse.document import parse_document, plain, yaml_timestamp
@@ -45,6 +59,30 @@ PAGE_OPS = ("page-add", "harvest")
 RETAIN_KEYS = {"op", "type", "text", "author", "author_kind", "source", "said", "when", "name", "description",
                "aliases", "tags", "key", "importance", "confidence", "scope", "agent", "project", "target"}
 EDITABLE = ("text", "type", "name", "description", "aliases", "tags", "key", "importance")
+FLAT = {"note": "note_", "fields": "field_"}  # nested mappings, stored as prefixed flat keys
+
+
+def _nested(meta: dict) -> dict:
+    """An item's frontmatter with its flat ``note_…`` / ``field_…`` keys gathered back into
+    the ``note`` / ``fields`` mappings (an item in the previous format has them nested)."""
+    for key, prefix in FLAT.items():
+        if isinstance(meta.get(key), dict):
+            continue
+        flat = {k[len(prefix):]: meta.pop(k) for k in [k for k in meta if str(k).startswith(prefix)]}
+        if flat:
+            meta[key] = flat
+    return meta
+
+
+def _render_item(meta: dict, text: str) -> str:
+    """An item's file: the ``note`` and ``fields`` mappings flattened to prefixed keys."""
+    flat: dict[str, Any] = {}
+    for key, value in meta.items():
+        if key in FLAT and isinstance(value, dict):
+            flat.update({f"{FLAT[key]}{k}": v for k, v in value.items()})
+        else:
+            flat[key] = value
+    return render_note(flat, text)
 
 
 def _now() -> str:
@@ -53,7 +91,8 @@ def _now() -> str:
 
 def _flags(text: str, note: dict | None, fields: dict | None, title: str | None = None) -> list[str]:
     """Instruction-like phrases anywhere in what an item would write."""
-    note = note or {}
+    note = note if isinstance(note, dict) else {}
+    fields = fields if isinstance(fields, dict) else {}
     return guard.instruction_flags("\n".join(
         [text or "", str(note.get("name") or ""), str(note.get("description") or ""), title or "",
          *(str(a) for a in note.get("aliases") or []), *(str(v) for v in (fields or {}).values())]))
@@ -97,8 +136,18 @@ class Item:
                 "session": self.meta.get("session"), "quarantined": self.quarantined, "flags": self.flags,
                 "summary": self.summary(), "text": self.text,
                 **{k: self.meta[k] for k in ("note", "target", "role", "section", "project", "delegation",
-                                             "fields", "reviewed_by", "reviewed", "reason", "result")
+                                             "fields", "reviewed_by", "reviewed", "reason", "result",
+                                             "changed_after_filing", "filed_in")
                    if self.meta.get(k) is not None}}
+
+
+@dataclass
+class Filed:
+    """Whether a waiting item is as vaultmem filed it: ``changed`` says why not (None if it
+    is); ``commit`` is the commit that filed it (None if none did)."""
+
+    changed: str | None
+    commit: str | None
 
 
 class Inbox:
@@ -142,11 +191,11 @@ class Inbox:
                     writes.update(done)
                     archived = {**meta, "status": "approved", "reviewed_by": "auto (review.trusted_agents)",
                                 "reviewed": _now(), "result": result}
-                    writes[f"{ARCHIVE_DIR}/{iid}.md"] = render_note(archived, item.text)
+                    writes[f"{ARCHIVE_DIR}/{iid}.md"] = _render_item(archived, item.text)
                     out.append({**item.to_dict(), "status": "approved", "result": result,
                                 "path": f"{ARCHIVE_DIR}/{iid}.md"})
                 else:
-                    writes[item.path] = render_note(meta, item.text)
+                    writes[item.path] = _render_item(meta, item.text)
                     out.append(item.to_dict())
             pending = [o for o in out if o["status"] == "pending"]
             approved = [o for o in out if o["status"] == "approved"]
@@ -232,7 +281,7 @@ class Inbox:
 
     def _read(self, rel: str) -> Item:
         doc = parse_document(files.read_text(files.inside(self.root, rel), rel), rel, require_frontmatter=True)
-        meta = plain(doc.meta) if isinstance(doc.meta, dict) else {}
+        meta = _nested(plain(doc.meta)) if isinstance(doc.meta, dict) else {}
         if meta.get("type") != "inbox-item" or meta.get("op") not in NOTE_OPS + PAGE_OPS:
             raise ParseError("this is not an inbox item (type: inbox-item and an op are needed)", path=rel, line=1)
         text = "".join(doc.lines[doc.body_start:]).replace("\r\n", "\n").strip("\n")
@@ -267,6 +316,44 @@ class Inbox:
         raise NotFound(f"no inbox item {iid!r}",
                        hint=f"waiting: {', '.join(pending[:5])}" if pending else "the inbox is empty")
 
+    def filed(self, item: Item) -> Filed:
+        """Whether a waiting item is exactly what vaultmem filed (or a vaultmem edit made
+        of it since): its file as last committed, and every commit that touched it
+        vaultmem's filing or a ``review: edit``."""
+        # vaultmem's filing creates the file (ids are new), so the walk may stop a day
+        # before the item says it was filed: a later date only hides the filing commit
+        since = _day_before(item.meta.get("proposed"))
+        commits = gitstore.path_history(self.root, item.path, since)  # newest first
+        first = commits[-1] if commits else None
+        if first is None or first[1] != item.proposed_by or not first[2].startswith(f"inbox: {first[1]} proposes "):
+            return Filed("no commit by vaultmem filed it", None)
+        for sha, author, subject in reversed(commits[:-1]):
+            if subject != f"review: edit {item.id}":
+                return Filed(f"commit {sha[:12]} by {author} changed it: {subject}", first[0])
+        if gitstore.uncommitted(self.root, [item.path]):
+            return Filed("the file differs from what vaultmem committed: it was edited outside vaultmem", first[0])
+        return Filed(None, first[0])
+
+    def describe(self, item: Item) -> dict[str, Any]:
+        """:meth:`Item.to_dict`, and for a waiting item changed after it was filed, why
+        (``changed_after_filing``) and the commit that filed it (``filed_in``)."""
+        out = item.to_dict()
+        if item.path.startswith(f"{INBOX_DIR}/") and item.op != "unreadable":
+            state = self.filed(item)
+            if state.changed:
+                out.update(changed_after_filing=state.changed, filed_in=state.commit)
+        return out
+
+    def _check_filed(self, actor: Actor, item: Item) -> Filed:
+        """An agent decides only an item as vaultmem filed it; a human decides any."""
+        state = self.filed(item)
+        if state.changed and not actor.is_human:
+            seen = f"; what was filed: git show {state.commit[:12]}:{item.path}" if state.commit else ""
+            raise PermissionRefused(f"{item.path} was changed after it was filed; a human must review it "
+                                    f"({state.changed})", path=item.path,
+                                    hint=f"a human decides it: vaultmem review show {item.id}{seen}")
+        return state
+
     def _pending(self, iid: str) -> Item:
         item = self.get(iid)
         if item.path.startswith(ARCHIVE_DIR):
@@ -278,10 +365,13 @@ class Inbox:
     def may_decide(self, actor: Actor, item: Item) -> None:
         if actor.is_human:
             return
-        if item.quarantined:
+        note = item.meta.get("note") if isinstance(item.meta.get("note"), dict) else {}
+        # read from the text as well as the fields: a field is easier to rewrite than a fact
+        flags = item.flags or _flags(item.text, note, item.meta.get("fields"), item.meta.get("title"))
+        if item.quarantined or note.get("author_kind") == "third_party":
             why = "it is third-party content (quarantined until a human promotes it)"
-        elif item.flags:
-            why = f"it reads like an instruction ({'; '.join(item.flags)})"
+        elif flags:
+            why = f"it reads like an instruction ({'; '.join(flags)})"
         elif actor.name == item.proposed_by:
             why = "an agent does not decide on its own proposal"
         elif actor.name == self.config.orchestrator and (item.op in PAGE_OPS or self.config.orchestrator_approves):
@@ -349,13 +439,14 @@ class Inbox:
         scrub = self.vault.writer.scrubber()
         with self.vault.writer.locked():
             item = self._pending(iid)
+            self._check_filed(actor, item)
             self.may_decide(actor, item)
             new = self._edited(item, edits, actor, scrub)
             self.may_decide(actor, new)
             if new is item:
                 raise BadInput("nothing to edit", hint=f"give one of: {', '.join(EDITABLE)}")
             message = f"review: edit {item.id}"
-            sha = self.vault.writer.apply(actor, message, {item.path: render_note(new.meta, new.text)})
+            sha = self.vault.writer.apply(actor, message, {item.path: _render_item(new.meta, new.text)})
         return Change("review.edit", [item.path], sha, message, {"item": new.to_dict()}, warnings=scrub.warnings())
 
     def approve(self, iid: str, actor: Actor, **edits: Any) -> Change:
@@ -363,19 +454,25 @@ class Inbox:
         scrub = self.vault.writer.scrubber()
         with self.vault.writer.locked():
             item = self._pending(iid)
+            state = self._check_filed(actor, item)  # an agent stops here if it was changed
             self.may_decide(actor, item)
             item = self._clean(self._edited(item, edits, actor, scrub), scrub)
             self.may_decide(actor, item)  # an edit may have made it instruction-like
             writes, result, what = self._perform(item, actor, {})
             archived = {**item.meta, "status": "approved", "reviewed_by": actor.name, "reviewed": _now(),
                         "result": result}
+            changed = {"changed_after_filing": state.changed, "filed_in": state.commit} if state.changed else {}
+            archived.update(changed)
             writes[item.path] = None
-            writes[layout.archived_inbox_path(item.id)] = render_note(archived, item.text)
-            message = f"review: approve {item.id} ({item.op} proposed by {item.proposed_by}) → {what}"
-            sha = self.vault.writer.apply(actor, message, writes)
+            writes[layout.archived_inbox_path(item.id)] = _render_item(archived, item.text)
+            knowingly = ", as changed after it was filed" if state.changed else ""
+            message = f"review: approve {item.id} ({item.op} proposed by {item.proposed_by}{knowingly}) → {what}"
+            sha = self.vault.writer.apply(actor, message, writes, rescrubbed=(item.path,))
+        warnings = scrub.warnings() + ([f"{item.path} was changed after it was filed ({state.changed}): "
+                                        "approved as it is now"] if state.changed else [])
         return Change("review.approve", list(writes), sha, message,
                       {"id": item.id, "op": item.op, "result": result,
-                       "archived_to": layout.archived_inbox_path(item.id)}, warnings=scrub.warnings())
+                       "archived_to": layout.archived_inbox_path(item.id), **changed}, warnings=warnings)
 
     def reject(self, iid: str, actor: Actor, reason: str) -> Change:
         """Archive the item as rejected, with the reason; nothing else changes."""
@@ -390,11 +487,13 @@ class Inbox:
             except ParseError as exc:
                 return self._reject_unreadable(iid, actor, reason, exc, scrub)
             self.may_decide(actor, item)
+            item = self._clean(item, scrub)  # a waiting item is a file anyone can edit
             archived = {**item.meta, "status": "rejected", "reviewed_by": actor.name, "reviewed": _now(),
                         "reason": reason}
             dst = layout.archived_inbox_path(item.id)
             message = f"review: reject {item.id} ({item.op} proposed by {item.proposed_by}): {reason}"
-            sha = self.vault.writer.apply(actor, message, {item.path: None, dst: render_note(archived, item.text)})
+            sha = self.vault.writer.apply(actor, message, {item.path: None, dst: _render_item(archived, item.text)},
+                                          rescrubbed=(item.path,))
         return Change("review.reject", [item.path, dst], sha, message, {"id": item.id, "reason": reason,
                                                                         "archived_to": dst}, warnings=scrub.warnings())
 
@@ -409,7 +508,8 @@ class Inbox:
             raise PermissionRefused(f"agent {actor.name!r} may not decide {name}: the file cannot be read as an item",
                                     hint="a human fixes or rejects it: run 'vaultmem review reject' without --as")
         message = f"review: reject unreadable {rel}: {reason}"
-        sha = self.vault.writer.apply(actor, message, {rel: None, dst: files.read_text(self.root / rel, rel)})
+        raw = scrub.text("text", files.read_text(self.root / rel, rel))
+        sha = self.vault.writer.apply(actor, message, {rel: None, dst: raw}, rescrubbed=(rel,))
         return Change("review.reject", [rel, dst], sha, message, {"id": name, "reason": reason, "archived_to": dst},
                       warnings=scrub.warnings())
 
@@ -450,6 +550,17 @@ class Inbox:
                                                  str(item.meta["delegation"]), dict(item.meta["fields"]), actor,
                                                  item.meta.get("title"))
         return writes, link, f"sub-agent record {link}"
+
+
+def _day_before(when: Any) -> str | None:
+    """An ISO time a day before ``when`` (an item's ``proposed``), None if it is no time."""
+    try:
+        at = _dt.datetime.fromisoformat(str(when).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if at.tzinfo is None:
+        at = at.replace(tzinfo=_dt.timezone.utc)
+    return (at - _dt.timedelta(days=1)).astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _position(meta: dict) -> int:

@@ -52,6 +52,8 @@ if TYPE_CHECKING:
 
 TIDY_STAMPS = "tidy.bin"  # in .vaultmem/local/: folders' mtimes when they held no temp file
 JOURNAL_VERSION = 1
+# who edits outside vaultmem is not known to it: such edits are committed under this name
+UNATTRIBUTED = Actor(name="unknown (edited outside vaultmem)", kind="unknown", email="unattributed@vaultmem.invalid")
 
 
 def redaction_key(root: Path) -> bytes:
@@ -273,24 +275,28 @@ class Writer:
 
     # -- applying a change ---------------------------------------------------------------------
     def apply(self, actor: Actor, message: str, writes: dict[str, str | None],
-              unscanned: tuple[str, ...] = ()) -> str | None:
+              unscanned: tuple[str, ...] = (), rescrubbed: tuple[str, ...] = ()) -> str | None:
         """Write (text) or delete (None) each vault-relative path and commit them as one
         commit; returns its sha (None if nothing changed). Call with the lock held. On
         any failure every file is as it was and nothing is staged. Every added line is
         checked for secrets, except in ``unscanned`` paths (public keys and settings:
-        high entropy by nature, and no secret)."""
+        high entropy by nature, and no secret). ``rescrubbed``: paths this change deletes
+        after storing their text scrubbed elsewhere (a decided inbox item): an uncommitted
+        edit of one that holds a secret is not recorded, instead of refusing the change."""
         if not getattr(self._held, "depth", 0):
             raise VaultmemError("a change was applied without the vault's write lock",
                                 hint="this is a vaultmem bug: please report it")
         targets = {rel: files.inside(self.root, rel) for rel in writes}
-        drafts = [] if actor.is_human else gitstore.uncommitted(self.root, list(writes))
-        self._check_drafts(drafts)
+        drafts = self._check_drafts(gitstore.uncommitted(self.root, list(writes)),
+                                    {rel for rel in rescrubbed if writes.get(rel, "") is None})
         if drafts:
-            # A human's unsaved-to-git edits of these files are theirs: commit them as the
-            # human first, so the agent's commit (and git blame) holds only its own change.
-            human = gitstore.human_actor(self.root)
-            gitstore.commit(self.root, drafts, f"vaultmem: record {human.name}'s uncommitted edits to "
-                            f"{', '.join(drafts)} before a change by {actor.name}", human, self.config.lock_timeout)
+            # Uncommitted edits of these files were made outside vaultmem, by someone it
+            # cannot name (a person in Obsidian, an agent writing the file): they are
+            # committed first under an identity that says so, never as the actor, so the
+            # actor's commit (and git blame) holds only its own change and nothing is lost.
+            gitstore.commit(self.root, drafts, f"vaultmem: record uncommitted edits to {', '.join(drafts)} "
+                            f"(made outside vaultmem, author unknown) before a change by {actor.name}",
+                            UNATTRIBUTED, self.config.lock_timeout)
         before = {rel: files.read_text(t) if t.exists() else None for rel, t in targets.items()}
         self._check_no_secrets({k: v for k, v in writes.items() if k not in unscanned}, before)
         # new and changed files first, deletions last: a reader never sees a moved file in neither place
@@ -386,25 +392,33 @@ class Writer:
                     raise VaultmemError(f"refusing to write a {found[0].type} that was not scrubbed",
                                         path=rel, line=n, hint="this is a vaultmem bug: please report it")
 
-    def _check_drafts(self, drafts: list[str]) -> None:
-        """A human's uncommitted edits are committed before an agent's change to the same
-        file (see :meth:`apply`); a secret in them would reach git history that way."""
+    def _check_drafts(self, drafts: list[str], rescrubbed: set[str]) -> list[str]:
+        """The uncommitted edits to commit before this change (see :meth:`apply`). A
+        secret in one would reach git history that way: refused, unless this change
+        deletes the file and stores its text scrubbed (``rescrubbed``), when that edit
+        is left out of the record instead."""
         from . import guard
 
+        swept = []
         for rel in drafts:
             path = self.root / rel
-            if not path.is_file():
-                continue
-            old = set((gitstore.committed_text(self.root, rel) or "").splitlines())
-            for n, line in enumerate(files.read_text(path, rel).splitlines(), 1):
-                if line in old or not guard.might_hold_secret(line):
-                    continue
-                _, found = guard.scrub(line, rel, redaction_key(self.root))
-                if found:
-                    raise SecretRefused(
-                        f"your uncommitted edit holds a {found[0].type}; vaultmem would have to commit it "
-                        f"before this change, so nothing was written", path=rel, line=n,
-                        hint="remove the secret from the file (or commit it yourself, knowingly), then retry")
+            found = None
+            if path.is_file():
+                old = set((gitstore.committed_text(self.root, rel) or "").splitlines())
+                for n, line in enumerate(files.read_text(path, rel).splitlines(), 1):
+                    if line in old or not guard.might_hold_secret(line):
+                        continue
+                    _, found = guard.scrub(line, rel, redaction_key(self.root))
+                    if found:
+                        break
+            if not found:
+                swept.append(rel)
+            elif rel not in rescrubbed:
+                raise SecretRefused(
+                    f"the uncommitted edit holds a {found[0].type}; vaultmem would have to commit it "
+                    f"before this change, so nothing was written", path=rel, line=n,
+                    hint="remove the secret from the file (or commit it yourself, knowingly), then retry")
+        return swept
 
 
 def _landed(root: Path, head: str | None, message: str) -> bool:
@@ -444,4 +458,4 @@ def _shown(exc: OSError, root: Path) -> str | None:
     return rel.as_posix()
 
 
-__all__ = ["Scrubber", "Settled", "StorageError", "Writer", "redaction_key"]
+__all__ = ["UNATTRIBUTED", "Scrubber", "Settled", "StorageError", "Writer", "redaction_key"]

@@ -355,6 +355,10 @@ def inbox_item(item: dict) -> str:
         lines.append("  QUARANTINED: third-party content; only a human can promote it")
     if item["flags"]:
         lines.append(f"  FLAGGED as instruction-like: {'; '.join(item['flags'])}")
+    if item.get("changed_after_filing"):
+        filed = f"; what was filed: git show {item['filed_in'][:12]}:{item['path']}" if item.get("filed_in") else ""
+        then = "only a human can decide it, as it is now" if item["status"] == "pending" else "decided as it was then"
+        lines.append(f"  CHANGED after it was filed ({item['changed_after_filing']}): {then}{filed}")
     note = item.get("note")
     if note:
         lines.append(f"  {note.get('type')}: {note.get('name')} — {note.get('description')}")

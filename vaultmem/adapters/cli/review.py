@@ -120,7 +120,8 @@ def show(ctx: typer.Context, item_id: IdArg, vault: VaultOpt = None, as_: AsOpt 
          json_: JsonOpt = False) -> None:
     """Show one item in full: the operation, its provenance, flags and text."""
     s = session(ctx, vault, as_, json_)
-    item = s.open().inbox.get(item_id).to_dict()
+    inbox = s.open().inbox
+    item = inbox.describe(inbox.get(item_id))
     s.emit(item, render.inbox_item)
 
 
@@ -220,7 +221,7 @@ def _decide_each(v, actor, items, done: dict, console) -> None:
                                f"(vaultmem review reject {item.id} --reason …)"))
             done["skipped"].append(item.id)
             continue
-        console.print(Panel(Text(render.inbox_item(item.to_dict())), title=escape(f"[{n}/{len(items)}] {item.id}"),
+        console.print(Panel(Text(render.inbox_item(v.inbox.describe(item))), title=escape(f"[{n}/{len(items)}] {item.id}"),
                             expand=False))
         editable = item.op != "harvest"
         choices = ["a", "e", "r", "s", "q"] if editable else ["a", "r", "s", "q"]
