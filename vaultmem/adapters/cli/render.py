@@ -160,7 +160,8 @@ def index_report(r) -> str:
     for src, dst in r.moved:
         parts.append(f"  moved {src} → {dst}")
     for p in r.problems:
-        parts.append(f"  skipped {p['path']}:{p.get('line') or ''}: {p['message']}" +
+        where = p["path"] + (f":{p['line']}" if p.get("line") else "")
+        parts.append(f"  {'indexed in part' if p.get('partial') else 'skipped'} {where}: {p['message']}" +
                      (f" (hint: {p['hint']})" if p.get("hint") else ""))
     return "\n".join(parts)
 
