@@ -94,11 +94,13 @@ class LazyGroup(TyperGroup):
         as_json = "--json" in (args[: args.index("--")] if "--" in args else args)
         try:
             code = super().main(hold_text_args(args), prog_name, complete_var, standalone_mode=False, **extra)
-        except click.exceptions.NoArgsIsHelpError as exc:
+        except click.exceptions.NoArgsIsHelpError as exc:  # a group without its command: its help
             if not standalone_mode:
                 raise
-            echo(exc.ctx.get_help())
-            code = 0
+            from typer import rich_utils
+
+            rich_utils.rich_format_error(exc)
+            code = exc.exit_code
         except click.ClickException as exc:
             if not standalone_mode:
                 raise
@@ -156,6 +158,9 @@ def main_options(
                                           callback=_print_version)] = False,
 ) -> None:
     """Global options; each command accepts them too."""
+    from ._common import given
+
+    vault, as_ = given(vault), given(as_)
     launched = ctx.obj if isinstance(ctx.obj, Session) else Session()  # what main() was handed
     ctx.obj = Session(vault=vault, agent=as_, json=json_, ahead=launched.ahead)
 

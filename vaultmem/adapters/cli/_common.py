@@ -192,6 +192,8 @@ def given(value: Any) -> Any:
         return re.sub(re.escape(_TOKEN) + r"\d+", lambda m: _held.get(m.group(), m.group()), value)
     if isinstance(value, (list, tuple)):
         return type(value)(given(v) for v in value)
+    if isinstance(value, Path) and _TOKEN in str(value):
+        return Path(given(str(value)))
     return value
 
 
