@@ -1,4 +1,4 @@
-from vaultmem.analysis import coverage, estimate_tokens, highlight, query_tokens, tokens
+from vaultmem.analysis import coverage, densest_window, estimate_tokens, highlight, query_tokens, tokens
 
 
 def test_two_character_chinese_word_is_found_inside_a_sentence():
@@ -86,3 +86,74 @@ def test_the_single_cjk_pattern_gives_what_the_one_pass_patterns_gave(text):
     assert (weighted, ascii_chars) == (cjk + 2 * (len(text) - ascii_chars - cjk), len(text.encode("ascii", "ignore")))
     for ch in text:
         assert analysis.is_cjk_char(ch) == bool(_CJK_CHAR.match(ch))
+
+
+# -- highlighting is linear, and chooses the window it always chose -----------------------------
+
+
+def _old_window(starts, width):
+    """The window choice highlight made before: every match against every other (O(n²))."""
+    best, best_count = starts[0], 0
+    for s in starts:
+        count = sum(1 for s2 in starts if s <= s2 < s + width)
+        if count > best_count:
+            best, best_count = s, count
+    return best
+
+
+@given(st.lists(st.integers(0, 400), min_size=1, max_size=60, unique=True), st.integers(1, 200))
+def test_the_linear_window_is_the_window_the_quadratic_count_chose(starts, width):
+    starts.sort()
+    assert densest_window(starts, width) == _old_window(starts, width)
+
+
+WORDS = ["port", "ports", "backend", "the", "端口", "后端", "固定", "x", "8080", "Review", "日本語", "a"]
+
+
+@given(st.lists(st.sampled_from(WORDS), min_size=0, max_size=120), st.sampled_from(["port", "端口 review", "后端 8080"]),
+       st.integers(10, 80))
+def test_highlight_output_is_unchanged_on_ordinary_text(words, query, width):
+    text = " ".join(words)
+    q = query_tokens(query)
+    assert highlight(text, q, width=width) == _old_highlight(text, q, width)
+
+
+def _old_highlight(text, query, width):
+    """highlight as it was before the window choice became linear (the reference)."""
+    from vaultmem.analysis import normalize, spans, stem
+
+    flat = " ".join(text.split())
+    if not flat:
+        return ""
+    wanted = set(query)
+    found = []
+    for start, end, is_cjk in spans(flat):
+        piece = flat[start:end]
+        if is_cjk:
+            for i in range(len(piece) - 1 if len(piece) > 1 else 1):
+                gram = normalize(piece[i: i + 2] if len(piece) > 1 else piece)
+                if gram in wanted:
+                    found.append((start + i, start + i + len(gram)))
+        elif stem(normalize(piece)) in wanted:
+            found.append((start, end))
+    merged = []
+    for s, e in sorted(found):
+        if merged and s <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], e)
+        else:
+            merged.append([s, e])
+    start = 0
+    if len(flat) > width and merged:
+        best = _old_window([s for s, _ in merged], width)
+        start = max(0, min(best - width // 4, len(flat) - width))
+    end = min(len(flat), start + width)
+    out, pos = [], start
+    for s, e in merged:
+        if e <= start or s >= end:
+            continue
+        s, e = max(s, start), min(e, end)
+        out.append(flat[pos:s])
+        out.append("**" + flat[s:e] + "**")
+        pos = e
+    out.append(flat[pos:end])
+    return ("…" if start > 0 else "") + "".join(out) + ("…" if end < len(flat) else "")

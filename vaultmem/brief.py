@@ -81,6 +81,7 @@ class Brief:
     index_total: int
     identity_included: bool
     live_entries: int = 0
+    warnings: list[str] = field(default_factory=list)  # said on stderr (a "warnings" key in JSON)
 
     def to_dict(self) -> dict[str, Any]:
         return {"agent": self.agent, "task": self.task, "budget": self.budget, "tokens": self.tokens,
@@ -206,24 +207,37 @@ def build_brief(parts: BriefParts, budget: int) -> Brief:
                     break
                 identity_included = True
 
+    def opens(heading: str, first: str, reserve: int = 0) -> bool:
+        """Start a section only if its heading and its first line fit: no empty headings."""
+        if not b.fits("\n".join(["", heading, first]), reserve=close_cost + reserve):
+            return False
+        return b.add("", reserve=close_cost) and b.add(heading, reserve=close_cost)
+
     items: list[dict[str, Any]] = []
     chosen = _dedupe(parts.hits)[: parts.max_items]
-    if chosen and b.fits("", reserve=close_cost) and b.add("", reserve=close_cost) \
-            and b.add(labels["memory"], reserve=close_cost):
+    first_lines = []  # each section's first line, for the smallest budget that carries one
+    if chosen:
+        first_lines.append((labels["memory"], _safe(_line(chosen[0], labels, parts.max_line_chars))))
+    if chosen and opens(*first_lines[0]):
         for hit in chosen:
             line = _safe(_line(hit, labels, parts.max_line_chars))
             if b.add(line, reserve=close_cost):
                 items.append({**hit.to_dict(), "label": _label(hit, labels), "line": line})
 
     live_used = 0
-    if parts.live and b.add("", reserve=close_cost) and b.add(labels["live"], reserve=close_cost):
+    if parts.live:
+        first_lines.append((labels["live"], _safe(shorten(parts.live[0], parts.max_line_chars))))
+    if parts.live and opens(labels["live"], _safe(shorten(parts.live[0], parts.max_line_chars))):
         for line in parts.live:
             if not b.add(_safe(shorten(line, parts.max_line_chars)), reserve=close_cost):
                 break
             live_used += 1
 
     index_used = 0
-    if parts.index_lines and b.add("", reserve=close_cost) and b.add(labels["index"], reserve=close_cost):
+    if parts.index_lines:
+        first_lines.append((labels["index"], _safe(shorten(parts.index_lines[0], parts.max_line_chars))))
+    if parts.index_lines and opens(labels["index"], _safe(shorten(parts.index_lines[0], parts.max_line_chars)),
+                                   estimate_tokens(labels["more"] + "\n") if len(parts.index_lines) > 1 else 0):
         more = labels["more"]
         more_cost = estimate_tokens(more + "\n")
         for n, line in enumerate(parts.index_lines):
@@ -233,6 +247,15 @@ def build_brief(parts: BriefParts, budget: int) -> Brief:
                 b.add(_safe(more), reserve=close_cost)
                 break
             index_used += 1
+    warnings = []
+    if first_lines and not (items or live_used or index_used or identity_included):
+        # the header, the task, a section and its first line, and the closing fence
+        more = estimate_tokens(labels["more"] + "\n")
+        least = min(b.after("\n".join(["", heading, line])) + close_cost
+                    + (more if heading == labels["index"] and len(parts.index_lines) > 1 else 0)
+                    for heading, line in first_lines)
+        warnings.append(f"a budget of {budget} tokens holds only the brief's header: nothing from memory fits; "
+                        f"allow at least {least} tokens for its first line")
     b.lines.append(FENCE_CLOSE)
     markdown = "\n".join(b.lines) + "\n"
     used = estimate_tokens(markdown)
@@ -240,4 +263,4 @@ def build_brief(parts: BriefParts, budget: int) -> Brief:
         raise RuntimeError(f"brief of {used} tokens exceeds its budget of {budget}")
     return Brief(agent=parts.agent, task=parts.task, budget=budget, tokens=used, markdown=markdown, items=items,
                  index_lines=index_used, index_total=len(parts.index_lines), identity_included=identity_included,
-                 live_entries=live_used)
+                 live_entries=live_used, warnings=warnings)

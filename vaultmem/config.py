@@ -22,6 +22,7 @@ from .walk import CONFIG_PATH
 CONFIG_CACHE = "config.cache"  # in .vaultmem/local/
 CACHE_VERSION = 1  # bump when a check in parse_config changes
 RACY_NS = 2_000_000_000
+MAX_NOTE_BYTES = 256 * 1024  # the most memory.max_note_bytes may be, and its default
 DEFAULT_TYPES = ("preference", "decision", "fact", "failure+fix", "procedure", "episode")
 
 
@@ -43,6 +44,8 @@ class Config:
     secrets: str = "redact"
     trusted_agents: tuple[str, ...] = ()
     orchestrator_approves: bool = False
+    max_note_bytes: int = MAX_NOTE_BYTES
+    max_log_body_bytes: int = 64 * 1024
     raw: Any = field(default=None, compare=False, repr=False)
 
 
@@ -107,7 +110,7 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
         check_name(orchestrator, "orchestrator name")
     except BadInput as exc:
         raise bad("orchestrator", exc.message.replace("the orchestrator name ", "")) from None
-    for group in ("git", "memory", "brief", "index", "checkpoint", "lifecycle", "safety", "review"):
+    for group in ("git", "memory", "brief", "index", "checkpoint", "lifecycle", "safety", "review", "log"):
         if group in raw and not isinstance(raw[group], dict):
             raise bad(group, "must be a group of settings (key: value lines indented below it)")
     timeout = number("git.lock_timeout", 10, 0, 3600)
@@ -115,6 +118,10 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
     if not isinstance(types, list) or not types or not all(isinstance(t, str) and TYPE_NAME.fullmatch(t) for t in types):
         raise bad("memory.types", "must be a non-empty list of type names such as fact or failure+fix")
     importance = number("memory.default_importance", 0.5, 0, 1)
+    # no higher than what the index reads of one document (index.MAX_DOC_CHARS): a note is
+    # found and shown whole
+    max_note = number("memory.max_note_bytes", MAX_NOTE_BYTES, 1024, MAX_NOTE_BYTES)
+    max_body = number("log.max_body_bytes", 64 * 1024, 1024, 192 * 1024)  # a log entry holds 256 KB
     window = number("brief.window", 128000, 1000, 10_000_000)
     ratio = number("brief.ratio", 0.3, 0.01, 1)
     max_items = number("brief.max_items", 10, 0, 200)
@@ -156,6 +163,8 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
         secrets=str(secrets),
         trusted_agents=tuple(str(a) for a in trusted),
         orchestrator_approves=bool(orchestrator_approves),
+        max_note_bytes=int(max_note),
+        max_log_body_bytes=int(max_body),
         raw=raw,
     )
 

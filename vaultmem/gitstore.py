@@ -3,7 +3,9 @@
 One mutation is one commit that holds only the paths it changed, authored and
 committed by the acting agent. ``git commit --only -- <paths>`` is used so that what
 a user has staged or edited elsewhere stays exactly as it was. A busy
-``.git/index.lock`` (another git process) is waited for, then reported.
+``.git/index.lock`` (another git process) is waited for, then reported. git's own
+signing settings hold: with ``commit.gpgsign`` true the commit is signed, or refused
+when git cannot sign it.
 """
 
 from __future__ import annotations
@@ -154,6 +156,31 @@ def _storage(text: str, root: Path) -> StorageError | None:
     return None
 
 
+# git's words when the signing program failed: "error: gpg failed to sign the data",
+# "error: ssh-keygen failed to sign", "fatal: failed to write commit object"
+_SIGN_FAILED = re.compile(r"fail(?:ed)? to sign|failed to write commit object|signing failed", re.I)
+
+
+def _unsigned(text: str, root: Path, repo) -> GitError | None:
+    """The error for a commit git was told to sign (``commit.gpgsign``) and could not."""
+    import git
+
+    if not _SIGN_FAILED.search(text):
+        return None
+    try:
+        signs = repo.git.config("--bool", "--get", "commit.gpgsign").strip() == "true"
+    except git.GitCommandError:
+        signs = False  # unset
+    if not signs:
+        return None
+    said = " ".join(line.strip() for line in text.strip().splitlines() if line.strip())
+    said = re.sub(r"^(?:stderr|stdout): '(.*)'$", r"\1", said)
+    return GitError(f"git could not sign the commit, and commit.gpgsign is true in git's config, so nothing was "
+                    f"changed ({said})", path=str(root),
+                    hint=f"make the signing key available to git (user.signingkey, gpg.program, gpg.format), or "
+                         f"turn signing off for this vault: git -C {root} config commit.gpgsign false")
+
+
 def commit(root: Path, paths: list[str], message: str, actor: Actor, lock_timeout: float) -> str | None:
     """Commit exactly ``paths`` (added, changed or deleted). Returns the new commit's
     hexsha, or None when those paths hold no change."""
@@ -184,7 +211,8 @@ def commit(root: Path, paths: list[str], message: str, actor: Actor, lock_timeou
                     staged = True
                     if not repo.git.diff("--cached", "--name-only", "--", *paths).strip() and _has_head(repo):
                         return None
-                    repo.git.commit("--only", "--no-gpg-sign", "-q", "-m", message, "--", *paths)
+                    # no --no-gpg-sign: git signs when its config says so (commit.gpgsign)
+                    repo.git.commit("--only", "-q", "-m", message, "--", *paths)
                 return repo.head.commit.hexsha
             except git.GitCommandError as exc:
                 text = f"{exc.stderr or ''} {exc.stdout or ''}"
@@ -192,7 +220,7 @@ def commit(root: Path, paths: list[str], message: str, actor: Actor, lock_timeou
                 if taken is None and not any(m in text for m in _LOCK_MARKERS):
                     if staged:
                         unstage(root, paths)
-                    raise _storage(text, root) or GitError(f"git could not record the change: {text.strip()}",
+                    raise _storage(text, root) or _unsigned(text, root, repo) or GitError(f"git could not record the change: {text.strip()}",
                                                            path=str(root)) from None
                 lock = Path(taken.group(1)) if taken else index_lock
                 _wait_for_lock(root, lock, deadline, lock_timeout)  # clears it if its git was killed

@@ -118,7 +118,8 @@ class Shared:
         high-water marks), so a truncated log of another agent can be detected."""
         agent = self._agent(actor)
         scrub = self.vault.writer.scrubber()
-        summary, body = scrub.text("summary", summary), scrub.text("body", body)
+        summary = scrub.text("summary", summary)
+        body = scrub.text("body", body, self.vault.config.max_log_body_bytes, "log.max_body_bytes")
         for what, value in (("channel", channel), ("type", type_), ("ref", ref)):
             scrub.refuse(what, value)
         if not (self.root / livelog.KEYS_DIR / f"{agent}.pub").exists():

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import files, gitstore, layout
-from .errors import Busy, SecretRefused, StorageError, VaultmemError, from_os_error
+from .errors import BadInput, Busy, SecretRefused, StorageError, VaultmemError, from_os_error
 from .models import Actor
 
 if TYPE_CHECKING:
@@ -72,6 +72,23 @@ def redaction_key(root: Path) -> bytes:
         return path.read_bytes()
 
 
+def check_size(field_name: str, text: str, limit: int, setting: str) -> None:
+    """Refuse a text of more than ``limit`` bytes (UTF-8): a memory is a fact or a short
+    account, and a huge one would cost every later reader (indexing, snippets, briefs)."""
+    if len(text) * 4 <= limit:  # no encoding needed: even four bytes a character fit
+        return
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > limit:
+        raise BadInput(f"the {field_name} is {_kb(size)}; this vault takes at most {_kb(limit)} ({setting}); "
+                       "nothing was written", field=field_name,
+                       hint=f"keep it short and put the long material in a file it links to, or raise {setting} "
+                            f"in {layout.CONFIG_PATH}")
+
+
+def _kb(n: int) -> str:
+    return f"{n / 1024:,.1f} KB ({n:,} bytes)"
+
+
 @dataclass
 class Scrubber:
     """Secrets out of one call's input: text gets typed placeholders (or SecretRefused
@@ -81,10 +98,16 @@ class Scrubber:
     root: Path
     mode: str = "redact"
     findings: list[Finding] = field(default_factory=list)
+    max_bytes: int = 256 * 1024  # the vault's memory.max_note_bytes
 
-    def text(self, field_name: str, text: str | None) -> str | None:
+    def text(self, field_name: str, text: str | None, max_bytes: int | None = None,
+             setting: str = "memory.max_note_bytes") -> str | None:
+        """``text`` with its secrets replaced — or refused, when it is larger than
+        ``max_bytes`` (the vault's ``setting``): checked first, so a huge text costs no scan."""
         from . import guard  # only when text is written: its detectors cost time to load
 
+        if text:
+            check_size(field_name, text, self.max_bytes if max_bytes is None else max_bytes, setting)
         if not text or not guard.might_hold_secret(text):
             return text
         clean, found = guard.scrub(text, field_name, redaction_key(self.root))
@@ -135,7 +158,7 @@ class Writer:
         self._threads = threading.RLock()  # threads of one process take turns, then the file lock
 
     def scrubber(self) -> Scrubber:
-        return Scrubber(self.root, self.config.secrets)
+        return Scrubber(self.root, self.config.secrets, max_bytes=self.config.max_note_bytes)
 
     # -- the lock ----------------------------------------------------------------------------
     def _file_lock(self, timeout: float):

@@ -11,6 +11,7 @@ lock, one journal, one commit of exactly the changed paths, nothing a kill can l
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -338,3 +339,19 @@ class Vault:
         change = self.ensure_page(role, actor, category=category, project=project)
         brief = self.brief(change.details["role"], task, window=window, ratio=ratio, tokens=tokens)
         return change, brief
+
+
+def without_secrets(text: str) -> str:
+    """``text`` with every secret the detector finds replaced by a placeholder (for what
+    an adapter says back: an error message that quotes its input). The placeholders'
+    hashes are keyed per process, so they match nothing stored."""
+    from . import guard
+
+    if not guard.might_hold_secret(text):
+        return text
+    return guard.scrub(text, "message", _message_key())[0]
+
+
+@functools.lru_cache(maxsize=1)
+def _message_key() -> bytes:
+    return os.urandom(16)

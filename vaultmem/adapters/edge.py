@@ -11,6 +11,9 @@ wrong (the library's ``field``, which each adapter calls by its own word for it)
   4 busy, 5 storage, 130 interrupted).
 - :func:`error_dict`: the JSON shape ``{"type", "message", "path", "line", "hint", "field"}``.
 - :func:`error_text`: for people, ``error: file:line: field: message`` and ``  hint: …``.
+- :func:`printable` and :func:`json_text`: every text an adapter prints, made safe for
+  a terminal — a note's escape sequences, control characters and bidi overrides are
+  shown as visible stand-ins (``␛``, ``\\x9b``, ``\\u202e``), never acted on.
 - :func:`fail_open`: for hooks, which must never block an agent's session: any exception
   becomes one line on stderr and exit code 0.
 
@@ -21,6 +24,7 @@ neither), nothing slow to import.
 from __future__ import annotations
 
 import functools
+import json
 import re
 import sys
 from typing import Any, Callable
@@ -35,6 +39,14 @@ class Interrupted(VaultmemError):
 
     exit_code = INTERRUPTED
     kind = "interrupted"
+
+
+class UsageError(VaultmemError):
+    """The command line itself was wrong: a missing option, a value of the wrong type,
+    an unknown option or command."""
+
+    exit_code = BAD_INPUT
+    kind = "usage_error"
 
 
 class Unexpected(VaultmemError):
@@ -54,6 +66,43 @@ def as_error(exc: BaseException) -> VaultmemError:
         return Interrupted("interrupted")
     return Unexpected(f"unexpected {type(exc).__name__}: {exc}" if str(exc) else f"unexpected {type(exc).__name__}",
                       hint="this is a bug in vaultmem: please report it with what you ran")
+
+
+# What a terminal would act on rather than show: C0 controls but tab and newline, DEL, C1
+# controls (8-bit CSI, OSC …), and the bidi controls that reorder what is displayed
+# (U+202E shows "txt.exe" as "exe.txt"). Zero-width joiners and variation selectors stay:
+# emoji sequences are made of them.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# In JSON, C0 controls are escaped by the encoder itself; these it leaves as they are.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+
+
+def _stand_in(match: re.Match) -> str:
+    code = ord(match.group())
+    if code < 0x20:
+        return chr(0x2400 + code)  # the Control Pictures block: ␛ ␇ ␍ …
+    if code == 0x7F:
+        return "\u2421"  # ␡
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def printable(text: str) -> str:
+    """``text`` as it may go to a terminal: every character a terminal would act on (an
+    escape sequence's ESC, BEL, a lone carriage return, C1 controls, bidi overrides) is
+    replaced by a visible stand-in — ``␛`` for ESC, ``\\x9b`` for a C1 CSI, ``\\u202e``
+    for a right-to-left override. Newlines and tabs stay, and so do Chinese and emoji;
+    a CRLF is a newline."""
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+    return _UNSAFE.sub(_stand_in, text)
+
+
+def json_text(data: Any, indent: int | None = 2) -> str:
+    """``data`` as JSON that is safe on a terminal too: the characters the encoder leaves
+    raw and a terminal would act on (C1 controls, bidi overrides, line separators) are
+    ``\\uXXXX`` escapes — the same value for any JSON reader."""
+    text = json.dumps(data, ensure_ascii=False, indent=indent, default=str)
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def exit_code(exc: BaseException) -> int:
@@ -123,6 +172,7 @@ def fail_open(fn: Callable[..., Any], *, default: Any = 0, name: str | None = No
 def _say(line: str) -> None:
     """One line on stderr, never an exception (a closed stderr included)."""
     try:
+        line = printable(line)
         if len(line) > 2000:
             line = line[:1997] + "..."
         sys.stderr.write(line + "\n")

@@ -44,11 +44,30 @@ def read_file(root: Path, rel: str) -> tuple[bytes, str] | None:
     return data, hashlib.sha1(data).hexdigest()
 
 
+# The most of one document's text that is indexed, kept and shown: what vaultmem writes
+# is at most this size (memory.max_note_bytes), and a larger text brought by other means
+# (git pull, an editor) is indexed by its beginning, so that no reader — search, snippet,
+# brief — ever spends time on megabytes of one note.
+MAX_DOC_CHARS = 256 * 1024
+
+
 def parse_file(rel: str, data: bytes) -> tuple[list[IndexDoc], dict | None]:
-    """A file's documents, or none and the problem that stopped its parse."""
+    """A file's documents, or none and the problem that stopped its parse (or, for a
+    document cut to :data:`MAX_DOC_CHARS`, the documents and that warning)."""
     try:
         text = data.decode("utf-8")
-        return records(rel, text), None
+        docs = records(rel, text)
+        problem = None
+        for d in docs:
+            if len(d.text) > MAX_DOC_CHARS:
+                if problem is None:
+                    problem = {"path": rel, "line": d.line, "partial": True,
+                               "message": f"is {len(d.text):,} characters long; only its first {MAX_DOC_CHARS:,} "
+                                          "are indexed and shown",
+                               "hint": "split it into smaller notes, or move the long material out of the vault"}
+                cut = d.text.rfind("\n", 0, MAX_DOC_CHARS)
+                d.text = d.text[: cut if cut > MAX_DOC_CHARS // 2 else MAX_DOC_CHARS]
+        return docs, problem
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         return [], {"path": rel, "line": line, "message": "not UTF-8 text"}

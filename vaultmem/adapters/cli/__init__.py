@@ -55,9 +55,21 @@ def _build(name: str) -> click.Command:
     holder = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     if isinstance(target, typer.Typer):
         holder.add_typer(target, name=name)
-        return typer.main.get_command(holder).commands[name]  # type: ignore[attr-defined]
+        return flowed(typer.main.get_command(holder).commands[name])  # type: ignore[attr-defined]
     holder.command(name)(target)
-    return typer.main.get_command(holder)  # one command: the command itself
+    return flowed(typer.main.get_command(holder))  # one command: the command itself
+
+
+def flowed(command: click.Command) -> click.Command:
+    """``command`` (and its subcommands) with help whose paragraphs flow: a docstring's
+    line breaks inside a paragraph are spaces, so help wraps at the terminal's width
+    instead of breaking mid-sentence. Blank lines still part paragraphs."""
+    if command.help:
+        command.help = "\n\n".join(" ".join(line.strip() for line in para.strip().splitlines())
+                                    for para in command.help.strip().split("\n\n"))
+    for sub in getattr(command, "commands", {}).values():
+        flowed(sub)
+    return command
 
 
 class LazyGroup(TyperGroup):
@@ -70,6 +82,37 @@ class LazyGroup(TyperGroup):
         if name not in self.commands and name in COMMANDS:
             self.add_command(_build(name), name)
         return self.commands.get(name)
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        """click's main, but every usage error is answered as other errors are (on stdout
+        as JSON with ``--json``) and a text argument may begin with a dash."""
+        import sys
+
+        from ._common import echo, hold_text_args, usage_error
+
+        args = list(sys.argv[1:] if args is None else args)
+        as_json = "--json" in (args[: args.index("--")] if "--" in args else args)
+        try:
+            code = super().main(hold_text_args(args), prog_name, complete_var, standalone_mode=False, **extra)
+        except click.exceptions.NoArgsIsHelpError as exc:  # a group without its command: its help
+            if not standalone_mode:
+                raise
+            from typer import rich_utils
+
+            rich_utils.rich_format_error(exc)
+            code = exc.exit_code
+        except click.ClickException as exc:
+            if not standalone_mode:
+                raise
+            code = usage_error(exc, as_json)
+        except click.Abort:
+            if not standalone_mode:
+                raise
+            echo("aborted", err=True)
+            code = 1
+        if not standalone_mode:
+            return code
+        sys.exit(code if isinstance(code, int) else 0)
 
     def resolve_command(self, ctx: click.Context, args: list[str]):
         try:
@@ -115,6 +158,9 @@ def main_options(
                                           callback=_print_version)] = False,
 ) -> None:
     """Global options; each command accepts them too."""
+    from ._common import given
+
+    vault, as_ = given(vault), given(as_)
     launched = ctx.obj if isinstance(ctx.obj, Session) else Session()  # what main() was handed
     ctx.obj = Session(vault=vault, agent=as_, json=json_, ahead=launched.ahead)
 

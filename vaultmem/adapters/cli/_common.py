@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import errno
 import functools
-import json
+import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,13 +72,25 @@ class Session:
         if self.json:
             if warnings and isinstance(data, dict):
                 data = {**data, "warnings": warnings}
-            typer.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+            echo_json(data)
         else:
             text = render(result) if callable(render) else render
             if text:
-                typer.echo(text)
+                echo(text)
             for warning in warnings:
-                typer.echo(f"warning: {warning}", err=True)
+                echo(f"warning: {warning}", err=True)
+
+
+def echo(text: str, err: bool = False) -> None:
+    """Print a line for people — the one way the CLI prints text. What vault files hold
+    (a note's escape sequences, a bidi override) is shown, never obeyed by the terminal:
+    :func:`vaultmem.adapters.edge.printable`."""
+    typer.echo(edge.printable(text), err=err)
+
+
+def echo_json(data: Any, indent: int | None = 2) -> None:
+    """Print ``data`` as JSON on stdout (:func:`vaultmem.adapters.edge.json_text`)."""
+    typer.echo(edge.json_text(data, indent))
 
 
 def session(ctx: typer.Context, vault: Path | None, as_: str | None, json_: bool) -> Session:
@@ -110,15 +123,78 @@ def option(exc: VaultmemError, ctx: click.Context | None = None) -> str | None:
     return option_for(exc.field, command_name(ctx), params)
 
 
-def report(exc: BaseException, as_json: bool, ctx: click.Context | None = None) -> None:
+def report(exc: BaseException, as_json: bool, ctx: click.Context | None = None, flag: str | None = None) -> None:
     """Tell the user about ``exc`` (a VaultmemError, or an OSError the edge words), on
-    stdout as JSON or on stderr as text."""
+    stdout as JSON or on stderr as text. ``flag``: the option it is about, when the error
+    has no field (a usage error)."""
     err = edge.as_error(exc)
-    flag = option(err, ctx)
+    flag = option(err, ctx) or flag
     if as_json:
-        typer.echo(json.dumps({"error": edge.error_dict(err, option=flag)}, ensure_ascii=False, indent=2))
+        data = {"error": edge.error_dict(err, option=flag)}
+        echo_json({"error": {k: without_secrets(v) if isinstance(v, str) else v for k, v in data["error"].items()}})
     else:
-        typer.echo(edge.error_text(err, flag), err=True)
+        echo(without_secrets(edge.error_text(err, flag)), err=True)
+
+
+def without_secrets(text: str) -> str:
+    """An error message never repeats a secret it was given (a key passed where a type
+    or a number was wanted): what the detector finds is replaced by its placeholder."""
+    from ...vault import without_secrets as scrubbed
+
+    return scrubbed(given(text))
+
+
+def usage_error(exc: click.ClickException, as_json: bool) -> int:
+    """Report a usage error click found (a missing option, a value of the wrong type, an
+    unknown option or command) as every other error is reported — ``{"error": …}`` on
+    stdout with ``--json``, ``error: …`` and a hint on stderr otherwise; its exit code (2)."""
+    ctx = getattr(exc, "ctx", None)
+    param = getattr(exc, "param", None)
+    flag = getattr(exc, "option_name", None)  # an unknown option, one without its value
+    if param is not None:
+        flag = param.opts[0] if isinstance(param, click.Option) and param.opts else param.human_readable_name
+    hint = "run the command with --help to see its arguments and options"
+    if ctx is not None:
+        usage = ctx.get_usage().replace("Usage: ", "", 1).strip()
+        hint = f"usage: {usage}; see '{ctx.command_path} --help'"
+    report(edge.UsageError(exc.format_message(), hint=hint), as_json, None, flag if as_json else None)
+    return exc.exit_code
+
+
+# -- text arguments that begin with a dash ------------------------------------------------------
+# A fact may begin with '-' ("-----BEGIN …", "- a list item"): click would read it as an
+# unknown option (and quote it back in its error). An argument that cannot be an option's
+# name — it has a space or a newline in it, or three dashes — is held back under a token
+# while click parses, and each command gets it back (:func:`handles_errors`).
+_OPTION_NAME = re.compile(r"--?[A-Za-z0-9][A-Za-z0-9_-]*")
+_TOKEN = f"@vaultmem:text:{os.urandom(6).hex()}:"
+_held: dict[str, str] = {}
+
+
+def hold_text_args(args: list[str]) -> list[str]:
+    """``args`` with every argument that starts with '-' but is no option (see above)
+    replaced by a token; everything after ``--`` as it is."""
+    out = []
+    for i, arg in enumerate(args):
+        if arg == "--":
+            return out + list(args[i:])
+        if len(arg) > 1 and arg.startswith("-") and not _OPTION_NAME.fullmatch(arg.split("=", 1)[0]):
+            token = f"{_TOKEN}{len(_held)}"
+            _held[token] = arg
+            arg = token
+        out.append(arg)
+    return out
+
+
+def given(value: Any) -> Any:
+    """``value`` (a parameter's, or a message) with every held argument back in it."""
+    if isinstance(value, str) and _TOKEN in value:
+        return re.sub(re.escape(_TOKEN) + r"\d+", lambda m: _held.get(m.group(), m.group()), value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(given(v) for v in value)
+    if isinstance(value, Path) and _TOKEN in str(value):
+        return Path(given(str(value)))
+    return value
 
 
 def handles_errors(fn: Callable) -> Callable:
@@ -127,6 +203,7 @@ def handles_errors(fn: Callable) -> Callable:
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        kwargs = {k: given(v) for k, v in kwargs.items()}
         try:
             return fn(*args, **kwargs)
         except (VaultmemError, OSError) as exc:
@@ -137,7 +214,7 @@ def handles_errors(fn: Callable) -> Callable:
             report(exc, bool(kwargs.get("json_")) or base.json, ctx)
             raise typer.Exit(edge.exit_code(exc)) from None
         except KeyboardInterrupt:
-            typer.echo("interrupted", err=True)
+            echo("interrupted", err=True)
             raise typer.Exit(edge.INTERRUPTED) from None
 
     return wrapper

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from functools import partial
 from typing import Annotated, Optional
 
 import typer
 
 from . import render
-from ._common import AsOpt, JsonOpt, VaultOpt, handles_errors, read_text_arg, session
+from ._common import AsOpt, JsonOpt, VaultOpt, echo, echo_json, handles_errors, read_text_arg, session
 
 keys_app = typer.Typer(help="Ed25519 keys that sign each agent's log entries.", no_args_is_help=True)
 log_app = typer.Typer(help="The shared live-context log: signed, append-only, one file per agent.",
@@ -106,12 +105,12 @@ def log_tail(
                             unseen_as=v.actor(s.agent) if unseen else None, log=log)
     if s.json:
         for e in entries:
-            typer.echo(json.dumps(e.to_dict(), ensure_ascii=False))
+            echo_json(e.to_dict(), indent=None)
     else:
         for e in entries:
-            typer.echo(render.log_line(e))
+            echo(render.log_line(e))
         if not entries and not follow:
-            typer.echo("no entries" + (" you have not seen" if unseen else ""), err=True)
+            echo("no entries" + (" you have not seen" if unseen else ""), err=True)
     if not follow:
         return
     offsets = {a: p.stat().st_size for a, p in livelog.log_files(v.root, log).items()}
@@ -119,7 +118,7 @@ def log_tail(
         for e in livelog.wait_for_new(v.root, log, offsets):
             if (agent and e.agent != agent) or (channel and e.channel != channel) or (type_ and e.type != type_):
                 continue
-            typer.echo(json.dumps(e.to_dict(), ensure_ascii=False) if s.json else render.log_line(e))
+            echo_json(e.to_dict(), indent=None) if s.json else echo(render.log_line(e))
     except KeyboardInterrupt:
         pass
 

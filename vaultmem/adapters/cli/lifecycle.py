@@ -1,5 +1,5 @@
 """``vaultmem delegate / harvest / audit / ask / todo / history``: the delegation
-lifecycle and seed 000's management modes."""
+lifecycle and the orchestrator's management commands."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from . import render
-from ._common import AsOpt, JsonOpt, VaultOpt, handles_errors, session
+from ._common import AsOpt, JsonOpt, VaultOpt, echo, echo_json, handles_errors, session
 
 WindowOpt = Annotated[Optional[int], typer.Option(help="Context window of the agent, in tokens (default: brief.window).")]
 RatioOpt = Annotated[Optional[float], typer.Option(help="Share of the window a brief may use (default: brief.ratio, 0.3).")]
@@ -114,7 +114,7 @@ def dispatch(
     as_: AsOpt = None,
     json_: JsonOpt = False,
 ) -> None:
-    """Seed 000's dispatch in one step: create ROLE's page on first use, then print its brief.
+    """Dispatch ROLE in one step: create its page on first use, then print its brief.
 
     Example: vaultmem dispatch 前端性能审计 --task "审查这个React组件的性能" --as lee
     """
@@ -190,18 +190,16 @@ def watch(
         if not (report.changed or report.problems):
             return
         if s.json:  # one JSON object per line: a stream programs can follow
-            import json
-
-            typer.echo(json.dumps(report.to_dict(), ensure_ascii=False))
+            echo_json(report.to_dict(), indent=None)
         else:
-            typer.echo(render.index_report(report))
+            echo(render.index_report(report))
 
     def on_error(exc) -> None:
-        typer.echo(f"warning: could not update the index ({exc}); will retry", err=True)
+        echo(f"warning: could not update the index ({exc}); will retry", err=True)
 
     w = Watcher(v, debounce=debounce, on_sync=on_sync, on_error=on_error)
     if not s.json:
-        typer.echo(f"watching {v.root} (Ctrl-C to stop)", err=True)
+        echo(f"watching {v.root} (Ctrl-C to stop)", err=True)
     _stop_on_signals()
     try:
         w.run()
@@ -210,4 +208,4 @@ def watch(
     finally:
         w.stop()
     if not s.json:
-        typer.echo("stopped", err=True)
+        echo("stopped", err=True)

@@ -16,6 +16,17 @@ def _short(commit: str | None) -> str:
     return commit[:8] if commit else "-"
 
 
+def _n(count: int, word: str, plural: str | None = None) -> str:
+    """``1 entry``, ``2 entries``: a count with its noun in the right number."""
+    return f"{count} {word if count == 1 else plural or word + 's'}"
+
+
+def _what(op: str, summary: str) -> str:
+    """An inbox item's operation and summary, the operation said once ("remove x", not
+    "remove remove x": a removal's summary already starts with it)."""
+    return summary if summary.split(" ", 1)[0] == op else f"{op} {summary}"
+
+
 # -- changes that may go to the review inbox ---------------------------------------------------
 
 
@@ -28,7 +39,7 @@ def proposed(change) -> str:
             continue
         marks = (["quarantined: third-party"] if item["quarantined"] else []) + \
             ([f"flagged: {'; '.join(item['flags'])}"] if item["flags"] else [])
-        lines.append(f"{item['id']}: {item['op']} {item['summary']} — waiting for review"
+        lines.append(f"{item['id']}: {_what(item['op'], item['summary'])} — waiting for review"
                      + (f" ({', '.join(marks)})" if marks else ""))
     pending = change.details["pending"]
     if pending:
@@ -55,7 +66,7 @@ def init(change) -> str:
     d = change.details
     if d["created"]:
         return (f"created vault {d['root']} (lang {d['lang']}, orchestrator {d['orchestrator']}), "
-                f"{len(change.paths)} files, commit {_short(change.commit)}")
+                f"{_n(len(change.paths), 'file')}, commit {_short(change.commit)}")
     return change.message
 
 
@@ -156,11 +167,12 @@ def index_report(r) -> str:
     if r.engine:
         head += f" ({r.engine})"
     parts = [f"{head}: {len(r.new)} new, {len(r.modified)} modified, {len(r.deleted)} deleted, "
-             f"{len(r.moved)} moved, {r.unchanged} unchanged ({r.docs} docs written, {r.seconds:.2f}s)"]
+             f"{len(r.moved)} moved, {r.unchanged} unchanged ({_n(r.docs, 'doc')} written, {r.seconds:.2f}s)"]
     for src, dst in r.moved:
         parts.append(f"  moved {src} → {dst}")
     for p in r.problems:
-        parts.append(f"  skipped {p['path']}:{p.get('line') or ''}: {p['message']}" +
+        where = p["path"] + (f":{p['line']}" if p.get("line") else "")
+        parts.append(f"  {'indexed in part' if p.get('partial') else 'skipped'} {where}: {p['message']}" +
                      (f" (hint: {p['hint']})" if p.get("hint") else ""))
     return "\n".join(parts)
 
@@ -243,13 +255,13 @@ def verified(result) -> str:
     findings, counts = result
     out = [f"{f['path']}:{f['line'] or '-'}: {f['agent']}#{f['seq'] if f['seq'] is not None else '?'} "
            f"{f['kind']}: {f['message']}" for f in findings]
-    out.append(f"{counts['entries']} entries of {counts['agents']} agents checked: "
-               + (f"{len(findings)} findings" if findings else "all signatures and chains hold"))
+    out.append(f"{_n(counts['entries'], 'entry', 'entries')} of {_n(counts['agents'], 'agent')} checked: "
+               + (_n(len(findings), "finding") if findings else "all signatures and chains hold"))
     return "\n".join(out)
 
 
 def repaired(cut: list[dict]) -> str:
-    return "\n".join(f"{c['path']}: removed {c['removed_bytes']} bytes of a cut-off entry" for c in cut) \
+    return "\n".join(f"{c['path']}: removed {_n(c['removed_bytes'], 'byte')} of a cut-off entry" for c in cut) \
         or "nothing to repair"
 
 
@@ -290,8 +302,8 @@ def checkpoint(cp: dict) -> str:
 
 
 def synced(r) -> str:
-    return (f"synced with {r.remote}: {r.pulled} commits pulled, {'pushed' if r.pushed else 'nothing pushed'}"
-            + (f"; log verify: {r.findings} findings" if r.findings else "; logs verify"))
+    return (f"synced with {r.remote}: {_n(r.pulled, 'commit')} pulled, {'pushed' if r.pushed else 'nothing pushed'}"
+            + (f"; log verify: {_n(r.findings, 'finding')}" if r.findings else "; logs verify"))
 
 
 # -- delegations and management -----------------------------------------------------------------
@@ -316,7 +328,7 @@ def audit(report: dict) -> str:
         out.append(f"delegation {d['id']} ({d['role']}) not harvested for {d['age_hours']} h: {d['task'][:80]}")
     for i in report["inbox"]:
         marks = (" [quarantined]" if i["quarantined"] else "") + (" [flagged]" if i["flags"] else "")
-        out.append(f"inbox item {i['id']} waiting: {i['op']} {i['summary']} (from {i['proposed_by']}){marks}")
+        out.append(f"inbox item {i['id']} waiting: {_what(i['op'], i['summary'])} (from {i['proposed_by']}){marks}")
     for c in report["foreign_page_commits"]:
         out.append(f"role page changed by agent {c['author']} (not the orchestrator): {c['commit'][:8]} {c['message']}")
     for n in report["notes_without_provenance"]:
@@ -388,7 +400,8 @@ def inbox(items: list[dict], *, status: str = "pending") -> str:
     out = []
     for i in items:
         marks = (" [quarantined]" if i["quarantined"] else "") + (" [flagged]" if i["flags"] else "")
-        out.append(f"{i['id']}  {i['op']:<8} {i['summary'][:70]}  (from {i['proposed_by']}){marks}")
+        summary = i["summary"].removeprefix(f"{i['op']} ") if i["op"] == "remove" else i["summary"]
+        out.append(f"{i['id']}  {i['op']:<8} {summary[:70]}  (from {i['proposed_by']}){marks}")
     return "\n".join(out)
 
 

@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from . import render
-from ._common import AsOpt, JsonOpt, VaultOpt, handles_errors, session
+from ._common import AsOpt, JsonOpt, VaultOpt, echo, handles_errors, session
 
 app = typer.Typer(
     help=("Review what agents want remembered: list the inbox, show an item, approve it (with edits), "
@@ -195,7 +195,7 @@ def _walk(s) -> None:
         pass
     console.print(", ".join(f"{len(done[k])} {k}" for k in ("approved", "rejected", "skipped", "failed")))
     for warning in done.get("warnings", []):
-        typer.echo(f"warning: {warning}", err=True)
+        echo(f"warning: {warning}", err=True)
     raise typer.Exit(1 if done["failed"] else 0)
 
 
@@ -217,11 +217,11 @@ def _decide_each(v, actor, items, done: dict, console) -> None:
 
     for n, item in enumerate(items, 1):
         if item.op == "unreadable":
-            console.print(Text(f"[{n}/{len(items)}] {item.path}: {item.meta.get('problem')} — fix or reject it "
-                               f"(vaultmem review reject {item.id} --reason …)"))
+            console.print(Text(edge.printable(f"[{n}/{len(items)}] {item.path}: {item.meta.get('problem')} — fix or "
+                                               f"reject it (vaultmem review reject {item.id} --reason …)")))
             done["skipped"].append(item.id)
             continue
-        console.print(Panel(Text(render.inbox_item(v.inbox.describe(item))), title=escape(f"[{n}/{len(items)}] {item.id}"),
+        console.print(Panel(Text(edge.printable(render.inbox_item(v.inbox.describe(item)))), title=escape(f"[{n}/{len(items)}] {item.id}"),
                             expand=False))
         editable = item.op != "harvest"
         choices = ["a", "e", "r", "s", "q"] if editable else ["a", "r", "s", "q"]
@@ -231,7 +231,7 @@ def _decide_each(v, actor, items, done: dict, console) -> None:
             if choice == "a":
                 change = v.inbox.approve(item.id, actor)
                 done.setdefault("warnings", []).extend(change.warnings)
-                console.print(Text(f"approved → {change.details['result']}"))
+                console.print(Text(edge.printable(f"approved → {change.details['result']}")))
                 done["approved"].append(item.id)
             elif choice == "e":
                 edits = {"text": _ask_text(Prompt, "text", item.text, console)}
@@ -246,7 +246,7 @@ def _decide_each(v, actor, items, done: dict, console) -> None:
                     edits = {}
                 change = v.inbox.approve(item.id, actor, **edits)
                 done.setdefault("warnings", []).extend(change.warnings)
-                console.print(Text(f"approved{' with edits' if edits else ''} → {change.details['result']}"))
+                console.print(Text(edge.printable(f"approved{' with edits' if edits else ''} → {change.details['result']}")))
                 done["approved"].append(item.id)
             elif choice == "r":
                 reason = ""
@@ -260,5 +260,5 @@ def _decide_each(v, actor, items, done: dict, console) -> None:
             else:
                 return
         except VaultmemError as exc:  # reported; the item stays waiting and the walk goes on
-            console.print(Text(edge.error_text(exc)))  # named as the prompts name them: the library's words
+            console.print(Text(edge.printable(edge.error_text(exc))))  # named as the prompts name them: the library's words
             done["failed"].append(item.id)

@@ -22,7 +22,7 @@ def init(
     as_: AsOpt = None,
     json_: JsonOpt = False,
 ) -> None:
-    """Create a vault from vault-template/: folders, MEMORY.md, identity, config, .gitignore, git repo.
+    """Create a vault: folders, MEMORY.md, identity, config, .gitignore, git repo.
 
     On an existing vault nothing changes. Example: vaultmem init ~/team-memory --lang zh --orchestrator lee
     """
