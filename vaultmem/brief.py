@@ -81,6 +81,8 @@ class Brief:
     index_total: int
     identity_included: bool
     live_entries: int = 0
+    # files the brief would have drawn on but did not read (a symlink leading out of the vault)
+    warnings: list[str] = field(default_factory=list, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"agent": self.agent, "task": self.task, "budget": self.budget, "tokens": self.tokens,

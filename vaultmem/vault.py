@@ -108,7 +108,7 @@ class Vault:
                 written.append(rel)
         gitstore.init_repo(root)
         actor = actor or gitstore.human_actor(root)
-        config = parse_config(files.read_text(root / layout.CONFIG_PATH))
+        config = parse_config(files.read_vault_text(root, layout.CONFIG_PATH))
         vault = cls(root, config)
         message = f"vaultmem: create vault (lang {lang}, orchestrator {orchestrator})"
         sha = gitstore.commit(root, written, message, actor, config.lock_timeout)
@@ -229,7 +229,7 @@ class Vault:
                                     hint="settings (the orchestrator among them) are changed by a human: "
                                          "run without --as")
         with self.writer.locked():
-            new_text = set_value(files.read_text(self.root / layout.CONFIG_PATH), dotted, value)
+            new_text = set_value(files.read_vault_text(self.root, layout.CONFIG_PATH), dotted, value)
             message = f"config: set {dotted} = {value}"
             # settings are not memory, and keys such as safety.secrets read like secrets
             sha = self.writer.apply(actor, message, {layout.CONFIG_PATH: new_text}, unscanned=(layout.CONFIG_PATH,))

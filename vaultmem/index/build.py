@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from .. import files
-from ..errors import ParseError, VaultmemError
+from ..errors import ParseError, UnsafePath, VaultmemError
 from ..models import IndexDoc
 from ..parse.records import records
 from . import SyncReport
@@ -33,15 +33,21 @@ Progress = Callable[[int, int], None]
 
 
 # -- reading and parsing files ---------------------------------------------------------------
-def read_file(root: Path, rel: str) -> tuple[bytes, str] | None:
-    """A file's bytes and sha1, or None if it is gone (or not a readable file)."""
-    try:
-        data = (root / rel).read_bytes()
-    except (FileNotFoundError, IsADirectoryError, PermissionError):
-        return None
+def read_file(root: Path, rel: str) -> tuple[bytes, str, dict | None] | None:
+    """A file's bytes, sha1 and the problem that kept it from being read, or None if it
+    is gone (or not a readable file). A file that may not be read — a symlink leading
+    out of the vault, into its private folders, a pipe — is not read at all: no bytes, a
+    checksum of the reason, and the reason as its problem (:func:`files.read_bytes`)."""
     import hashlib  # only when a file is read for indexing, not by every command
 
-    return data, hashlib.sha1(data).hexdigest()
+    try:
+        data = files.read_bytes(root, rel)
+    except UnsafePath as exc:
+        problem = {"path": rel, "line": None, "message": exc.message, "hint": exc.hint, "unread": True}
+        return b"", "unread:" + hashlib.sha1(f"{exc.message}\0{exc.hint}".encode()).hexdigest(), problem
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError):
+        return None
+    return data, hashlib.sha1(data).hexdigest(), None
 
 
 def parse_file(rel: str, data: bytes) -> tuple[list[IndexDoc], dict | None]:
@@ -67,8 +73,8 @@ def prepare(root: str, rels: list[str]) -> list[tuple]:
         if got is None:
             out.append((rel, None, [], None, []))
             continue
-        data, sha = got
-        docs, problem = parse_file(rel, data)
+        data, sha, problem = got
+        docs, problem = ([], problem) if problem else parse_file(rel, data)
         out.append((rel, sha, docs, problem, [fields_of(d) for d in docs]))
     return out
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from .. import layout
 from ..errors import BadInput, Busy, VaultmemError
 from ..models import IndexDoc
-from ..walk import scan, stat_digest
+from ..walk import path_stat, scan, stat_digest
 from . import Filters, SearchEngine, SyncReport, registry
 from .build import (Progress, build_generation, current_generation, parse_file, read_file, remove_generations,
                     stale_generations)
@@ -99,6 +99,11 @@ class IndexStore:
         """File → the agent it belongs to, for files that belong to one (from the manifest)."""
         facts = self._facts(current_generation(self.base))
         return dict(facts["owners"]) if facts else {}
+
+    def problems(self) -> list[dict]:
+        """The files the live generation could not index, each with why (from the manifest)."""
+        facts = self._facts(current_generation(self.base))
+        return list(facts["problems"]) if facts else []
 
     # -- reading -----------------------------------------------------------------------
     def engine(self) -> SearchEngine:
@@ -235,12 +240,9 @@ class IndexStore:
             candidates = {p for p in paths if p.endswith(".md")}
             seen = {}
             for rel in candidates:
-                try:
-                    st = os.stat(self.root / rel)
-                except (FileNotFoundError, NotADirectoryError):
-                    continue
-                if os.path.isfile(self.root / rel):
-                    seen[rel] = (st.st_mtime_ns, st.st_size, st.st_ctime_ns, st.st_ino)
+                st = path_stat(self.root, rel)  # as the walk would record it (links included)
+                if st is not None:
+                    seen[rel] = st
         add: list[IndexDoc] = []
         delete: list[str] = []
         deleted_hashes: dict[str, str] = {}
@@ -260,13 +262,13 @@ class IndexStore:
             got = read_file(self.root, rel)
             if got is None:
                 continue
-            data, sha = got
+            data, sha, unread = got
             if old is not None and old["h"] == sha:
                 old.update(zip("msci", seen[rel]))  # the new stat; the rest stands
                 report.unchanged += 1
                 touched.append(rel)
                 continue
-            docs, problem = parse_file(rel, data)
+            docs, problem = ([], unread) if unread else parse_file(rel, data)
             (report.modified if old is not None else report.new).append(rel)
             # a "new" file too: a process killed between the engine's commit and the
             # manifest's journal left its documents in the engine, unrecorded
