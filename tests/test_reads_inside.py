@@ -274,3 +274,86 @@ def test_the_watcher_does_not_index_a_links_target(vault, tmp_path):
         assert_not_leaked(vault.root)
     finally:
         w.stop()
+
+
+# -- derived folders damaged: rebuilt, never a traceback, never read outside --------------------
+
+NOTE = "---\nname: ibis\ntype: fact\n---\nthe ibis migrates in spring\n"
+
+
+def _live_gen(root: Path) -> Path:
+    base = root / ".vaultmem" / "index"
+    return base / (base / "CURRENT").read_text().strip()
+
+
+def _replace_with_file(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path)
+    path.write_text("not a folder\n")
+
+
+def _replace_with_link(path: Path, outside: Path) -> None:
+    import shutil
+
+    shutil.copytree(path, outside, symlinks=True)
+    shutil.rmtree(path)
+    path.symlink_to(outside, target_is_directory=True)
+
+
+DAMAGE = {
+    "index is a file": lambda root, out: _replace_with_file(root / ".vaultmem" / "index"),
+    "index links out": lambda root, out: _replace_with_link(root / ".vaultmem" / "index", out),
+    "local is a file": lambda root, out: _replace_with_file(root / ".vaultmem" / "local"),
+    "local links out": lambda root, out: _replace_with_link(root / ".vaultmem" / "local", out),
+    "live generation is a file": lambda root, out: _replace_with_file(_live_gen(root)),
+    "live generation links out": lambda root, out: _replace_with_link(_live_gen(root), out),
+}
+
+
+@pytest.mark.usefixtures("both_engines")
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_a_derived_folder_replaced_by_a_file_or_a_link_is_rebuilt(vault, tmp_path, damage):
+    (vault.root / "memories" / "ibis.md").write_text(NOTE)
+    r = run_vaultmem("--vault", vault.root, "search", "ibis")
+    assert r.returncode == 0 and "memories/ibis.md" in r.stdout, r.stderr
+    outside = tmp_path / "outside"
+    DAMAGE[damage](vault.root, outside)
+    before = sorted((p.relative_to(outside).as_posix(), p.read_bytes()) for p in outside.rglob("*")
+                    if p.is_file()) if outside.exists() else []
+    for args in (["search", "ibis"], ["--json", "search", "ibis"], ["brief", "rev", "--task", "ibis"], ["index"]):
+        r = run_vaultmem("--vault", vault.root, *args)
+        assert r.returncode == 0, r.stderr
+        assert "Traceback" not in r.stderr and "Error" not in r.stderr, r.stderr
+        if args[-2:] == ["search", "ibis"]:
+            assert "memories/ibis.md" in r.stdout
+    for rel in (".vaultmem/index", ".vaultmem/local"):
+        path = vault.root / rel
+        assert not path.is_symlink() and (path.is_dir() or not path.exists()), rel
+    gen = _live_gen(vault.root)
+    assert gen.is_dir() and not gen.is_symlink()
+    after = sorted((p.relative_to(outside).as_posix(), p.read_bytes()) for p in outside.rglob("*")
+                   if p.is_file()) if outside.exists() else []
+    assert after == before  # nothing outside the vault was written either
+
+
+@pytest.mark.usefixtures("both_engines")
+def test_a_generation_linked_to_an_index_outside_is_not_searched(vault, tmp_path):
+    """An index built elsewhere (holding a key) that the live generation links to is never used."""
+    elsewhere, _ = Vault.init(tmp_path / "elsewhere", lang="en", orchestrator="lee")
+    (elsewhere.root / "memories" / "creds.md").write_text(CREDENTIALS)
+    assert run_vaultmem("--vault", elsewhere.root, "index").returncode == 0
+    (vault.root / "memories" / "ibis.md").write_text(NOTE)
+    assert run_vaultmem("--vault", vault.root, "index").returncode == 0
+    live = _live_gen(vault.root)
+    import shutil
+
+    shutil.rmtree(live)
+    live.symlink_to(_live_gen(elsewhere.root), target_is_directory=True)
+    outs = []
+    for query in (OUT_WORDS, SECRET.lower(), "ibis"):
+        r = run_vaultmem("--vault", vault.root, "--json", "search", query, *ALL_KINDS)
+        assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+        outs.append(r.stdout.replace(SECRET.lower(), "<query>"))
+    assert [h["path"] for h in json.loads(outs[-1])["hits"]] == ["memories/ibis.md"]
+    assert_not_leaked(vault.root, *outs)

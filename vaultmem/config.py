@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from .errors import BadInput, ParseError
+from .errors import BadInput, ParseError, VaultmemError
 from .files import LOCAL_DIR, atomic_write, pack, read_bytes, read_vault_text, unpack, write_local
 from .names import check_name
 from .parse.document import dump_yaml, load_yaml
@@ -179,7 +179,7 @@ def load_config(root: Path) -> Config:
             cached = unpack(read_bytes(root, f"{LOCAL_DIR}/{CONFIG_CACHE}"))
             if isinstance(cached, tuple) and len(cached) == 2 and cached[0] == key:
                 return Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in cached[1].items()})
-        except (OSError, TypeError):
+        except (OSError, TypeError, VaultmemError):  # no cache, or one that may not be read
             pass
     config = parse_config(load_raw_text(root), CONFIG_PATH)
     if time.time_ns() - st.st_ctime_ns < RACY_NS:

@@ -126,6 +126,23 @@ def open_inside(root: str | os.PathLike, rel: str | os.PathLike) -> int:
     return fd
 
 
+def own_folder(root: str | os.PathLike, rel: str) -> Path:
+    """vaultmem's folder ``rel`` (``.vaultmem/index``, ``.vaultmem/local``: derived data and
+    per-machine caches, never memory) as a real folder of the vault, or absent: a file
+    or a symlink standing where it should be is removed — a link, not what it points to
+    — so that nothing is read from or written to wherever it leads; the folder is made
+    again by whatever writes there next. One ``lstat`` when all is well. An ``OSError``
+    (a read-only vault) is left to the caller; reads through a link are refused anyway."""
+    path = Path(root) / rel
+    try:
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return path
+    if not stat.S_ISDIR(st.st_mode):
+        path.unlink()
+    return path
+
+
 def may_read(root: str | os.PathLike, rel: str | os.PathLike) -> bool:
     """Whether the vault path ``rel`` is a regular file that :func:`open_inside` would
     open (for listings that pass over the rest: a log file that is a link leading out of
@@ -315,8 +332,8 @@ def write_local(root: Path, name: str, data: str | bytes) -> bool:
     """Write a per-machine state or cache file in ``.vaultmem/local/`` (kept out of git
     by its own .gitignore, whatever the vault's says). Not fsynced: a cache may be lost.
     False if it could not be written (a read-only vault): callers go on without it."""
-    folder = root / LOCAL_DIR
     try:
+        folder = own_folder(root, LOCAL_DIR)
         folder.mkdir(parents=True, exist_ok=True)
         ensure_gitignore(folder, "# per-machine state (watcher heartbeat, read cursors, caches): never committed\n*\n")
         atomic_write(folder / name, data, durable=False)

@@ -55,6 +55,10 @@ class Vault:
 
     def __init__(self, root: Path, config: Config | None = None, ahead=None) -> None:
         self.root = Path(root).resolve()
+        try:  # per-machine state: a file or a link in its place goes before anything is read from it
+            files.own_folder(self.root, layout.LOCAL_DIR)
+        except OSError:
+            pass  # a read-only vault: reads through a link are refused anyway
         # the walk the launcher started (vaultmem.walk.WalkAhead), if it walked this vault
         self._ahead = ahead if ahead is not None and ahead.root == str(self.root) else None
         self.config = config or load_config(self.root)

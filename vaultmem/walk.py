@@ -26,7 +26,7 @@ import os
 import time
 import zlib
 
-from .layout import CONFIG_PATH, IGNORED_DIRS, WATCH_HEARTBEAT, link_problem
+from .layout import CONFIG_PATH, IGNORED_DIRS, LOCAL_DIR, WATCH_HEARTBEAT, link_problem
 
 ENV_VAULT = "VAULTMEM_VAULT"
 # The commands that check freshness first, so start the walk ahead.
@@ -60,7 +60,10 @@ def watcher_alive(root: str | os.PathLike, idle: bool = False) -> bool:
     import json
 
     try:
-        with open(os.path.join(root, WATCH_HEARTBEAT), encoding="utf-8") as fh:
+        if os.path.islink(os.path.join(root, LOCAL_DIR)):
+            return False  # a heartbeat is never read through a link (it could lead anywhere)
+        fd = os.open(os.path.join(root, WATCH_HEARTBEAT), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with open(fd, encoding="utf-8") as fh:
             beat = json.load(fh)
         os.kill(int(beat["pid"]), 0)
     except (OSError, ValueError, KeyError, TypeError):

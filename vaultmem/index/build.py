@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -111,40 +112,82 @@ def prepare_all(root: Path, rels: list[str], progress: Progress | None) -> Itera
 
 
 # -- generations -------------------------------------------------------------------------------
-def current_generation(base: Path) -> str | None:
-    """The live generation named by ``CURRENT``, if that names a folder."""
+def _real_dir(path: Path) -> bool:
+    """A folder, not a link to one (a generation linking out of the vault is never used)."""
     try:
-        name = (base / CURRENT_FILE).read_text(encoding="utf-8").strip()
-    except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def current_generation(base: Path) -> str | None:
+    """The live generation named by ``CURRENT``, if that names a folder (a real one: not
+    a link, which could lead to an index built anywhere)."""
+    try:
+        fd = os.open(base / CURRENT_FILE, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with open(fd, encoding="utf-8") as fh:
+            name = fh.read(200).strip()
+    except (OSError, UnicodeDecodeError):
         return None
-    return name if name.startswith(GEN_PREFIX) and (base / name).is_dir() else None
+    return name if name.startswith(GEN_PREFIX) and "/" not in name and _real_dir(base / name) else None
+
+
+def _entries(base: Path) -> list[tuple[str, bool]]:
+    """(name, is a real folder) of each ``gen-*`` entry of ``base``."""
+    try:
+        with os.scandir(base) as it:
+            return [(e.name, e.is_dir(follow_symlinks=False)) for e in it if e.name.startswith(GEN_PREFIX)]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
 
 
 def generations(base: Path) -> list[str]:
     """Every generation folder, oldest first (names hold their creation time)."""
-    try:
-        found = [e.name for e in os.scandir(base) if e.name.startswith(GEN_PREFIX) and e.is_dir()]
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    return sorted(found, key=lambda n: (len(n), n))
+    return sorted((name for name, real in _entries(base) if real), key=lambda n: (len(n), n))
 
 
 def stale_generations(base: Path, live: str | None = None) -> list[str]:
     """Generations to remove: all but the live one and the newest one older than it (a
-    process that opened that one a moment ago may still be reading it). Call with the
-    index lock held: a build in progress — which holds the lock — looks like a stale one."""
+    process that opened that one a moment ago may still be reading it), and every
+    ``gen-*`` that is no folder (a file, a link). Call with the index lock held: a build in progress — which holds the lock — looks like a stale one."""
     live = current_generation(base) if live is None else live
-    gens = generations(base)
+    entries = _entries(base)
+    odd = [name for name, real in entries if not real]
+    gens = sorted((name for name, real in entries if real), key=lambda n: (len(n), n))
     if live is None or live not in gens:
-        return gens[:-1]  # nothing live: keep only the newest
+        return odd + gens[:-1]  # nothing live: keep only the newest
     older = gens[: gens.index(live)]
     keep = {live, *older[-1:]}
-    return [g for g in gens if g not in keep]
+    return odd + [g for g in gens if g not in keep]
+
+
+def has_links(folder: Path) -> bool:
+    """Whether anything in ``folder`` (a generation) is a symlink: an engine's or the
+    manifest's files linking anywhere else make the generation unusable."""
+    stack = [folder]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as it:
+                for e in it:
+                    if e.is_symlink():
+                        return True
+                    if e.is_dir(follow_symlinks=False):
+                        stack.append(Path(e.path))
+        except OSError:
+            continue
+    return False
 
 
 def remove_generations(base: Path, names: list[str]) -> None:
     for name in names:
-        shutil.rmtree(base / name, ignore_errors=True)
+        path = base / name
+        if _real_dir(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            try:
+                path.unlink()  # a file or a link (never what a link points to)
+            except OSError:
+                pass
 
 
 def build_generation(root: Path, base: Path, manifests: Manifests, seen: dict, engine: str, pinned: bool,
