@@ -357,3 +357,22 @@ def test_a_generation_linked_to_an_index_outside_is_not_searched(vault, tmp_path
         outs.append(r.stdout.replace(SECRET.lower(), "<query>"))
     assert [h["path"] for h in json.loads(outs[-1])["hits"]] == ["memories/ibis.md"]
     assert_not_leaked(vault.root, *outs)
+
+
+def test_the_evaluation_copy_keeps_links_as_links(vault, tmp_path):
+    from vaultmem.evaluate import snapshot
+
+    (vault.root / "memories" / "deploy-credentials.md").symlink_to(outside_file(tmp_path))
+    (vault.root / "wiki" / "etc").symlink_to(outside_folder(tmp_path), target_is_directory=True)
+    dest = tmp_path / "frozen"
+    snapshot(vault.root, dest, at=None)
+    assert (dest / "memories" / "deploy-credentials.md").is_symlink() and (dest / "wiki" / "etc").is_symlink()
+    copied = b"".join(p.read_bytes() for p in dest.rglob("*") if p.is_file() and not p.is_symlink()
+                      and not any(q.is_symlink() for q in p.parents))
+    assert SECRET.encode() not in copied
+    queries = tmp_path / "q.yaml"
+    queries.write_text("- id: q1\n  query: deploy credentials production\n  expected: []\n")
+    from vaultmem import Vault as V
+
+    report, _ = V.open(vault.root).evaluate(queries, at=None)
+    assert all(not r["results"] for r in report.details)
