@@ -57,6 +57,19 @@ def _opened_at(fd: int) -> str | None:
     return where if where.startswith(os.sep) else None
 
 
+_REAL_ROOTS: dict[str, str] = {}
+
+
+def _real_root(root: str | os.PathLike) -> str:
+    """The resolved vault root (resolved once per process: the root is where the user
+    pointed vaultmem, the one path that may lead anywhere)."""
+    key = os.fspath(root)
+    real = _REAL_ROOTS.get(key)
+    if real is None:
+        real = _REAL_ROOTS[key] = os.path.realpath(key)
+    return real
+
+
 def open_inside(root: str | os.PathLike, rel: str | os.PathLike) -> int:
     """A file descriptor, open for reading, on the vault file ``rel`` — the one way every
     reader of vault files opens them, so nothing outside the vault is ever read.
@@ -71,11 +84,14 @@ def open_inside(root: str | os.PathLike, rel: str | os.PathLike) -> int:
     block; a device is not a note): a folder raises ``IsADirectoryError``, a missing file
     ``FileNotFoundError``. Hard links cannot be told from the file itself (both names are
     the same file): a hard link to a file outside the vault is read like any other file."""
-    root_real = os.path.realpath(root)
-    shown = Path(rel).as_posix()
+    root_real = _real_root(root)
+    rel = os.fspath(rel)
+    shown = rel.replace(os.sep, "/")
     if os.path.isabs(rel):
         raise UnsafePath(f"refusing the absolute path {rel}: vault paths are relative", path=shown)
-    literal = os.path.normpath(os.path.join(root_real, rel))
+    literal = os.path.join(root_real, rel)
+    if ".." in rel or "//" in literal or "/./" in literal:
+        literal = os.path.normpath(literal)
     if not within(literal, root_real):
         raise UnsafePath(f"refusing to read {shown}: '..' leads out of the vault", path=shown)
 
@@ -156,8 +172,16 @@ def may_read(root: str | os.PathLike, rel: str | os.PathLike) -> bool:
 def read_bytes(root: str | os.PathLike, rel: str | os.PathLike) -> bytes:
     """The bytes of the vault file ``rel`` (see :func:`open_inside`: never outside the vault)."""
     fd = open_inside(root, rel)
-    with os.fdopen(fd, "rb") as fh:
-        return fh.read()
+    try:
+        chunks = []
+        size = os.fstat(fd).st_size
+        while True:
+            chunk = os.read(fd, max(size + 1, 65536))
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
 
 
 def read_vault_text(root: str | os.PathLike, rel: str | os.PathLike, shown: str | None = None) -> str:
