@@ -8,12 +8,11 @@ it: search and brief output, their ``--json``, and the bytes of the index on dis
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import SAFETY_NET, git, run_vaultmem, wait_until
+from conftest import git, run_vaultmem, wait_until
 
 from vaultmem import Vault
 
@@ -372,7 +371,5 @@ def test_the_evaluation_copy_keeps_links_as_links(vault, tmp_path):
     assert SECRET.encode() not in copied
     queries = tmp_path / "q.yaml"
     queries.write_text("- id: q1\n  query: deploy credentials production\n  expected: []\n")
-    from vaultmem import Vault as V
-
-    report, _ = V.open(vault.root).evaluate(queries, at=None)
+    report, _ = Vault.open(vault.root).evaluate(queries, at=None)
     assert all(not r["results"] for r in report.details)
