@@ -81,7 +81,9 @@ class Brief:
     index_total: int
     identity_included: bool
     live_entries: int = 0
-    warnings: list[str] = field(default_factory=list)  # said on stderr (a "warnings" key in JSON)
+    # said on stderr (a "warnings" key in JSON): a budget that holds nothing, a file the
+    # brief would have drawn on but did not read (a symlink leading out of the vault)
+    warnings: list[str] = field(default_factory=list, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"agent": self.agent, "task": self.task, "budget": self.budget, "tokens": self.tokens,

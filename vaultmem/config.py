@@ -13,8 +13,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from .errors import BadInput, ParseError
-from .files import LOCAL_DIR, atomic_write, pack, read_text, unpack, write_local
+from .errors import BadInput, ParseError, VaultmemError
+from .files import LOCAL_DIR, atomic_write, pack, read_bytes, read_vault_text, unpack, write_local
 from .names import check_name
 from .parse.document import dump_yaml, load_yaml
 from .walk import CONFIG_PATH
@@ -185,10 +185,10 @@ def load_config(root: Path) -> Config:
     cache = root / LOCAL_DIR / CONFIG_CACHE
     if key is not None:
         try:
-            cached = unpack(cache.read_bytes())
+            cached = unpack(read_bytes(root, f"{LOCAL_DIR}/{CONFIG_CACHE}"))
             if isinstance(cached, tuple) and len(cached) == 2 and cached[0] == key:
                 return Config(**{k: tuple(v) if isinstance(v, list) else v for k, v in cached[1].items()})
-        except (OSError, TypeError):
+        except (OSError, TypeError, VaultmemError):  # no cache, or one that may not be read
             pass
     config = parse_config(load_raw_text(root), CONFIG_PATH)
     if time.time_ns() - st.st_ctime_ns < RACY_NS:
@@ -213,7 +213,7 @@ def _code_stamp() -> tuple:
 
 def load_raw_text(root: Path) -> str:
     try:
-        return read_text(root / CONFIG_PATH, CONFIG_PATH)
+        return read_vault_text(root, CONFIG_PATH)
     except FileNotFoundError:
         raise ParseError("the vault has no config file", path=CONFIG_PATH,
                          hint="run 'vaultmem init' in the vault to restore it") from None

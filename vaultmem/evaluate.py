@@ -174,7 +174,7 @@ def snapshot(root: Path, dest: Path, at: str | None = "HEAD") -> str:
         return set()
 
     try:
-        shutil.copytree(root, dest, ignore=ignore, dirs_exist_ok=True)
+        shutil.copytree(root, dest, symlinks=True, ignore=ignore, dirs_exist_ok=True)  # a link stays a link
     except OSError as exc:
         raise VaultmemError(f"cannot copy {root} for the evaluation: {exc}") from None
     return "working tree copy"

@@ -10,7 +10,9 @@ file is touched). Every path is checked to stay inside the vault, symlinks inclu
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from pathlib import Path
 
 from . import layout
@@ -39,9 +41,169 @@ def inside(root: Path, rel: str | Path) -> Path:
     return root_real / rel_path
 
 
+# -- reading: nothing outside the vault, through any link ----------------------------------
+LINK_OUT = layout.LINK_OUT
+link_problem = layout.link_problem
+within = layout.within
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _opened_at(fd: int) -> str | None:
+    """Where the open file ``fd`` really is (Linux: ``/proc/self/fd``), or None."""
+    try:
+        where = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+    return where if where.startswith(os.sep) else None
+
+
+_REAL_ROOTS: dict[str, str] = {}
+
+
+def _real_root(root: str | os.PathLike) -> str:
+    """The resolved vault root (resolved once per process: the root is where the user
+    pointed vaultmem, the one path that may lead anywhere)."""
+    key = os.fspath(root)
+    real = _REAL_ROOTS.get(key)
+    if real is None:
+        real = _REAL_ROOTS[key] = os.path.realpath(key)
+    return real
+
+
+def open_inside(root: str | os.PathLike, rel: str | os.PathLike) -> int:
+    """A file descriptor, open for reading, on the vault file ``rel`` — the one way every
+    reader of vault files opens them, so nothing outside the vault is ever read.
+
+    A link is followed only while it stays inside the vault (and out of ``.git/`` and
+    ``.vaultmem/``, unless ``rel`` is in them itself): a file or folder linking out, a
+    link in an intermediate folder, a link swapped in between the check and the open —
+    each raises :class:`UnsafePath` naming ``rel`` and the reason ("a symlink leading out
+    of the vault"), and nothing is read. The last component is opened with
+    ``O_NOFOLLOW``, and where the system tells (``/proc/self/fd``) the file actually opened
+    is checked to lie inside the vault. Only regular files are opened (a FIFO would
+    block; a device is not a note): a folder raises ``IsADirectoryError``, a missing file
+    ``FileNotFoundError``. Hard links cannot be told from the file itself (both names are
+    the same file): a hard link to a file outside the vault is read like any other file."""
+    root_real = _real_root(root)
+    rel = os.fspath(rel)
+    shown = rel.replace(os.sep, "/")
+    if os.path.isabs(rel):
+        raise UnsafePath(f"refusing the absolute path {rel}: vault paths are relative", path=shown)
+    literal = os.path.join(root_real, rel)
+    if ".." in rel or "//" in literal or "/./" in literal:
+        literal = os.path.normpath(literal)
+    if not within(literal, root_real):
+        raise UnsafePath(f"refusing to read {shown}: '..' leads out of the vault", path=shown)
+
+    def refuse(real: str, why: str):
+        return UnsafePath(f"{why}: not read", path=shown,
+                          hint=f"it resolves to {real}; vaultmem reads only files inside the vault — "
+                               "replace the link with the file itself, or remove it")
+
+    try:
+        fd = os.open(literal, _READ_FLAGS)
+        checked = False
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.EMLINK):  # not a link: missing, a folder in the way...
+            if exc.errno == errno.ENOTDIR or isinstance(exc, FileNotFoundError):
+                real = os.path.realpath(literal)  # a dangling link, or a folder link, on the way?
+                why = link_problem(root_real, literal, real)
+                if why:
+                    raise refuse(real, why) from None
+            raise
+        real = os.path.realpath(literal)  # the file itself is a link: where does it lead?
+        why = link_problem(root_real, literal, real)
+        if why:
+            raise refuse(real, why) from None
+        try:
+            fd = os.open(real, _READ_FLAGS)
+        except OSError as again:
+            if again.errno in (errno.ELOOP, errno.EMLINK):  # swapped for a link meanwhile
+                raise refuse(real, LINK_OUT) from None
+            raise
+        checked = True
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", literal)
+        where = _opened_at(fd)
+        if where is None and not checked:
+            where = os.path.realpath(literal)  # no /proc: check the path as it is now
+        if where is not None:
+            why = link_problem(root_real, literal, where)
+            if why:
+                raise refuse(where, why)
+        if not stat.S_ISREG(mode):
+            raise UnsafePath("not a regular file (a pipe or a device): not read", path=shown,
+                             hint="vaultmem reads only regular files")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def own_folder(root: str | os.PathLike, rel: str) -> Path:
+    """vaultmem's folder ``rel`` (``.vaultmem/index``, ``.vaultmem/local``: derived data and
+    per-machine caches, never memory) as a real folder of the vault, or absent: a file
+    or a symlink standing where it should be is removed — a link, not what it points to
+    — so that nothing is read from or written to wherever it leads; the folder is made
+    again by whatever writes there next. One ``lstat`` when all is well. An ``OSError``
+    (a read-only vault) is left to the caller; reads through a link are refused anyway."""
+    path = Path(root) / rel
+    try:
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return path
+    if not stat.S_ISDIR(st.st_mode):
+        path.unlink()
+    return path
+
+
+def may_read(root: str | os.PathLike, rel: str | os.PathLike) -> bool:
+    """Whether the vault path ``rel`` is a regular file that :func:`open_inside` would
+    open (for listings that pass over the rest: a log file that is a link leading out of
+    the vault is not one of the logs). Readers still open with :func:`open_inside`."""
+    root_real = os.path.realpath(root)
+    literal = os.path.normpath(os.path.join(root_real, rel))
+    real = os.path.realpath(literal)
+    return within(literal, root_real) and link_problem(root_real, literal, real) is None and os.path.isfile(real)
+
+
+def read_bytes(root: str | os.PathLike, rel: str | os.PathLike) -> bytes:
+    """The bytes of the vault file ``rel`` (see :func:`open_inside`: never outside the vault)."""
+    fd = open_inside(root, rel)
+    try:
+        chunks = []
+        size = os.fstat(fd).st_size
+        while True:
+            chunk = os.read(fd, max(size + 1, 65536))
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+
+
+def read_vault_text(root: str | os.PathLike, rel: str | os.PathLike, shown: str | None = None) -> str:
+    """The vault file ``rel`` as UTF-8 text (see :func:`open_inside` and :func:`decode`);
+    errors name it as ``shown`` (default: ``rel``)."""
+    shown = shown or Path(rel).as_posix()
+    try:
+        data = read_bytes(root, rel)
+    except IsADirectoryError:
+        raise VaultmemError(f"{shown} is a folder, where a file was expected", path=shown,
+                            hint="rename or remove that folder") from None
+    except (FileNotFoundError, VaultmemError):
+        raise
+    except OSError as exc:
+        raise VaultmemError(f"cannot read {shown}: {exc.strerror}", path=shown) from None
+    return decode(data, shown)
+
+
 def read_text(path: Path, shown: str | None = None) -> str:
-    """Read a vault file as UTF-8 (a BOM and CRLF are kept for the parser to see).
-    Errors name the file (as ``shown``, e.g. its vault-relative path) and line."""
+    """Read a file that is not in a vault (a template, a file named on the command line)
+    as UTF-8; vault files are read with :func:`read_vault_text`. Errors name the file (as
+    ``shown``) and line."""
     shown = shown or str(path)
     try:
         data = path.read_bytes()
@@ -52,6 +214,12 @@ def read_text(path: Path, shown: str | None = None) -> str:
         raise
     except OSError as exc:
         raise VaultmemError(f"cannot read {shown}: {exc.strerror}", path=shown) from None
+    return decode(data, shown)
+
+
+def decode(data: bytes, shown: str) -> str:
+    """``data`` as UTF-8 (a BOM and CRLF are kept for the parser to see); a byte that is
+    not names the file and its line."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -188,8 +356,8 @@ def write_local(root: Path, name: str, data: str | bytes) -> bool:
     """Write a per-machine state or cache file in ``.vaultmem/local/`` (kept out of git
     by its own .gitignore, whatever the vault's says). Not fsynced: a cache may be lost.
     False if it could not be written (a read-only vault): callers go on without it."""
-    folder = root / LOCAL_DIR
     try:
+        folder = own_folder(root, LOCAL_DIR)
         folder.mkdir(parents=True, exist_ok=True)
         ensure_gitignore(folder, "# per-machine state (watcher heartbeat, read cursors, caches): never committed\n*\n")
         atomic_write(folder / name, data, durable=False)

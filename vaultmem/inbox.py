@@ -280,7 +280,7 @@ class Inbox:
                 for p in (self.root / folder).glob("i-*.md")]
 
     def _read(self, rel: str) -> Item:
-        doc = parse_document(files.read_text(files.inside(self.root, rel), rel), rel, require_frontmatter=True)
+        doc = parse_document(files.read_vault_text(self.root, rel), rel, require_frontmatter=True)
         meta = _nested(plain(doc.meta)) if isinstance(doc.meta, dict) else {}
         if meta.get("type") != "inbox-item" or meta.get("op") not in NOTE_OPS + PAGE_OPS:
             raise ParseError("this is not an inbox item (type: inbox-item and an op are needed)", path=rel, line=1)
@@ -508,7 +508,7 @@ class Inbox:
             raise PermissionRefused(f"agent {actor.name!r} may not decide {name}: the file cannot be read as an item",
                                     hint="a human fixes or rejects it: run 'vaultmem review reject' without --as")
         message = f"review: reject unreadable {rel}: {reason}"
-        raw = scrub.text("text", files.read_text(self.root / rel, rel))
+        raw = scrub.text("text", files.read_vault_text(self.root, rel))
         sha = self.vault.writer.apply(actor, message, {rel: None, dst: raw}, rescrubbed=(rel,))
         return Change("review.reject", [rel, dst], sha, message, {"id": name, "reason": reason, "archived_to": dst},
                       warnings=scrub.warnings())

@@ -1,11 +1,13 @@
 """Where everything lives in a vault: every vault-relative path, named once.
 
 Every other module takes its paths from here, so a folder is renamed, swept or excluded
-in one place. Standard library only (nothing at all, in fact): the launcher imports
+in one place. Standard library only (``os.path`` alone): the launcher imports
 :mod:`vaultmem.walk`, which imports this.
 """
 
 from __future__ import annotations
+
+import os
 
 # -- what people read and edit (committed) ------------------------------------------------
 MEMORY_INDEX = "MEMORY.md"  # the always-loaded index of memory notes
@@ -47,6 +49,31 @@ WRITABLE = (".", AGENTS_DIR, MEMORIES_DIR, IDENTITY_DIR, INBOX_DIR, ARCHIVE_DIR,
 
 # Never walked nor watched: git's and vaultmem's own folders, Obsidian's, and bulk trees.
 IGNORED_DIRS = frozenset({".git", META_DIR, ".obsidian", ".trash", "node_modules"})
+
+# -- links: what a vault path may lead to ----------------------------------------------------
+LINK_OUT = "a symlink leading out of the vault"
+LINK_PRIVATE = "a symlink leading into vaultmem's own folder or git's"
+PRIVATE_DIRS = (".git", META_DIR)  # keys, caches, git objects: never reached through a link
+
+
+def within(path: str, folder: str) -> bool:
+    """Whether the absolute ``path`` is ``folder`` or inside it (by components)."""
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def link_problem(root: str, literal: str, real: str) -> str | None:
+    """Why the vault path ``literal`` (absolute, normalised, under the resolved ``root``),
+    which really is at ``real``, may not be read: it leads out of the vault, or a link
+    leads into ``.git/`` or ``.vaultmem/`` from outside them. None if it may be read (a
+    link that stays inside the vault is followed)."""
+    if not within(real, root):
+        return LINK_OUT
+    for name in PRIVATE_DIRS:
+        private = os.path.join(root, name)
+        if within(real, private) and not within(literal, private):
+            return LINK_PRIVATE
+    return None
+
 
 # -- what kind of record a file is, by its top folder (the index's ``kind`` field) --------
 KIND_BY_FOLDER = {

@@ -66,7 +66,7 @@ class Lifecycle:
         for path in sorted(folder.glob("d-*.md")) if folder.is_dir() else []:
             rel = f"{DELEGATIONS_DIR}/{path.name}"
             try:
-                doc = parse_document(files.read_text(path, rel), rel, require_frontmatter=True, fast=True)
+                doc = parse_document(files.read_vault_text(self.root, rel), rel, require_frontmatter=True, fast=True)
             except VaultmemError:
                 continue
             meta = plain(doc.meta)
@@ -137,7 +137,7 @@ class Lifecycle:
         for path in sorted(folder.glob("*.md")) if folder.is_dir() else []:
             rel = layout.note_path(path.stem)
             try:
-                doc = parse_document(files.read_text(path, rel), rel, require_frontmatter=False, fast=True)
+                doc = parse_document(files.read_vault_text(self.root, rel), rel, require_frontmatter=False, fast=True)
             except VaultmemError:
                 unsourced.append({"path": rel, "missing": ["frontmatter"]})
                 continue
@@ -183,7 +183,7 @@ def plan_harvest(root, name: str, delegation: str, clean: dict[str, str], actor:
     path_d = root / rel_d
     if not path_d.exists():
         raise NotFound(f"no delegation {delegation}", hint="list them with: vaultmem audit")
-    text_d = files.read_text(path_d, rel_d)
+    text_d = files.read_vault_text(root, rel_d)
     meta = plain(parse_document(text_d, rel_d).meta)
     if meta.get("role") != name:
         raise BadInput(f"delegation {delegation} was made under {meta.get('role')!r}, not {name!r}")

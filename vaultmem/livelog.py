@@ -85,7 +85,7 @@ def load_private_key(root: Path, agent: str):
 
     path = root / PRIVATE_DIR / f"{agent}.key"
     try:
-        raw = base64.b64decode(path.read_bytes().strip())
+        raw = base64.b64decode(files.read_bytes(root, f"{PRIVATE_DIR}/{agent}.key").strip())
         return Ed25519PrivateKey.from_private_bytes(raw)
     except FileNotFoundError:
         raise NotFound(f"agent {agent!r} has no private key on this machine ({PRIVATE_DIR}/{agent}.key)",
@@ -107,6 +107,8 @@ def initial_keys(root: Path) -> dict[str, tuple[str, bytes]]:
     if not folder.is_dir():
         return out
     for path in sorted(folder.glob("*.pub")):
+        if not files.may_read(root, f"{KEYS_DIR}/{path.name}"):
+            continue  # a link leading out of the vault is no key of this team
         try:
             first = path.read_text(encoding="utf-8").split("\n", 1)[0].split()
             raw = base64.b64decode(first[1])
@@ -139,7 +141,8 @@ def log_files(root: Path, log: str) -> dict[str, Path]:
     folder = root / LOG_DIRS[log]
     if not folder.is_dir():
         return {}
-    return {p.stem: p for p in sorted(folder.glob("*.md")) if p.is_file()}
+    return {p.stem: p for p in sorted(folder.glob("*.md"))
+            if files.may_read(root, f"{LOG_DIRS[log]}/{p.name}")}  # never a link leading out
 
 
 def _tail_lines(path: Path, want: int | None = None) -> Iterator[str]:

@@ -56,7 +56,7 @@ def resolve(root: Path, slug: str) -> str:
 
 def read(root: Path, slug: str) -> NoteInfo:
     rel = layout.note_path(resolve(root, slug))
-    return parse_note(files.read_text(files.inside(root, rel)), rel)
+    return parse_note(files.read_vault_text(root, rel), rel)
 
 
 def free_slug(base: str, taken: list[str]) -> str:
@@ -128,8 +128,10 @@ def prepare(text: str, actor: Actor, note: NoteFields, config, scrub: Scrubber) 
 
 # -- planning writes ---------------------------------------------------------------------------
 def memory_index_text(root: Path) -> str:
-    path = files.inside(root, layout.MEMORY_INDEX)
-    return files.read_text(path) if path.exists() else ""
+    try:
+        return files.read_vault_text(root, layout.MEMORY_INDEX)
+    except FileNotFoundError:
+        return ""
 
 
 def plan_add(root: Path, meta: dict, body: str, supersede: str | None = None, actor: Actor | None = None,
@@ -167,7 +169,7 @@ def plan_archive(root: Path, name: str, actor: Actor | None, reason: str | None,
         updates["archive_reason"] = reason
     updates = {k: v for k, v in updates.items() if v is not None}
     writes: dict[str, str | None] = {
-        dst: set_note_fields(files.read_text(files.inside(root, src)), src, **updates), src: None}
+        dst: set_note_fields(files.read_vault_text(root, src), src, **updates), src: None}
     if index:
         index_text = memory_index_text(root)
         new_index = update_index(index_text, layout.MEMORY_INDEX, remove=[layout.note_ref(name)])

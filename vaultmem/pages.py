@@ -69,7 +69,7 @@ def page_rel(root: Path, role: str) -> str:
 
 def load(root: Path, role: str) -> RolePage:
     rel = page_rel(root, role)
-    return parse_page(files.read_text(files.inside(root, rel), rel), rel, stem=role)
+    return parse_page(files.read_vault_text(root, rel), rel, stem=role)
 
 
 def listing(root: Path) -> list[dict]:

@@ -51,23 +51,41 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
 
     hits = ranked(index, task, Filters(agent=agent, kinds=layout.BRIEF_KINDS), limit=max(30, config.brief_max_items * 3))
     relevant = rank([h for h in hits if is_relevant(h, task, config.brief_min_coverage)], today)
+    from .errors import UnsafePath
+
+    warnings: list[str] = []
+
+    def read(rel: str) -> str | None:
+        """A file the brief draws on directly; None if absent, or not read (warned)."""
+        if (root / rel).is_dir() and not (root / rel).is_symlink():
+            return None
+        try:
+            return files.read_vault_text(root, rel)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except UnsafePath as exc:
+            warnings.append(f"{exc.where()}: {exc.message}; left out of the brief")
+            return None
+
     identity = ""
     identity_rel = layout.identity_path(agent)
-    if (root / identity_rel).is_file():
+    text = read(identity_rel)
+    if text is not None:
         from .parse.document import parse_document
 
-        doc = parse_document(files.read_text(root / identity_rel, identity_rel), identity_rel,
-                             require_frontmatter=False)
+        doc = parse_document(text, identity_rel, require_frontmatter=False)
         identity = "".join(doc.lines[doc.body_start:])
-    index_path = root / layout.MEMORY_INDEX
+    text = read(layout.MEMORY_INDEX)
     # at most as many lines as could fit (an index line costs well over 8 tokens)
-    index_lines = (index_block_lines(files.read_text(index_path, layout.MEMORY_INDEX), layout.MEMORY_INDEX, agent,
-                                     owners=index.owners(), limit=budget // 8 + 1)
-                   if index_path.is_file() else [])
+    index_lines = (index_block_lines(text, layout.MEMORY_INDEX, agent, owners=index.owners(), limit=budget // 8 + 1)
+                   if text is not None else [])
+    warnings += [f"{p['path']}: {p['message']}" for p in index.problems() if p.get("unread")]
     live = [f"- {e.ts[:16]}Z {e.id} #{e.channel} {e.type}: {e.summary} [[{e.log_path}]]" for e in unseen]
     parts = BriefParts(agent=agent, task=task, identity=identity, hits=relevant, index_lines=index_lines,
                        live=live, lang=config.lang, max_items=config.brief_max_items)
-    return build_brief(parts, budget)
+    made = build_brief(parts, budget)
+    made.warnings = warnings
+    return made
 
 
 def evaluate(root: Path, config, queries_path: str | Path, at: str | None, engine: str | None):

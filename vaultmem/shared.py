@@ -220,7 +220,7 @@ class Shared:
         path = self.root / STATE_FILE
         if not path.exists():
             return {"text": "", "updated_by": None, "updated": None, "path": STATE_FILE}
-        doc = parse_document(files.read_text(path, STATE_FILE), STATE_FILE, require_frontmatter=False)
+        doc = parse_document(files.read_vault_text(self.root, STATE_FILE), STATE_FILE, require_frontmatter=False)
         meta = plain(doc.meta) if doc.meta is not None else {}
         text = "".join(doc.lines[doc.body_start:]).strip("\n")
         return {"text": text, "updated_by": meta.get("updated_by"), "updated": meta.get("updated"),
@@ -269,7 +269,7 @@ class Shared:
         if not path.exists():
             raise NotFound(f"agent {agent!r} has no checkpoint ({rel})",
                            hint=f"save one with: vaultmem checkpoint save --as {agent}")
-        doc = parse_document(files.read_text(path, rel), rel, require_frontmatter=False)
+        doc = parse_document(files.read_vault_text(self.root, rel), rel, require_frontmatter=False)
         meta = plain(doc.meta) if doc.meta is not None else {}
         saved = meta.get("saved")
         age = None
@@ -289,7 +289,7 @@ class Shared:
         folder = self.root / CHECKPOINT_DIR
         for path in sorted(folder.glob("*.md")) if folder.is_dir() else []:
             try:
-                doc = parse_document(path.read_text(encoding="utf-8"), path.name, require_frontmatter=False,
+                doc = parse_document(files.read_vault_text(self.root, f"{CHECKPOINT_DIR}/{path.name}"), path.name, require_frontmatter=False,
                                      fast=True)
             except (VaultmemError, OSError, UnicodeDecodeError):
                 continue
@@ -354,7 +354,7 @@ class Shared:
 
     def _ensure_gitattributes(self, actor: Actor) -> None:
         path = self.root / layout.GITATTRIBUTES
-        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        text = files.read_vault_text(self.root, layout.GITATTRIBUTES) if path.exists() else ""
         missing = [line for line in GITATTRIBUTES_LINES if line not in text.splitlines()]
         if missing:
             new = text + ("" if not text or text.endswith("\n") else "\n") + "\n".join(missing) + "\n"

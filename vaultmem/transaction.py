@@ -60,7 +60,7 @@ def redaction_key(root: Path) -> bytes:
     """The key of placeholder hashes: local to this machine's copy (never committed)."""
     path = files.inside(root, layout.REDACT_KEY)
     try:
-        return path.read_bytes()
+        return files.read_bytes(root, layout.REDACT_KEY)
     except FileNotFoundError:
         import secrets as _secrets
 
@@ -69,7 +69,7 @@ def redaction_key(root: Path) -> bytes:
             files.atomic_write(path, _secrets.token_hex(32))
         except OSError as exc:
             raise from_os_error(exc, path=layout.REDACT_KEY, writing=True) from None
-        return path.read_bytes()
+        return files.read_bytes(root, layout.REDACT_KEY)
 
 
 def check_size(field_name: str, text: str, limit: int, setting: str) -> None:
@@ -320,7 +320,7 @@ class Writer:
             gitstore.commit(self.root, drafts, f"vaultmem: record uncommitted edits to {', '.join(drafts)} "
                             f"(made outside vaultmem, author unknown) before a change by {actor.name}",
                             UNATTRIBUTED, self.config.lock_timeout)
-        before = {rel: files.read_text(t) if t.exists() else None for rel, t in targets.items()}
+        before = {rel: files.read_vault_text(self.root, rel) if t.exists() else None for rel, t in targets.items()}
         self._check_no_secrets({k: v for k, v in writes.items() if k not in unscanned}, before)
         # new and changed files first, deletions last: a reader never sees a moved file in neither place
         order = sorted(writes, key=lambda rel: writes[rel] is None)
@@ -428,7 +428,7 @@ class Writer:
             found = None
             if path.is_file():
                 old = set((gitstore.committed_text(self.root, rel) or "").splitlines())
-                for n, line in enumerate(files.read_text(path, rel).splitlines(), 1):
+                for n, line in enumerate(files.read_vault_text(self.root, rel).splitlines(), 1):
                     if line in old or not guard.might_hold_secret(line):
                         continue
                     _, found = guard.scrub(line, rel, redaction_key(self.root))

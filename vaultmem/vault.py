@@ -56,6 +56,10 @@ class Vault:
 
     def __init__(self, root: Path, config: Config | None = None, ahead=None) -> None:
         self.root = Path(root).resolve()
+        try:  # per-machine state: a file or a link in its place goes before anything is read from it
+            files.own_folder(self.root, layout.LOCAL_DIR)
+        except OSError:
+            pass  # a read-only vault: reads through a link are refused anyway
         # the walk the launcher started (vaultmem.walk.WalkAhead), if it walked this vault
         self._ahead = ahead if ahead is not None and ahead.root == str(self.root) else None
         self.config = config or load_config(self.root)
@@ -109,7 +113,7 @@ class Vault:
                 written.append(rel)
         gitstore.init_repo(root)
         actor = actor or gitstore.human_actor(root)
-        config = parse_config(files.read_text(root / layout.CONFIG_PATH))
+        config = parse_config(files.read_vault_text(root, layout.CONFIG_PATH))
         vault = cls(root, config)
         message = f"vaultmem: create vault (lang {lang}, orchestrator {orchestrator})"
         sha = gitstore.commit(root, written, message, actor, config.lock_timeout)
@@ -230,7 +234,7 @@ class Vault:
                                     hint="settings (the orchestrator among them) are changed by a human: "
                                          "run without --as")
         with self.writer.locked():
-            new_text = set_value(files.read_text(self.root / layout.CONFIG_PATH), dotted, value)
+            new_text = set_value(files.read_vault_text(self.root, layout.CONFIG_PATH), dotted, value)
             message = f"config: set {dotted} = {value}"
             # settings are not memory, and keys such as safety.secrets read like secrets
             sha = self.writer.apply(actor, message, {layout.CONFIG_PATH: new_text}, unscanned=(layout.CONFIG_PATH,))

@@ -26,7 +26,7 @@ import os
 import time
 import zlib
 
-from .layout import CONFIG_PATH, IGNORED_DIRS, WATCH_HEARTBEAT
+from .layout import CONFIG_PATH, IGNORED_DIRS, LOCAL_DIR, WATCH_HEARTBEAT, link_problem
 
 ENV_VAULT = "VAULTMEM_VAULT"
 # The commands that check freshness first, so start the walk ahead.
@@ -60,7 +60,10 @@ def watcher_alive(root: str | os.PathLike, idle: bool = False) -> bool:
     import json
 
     try:
-        with open(os.path.join(root, WATCH_HEARTBEAT), encoding="utf-8") as fh:
+        if os.path.islink(os.path.join(root, LOCAL_DIR)):
+            return False  # a heartbeat is never read through a link (it could lead anywhere)
+        fd = os.open(os.path.join(root, WATCH_HEARTBEAT), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with open(fd, encoding="utf-8") as fh:
             beat = json.load(fh)
         os.kill(int(beat["pid"]), 0)
     except (OSError, ValueError, KeyError, TypeError):
@@ -73,9 +76,16 @@ def watcher_alive(root: str | os.PathLike, idle: bool = False) -> bool:
 def scan(root: str | os.PathLike) -> dict[str, Stat]:
     """Every Markdown file of the vault: rel path → (mtime_ns, size, ctime_ns, inode).
     The change time cannot be set by tools that restore an mtime (``touch -r``,
-    ``rsync -t``, ``cp -p``), so a same-size edit with a restored mtime is still seen."""
+    ``rsync -t``, ``cp -p``), so a same-size edit with a restored mtime is still seen.
+
+    Symbolic links (see :func:`link_stat`): a Markdown link that stays inside the vault
+    stands for its target; a Markdown file or a folder linking out of the vault is listed
+    by the link's own stat — never the target's — so the index can report it unread;
+    a folder link inside the vault is not followed (its files are walked where they are)."""
     out: dict[str, Stat] = {}
-    stack = [("", os.fspath(root))]
+    root = os.fspath(root)
+    root_real: str | None = None
+    stack = [("", root)]
     while stack:
         prefix, folder = stack.pop()
         try:
@@ -88,7 +98,13 @@ def scan(root: str | os.PathLike) -> dict[str, Stat]:
                 if name.startswith("."):
                     continue
                 try:
-                    if entry.is_dir(follow_symlinks=False):
+                    if entry.is_symlink():
+                        if root_real is None:
+                            root_real = os.path.realpath(root)
+                        st = link_stat(root_real, prefix + name)
+                        if st is not None:
+                            out[prefix + name] = st
+                    elif entry.is_dir(follow_symlinks=False):
                         if name not in IGNORED_DIRS:
                             stack.append((prefix + name + "/", entry.path))
                     elif name.endswith(".md"):
@@ -97,6 +113,58 @@ def scan(root: str | os.PathLike) -> dict[str, Stat]:
                 except FileNotFoundError:
                     continue
     return out
+
+
+def link_stat(root_real: str, rel: str) -> Stat | None:
+    """What the walk records for the symlink ``rel`` (under the resolved root): the
+    target's stat for a Markdown link that stays inside the vault (so an edit of the
+    target is seen); the link's own stat for a Markdown link, or a link to a folder,
+    that leads out of the vault or into its private folders (the index lists it as
+    skipped, and nothing outside is even looked at); None for anything else (a folder
+    link inside, a link to nothing inside, a link out whose target is not a folder and
+    not named ``.md``)."""
+    literal = os.path.join(root_real, rel)
+    real = os.path.realpath(literal)
+    if link_problem(root_real, literal, real):
+        if not rel.endswith(".md"):
+            try:
+                if not os.path.isdir(literal):
+                    return None
+            except OSError:
+                return None
+        st = os.lstat(literal)
+    elif rel.endswith(".md"):
+        st = os.stat(literal)  # FileNotFoundError: a link to nothing
+        if not _is_file(st):
+            return None
+    else:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ctime_ns, st.st_ino)
+
+
+def _is_file(st: os.stat_result) -> bool:
+    import stat
+
+    return stat.S_ISREG(st.st_mode)
+
+
+def path_stat(root: str | os.PathLike, rel: str) -> Stat | None:
+    """The walk's record of one vault path (as :func:`scan` would make it), or None if
+    it is not a file the walk lists."""
+    root_real = os.path.realpath(root)
+    path = os.path.join(root_real, rel)
+    parent = os.path.dirname(path)
+    try:
+        if os.path.realpath(parent) != parent:
+            return None  # inside a folder link: the walk does not go there
+        if os.path.islink(path):
+            return link_stat(root_real, rel)
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if not _is_file(st):
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ctime_ns, st.st_ino)
 
 
 def stat_digest(stats: dict[str, tuple]) -> int:

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from .. import files
-from ..errors import ParseError, VaultmemError
+from ..errors import ParseError, UnsafePath, VaultmemError
 from ..models import IndexDoc
 from ..parse.records import records
 from . import SyncReport
@@ -33,15 +34,21 @@ Progress = Callable[[int, int], None]
 
 
 # -- reading and parsing files ---------------------------------------------------------------
-def read_file(root: Path, rel: str) -> tuple[bytes, str] | None:
-    """A file's bytes and sha1, or None if it is gone (or not a readable file)."""
-    try:
-        data = (root / rel).read_bytes()
-    except (FileNotFoundError, IsADirectoryError, PermissionError):
-        return None
+def read_file(root: Path, rel: str) -> tuple[bytes, str, dict | None] | None:
+    """A file's bytes, sha1 and the problem that kept it from being read, or None if it
+    is gone (or not a readable file). A file that may not be read — a symlink leading
+    out of the vault, into its private folders, a pipe — is not read at all: no bytes, a
+    checksum of the reason, and the reason as its problem (:func:`files.read_bytes`)."""
     import hashlib  # only when a file is read for indexing, not by every command
 
-    return data, hashlib.sha1(data).hexdigest()
+    try:
+        data = files.read_bytes(root, rel)
+    except UnsafePath as exc:
+        problem = {"path": rel, "line": None, "message": exc.message, "hint": exc.hint, "unread": True}
+        return b"", "unread:" + hashlib.sha1(f"{exc.message}\0{exc.hint}".encode()).hexdigest(), problem
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError):
+        return None
+    return data, hashlib.sha1(data).hexdigest(), None
 
 
 # The most of one document's text that is indexed, kept and shown: what vaultmem writes
@@ -86,8 +93,8 @@ def prepare(root: str, rels: list[str]) -> list[tuple]:
         if got is None:
             out.append((rel, None, [], None, []))
             continue
-        data, sha = got
-        docs, problem = parse_file(rel, data)
+        data, sha, problem = got
+        docs, problem = ([], problem) if problem else parse_file(rel, data)
         out.append((rel, sha, docs, problem, [fields_of(d) for d in docs]))
     return out
 
@@ -124,40 +131,82 @@ def prepare_all(root: Path, rels: list[str], progress: Progress | None) -> Itera
 
 
 # -- generations -------------------------------------------------------------------------------
-def current_generation(base: Path) -> str | None:
-    """The live generation named by ``CURRENT``, if that names a folder."""
+def _real_dir(path: Path) -> bool:
+    """A folder, not a link to one (a generation linking out of the vault is never used)."""
     try:
-        name = (base / CURRENT_FILE).read_text(encoding="utf-8").strip()
-    except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def current_generation(base: Path) -> str | None:
+    """The live generation named by ``CURRENT``, if that names a folder (a real one: not
+    a link, which could lead to an index built anywhere)."""
+    try:
+        fd = os.open(base / CURRENT_FILE, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with open(fd, encoding="utf-8") as fh:
+            name = fh.read(200).strip()
+    except (OSError, UnicodeDecodeError):
         return None
-    return name if name.startswith(GEN_PREFIX) and (base / name).is_dir() else None
+    return name if name.startswith(GEN_PREFIX) and "/" not in name and _real_dir(base / name) else None
+
+
+def _entries(base: Path) -> list[tuple[str, bool]]:
+    """(name, is a real folder) of each ``gen-*`` entry of ``base``."""
+    try:
+        with os.scandir(base) as it:
+            return [(e.name, e.is_dir(follow_symlinks=False)) for e in it if e.name.startswith(GEN_PREFIX)]
+    except (FileNotFoundError, NotADirectoryError):
+        return []
 
 
 def generations(base: Path) -> list[str]:
     """Every generation folder, oldest first (names hold their creation time)."""
-    try:
-        found = [e.name for e in os.scandir(base) if e.name.startswith(GEN_PREFIX) and e.is_dir()]
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    return sorted(found, key=lambda n: (len(n), n))
+    return sorted((name for name, real in _entries(base) if real), key=lambda n: (len(n), n))
 
 
 def stale_generations(base: Path, live: str | None = None) -> list[str]:
     """Generations to remove: all but the live one and the newest one older than it (a
-    process that opened that one a moment ago may still be reading it). Call with the
-    index lock held: a build in progress — which holds the lock — looks like a stale one."""
+    process that opened that one a moment ago may still be reading it), and every
+    ``gen-*`` that is no folder (a file, a link). Call with the index lock held: a build in progress — which holds the lock — looks like a stale one."""
     live = current_generation(base) if live is None else live
-    gens = generations(base)
+    entries = _entries(base)
+    odd = [name for name, real in entries if not real]
+    gens = sorted((name for name, real in entries if real), key=lambda n: (len(n), n))
     if live is None or live not in gens:
-        return gens[:-1]  # nothing live: keep only the newest
+        return odd + gens[:-1]  # nothing live: keep only the newest
     older = gens[: gens.index(live)]
     keep = {live, *older[-1:]}
-    return [g for g in gens if g not in keep]
+    return odd + [g for g in gens if g not in keep]
+
+
+def has_links(folder: Path) -> bool:
+    """Whether anything in ``folder`` (a generation) is a symlink: an engine's or the
+    manifest's files linking anywhere else make the generation unusable."""
+    stack = [folder]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as it:
+                for e in it:
+                    if e.is_symlink():
+                        return True
+                    if e.is_dir(follow_symlinks=False):
+                        stack.append(Path(e.path))
+        except OSError:
+            continue
+    return False
 
 
 def remove_generations(base: Path, names: list[str]) -> None:
     for name in names:
-        shutil.rmtree(base / name, ignore_errors=True)
+        path = base / name
+        if _real_dir(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            try:
+                path.unlink()  # a file or a link (never what a link points to)
+            except OSError:
+                pass
 
 
 def build_generation(root: Path, base: Path, manifests: Manifests, seen: dict, engine: str, pinned: bool,

@@ -19,13 +19,13 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from .. import layout
+from .. import files, layout
 from ..errors import BadInput, Busy, VaultmemError
 from ..models import IndexDoc
-from ..walk import scan, stat_digest
+from ..walk import path_stat, scan, stat_digest
 from . import Filters, SearchEngine, SyncReport, registry
-from .build import (Progress, build_generation, current_generation, parse_file, read_file, remove_generations,
-                    stale_generations)
+from .build import (Progress, build_generation, current_generation, has_links, parse_file, read_file,
+                    remove_generations, stale_generations)
 from .manifest import Manifests, entry, same_stat
 
 INDEX_DIR = layout.INDEX_DIR
@@ -56,6 +56,19 @@ class IndexStore:
         self.manifests = Manifests(self.base)
         self._engine: SearchEngine | None = None
         self._engine_gen: str | None = None
+        self._checked: str | None = None  # the live generation found free of links
+
+    def _own_base(self) -> None:
+        """``.vaultmem/index`` as a real folder of the vault and a live generation with no
+        link in it, before anything in it is read: a file or a link in the folder's place,
+        or a generation holding a link, is derived data gone wrong — removed (a link, never
+        what it points to), so that the index is rebuilt instead of read from elsewhere."""
+        files.own_folder(self.root, INDEX_DIR)
+        gen = current_generation(self.base)
+        if gen is not None and gen != self._checked and has_links(self.base / gen):
+            remove_generations(self.base, [gen])
+            self.manifests.forget()
+        self._checked = gen
 
     def _lock(self, timeout: float):
         from filelock import FileLock
@@ -100,9 +113,15 @@ class IndexStore:
         facts = self._facts(current_generation(self.base))
         return dict(facts["owners"]) if facts else {}
 
+    def problems(self) -> list[dict]:
+        """The files the live generation could not index, each with why (from the manifest)."""
+        facts = self._facts(current_generation(self.base))
+        return list(facts["problems"]) if facts else []
+
     # -- reading -----------------------------------------------------------------------
     def engine(self) -> SearchEngine:
         """The live generation's engine, opened once per process (rebuilt if unreadable)."""
+        self._own_base()
         gen = current_generation(self.base)
         if gen is not None and gen == self._engine_gen and self._engine is not None:
             return self._engine
@@ -160,6 +179,7 @@ class IndexStore:
         vault-relative, as a watcher reports them). With ``wait=0`` a refresh that would
         have to wait for another indexing process is skipped and says so."""
         started = time.perf_counter()
+        self._own_base()
         if paths is None:
             quick = self._unchanged()
             if quick is not None:
@@ -235,12 +255,9 @@ class IndexStore:
             candidates = {p for p in paths if p.endswith(".md")}
             seen = {}
             for rel in candidates:
-                try:
-                    st = os.stat(self.root / rel)
-                except (FileNotFoundError, NotADirectoryError):
-                    continue
-                if os.path.isfile(self.root / rel):
-                    seen[rel] = (st.st_mtime_ns, st.st_size, st.st_ctime_ns, st.st_ino)
+                st = path_stat(self.root, rel)  # as the walk would record it (links included)
+                if st is not None:
+                    seen[rel] = st
         add: list[IndexDoc] = []
         delete: list[str] = []
         deleted_hashes: dict[str, str] = {}
@@ -260,13 +277,13 @@ class IndexStore:
             got = read_file(self.root, rel)
             if got is None:
                 continue
-            data, sha = got
+            data, sha, unread = got
             if old is not None and old["h"] == sha:
                 old.update(zip("msci", seen[rel]))  # the new stat; the rest stands
                 report.unchanged += 1
                 touched.append(rel)
                 continue
-            docs, problem = parse_file(rel, data)
+            docs, problem = ([], unread) if unread else parse_file(rel, data)
             (report.modified if old is not None else report.new).append(rel)
             # a "new" file too: a process killed between the engine's commit and the
             # manifest's journal left its documents in the engine, unrecorded
@@ -332,6 +349,7 @@ class IndexStore:
             raise BadInput(f"this vault's index engine is set to {self.choice}",
                            hint=f"to use {engine}: vaultmem config set index.engine {engine} (or auto)")
         started = time.perf_counter()
+        self._own_base()
         with self._lock(max(self.lock_timeout, 300.0)):
             gen = current_generation(self.base)
             manifest = self.manifests.load(gen) if gen else None
