@@ -85,13 +85,13 @@ def leaked_classes(rng: random.Random) -> dict[str, list[tuple[str, str]]]:
     for n in (16, 20, 24):
         out[f"base64-{n}-bytes"] = [(contexts[i % len(contexts)].format(b), b) for i in range(60)
                                     for b in [base64.b64encode(rng.randbytes(n)).decode()]]
-    urls = [("postgres://u:p@h/db", "p"), ("mysql://root:Sup3rS3cret!@10.0.0.5/x", "Sup3rS3cret!")]
+    urls = [("postgres://u:p@h/db", ":p@"), ("mysql://root:Sup3rS3cret!@10.0.0.5/x", "Sup3rS3cret!")]
     schemes = ["postgres", "mysql", "redis", "mongodb", "amqp", "https"]
     for length in range(1, 21):
         for k in range(3):
             pw = r(alnum, 1) + r(alnum + "!$%^*-_.~", length - 1)
             urls.append((f"connect to {schemes[(length + k) % 6]}://{r(string.ascii_lowercase, 4)}:{pw}@"
-                         f"db{k}.example.com/app", pw))
+                         f"db{k}.example.com/app", f":{pw}@"))  # a password of one letter is in 'postgres' too
     out["url-password"] = urls
     prose = []
     for i in range(60):
