@@ -198,6 +198,12 @@ def shorten(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     cut = text[: limit - 1]
+    if "redacted:" in text:  # a placeholder is kept whole or left out, never cut
+        from . import guard
+
+        for m in guard.PLACEHOLDER.finditer(text):
+            if m.start() < limit - 1 < m.end():
+                return (text[: m.start()].rstrip() or text[: limit - 1]) + "…"
     if re.match(r"[\w\-+/=.~]", text[limit - 1]) and re.search(r"[A-Za-z0-9_\-+/=.~]$", cut):
         cut = re.sub(r"[A-Za-z0-9_\-+/=.~]+$", "", cut) or cut
     return cut.rstrip() + "…"

@@ -373,18 +373,16 @@ class Writer:
         deleted = set()
         for rel, text in writes.items():
             if text is None:
-                deleted.update((before.get(rel) or "").splitlines())
+                deleted.update((before.get(rel) or "").split("\n"))
         for rel, text in writes.items():
-            old = set((before.get(rel) or "").splitlines())
+            old = set((before.get(rel) or "").split("\n"))
             if rel.startswith(f"{layout.ARCHIVE_DIR}/"):
                 old |= deleted
-            for n, line in enumerate((text or "").splitlines(), 1):
-                if line in old or not guard.might_hold_secret(line):
-                    continue
-                _, found = guard.scrub(line, rel, redaction_key(self.root))
-                if found:
-                    raise VaultmemError(f"refusing to write a {found[0].type} that was not scrubbed",
-                                        path=rel, line=n, hint="this is a vaultmem bug: please report it")
+            added = {n for n, line in enumerate((text or "").split("\n"), 1) if line not in old}
+            # each added line, and a secret broken over the break next to one, as scrub() reads them
+            for n, kind in guard.secret_lines(text or "", added)[:1]:
+                raise VaultmemError(f"refusing to write a {kind} that was not scrubbed",
+                                    path=rel, line=n, hint="this is a vaultmem bug: please report it")
 
     def _check_drafts(self, drafts: list[str]) -> None:
         """A human's uncommitted edits are committed before an agent's change to the same
@@ -395,16 +393,14 @@ class Writer:
             path = self.root / rel
             if not path.is_file():
                 continue
-            old = set((gitstore.committed_text(self.root, rel) or "").splitlines())
-            for n, line in enumerate(files.read_text(path, rel).splitlines(), 1):
-                if line in old or not guard.might_hold_secret(line):
-                    continue
-                _, found = guard.scrub(line, rel, redaction_key(self.root))
-                if found:
-                    raise SecretRefused(
-                        f"your uncommitted edit holds a {found[0].type}; vaultmem would have to commit it "
-                        f"before this change, so nothing was written", path=rel, line=n,
-                        hint="remove the secret from the file (or commit it yourself, knowingly), then retry")
+            old = set((gitstore.committed_text(self.root, rel) or "").split("\n"))
+            text = files.read_text(path, rel)
+            added = {n for n, line in enumerate(text.split("\n"), 1) if line not in old}
+            for n, kind in guard.secret_lines(text, added)[:1]:
+                raise SecretRefused(
+                    f"your uncommitted edit holds a {kind}; vaultmem would have to commit it "
+                    f"before this change, so nothing was written", path=rel, line=n,
+                    hint="remove the secret from the file (or commit it yourself, knowingly), then retry")
 
 
 def _landed(root: Path, head: str | None, message: str) -> bool:
