@@ -244,3 +244,15 @@ def test_remember_with_or_without_a_name_stores_a_redacted_secret(cli, vault, te
     assert "redacted" in index.split("<!-- vaultmem:index:begin")[1]
     if name:
         assert vault.read_note(data["slug"]).meta["name"] == name
+
+
+@pytest.mark.parametrize("form", ["full-width", "split", "short-url", "prose"])
+def test_the_last_line_of_defence_reads_secrets_as_the_scrubber_does(vault, form):
+    secret = token(8)
+    body = {"full-width": f"x {full_width(secret)}", "split": f"> x {secret[:15]}\n> {secret[15:]} y",
+            "short-url": "postgres://u:p@h/db", "prose": "the password=hunter2 is set"}[form]
+    before = git(vault.root, "rev-parse", "HEAD")
+    with pytest.raises(VaultmemError, match="not scrubbed"):
+        with vault.writer.locked():
+            vault.writer.apply(Actor("lee", "agent"), "sneak", {"memories/x.md": f"---\nname: x\n---\n{body}\n"})
+    assert not (vault.root / "memories/x.md").exists() and git(vault.root, "rev-parse", "HEAD") == before

@@ -32,6 +32,7 @@ import hashlib
 import hmac
 import math
 import re
+import string
 import unicodedata
 from dataclasses import dataclass
 
@@ -69,7 +70,7 @@ _GATE = re.compile(
 # A token may be wrapped onto the next line, that line indented or quoted ('> '); the two
 # halves are read joined. Only a break between two token-like runs is a candidate.
 _JOIN_CHARS = r"A-Za-z0-9_\-+/=.~:@!$%*^&?#"
-_TAIL = re.compile(rf"[{_JOIN_CHARS}]+(?=[ \t\r]*$)")
+_JOIN_SET = frozenset(string.ascii_letters + string.digits + "_-+/=.~:@!$%*^&?#")
 _HEAD = re.compile(rf"[ \t]*(?:>[ \t]*)*([{_JOIN_CHARS}]+)")
 _LINE_BREAK = re.compile(r"\r?\n[ \t]*(?:>[ \t]*)*")  # a break, with the next line's indentation or quote
 _JOINED_MIN = 12  # a secret shorter than this (both halves together) is not looked for over a break
@@ -144,6 +145,15 @@ def might_hold_secret(text: str) -> bool:
     return any(_GATE.search(line) for line in lines) or _joins_worth_reading(lines)
 
 
+def _tail(line: str) -> tuple[int, int] | None:
+    """Where the token-like run that ends the line (trailing blanks aside) stands."""
+    end = len(line.rstrip(" \t\r"))
+    start = end
+    while start > 0 and line[start - 1] in _JOIN_SET:
+        start -= 1
+    return (start, end) if start < end else None
+
+
 def _glued(tail: str, head: str) -> bool:
     """Whether two runs that a line break separates could be one secret's halves."""
     glued = tail + head
@@ -154,8 +164,8 @@ def _glued(tail: str, head: str) -> bool:
 
 def _joins_worth_reading(lines: list[str]) -> bool:
     for a, b in zip(lines, lines[1:]):
-        tail, head = _TAIL.search(a), _HEAD.match(b)
-        if tail and head and _glued(tail.group(0), head.group(1)):
+        tail, head = _tail(a), _HEAD.match(b)
+        if tail and head and _glued(a[tail[0]:tail[1]], head.group(1)):
             return True
     return False
 
@@ -375,14 +385,26 @@ def _hits(lines: list[str], wanted: set[int] | None = None) -> list[tuple[int, i
             per_line[i] = [(s, e) for s, e, _, _, _ in found]
             hits.extend((i, back(i, s), i, back(i, e, True), k) for s, e, k, _, _ in found)
     # breaks: line i's last run glued to line i+1's first (and on, while a line is one run)
-    i = 0
-    while i < len(lines) - 1:
-        tail = _TAIL.search(view(i)[0])
+    if wanted is None:
+        starts = range(len(lines) - 1)
+    else:  # the breaks next to a wanted line, and a chain of one-run lines above it
+        near = set()
+        for n in wanted:
+            near.update((n - 1, n))
+            k = n - 1
+            while k > 0 and n - k < _MAX_JOINED_LINES and _one_run(view(k)[0]):
+                k -= 1
+                near.add(k)
+        starts = sorted(k for k in near if 0 <= k < len(lines) - 1)
+    last = -1
+    for i in starts:
+        if i < last:
+            continue  # inside a chain read already
+        tail = _tail(view(i)[0])
         if not tail:
-            i += 1
             continue
-        joined, pieces, junctions = view(i)[0][: tail.end()], [(0, i, 0)], []  # (from, line, its column)
-        run, j = tail.group(0), i + 1
+        joined, pieces, junctions = view(i)[0][: tail[1]], [(0, i, 0)], []  # (from, line, its column)
+        run, j = view(i)[0][tail[0]:tail[1]], i + 1
         while j < len(lines) and j - i < _MAX_JOINED_LINES:
             head = _HEAD.match(view(j)[0])
             if not head or not _glued(run, head.group(1)):
@@ -394,7 +416,8 @@ def _hits(lines: list[str], wanted: set[int] | None = None) -> list[tuple[int, i
                 break
             run, j = head.group(1), j + 1
         last = pieces[-1][1]
-        if junctions and (wanted is None or any(n in wanted for n in range(i, last + 1))):
+        if junctions and (wanted is None or any(n in wanted for n in range(i, last + 1))) \
+                and _GATE.search(joined):
             for s, e, kind, _, _ in _detect(joined):
                 cuts = [s, *[at for at in junctions if s < at < e], e]
                 if len(cuts) == 2:
@@ -416,8 +439,12 @@ def _hits(lines: list[str], wanted: set[int] | None = None) -> list[tuple[int, i
                         continue
                 (a, la, ca), (b, lb, cb) = _piece(pieces, s), _piece(pieces, e - 1)
                 hits.append((la, back(la, ca + s - a), lb, back(lb, cb + e - b, True), kind))
-        i = max(i + 1, last)
     return hits
+
+
+def _one_run(line: str) -> bool:
+    head = _HEAD.match(line)
+    return bool(head) and not line[head.end(1):].strip()
 
 
 def _piece(pieces: list[tuple[int, int, int]], pos: int) -> tuple[int, int, int]:
