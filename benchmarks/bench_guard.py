@@ -54,7 +54,8 @@ def secret_corpus(rng: random.Random) -> list[tuple[str, str]]:
     alnum = string.ascii_letters + string.digits
     out = []
     for _ in range(50):
-        aws, gh, gl = f"AKIA{r(string.ascii_uppercase + string.digits, 16)}", f"ghp_{r(alnum, 36)}", f"glpat-{r(alnum, 20)}"
+        aws = f"AKIA{r(string.ascii_uppercase + string.digits, 16)}"
+        gh, gl = f"ghp_{r(alnum, 36)}", f"glpat-{r(alnum, 20)}"
         slack = f"xoxb-{r(string.digits, 12)}-{r(string.digits, 13)}-{r(alnum, 24)}"
         stripe, openai = f"sk_live_{r(alnum, 24)}", f"sk-{r(alnum, 20)}T3BlbkFJ{r(alnum, 20)}"
         pg, pw, blob, npm = r(alnum, 12), r(alnum, 10), r(alnum + "+/", 40), f"npm_{r(alnum, 36)}"
@@ -157,6 +158,9 @@ WORDS = ("dashboard table user login request handler cache redis backend fronten
          "token parser index build cleanup effect memo state router query schema migration worker queue").split()
 
 
+VERSIONS = ["python3.11", "node18-alpine3.19", "utf8mb4_unicode_ci", "x86_64-linux-gnu"]
+
+
 def clean_classes(rng: random.Random) -> dict[str, list[str]]:
     """Text that is not secret but looks like it might be, by class."""
     hexs = lambda n: "".join(rng.choice("0123456789abcdef") for _ in range(n))  # noqa: E731
@@ -172,9 +176,10 @@ def clean_classes(rng: random.Random) -> dict[str, list[str]]:
         "chinese": [f"后端端口固定{rng.randint(1000, 9999)}，{rng.choice(['缓存', '队列', '索引', '会话'])}放在"
                     f"{rng.choice(['Redis', 'Postgres', 'vault', '配置中心'])}里，由运维管理" for _ in range(100)],
         "wrapped-ids": [[f"fixed in commit\n{hexs(40)}", f"see request\n  {uuid.UUID(int=rng.getrandbits(128))}",
-                         f"> artifact\n> sha256:{hexs(64)}", f"the {rng.choice(WORDS)}\nDashboardTableVirtualised.tsx"][i % 4]
+                         f"> artifact\n> sha256:{hexs(64)}",
+                         f"the {rng.choice(WORDS)}\nDashboardTableVirtualised.tsx"][i % 4]
                         for i in range(100)],
-        "versions-hosts": [f"{rng.choice(['python3.11', 'node18-alpine3.19', 'utf8mb4_unicode_ci', 'x86_64-linux-gnu'])}"
+        "versions-hosts": [f"{rng.choice(VERSIONS)}"
                            f" on {rng.choice(WORDS)}-{rng.randint(1, 99)}.k8s.internal:{rng.randint(1000, 65535)}"
                            for _ in range(100)],
         # base64 of ordinary text cannot be told from a key by looking at it: measured, not promised

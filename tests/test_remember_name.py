@@ -33,7 +33,8 @@ def test_the_refusal_in_a_real_process_names_the_flag(vault):
 
 
 @pytest.mark.parametrize("name,slug", [("backend port", "backend-port"), ("后端 端口", "后端-端口"),
-                                       ("v1.2 rollout (beta)", "v1-2-rollout-beta"), ("React.memo 偏好", "react-memo-偏好")])
+                                       ("v1.2 rollout (beta)", "v1-2-rollout-beta"),
+                                       ("React.memo 偏好", "react-memo-偏好")])
 def test_ordinary_names_with_spaces_dots_and_chinese_are_kept(cli, vault, name, slug):
     r = cli("--vault", vault.root, "remember", "a fact", "--type", "fact", "--name", name, "--json")
     assert r.exit_code == 0, r.output

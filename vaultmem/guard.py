@@ -261,19 +261,19 @@ def _extra(line: str) -> list[tuple[int, int, str]]:
     return found
 
 
-def _detect(line: str) -> list[tuple[int, int, str, int, int]]:
-    """(start, end, type, and where the detector's own match was) of each secret in one
-    line as scanned (see :func:`_view`); the span is the match widened to its token."""
+def _spans(line: str) -> list[tuple[int, int, str]]:
+    """(start, end, type) of each secret in one line as scanned (see :func:`_view`); a
+    named detector's match is widened to its whole token."""
     from detect_secrets.util.code_snippet import get_code_snippet
 
     context = get_code_snippet([line], 1)
     kept = [(m.start(), m.end()) for m in PLACEHOLDER.finditer(line)]  # earlier redactions stay as they are
     urls = [(m.start(), m.end()) for m in _URL.finditer(line)]
-    found: list[tuple[int, int, str, int, int]] = []
+    found: list[tuple[int, int, str]] = []
 
-    def add(start: int, end: int, kind: str, raw: tuple[int, int]) -> None:
+    def add(start: int, end: int, kind: str) -> None:
         if not any(start < k1 and k0 < end for k0, k1 in kept):
-            found.append((start, end, kind, *raw))
+            found.append((start, end, kind))
 
     for plugin in _plugins():
         name = plugin.__class__.__name__
@@ -302,33 +302,26 @@ def _detect(line: str) -> list[tuple[int, int, str, int, int]]:
             else:
                 values = [value]
             for one in values:
-                for raw, (start, end) in _occurrences(line, one, widen=kind not in ("url-password", "password")):
+                for start, end in _occurrences(line, one, widen=kind not in ("url-password", "password")):
                     if minimum is not None and any(u0 <= start and end <= u1 for u0, u1 in urls):
                         continue  # ids in links (documents, commits, pages) are addresses, not keys
-                    add(start, end, kind, raw)
+                    add(start, end, kind)
     for start, end, kind in _extra(line):
-        add(start, end, kind, (start, end))
+        add(start, end, kind)
     return found
 
 
-def _spans(line: str) -> list[tuple[int, int, str]]:
-    """(start, end, type) of each secret in one line as scanned."""
-    return [(s, e, k) for s, e, k, _, _ in _detect(line)]
-
-
 def _occurrences(line: str, value: str, widen: bool):
-    """Where ``value`` stands in the line, as ((start, end) of the value, (start, end)
-    reported); with ``widen``, the latter is widened to the whole token around it (a
-    detector may report only a prefix such as 'ghp')."""
+    """Where ``value`` stands in the line; with ``widen``, each widened to the whole
+    token around it (a detector may report only a prefix such as 'ghp')."""
     start = line.find(value)
     while start >= 0:
         end = start + len(value)
-        raw = (start, end)
         if widen:
             token = next((m for m in _WIDEN.finditer(line) if m.start() <= start < m.end()), None)
             if token is not None:
                 start, end = min(start, token.start()), max(end, token.end())
-        yield raw, (start, end)
+        yield start, end
         start = line.find(value, end)
 
 
@@ -362,7 +355,7 @@ def _hits(lines: list[str], wanted: set[int] | None = None) -> list[tuple[int, i
 
     def back(i: int, col: int, end: bool = False) -> int:
         """A column of line i's view, in line i as written."""
-        text, where = view(i)
+        where = view(i)[1]
         if where is None:
             return col
         if end:
@@ -375,15 +368,15 @@ def _hits(lines: list[str], wanted: set[int] | None = None) -> list[tuple[int, i
     def alone(i: int) -> list[tuple[int, int]]:
         if i not in per_line:
             text = view(i)[0]
-            per_line[i] = [(s, e) for s, e, _, _, _ in _detect(text)] if _GATE.search(text) else []
+            per_line[i] = [(s, e) for s, e, _ in _spans(text)] if _GATE.search(text) else []
         return per_line[i]
 
     for i in (range(len(lines)) if wanted is None else sorted(n for n in wanted if 0 <= n < len(lines))):
         text = view(i)[0]
         if _GATE.search(text):
-            found = _detect(text)
-            per_line[i] = [(s, e) for s, e, _, _, _ in found]
-            hits.extend((i, back(i, s), i, back(i, e, True), k) for s, e, k, _, _ in found)
+            found = _spans(text)
+            per_line[i] = [(s, e) for s, e, _ in found]
+            hits.extend((i, back(i, s), i, back(i, e, True), k) for s, e, k in found)
     # breaks: line i's last run glued to line i+1's first (and on, while a line is one run)
     if wanted is None:
         starts = range(len(lines) - 1)
@@ -418,7 +411,7 @@ def _hits(lines: list[str], wanted: set[int] | None = None) -> list[tuple[int, i
         last = pieces[-1][1]
         if junctions and (wanted is None or any(n in wanted for n in range(i, last + 1))) \
                 and _GATE.search(joined):
-            for s, e, kind, _, _ in _detect(joined):
+            for s, e, kind in _spans(joined):
                 cuts = [s, *[at for at in junctions if s < at < e], e]
                 if len(cuts) == 2:
                     continue  # within one line: found (or not) line by line
@@ -488,7 +481,8 @@ def scrub(text: str, field: str, key: bytes) -> tuple[str, list[Finding]]:
     text = _KEY_BLOCK.sub(block, text)
     lines = text.split("\n")
     at = _offsets(lines)
-    spans = _merge([(at[la] + ca, at[lb] + cb, kind) for la, ca, lb, cb, kind in _hits(lines) if at[la] + ca < at[lb] + cb])
+    spans = _merge([(at[la] + ca, at[lb] + cb, kind) for la, ca, lb, cb, kind in _hits(lines)
+                    if at[la] + ca < at[lb] + cb])
     pieces, last = [], 0
     for start, end, kind in spans:
         value = text[start:end]
