@@ -131,3 +131,133 @@ def test_instruction_like_text_is_flagged(text):
 ])
 def test_plain_facts_are_not_flagged(text):
     assert instruction_flags(text) == []
+
+
+# -- what issue 13 found slipping through -------------------------------------------------------
+FW = {c: chr(ord(c) + 0xFEE0) for c in map(chr, range(0x21, 0x7F))}
+GH = "ghp_1234567890abcdefghijklmnopqrstuvwxyzAB"
+
+
+def full_width(text: str) -> str:
+    return "".join(FW.get(c, c) for c in text)
+
+
+def every_form(text: str) -> set[str]:
+    """The text as written, NFKC-folded (as the index keeps it), and with its line breaks
+    (with indentation or '>' quote markers) taken out."""
+    import re
+    import unicodedata
+
+    folded = unicodedata.normalize("NFKC", text)
+    return {text, folded, re.sub(r"\n[ \t>]*", "", text), re.sub(r"\n[ \t>]*", "", folded)}
+
+
+def assert_gone(text: str, raw: str, kind: str | None = None):
+    import unicodedata
+
+    clean, found = scrub(text, "text", KEY)
+    assert found, f"nothing found in {text!r}"
+    want = unicodedata.normalize("NFKC", raw)
+    assert not any(want in form for form in every_form(clean)), (text, clean)
+    if kind:
+        assert kind in {f.type for f in found}, found
+    assert scrub(clean, "text", KEY)[1] == []
+    return clean, found
+
+
+@pytest.mark.parametrize("text,raw", [
+    ("postgres://u:p@h/db", "u:p@"),
+    ("db at postgres://u:pw@h/db", "u:pw@"),
+    ("mysql://root:Sup3rS3cret!@10.0.0.5/x", "Sup3rS3cret!"),
+    ("redis://:s3cr3t@cache.internal:6379/0", "s3cr3t"),
+    ("amqp://guest:p@ss:w0rd@mq.example.com/vhost", "p@ss:w0rd"),
+])
+def test_url_passwords_of_any_length_and_with_any_character_are_caught(text, raw):
+    clean, _ = assert_gone(text, raw, "url-password")
+    assert "@" in clean and "://" in clean  # the host stays readable
+
+
+@pytest.mark.parametrize("text,raw", [
+    ("the password=hunter2 is set", "hunter2"),
+    ("password=hunter2", "hunter2"),
+    ("db password: hunter22 for staging", "hunter22"),
+    ("we rotated token=Ab3dEf9h yesterday", "Ab3dEf9h"),
+    ("staging 密码：hunter22，别外传", "hunter22"),
+    ("the root password is Tr0ub4dor&3", "Tr0ub4dor&3"),
+])
+def test_a_password_written_in_prose_is_caught(text, raw):
+    assert_gone(text, raw, "password")
+
+
+def test_a_full_width_token_is_caught_and_its_original_span_redacted():
+    text = f"token {full_width(GH)} 用于部署"
+    clean, found = assert_gone(text, GH, "github-token")
+    assert clean.startswith("token [redacted:github-token:") and clean.endswith(" 用于部署")
+    # the placeholder is the ASCII token's: the same secret in either form maps to one placeholder
+    assert found[0].placeholder == scrub(f"token {GH}", "t", KEY)[1][0].placeholder
+    half = GH[:10] + full_width(GH[10:])  # only part of it full-width
+    assert_gone(f"key {half}", GH, "github-token")
+    assert_gone(full_width("postgres://admin:s3cr3tP4ss@db.example.com/app"), "s3cr3tP4ss", "url-password")
+
+
+def test_a_token_with_invisible_characters_inside_is_caught():
+    text = f"token {GH[:12]}\u200b{GH[12:]}"
+    clean, _ = scrub(text, "t", KEY)
+    assert GH[:12] not in clean and GH[12:] not in clean
+
+
+@pytest.mark.parametrize("brk,lead", [("\n", ""), ("\n  ", ""), ("\n> ", "> "), ("\n    ", "- "), (" \n", "")])
+def test_a_token_split_across_lines_is_caught_and_the_lines_stay(brk, lead):
+    cut = 17
+    text = f"{lead}deploy with {GH[:cut]}{brk}{GH[cut:]} today\nnext line"
+    clean, found = assert_gone(text, GH, "github-token")
+    assert len(found) == 1
+    assert GH[:cut] not in clean and GH[cut:] not in clean  # neither half is left
+    assert clean.count("\n") == text.count("\n") and clean.endswith(" today\nnext line")
+    if lead == "> ":
+        assert clean.splitlines()[1].startswith("> ")
+
+
+def test_a_split_aws_key_and_base64_secret_are_caught():
+    assert_gone("aws AKIAIOSFOD\nNN7EXAMPLE here", "AKIAIOSFODNN7EXAMPLE")
+    b = "q8Zf2kLm9PxR4tVw7YbN3cHj6aWs"
+    assert_gone(f"restore with {b[:9]}\n  {b[9:]} then", b)
+
+
+def _random_base64(n: int, count: int = 60, seed: int = 3) -> list[str]:
+    import base64
+
+    rng = random.Random(seed + n)
+    return [base64.b64encode(rng.randbytes(n)).decode() for _ in range(count)]
+
+
+@pytest.mark.parametrize("n", [16, 20, 24, 32])
+def test_random_base64_of_16_to_32_bytes_is_caught(n):
+    missed = [b for b in _random_base64(n) if b in scrub(f"set it to {b} for staging", "t", KEY)[0]]
+    assert missed == []
+
+
+LOOKALIKES = [
+    "fixed in commit\n3f2a1c9d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39", "see request\n  123e4567-e89b-12d3-a456-426614174000",
+    "> artifact\n> sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    "the table\nDashboardTableVirtualised.tsx", "see src/components/Dashboard\n/index.tsx for it",
+    "call handleUserLoginRequestV2() then useDashboardTableMemo18()", "python3.11 on node18-alpine3.19",
+    "utf8mb4_unicode_ci is the collation", "x86_64-linux-gnu-gcc", "后端端口固定8080，缓存放在 Redis 里，由运维管理",
+    "用户偏好React.memo而非useMemo，见 docs/前端/性能.md", "the password is required", "password: see the wiki",
+    "token: string", "the api key is in 1Password", "set password= in .env", "connect to postgres://db.example.com/app",
+    "https://user@example.com/repo.git", "mailto:ops@example.com", "ssh git@github.com:org/repo.git",
+    "postgres://${DB_USER}:${DB_PASS}@db/app", "mysql://root:<password>@localhost/x", "redis://:****@cache/0",
+    "token=$GITHUB_TOKEN in CI", "password=DB_PASSWORD_FILE", "version=1.5.0", "pass: 12 characters minimum",
+]
+
+
+def test_look_alikes_stay_clean():
+    dirty = [(text, f) for text in LOOKALIKES for f in [scrub(text, "t", KEY)[1]] if f]
+    assert dirty == []
+    for text in LOOKALIKES:  # joined or not, each line alone is as clean
+        assert all(scrub(line, "t", KEY)[1] == [] for line in text.splitlines())
+
+
+def test_the_gate_lets_split_full_width_and_short_url_secrets_through():
+    for text in ("postgres://u:p@h/db", f"token {full_width(GH)}", f"x {GH[:8]}\n{GH[8:]}", "the password=hunter2"):
+        assert might_hold_secret(text), text

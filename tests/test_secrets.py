@@ -137,3 +137,122 @@ def test_a_humans_uncommitted_secret_is_not_committed_on_their_behalf(cli, vault
     assert r.exit_code == 2 and "agents/r.md:" in r.output and "uncommitted edit" in r.output
     assert git(vault.root, "rev-parse", "HEAD") == head and secret not in git(vault.root, "log", "--all", "-p")
     assert secret in page.read_text(encoding="utf-8")  # the human's file is left as it was
+
+
+# -- what issue 13 found in note files, MEMORY.md, git history and the index ------------------
+FULL_WIDTH = {c: chr(ord(c) + 0xFEE0) for c in map(chr, range(0x21, 0x7F))}
+
+
+def full_width(text: str) -> str:
+    return "".join(FULL_WIDTH.get(c, c) for c in text)
+
+
+def leaked_values(seed: int) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """(name → text holding the secret, name → what must be found nowhere afterwards)."""
+    import base64
+
+    rng = random.Random(seed)
+    fw, split = token(seed + 1), token(seed + 2)
+    b16, b20, b24 = (base64.b64encode(rng.randbytes(n)).decode() for n in (16, 20, 24))
+    texts = {
+        "short-url": "db at postgres://u:p@h/db",
+        "mysql": "mysql://root:Sup3rS3cret!@10.0.0.5/x",
+        "prose": "the password=hunter2 is set",
+        "full-width": f"部署用 {full_width(fw)} 令牌",
+        "split": f"> deploy with {split[:17]}\n> {split[17:]} today",
+        "b16": f"set it to {b16} for staging", "b20": f"copy {b20} into the form", "b24": f"值为 {b24}，部署前替换",
+    }
+    gone = {"short-url": ["u:p@"], "mysql": ["Sup3rS3cret"], "prose": ["hunter2"],
+            "full-width": [fw, full_width(fw), full_width(fw)[4:24]], "split": [split, split[:17], split[17:]],
+            "b16": [b16], "b20": [b20], "b24": [b24]}
+    return texts, gone
+
+
+def index_bytes(root) -> bytes:
+    return b"\n".join(p.read_bytes() for p in (root / ".vaultmem" / "index").rglob("*") if p.is_file())
+
+
+@pytest.mark.usefixtures("both_engines")
+def test_the_leaked_classes_are_nowhere_after_every_write_path(cli, vault):
+    import unicodedata
+
+    vm(cli, vault, "keys", "new", "ella", agent="ella")
+    vm(cli, vault, "page", "ensure", "前端审查")
+    all_gone: dict[str, list[str]] = {}
+    for n, (cmd, agent) in enumerate([(("remember",), None), (("page", "add", "前端审查"), "lee"),
+                                      (("log", "append", "--summary", "leak test", "--body"), "ella")]):
+        texts, gone = leaked_values(100 * n)
+        for name, text in texts.items():
+            if cmd[0] == "remember":
+                r = vm(cli, vault, *cmd, text, "--type", "fact", agent=agent)
+            else:
+                r = vm(cli, vault, *cmd, text, agent=agent)
+            assert r.exit_code == 0, (cmd, name, r.output)
+            assert "warning: redacted" in r.stderr, (cmd, name, r.stderr)
+        all_gone.update({f"{cmd[0]} {k}": v for k, v in gone.items()})
+    vm(cli, vault, "log", "commit", agent="ella")
+    assert vm(cli, vault, "index").exit_code == 0
+
+    notes = b"\n".join(p.read_bytes() for p in (vault.root / "memories").glob("*.md"))
+    places = {"note files": notes.decode(), "MEMORY.md": (vault.root / "MEMORY.md").read_text(encoding="utf-8"),
+              "all files": everything_on_disk(vault.root).decode("utf-8", "replace"),
+              "git log -p --all": git(vault.root, "log", "--all", "-p", "--format=%an %s%n%b"),
+              "the index": index_bytes(vault.root).decode("utf-8", "replace")}
+    for where, text in places.items():
+        forms = {text, unicodedata.normalize("NFKC", text)}
+        for name, values in all_gone.items():
+            for raw in values:
+                assert not any(raw in form for form in forms), f"{name}: {raw!r} is in {where}"
+    for name, values in all_gone.items():
+        hits = out_json(vm(cli, vault, "search", unicodedata.normalize("NFKC", values[0]), "--json"))["hits"]
+        assert not [h for h in hits if values[0] in str(h)], f"{name}: search finds it"
+    assert git(vault.root, "status", "--porcelain") == ""
+
+
+def test_remember_in_a_real_process_stores_no_form_of_a_full_width_or_split_secret(vault):
+    from conftest import run_vaultmem
+
+    fw, split = token(41), token(42)
+    text = f"部署令牌 {full_width(fw)}\n另一个 {split[:20]}\n  {split[20:]} 用于 CI"
+    r = run_vaultmem("--vault", vault.root, "remember", text, "--type", "fact", "--name", "部署令牌")
+    assert r.returncode == 0, r.stderr
+    assert "redacted a github-token in the text" in r.stderr
+    body = (vault.root / "memories" / "部署令牌.md").read_text(encoding="utf-8")
+    assert body.count("[redacted:github-token:") == 2 and "用于 CI" in body
+    history = git(vault.root, "log", "--all", "-p")
+    for raw in (fw, full_width(fw), split[:20], split[20:]):
+        assert raw not in body and raw not in history
+
+
+# -- remember --name: the index line is checked as it is written ------------------------------
+@pytest.mark.parametrize("text", [
+    "db password: hunter22x for staging", "db at postgres://admin:s3cr3tP4ss@db.example.com/app",
+    "测试库 password: hunter22x，连接 mysql://root:Sup3rS3cret!@10.0.0.5/x", "password=hunter2",
+])
+@pytest.mark.parametrize("name", [None, "staging db", "测试库连接"])
+def test_remember_with_or_without_a_name_stores_a_redacted_secret(cli, vault, text, name):
+    extra = ["--name", name] if name else []
+    r = vm(cli, vault, "remember", text, "--type", "fact", *extra, "--json")
+    assert r.exit_code == 0, r.output
+    data = out_json(r)
+    assert data["warnings"] and "not scrubbed" not in r.output
+    index = (vault.root / "MEMORY.md").read_text(encoding="utf-8")
+    stored = (vault.root / data["path"]).read_text(encoding="utf-8")
+    history = git(vault.root, "log", "--all", "-p")
+    for raw in ("hunter2", "s3cr3tP4ss", "Sup3rS3cret"):
+        assert raw not in index and raw not in stored and raw not in history
+    assert "redacted" in index.split("<!-- vaultmem:index:begin")[1]
+    if name:
+        assert vault.read_note(data["slug"]).meta["name"] == name
+
+
+@pytest.mark.parametrize("form", ["full-width", "split", "short-url", "prose"])
+def test_the_last_line_of_defence_reads_secrets_as_the_scrubber_does(vault, form):
+    secret = token(8)
+    body = {"full-width": f"x {full_width(secret)}", "split": f"> x {secret[:15]}\n> {secret[15:]} y",
+            "short-url": "postgres://u:p@h/db", "prose": "the password=hunter2 is set"}[form]
+    before = git(vault.root, "rev-parse", "HEAD")
+    with pytest.raises(VaultmemError, match="not scrubbed"):
+        with vault.writer.locked():
+            vault.writer.apply(Actor("lee", "agent"), "sneak", {"memories/x.md": f"---\nname: x\n---\n{body}\n"})
+    assert not (vault.root / "memories/x.md").exists() and git(vault.root, "rev-parse", "HEAD") == before

@@ -30,10 +30,15 @@ from __future__ import annotations
 import functools
 import hashlib
 import hmac
+import math
 import re
+import string
+import unicodedata
 from dataclasses import dataclass
 
-PLACEHOLDER = re.compile(r"\[redacted:[a-z0-9-]+:[0-9a-f]{8}\]")
+# A placeholder as scrub() writes it, and as a link's text shows it (MEMORY.md turns the
+# square brackets of a note's name and description into round ones).
+PLACEHOLDER = re.compile(r"\[redacted:[a-z0-9-]+:[0-9a-f]{8}\]|\(redacted:[a-z0-9-]+:[0-9a-f]{8}\)")
 # The characters of a long token (the gate's business), and those a found value is
 # widened over to cover its whole token.
 _TOKEN_CHARS = r"A-Za-z0-9_\-+/=.~"
@@ -48,7 +53,9 @@ _TYPE_NAMES = {
     "Private Key": "private-key",
     "JSON Web Token": "jwt",
 }
-_SKIPPED_PLUGINS = {"IPPublicDetector"}
+# public IPs are not secrets; URL passwords are found by _URL_CREDENTIALS (detect-secrets'
+# pattern misses short ones and those holding '!', '$', '*' …)
+_SKIPPED_PLUGINS = {"IPPublicDetector", "BasicAuthDetector"}
 _HIGH_ENTROPY = {"Base64HighEntropyString": 20, "HexHighEntropyString": 32}  # minimum lengths
 # hex of these lengths is a checksum or object name (MD5, git SHA-1, SHA-256), not a key
 _HASHLIKE = re.compile(r"[0-9a-fA-F]{32}|[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
@@ -56,9 +63,40 @@ _KEY_BLOCK = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY[A-Z0-9 ]*-----.*?(?:--
                         re.DOTALL)
 # The gate: every secret the detectors can find has one of these (see tests/test_guard.py).
 _GATE = re.compile(
-    rf"[{_TOKEN_CHARS}]{{16,}}|://[^\s/@]*:[^\s/@]*@|PRIVATE KEY|"
+    rf"[{_TOKEN_CHARS}]{{16,}}|://[^\s/@]*:[^\s]*@|PRIVATE KEY|密码|口令|密钥|令牌|"
     r"(?i:pass|pwd|secret|token|key|auth|cred|private|api|bearer)",
 )
+# -- secrets broken over lines ---------------------------------------------------------------
+# A token may be wrapped onto the next line, that line indented or quoted ('> '); the two
+# halves are read joined. Only a break between two token-like runs is a candidate.
+_JOIN_CHARS = r"A-Za-z0-9_\-+/=.~:@!$%*^&?#"
+_JOIN_SET = frozenset(string.ascii_letters + string.digits + "_-+/=.~:@!$%*^&?#")
+_HEAD = re.compile(rf"[ \t]*(?:>[ \t]*)*([{_JOIN_CHARS}]+)")
+_LINE_BREAK = re.compile(r"\r?\n[ \t]*(?:>[ \t]*)*")  # a break, with the next line's indentation or quote
+_JOINED_MIN = 12  # a secret shorter than this (both halves together) is not looked for over a break
+_MAX_JOINED_LINES = 8
+# -- extra detectors ---------------------------------------------------------------------------
+# scheme://user:password@host — the password is whatever stands before the last '@' of the
+# authority (people do write '@', '!' or ':' in them unescaped)
+_URL_CREDENTIALS = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/?#@]*:(?P<pw>[^\s/]+)@[^\s/@?#]*")
+_SECRET_WORD = (r"(?:(?<![A-Za-z0-9])(?:[A-Za-z0-9]+[_\-])*(?:password|passwd|passphrase|pwd|secret|token|"
+                r"api[_\-]?key|access[_\-]?key|private[_\-]?key|auth[_\-]?token)(?:[_\-][A-Za-z0-9]+)*"
+                r"(?![A-Za-z0-9])|密码|口令|密钥|令牌)")
+# 'password=hunter2', 'the password is Tr0ub4dor&3', '密码：hunter22' — anywhere in a line
+_KEYWORD_VALUE = re.compile(
+    rf"(?i){_SECRET_WORD}(?P<sep>[ \t]*=[ \t]*|[ \t]*:[ \t]*|[ \t]+is[ \t]+|[ \t]*(?:是|为)[ \t]*)"
+    r"(?P<q>[\"'`]?)(?P<value>[\x21-\x7e]+?)(?P=q)(?=$|[\s,;，。、）)\]]|[\"'`])")
+_NOT_A_VALUE = re.compile(
+    r"[\d.,:/\-]+|v?\d+(?:\.\d+)+\S*|[$%{<].*|.*[}>]|[*xX•.]+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|"
+    r"(?i:true|false|null|none|nil|empty|required|optional|string|str|int|bool|number|text|value|redacted)")
+_ENV_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+_MIXED = re.compile(r"(?=.*[A-Za-z])(?=.*[0-9!#$%&*+?@^~])")
+# random base64 (16 bytes and up): a run of its characters with both letter cases, near the
+# entropy of random text of its length and mostly not made of words
+_BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/_\-]{20,}={0,2}(?![A-Za-z0-9+/=_\-])")
+_WORDISH = re.compile(r"[A-Z]?[a-z]{3,}|[A-Z]{3,}(?![a-z])|\d{3,}")
+_WORD_PIECE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+|[0-9]{1,3}|[0-9a-fA-F]{7,}")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
 @dataclass(frozen=True)
@@ -73,8 +111,63 @@ class Finding:
         return {"type": self.type, "field": self.field, "placeholder": self.placeholder}
 
 
+def _view(line: str) -> tuple[str, list[int] | None]:
+    """The line as it is scanned: each character NFKC-folded (full-width ｇｈｐ＿ reads as
+    ghp_, as the search index reads it), invisible format characters (zero-width spaces,
+    bidi controls) left out; and, unless nothing changed, where each of its characters
+    came from in ``line``."""
+    if line.isascii():
+        return line, None
+    out, where = [], []
+    for i, ch in enumerate(line):
+        if ch.isascii():
+            out.append(ch)
+            where.append(i)
+            continue
+        if unicodedata.category(ch) == "Cf":
+            continue
+        folded = unicodedata.normalize("NFKC", ch)
+        out.append(folded)
+        where.extend([i] * len(folded))
+    view = "".join(out)
+    return (view, where) if view != line else (line, None)
+
+
+def _folded(text: str) -> str:
+    """A found value as the detectors read it: folded, its line breaks taken out."""
+    return _LINE_BREAK.sub("", "\n".join(_view(line)[0] for line in text.split("\n")))
+
+
 def might_hold_secret(text: str) -> bool:
-    return bool(_GATE.search(text))
+    if text.isascii():
+        return bool(_GATE.search(text)) or ("\n" in text and _joins_worth_reading(text.split("\n")))
+    lines = [_view(line)[0] for line in text.split("\n")]
+    return any(_GATE.search(line) for line in lines) or _joins_worth_reading(lines)
+
+
+def _tail(line: str) -> tuple[int, int] | None:
+    """Where the token-like run that ends the line (trailing blanks aside) stands."""
+    end = len(line.rstrip(" \t\r"))
+    start = end
+    while start > 0 and line[start - 1] in _JOIN_SET:
+        start -= 1
+    return (start, end) if start < end else None
+
+
+def _glued(tail: str, head: str) -> bool:
+    """Whether two runs that a line break separates could be one secret's halves."""
+    glued = tail + head
+    return len(glued) >= _JOINED_MIN and bool(
+        re.search(r"[0-9+/=:@_$%!]", glued) or (sum(c.isupper() for c in glued) >= 2
+                                                  and sum(c.islower() for c in glued) >= 2))
+
+
+def _joins_worth_reading(lines: list[str]) -> bool:
+    for a, b in zip(lines, lines[1:]):
+        tail, head = _tail(a), _HEAD.match(b)
+        if tail and head and _glued(a[tail[0]:tail[1]], head.group(1)):
+            return True
+    return False
 
 
 @functools.lru_cache(maxsize=1)
@@ -99,14 +192,89 @@ def _filtered(value: str, line: str) -> bool:
             or h.is_prefixed_with_dollar_sign(value) or h.is_indirect_reference(line))
 
 
+def _entropy(value: str) -> float:
+    counts: dict[str, int] = {}
+    for ch in value:
+        counts[ch] = counts.get(ch, 0) + 1
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+def _random_base64(value: str) -> bool:
+    """Whether a run of base64 characters reads as random bytes (a key of 16 bytes or
+    more) rather than an identifier, a word run or a checksum. detect-secrets' fixed
+    entropy limit (4.5 bits) sits above what 24 or 28 random characters can reach, so
+    here the limit follows the length: within 1.1 bits of log2(length), the most a
+    string of that length can have. Random base64 of 16 bytes passes 99.8% of the time
+    (bench_guard.py); camelCase and snake_case identifiers, paths, versions and hex do
+    not (they have few letter-case changes, mostly words, or one case only)."""
+    core = value.rstrip("=")
+    n = len(core)
+    if n < 20 or re.fullmatch(r"[0-9a-fA-F\-]+", core) or _UUID.search(core):
+        return False
+    if sum(c.isupper() for c in core) < 2 or sum(c.islower() for c in core) < 2:
+        return False
+    words = sum(len(m.group(0)) for m in _WORDISH.finditer(core))
+    return words <= 0.8 * n and _entropy(core) >= math.log2(n) - 1.1
+
+
+def _random_runs(line: str) -> list[tuple[int, int]]:
+    """Where random base64 stands in the line (a path is judged segment by segment)."""
+    found = []
+    for m in _BASE64_RUN.finditer(line):
+        value = m.group(0)
+        if _random_base64(value.strip("/")):
+            found.append((m.start(), m.end()))
+        elif "/" in value:
+            pos = m.start()
+            for seg in value.split("/"):
+                if _random_base64(seg):
+                    found.append((pos, pos + len(seg)))
+                pos += len(seg) + 1
+    return found
+
+
+def _keyword_value(value: str, sep: str) -> bool:
+    """Whether what follows 'password=' (or ':', ' is ', '是' …) in prose is a value."""
+    if len(value) < 4 or "/" in value or _NOT_A_VALUE.fullmatch(value) or PLACEHOLDER.search(value):
+        return False
+    return "=" in sep or bool(_MIXED.match(value))
+
+
+def _extra(line: str) -> list[tuple[int, int, str]]:
+    """What detect-secrets misses: short or unusual URL passwords, a password written in
+    prose, random base64 of 16-24 bytes."""
+    found = []
+    for m in _URL_CREDENTIALS.finditer(line):
+        pw = m.group("pw")
+        if PLACEHOLDER.search(pw) or re.fullmatch(r"[$%{<].*|.*[}>]|[*xX•.]+", pw):
+            continue  # a template ('${DB_PASS}', '<password>') or a mask ('****') is no password
+        found.append((m.start("pw"), m.end("pw"), "url-password"))
+    for m in _KEYWORD_VALUE.finditer(line):
+        value = m.group("value").rstrip(".") or m.group("value")
+        if _keyword_value(value, m.group("sep")):
+            found.append((m.start("value"), m.start("value") + len(value), "password"))
+    urls = [(m.start(), m.end()) for m in _URL.finditer(line)]
+    for start, end in _random_runs(line):
+        if not any(u0 <= start and end <= u1 for u0, u1 in urls):
+            found.append((start, end, "high-entropy"))
+    return found
+
+
 def _spans(line: str) -> list[tuple[int, int, str]]:
-    """(start, end, type) of each secret in one line."""
+    """(start, end, type) of each secret in one line as scanned (see :func:`_view`); a
+    named detector's match is widened to its whole token."""
     from detect_secrets.util.code_snippet import get_code_snippet
 
     context = get_code_snippet([line], 1)
     kept = [(m.start(), m.end()) for m in PLACEHOLDER.finditer(line)]  # earlier redactions stay as they are
     urls = [(m.start(), m.end()) for m in _URL.finditer(line)]
     found: list[tuple[int, int, str]] = []
+
+    def add(start: int, end: int, kind: str) -> None:
+        if not any(start < k1 and k0 < end for k0, k1 in kept):
+            found.append((start, end, kind))
+
     for plugin in _plugins():
         name = plugin.__class__.__name__
         minimum = _HIGH_ENTROPY.get(name)
@@ -127,16 +295,19 @@ def _spans(line: str) -> list[tuple[int, int, str]]:
                 # such as AWS's may hold '/' too, but does not start with one)
                 parts = [seg for seg in value.split("/") if secret_like(seg)] if "/" in value else []
                 values = parts or ([] if value.startswith(("/", "./", "../")) else [value])
-            elif kind == "password" and (re.search(r"\s", value) or len(value) < 4 or re.fullmatch(r"[\d.]+", value)):
-                continue  # 'password: 12 characters minimum', 'detect-secrets==1.5.0': prose, not a value
+            elif kind == "password" and (re.search(r"\s", value) or len(value) < 4 or re.fullmatch(r"[\d.]+", value)
+                                         or PLACEHOLDER.search(value) or _ENV_NAME.fullmatch(value)):
+                continue  # 'password: 12 characters minimum', 'detect-secrets==1.5.0', 'password=DB_PASSWORD_FILE'
+                # (a variable's name): prose or a reference, not a value
             else:
                 values = [value]
             for one in values:
                 for start, end in _occurrences(line, one, widen=kind not in ("url-password", "password")):
                     if minimum is not None and any(u0 <= start and end <= u1 for u0, u1 in urls):
                         continue  # ids in links (documents, commits, pages) are addresses, not keys
-                    if not any(start < k1 and k0 < end for k0, k1 in kept):
-                        found.append((start, end, kind))
+                    add(start, end, kind)
+    for start, end, kind in _extra(line):
+        add(start, end, kind)
     return found
 
 
@@ -170,10 +341,134 @@ def _digest(value: str, key: bytes) -> str:
     return hmac.new(key, value.encode("utf-8"), hashlib.sha256).hexdigest()[:8]
 
 
+def _hits(lines: list[str], wanted: set[int] | None = None) -> list[tuple[int, int, int, int, str]]:
+    """Every secret in ``lines`` (of the lines in ``wanted``, or touching one, when given)
+    as (first line, column, last line, end column, type), in the lines as written: each
+    line is read folded (:func:`_view`), and each break between two token-like runs is
+    also read joined, the next line's indentation or quote marker left out."""
+    views: dict[int, tuple[str, list[int] | None]] = {}
+
+    def view(i: int) -> tuple[str, list[int] | None]:
+        if i not in views:
+            views[i] = _view(lines[i])
+        return views[i]
+
+    def back(i: int, col: int, end: bool = False) -> int:
+        """A column of line i's view, in line i as written."""
+        where = view(i)[1]
+        if where is None:
+            return col
+        if end:
+            return where[col - 1] + 1 if col > 0 else 0
+        return where[col] if col < len(where) else len(lines[i])
+
+    hits: list[tuple[int, int, int, int, str]] = []
+    per_line: dict[int, list[tuple[int, int]]] = {}  # what each line alone holds, in its view
+
+    def alone(i: int) -> list[tuple[int, int]]:
+        if i not in per_line:
+            text = view(i)[0]
+            per_line[i] = [(s, e) for s, e, _ in _spans(text)] if _GATE.search(text) else []
+        return per_line[i]
+
+    for i in (range(len(lines)) if wanted is None else sorted(n for n in wanted if 0 <= n < len(lines))):
+        text = view(i)[0]
+        if _GATE.search(text):
+            found = _spans(text)
+            per_line[i] = [(s, e) for s, e, _ in found]
+            hits.extend((i, back(i, s), i, back(i, e, True), k) for s, e, k in found)
+    # breaks: line i's last run glued to line i+1's first (and on, while a line is one run)
+    if wanted is None:
+        starts = range(len(lines) - 1)
+    else:  # the breaks next to a wanted line, and a chain of one-run lines above it
+        near = set()
+        for n in wanted:
+            near.update((n - 1, n))
+            k = n - 1
+            while k > 0 and n - k < _MAX_JOINED_LINES and _one_run(view(k)[0]):
+                k -= 1
+                near.add(k)
+        starts = sorted(k for k in near if 0 <= k < len(lines) - 1)
+    last = -1
+    for i in starts:
+        if i < last:
+            continue  # inside a chain read already
+        tail = _tail(view(i)[0])
+        if not tail:
+            continue
+        joined, pieces, junctions = view(i)[0][: tail[1]], [(0, i, 0)], []  # (from, line, its column)
+        run, j = view(i)[0][tail[0]:tail[1]], i + 1
+        while j < len(lines) and j - i < _MAX_JOINED_LINES:
+            head = _HEAD.match(view(j)[0])
+            if not head or not _glued(run, head.group(1)):
+                break
+            junctions.append(len(joined))
+            pieces.append((len(joined), j, head.start(1)))
+            joined += view(j)[0][head.start(1):]
+            if view(j)[0][head.end(1):].strip():
+                break
+            run, j = head.group(1), j + 1
+        last = pieces[-1][1]
+        if junctions and (wanted is None or any(n in wanted for n in range(i, last + 1))) \
+                and _GATE.search(joined):
+            for s, e, kind in _spans(joined):
+                cuts = [s, *[at for at in junctions if s < at < e], e]
+                if len(cuts) == 2:
+                    continue  # within one line: found (or not) line by line
+                parts = [joined[a:b] for a, b in zip(cuts, cuts[1:])]
+                if kind == "high-entropy":
+                    # no part of it may read on its own line as a word, a short number or a hex
+                    # id ('fixed in commit' + a SHA on the next line is not one secret)
+                    if any(_WORD_PIECE.fullmatch(p) or _UUID.fullmatch(p) for p in parts):
+                        continue
+                else:
+                    # a secret whole on its own line, glued to the next line's word, is found already
+                    covered = []
+                    for a, b in zip(cuts, cuts[1:]):
+                        start, line, col = _piece(pieces, a)
+                        c0, c1 = col + a - start, col + b - start
+                        covered.append(any(x0 <= c0 and c1 <= x1 for x0, x1 in alone(line)))
+                    if any(covered) and all(c or _WORD_PIECE.fullmatch(p) for c, p in zip(covered, parts)):
+                        continue
+                (a, la, ca), (b, lb, cb) = _piece(pieces, s), _piece(pieces, e - 1)
+                hits.append((la, back(la, ca + s - a), lb, back(lb, cb + e - b, True), kind))
+    return hits
+
+
+def _one_run(line: str) -> bool:
+    head = _HEAD.match(line)
+    return bool(head) and not line[head.end(1):].strip()
+
+
+def _piece(pieces: list[tuple[int, int, int]], pos: int) -> tuple[int, int, int]:
+    return next(p for p in reversed(pieces) if p[0] <= pos)
+
+
+def _offsets(lines: list[str]) -> list[int]:
+    out, pos = [], 0
+    for line in lines:
+        out.append(pos)
+        pos += len(line) + 1
+    return out
+
+
+def secret_lines(text: str, wanted: set[int] | None = None) -> list[tuple[int, str]]:
+    """(line number from 1, type) of each secret in ``text`` — only of the lines numbered
+    in ``wanted`` and of secrets broken over a line break next to one, when given."""
+    if not text:
+        return []
+    lines = text.split("\n")
+    want = None if wanted is None else {n - 1 for n in wanted}
+    return sorted({(la + 1, kind) for la, _, _, _, kind in _hits(lines, want)})
+
+
 def scrub(text: str, field: str, key: bytes) -> tuple[str, list[Finding]]:
     """``text`` with every secret replaced by ``[redacted:<type>:<hash>]``, and what was
     found. The hash is keyed (``key`` is local to the vault's machine), so the same secret
-    gets the same placeholder without the placeholder revealing a weak password."""
+    gets the same placeholder without the placeholder revealing a weak password. A secret
+    written in full-width or other compatibility forms is found as its NFKC form and the
+    characters as written are replaced; one broken over lines is replaced from its first
+    character to its last, the line breaks (and the next line's indentation or '>') kept."""
     if not text or not might_hold_secret(text):
         return text, []
     findings: list[Finding] = []
@@ -184,22 +479,20 @@ def scrub(text: str, field: str, key: bytes) -> tuple[str, list[Finding]]:
         return placeholder
 
     text = _KEY_BLOCK.sub(block, text)
-    out_lines = []
-    for line in text.split("\n"):
-        if not might_hold_secret(line):
-            out_lines.append(line)
+    lines = text.split("\n")
+    at = _offsets(lines)
+    spans = _merge([(at[la] + ca, at[lb] + cb, kind) for la, ca, lb, cb, kind in _hits(lines)
+                    if at[la] + ca < at[lb] + cb])
+    pieces, last = [], 0
+    for start, end, kind in spans:
+        value = text[start:end]
+        if PLACEHOLDER.fullmatch(value):
             continue
-        pieces, last = [], 0
-        for start, end, kind in _merge(_spans(line)):
-            value = line[start:end]
-            if PLACEHOLDER.fullmatch(value):
-                continue
-            placeholder = f"[redacted:{kind}:{_digest(value, key)}]"
-            findings.append(Finding(kind, field, placeholder))
-            pieces.append(line[last:start] + placeholder)
-            last = end
-        out_lines.append("".join(pieces) + line[last:])
-    return "\n".join(out_lines), findings
+        placeholder = f"[redacted:{kind}:{_digest(_folded(value), key)}]"
+        findings.append(Finding(kind, field, placeholder))
+        pieces.append(text[last:start] + placeholder + "".join(m.group(0) for m in _LINE_BREAK.finditer(value)))
+        last = end
+    return "".join(pieces) + text[last:], findings
 
 
 # -- instruction-like text ------------------------------------------------------------------

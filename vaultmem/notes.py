@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import files, layout
-from .errors import BadInput, NotFound
+from .errors import BadInput, NameRefused, NotFound
 from .models import AUTHOR_KINDS, SCOPES, Actor, NoteFields, NoteInfo
 from .names import check_name, collision_key, slugify
 from .parse import index_line, parse_note, render_note, set_note_fields, update_index
@@ -110,7 +110,7 @@ def prepare(text: str, actor: Actor, note: NoteFields, config, scrub: Scrubber) 
     clean_tags = [clean_tag(t) for t in note.tags]
     clean_aliases = [a.strip() for a in (scrub.text("alias", a) for a in note.aliases if a) if a.strip()]
     first_line = body.splitlines()[0].strip()
-    title = scrub.text("name", note.name.strip()) if note.name else shorten(first_line, 60)
+    title = checked_name(scrub.text("name", note.name.strip())) if note.name else shorten(first_line, 60)
     if not title:
         raise BadInput("is empty", field="name")
     desc = scrub.text("description", note.description.strip()) if note.description else shorten(first_line, 120)
@@ -124,6 +124,24 @@ def prepare(text: str, actor: Actor, note: NoteFields, config, scrub: Scrubber) 
         "key": key,
     }  # fmt: skip
     return meta, body
+
+
+NAME_RULE = ("a note's name also makes its file name: letters and digits of any script, spaces and "
+             "punctuation such as - _ . , ( ) are allowed; / \\ : * ? \" < > | # ^ [ ], control characters, "
+             "'..', and a leading or trailing dot or space are not")
+
+
+def checked_name(name: str) -> str:
+    """A note's name as given (secrets already replaced), or NameRefused (field ``name``)
+    when it could not be a file name as it is: a name that reads as a path
+    (``../../escape``) is refused, not quietly turned into another one."""
+    from . import guard  # its patterns only: the detectors load when text is scrubbed
+
+    try:
+        check_name(guard.PLACEHOLDER.sub("redacted", name), "note name", field="name")
+    except NameRefused as exc:
+        raise NameRefused(exc.message, hint=NAME_RULE, field="name") from None
+    return name
 
 
 # -- planning writes ---------------------------------------------------------------------------
@@ -200,6 +218,12 @@ def shorten(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     cut = text[: limit - 1]
+    if "redacted:" in text:  # a placeholder is kept whole or left out, never cut
+        from . import guard
+
+        for m in guard.PLACEHOLDER.finditer(text):
+            if m.start() < limit - 1 < m.end():
+                return (text[: m.start()].rstrip() or text[: limit - 1]) + "…"
     if re.match(r"[\w\-+/=.~]", text[limit - 1]) and re.search(r"[A-Za-z0-9_\-+/=.~]$", cut):
         cut = re.sub(r"[A-Za-z0-9_\-+/=.~]+$", "", cut) or cut
     return cut.rstrip() + "…"

@@ -402,18 +402,16 @@ class Writer:
         deleted = set()
         for rel, text in writes.items():
             if text is None:
-                deleted.update((before.get(rel) or "").splitlines())
+                deleted.update((before.get(rel) or "").split("\n"))
         for rel, text in writes.items():
-            old = set((before.get(rel) or "").splitlines())
+            old = set((before.get(rel) or "").split("\n"))
             if rel.startswith(f"{layout.ARCHIVE_DIR}/"):
                 old |= deleted
-            for n, line in enumerate((text or "").splitlines(), 1):
-                if line in old or not guard.might_hold_secret(line):
-                    continue
-                _, found = guard.scrub(line, rel, redaction_key(self.root))
-                if found:
-                    raise VaultmemError(f"refusing to write a {found[0].type} that was not scrubbed",
-                                        path=rel, line=n, hint="this is a vaultmem bug: please report it")
+            added = {n for n, line in enumerate((text or "").split("\n"), 1) if line not in old}
+            # each added line, and a secret broken over the break next to one, as scrub() reads them
+            for n, kind in guard.secret_lines(text or "", added)[:1]:
+                raise VaultmemError(f"refusing to write a {kind} that was not scrubbed",
+                                    path=rel, line=n, hint="this is a vaultmem bug: please report it")
 
     def _check_drafts(self, drafts: list[str], rescrubbed: set[str]) -> list[str]:
         """The uncommitted edits to commit before this change (see :meth:`apply`). A
@@ -425,20 +423,18 @@ class Writer:
         swept = []
         for rel in drafts:
             path = self.root / rel
-            found = None
+            found: list = []
             if path.is_file():
-                old = set((gitstore.committed_text(self.root, rel) or "").splitlines())
-                for n, line in enumerate(files.read_vault_text(self.root, rel).splitlines(), 1):
-                    if line in old or not guard.might_hold_secret(line):
-                        continue
-                    _, found = guard.scrub(line, rel, redaction_key(self.root))
-                    if found:
-                        break
+                old = set((gitstore.committed_text(self.root, rel) or "").split("\n"))
+                text = files.read_vault_text(self.root, rel)
+                added = {n for n, line in enumerate(text.split("\n"), 1) if line not in old}
+                found = guard.secret_lines(text, added)[:1]
             if not found:
                 swept.append(rel)
             elif rel not in rescrubbed:
+                n, kind = found[0]
                 raise SecretRefused(
-                    f"the uncommitted edit holds a {found[0].type}; vaultmem would have to commit it "
+                    f"the uncommitted edit holds a {kind}; vaultmem would have to commit it "
                     f"before this change, so nothing was written", path=rel, line=n,
                     hint="remove the secret from the file (or commit it yourself, knowingly), then retry")
         return swept
