@@ -84,7 +84,7 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
     parts = BriefParts(agent=agent, task=task, identity=identity, hits=relevant, index_lines=index_lines,
                        live=live, lang=config.lang, max_items=config.brief_max_items)
     made = build_brief(parts, budget)
-    made.warnings = warnings
+    made.warnings = warnings + made.warnings
     return made
 
 

@@ -425,9 +425,10 @@ class Writer:
             path = self.root / rel
             found: list = []
             if path.is_file():
-                old = set((gitstore.committed_text(self.root, rel) or "").split("\n"))
+                # a line whose ending alone changed (LF → CRLF in an editor) adds nothing
+                old = set((gitstore.committed_text(self.root, rel) or "").replace("\r", "").split("\n"))
                 text = files.read_vault_text(self.root, rel)
-                added = {n for n, line in enumerate(text.split("\n"), 1) if line not in old}
+                added = {n for n, line in enumerate(text.split("\n"), 1) if line.rstrip("\r") not in old}
                 found = guard.secret_lines(text, added)[:1]
             if not found:
                 swept.append(rel)
