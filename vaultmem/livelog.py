@@ -216,6 +216,8 @@ def newest(root: Path, log: str = "live", n: int = 20, agent: str | None = None,
                 break
             if (channel and e.channel != channel) or (type_ and e.type != type_):
                 continue
+            if e.agent != who:
+                e.problem = f"claims to be {e.agent}'s entry but sits in {who}'s file"
             picked.append(e)
             count += 1
             if count >= n:
@@ -373,35 +375,135 @@ def repair(root: Path) -> list[dict]:
 # -- verifying -------------------------------------------------------------------------------
 
 
-def _key_timeline(root: Path, agent: str, initial: tuple[str, bytes] | None,
-                  entries: list[LogEntry]) -> tuple[dict[str, tuple[str, bytes]], dict[str, str]]:
-    """The agent's keys over time, from its live log: kid → (introduced at, raw key), and
-    kid → revoked at. A rotation or revocation counts only if its own signature holds
-    with a key valid at its time, so one forged line cannot bring in or retire a key."""
-    keys: dict[str, tuple[str, bytes]] = {}
-    revoked: dict[str, str] = {}
+@dataclass
+class KeyTimeline:
+    """One agent's keys along its own live-log chain. A key is valid for the live entries
+    after the one that introduced it (sequence ``live_from``) and before the one that
+    revoked it (``live_until``); for decision-log entries, the rotation or revocation
+    records how far the agent's decision log went then (``dec_from`` / ``dec_until``;
+    entries written before that mark existed fall back to timestamps). Order comes from
+    the chain, never from the time an entry claims: a leaked key cannot back-date its way
+    past its revocation."""
+
+    keys: dict[str, bytes] = field(default_factory=dict)
+    live_from: dict[str, int] = field(default_factory=dict)
+    live_until: dict[str, int] = field(default_factory=dict)
+    dec_from: dict[str, tuple[int | None, str]] = field(default_factory=dict)
+    dec_until: dict[str, tuple[int | None, str]] = field(default_factory=dict)
+
+    def problem(self, e: LogEntry) -> tuple[str, str] | None:
+        """None if ``e``'s key is valid at its place in the chain, else (kind, message)."""
+        kid = e.kid
+        if kid not in self.keys:
+            return "unknown-key", f"signed with a key not valid for {e.agent}: {kid}"
+        if e.log == "live":
+            if e.seq <= self.live_from[kid]:
+                return "unknown-key", f"signed with the key {kid}, introduced only at {e.agent}#{self.live_from[kid]}"
+            if kid in self.live_until and e.seq >= self.live_until[kid]:
+                return "revoked-key", (f"signed with the key {kid}, revoked at {e.agent}#{self.live_until[kid]} "
+                                       f"(whatever time the entry claims)")
+            return None
+        start = self.dec_from.get(kid)
+        if start is not None and ((start[0] is not None and e.seq <= start[0]) or (start[0] is None
+                                                                                  and e.ts < start[1])):
+            return "unknown-key", f"signed with the key {kid}, introduced after this decision-log entry"
+        end = self.dec_until.get(kid)
+        if end is not None and ((end[0] is not None and e.seq > end[0]) or (end[0] is None and e.ts >= end[1])):
+            return "revoked-key", f"signed with the key {kid}, revoked when {e.agent}'s decision log ended at " + (
+                f"sequence {end[0]}" if end[0] is not None else end[1])
+        return None
+
+
+def key_timeline(agent: str, initial: tuple[str, bytes] | None, entries: list[LogEntry]) -> KeyTimeline:
+    """The agent's keys from its live log (``entries``, as read). A rotation or revocation
+    counts only if it is signed with a key valid at its place in the chain and its line is
+    intact; a rotation must also sit in the chain itself — the only entry with its
+    sequence number, linked to the entry before and by the entries after — so a leaked
+    key can neither announce a key of its own after its revocation nor slip one into the
+    history before it (that would be a second entry with an old number: a fork)."""
+    tl = KeyTimeline()
     if initial is not None:
-        keys[initial[0]] = ("", initial[1])
-    for e in entries:
-        if e.type not in ("key-rotate", "key-revoke") or e.agent != agent or e.log != "live":
+        tl.keys[initial[0]] = initial[1]
+        tl.live_from[initial[0]] = 0
+    mine = [e for e in entries if e.agent == agent and e.log == "live"]
+    by_seq: dict[int, list[LogEntry]] = {}
+    for e in mine:
+        by_seq.setdefault(e.seq, []).append(e)
+    events = sorted((e for e in mine if e.type in ("key-rotate", "key-revoke")), key=lambda e: e.seq)
+    for e in events:
+        if tl.problem(e) is not None or not verify_signature(tl.keys[e.kid], e) or e.line != render(e):
             continue
-        if not _valid_at(keys, revoked, e) or not verify_signature(keys[e.kid][1], e) or e.line != render(e):
-            continue
+        if len({x.nonce for x in by_seq[e.seq]}) > 1:
+            if e.type == "key-rotate":
+                continue  # a fork: another entry holds this place in the chain
+        dseq = e.extra.get("dseq")
+        dmark = (int(dseq) if isinstance(dseq, int) and not isinstance(dseq, bool) else None, e.ts)
         if e.type == "key-rotate" and e.extra.get("public"):
+            before = by_seq.get(e.seq - 1, [])
+            linked = (e.prev == "" if e.seq == 1 else len(before) == 1 and e.prev == line_hash(before[0].line))
+            if not linked or any(x.prev != line_hash(e.line) for x in by_seq.get(e.seq + 1, [])):
+                continue
             try:
                 raw = base64.b64decode(str(e.extra["public"]), validate=True)
             except ValueError:
                 continue
-            keys.setdefault(key_id(raw), (e.ts, raw))
+            kid = key_id(raw)
+            if kid not in tl.keys:
+                tl.keys[kid], tl.live_from[kid], tl.dec_from[kid] = raw, e.seq, dmark
         elif e.type == "key-revoke" and e.extra.get("kid") and str(e.extra["kid"]) != e.kid:
-            revoked.setdefault(str(e.extra["kid"]), e.ts)
-    return keys, revoked
+            kid = str(e.extra["kid"])
+            if kid not in tl.live_until or e.seq < tl.live_until[kid]:
+                tl.live_until[kid], tl.dec_until[kid] = e.seq, dmark
+    return tl
 
 
-def _valid_at(keys: dict[str, tuple[str, bytes]], revoked: dict[str, str], e: LogEntry) -> bool:
-    if e.kid not in keys or keys[e.kid][0] > e.ts:
+def has_key_events(path: Path) -> bool:
+    """Whether a live-log file may hold a rotation or revocation (a quick byte search)."""
+    needle, tail = b'"t":"key-', b""
+    try:
+        with open(path, "rb") as fh:
+            while chunk := fh.read(BLOCK * 16):
+                if needle in tail + chunk:
+                    return True
+                tail = chunk[-len(needle):]
+    except OSError:
         return False
-    return e.kid not in revoked or e.ts < revoked[e.kid]
+    return False
+
+
+class Checker:
+    """Checks single entries as they are shown (``log tail``, the brief): written by the
+    agent whose file holds it, its line intact, signed with a key valid at its place in
+    that agent's chain. (Sequence gaps, forks and truncation need the whole log: ``verify``.)"""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.initial = initial_keys(root)
+        self._timelines: dict[str, KeyTimeline] = {}
+
+    def timeline(self, agent: str) -> KeyTimeline:
+        if agent not in self._timelines:
+            path = log_files(self.root, "live").get(agent)
+            entries = read_entries(path)[0] if path is not None and has_key_events(path) else []
+            self._timelines[agent] = key_timeline(agent, self.initial.get(agent), entries)
+        return self._timelines[agent]
+
+    def problem(self, e: LogEntry) -> str | None:
+        if e.line and e.line != render(e):
+            return "the line differs from its signed fields"
+        tl = self.timeline(e.agent)
+        found = tl.problem(e)
+        if found is not None:
+            return found[1]
+        if not verify_signature(tl.keys[e.kid], e):
+            return "the signature does not match (the entry was edited)"
+        return None
+
+    def mark(self, entries: list[LogEntry]) -> list[LogEntry]:
+        """Set each entry's ``problem`` (None when it checks out)."""
+        for e in entries:
+            e.problem = e.problem or self.problem(e)
+        return entries
 
 
 def verify(root: Path, checkpoint_marks: dict[str, dict[str, int]] | None = None) -> tuple[list[dict], dict]:
@@ -411,11 +513,11 @@ def verify(root: Path, checkpoint_marks: dict[str, dict[str, int]] | None = None
     initial = initial_keys(root)
     kid_owner = {kid: agent for agent, (kid, _raw) in initial.items()}
     read = {log: {agent: read_entries(path) for agent, path in log_files(root, log).items()} for log in LOG_DIRS}
-    timelines = {}
+    timelines: dict[str, KeyTimeline] = {}
     for agent in set(read["live"]) | set(read["decisions"]) | set(initial):
         live = read["live"].get(agent, ([], []))[0]
-        timelines[agent] = _key_timeline(root, agent, initial.get(agent), live)
-        for kid in timelines[agent][0]:
+        timelines[agent] = key_timeline(agent, initial.get(agent), live)
+        for kid in timelines[agent].keys:
             kid_owner.setdefault(kid, agent)
     nonces: dict[str, str] = {}
     last_seq: dict[tuple[str, str], int] = {}
@@ -430,7 +532,7 @@ def verify(root: Path, checkpoint_marks: dict[str, dict[str, int]] | None = None
         for agent, (entries, problems) in read[log].items():
             for p in problems:
                 find(p.get("kind", "unreadable"), log, agent, p["message"], line=p["line"])
-            keys, revoked = timelines.get(agent, ({}, {}))
+            timeline = timelines.get(agent, KeyTimeline())
             expect, prev_line, seen_seq = 1, None, {}
             for e in entries:
                 total += 1
@@ -443,19 +545,19 @@ def verify(root: Path, checkpoint_marks: dict[str, dict[str, int]] | None = None
                 if e.agent != agent or e.log != log:
                     find("wrong-author", log, agent,
                          f"entry claims to be {e.agent!r}'s {e.log} entry but sits in {agent!r}'s {log} file", **where)
-                if _valid_at(keys, revoked, e):
-                    if not verify_signature(keys[e.kid][1], e):
+                key_problem = timeline.problem(e) if e.agent == agent else ("unknown-key", "")
+                if key_problem is None:
+                    if not verify_signature(timeline.keys[e.kid], e):
                         find("bad-signature", log, agent, "the signature does not match (the entry was edited)",
                              **where)
-                elif e.kid in revoked and e.kid in keys:
-                    find("revoked-key", log, agent, f"signed with the key {e.kid}, revoked at {revoked[e.kid]}",
-                         **where)
+                elif key_problem[0] == "revoked-key":
+                    find("revoked-key", log, agent, key_problem[1], **where)
                 elif e.kid in kid_owner and kid_owner[e.kid] != agent:
                     find("forged-author", log, agent,
                          f"signed with {kid_owner[e.kid]!r}'s key, but claims to be {agent!r}", **where)
                 else:
-                    find("unknown-key", log, agent, f"signed with a key not valid for {agent} at {e.ts}: {e.kid}",
-                         **where)
+                    find("unknown-key", log, agent, key_problem[1] or f"signed with a key not valid for {agent}: "
+                                                                     f"{e.kid}", **where)
                 if e.nonce in nonces:
                     find("replayed", log, agent, f"the same entry (nonce) already appears at {nonces[e.nonce]}",
                          **where)
@@ -497,13 +599,27 @@ def verify(root: Path, checkpoint_marks: dict[str, dict[str, int]] | None = None
     return findings, {"entries": total, "agents": len(agents)}
 
 
+def last_seq(root: Path, log: str, agent: str) -> int:
+    """The sequence number of ``agent``'s last whole entry in ``log`` (0 if none)."""
+    path = log_files(root, log).get(agent)
+    for line in _tail_lines(path) if path is not None else ():
+        try:
+            return parse_line(line).seq
+        except LineError:
+            continue
+    return 0
+
+
 def rotate(root: Path, agent: str) -> tuple[LogEntry, str]:
-    """A new key for ``agent``, announced by an entry signed with the current one."""
+    """A new key for ``agent``, announced by an entry signed with the current one. The
+    entry records where the agent's decision log stands (``dseq``): the new key signs the
+    decisions after that one."""
     old = load_private_key(root, agent)
     new = new_private_key()
     raw = public_raw(new)
     done = append(root, "live", agent, "keys", "key-rotate", f"{agent} rotates to key {key_id(raw)}",
-                  extra={"public": base64.b64encode(raw).decode(), "kid": key_id(raw)}, private=old)
+                  extra={"public": base64.b64encode(raw).decode(), "kid": key_id(raw),
+                         "dseq": last_seq(root, "decisions", agent)}, private=old)
     save_private_key(root, agent, new)
     return done.entry, key_id(raw)
 

@@ -95,7 +95,9 @@ class Shared:
 
     def revoke_key(self, agent: str, kid: str, actor: Actor, reason: str = "") -> LogEntry:
         """Retire one of ``agent``'s keys (say, a leaked one after a rotation), in an entry
-        signed with its current key: entries signed with it afterwards fail ``verify``."""
+        signed with its current key: entries signed with it after this one in the agent's
+        chain fail ``verify``, whatever time they claim; so do decisions past the decision
+        log's end now (``dseq``)."""
         agent = check_name(agent, "agent name")
         if not actor.is_human and actor.name != agent:
             raise PermissionRefused(f"agent {actor.name!r} may not revoke {agent!r}'s keys")
@@ -107,7 +109,7 @@ class Shared:
         reason = scrub.text("reason", reason)
         entry = livelog.append(self.root, "live", agent, "keys", "key-revoke",
                                f"{agent} revokes key {kid}" + (f": {reason}" if reason else ""),
-                               extra={"kid": kid}).entry
+                               extra={"kid": kid, "dseq": livelog.last_seq(self.root, "decisions", agent)}).entry
         entry.warnings = scrub.warnings()
         return entry
 
@@ -140,7 +142,8 @@ class Shared:
             raise BadInput(f"the count is {n}; it must be at least 1", field="n")
         since_key = _since(since) if since else None
         if unseen_as is None:
-            return livelog.newest(self.root, log, n, agent=agent, channel=channel, type_=type_, since=since_key)
+            return self._checked(livelog.newest(self.root, log, n, agent=agent, channel=channel, type_=type_,
+                                                since=since_key))
         me = self._agent(unseen_as)
         cursor = livelog.read_cursor(self.root, me)
         shown_before = livelog.read_shown(self.root, me)
@@ -160,11 +163,18 @@ class Shared:
                     mark += 1
                 cursor[who] = mark
             livelog.save_cursor(self.root, me, cursor, shown_before)
-        return shown
+        return self._checked(shown)
+
+    def _checked(self, entries: list[LogEntry]) -> list[LogEntry]:
+        """Each entry with its ``problem`` set when its author, line or key does not check
+        out, so that what is shown is never presented as verified when it is not."""
+        return livelog.Checker(self.root).mark(entries)
 
     def unseen_for_brief(self, agent: str, n: int = 5) -> list[LogEntry]:
-        """The newest entries of other agents that ``agent`` has not read (not marked read)."""
-        return livelog.newest(self.root, "live", n, after=livelog.read_cursor(self.root, agent), exclude=agent)
+        """The newest entries of other agents that ``agent`` has not read (not marked read);
+        an entry that does not check out (a forged or revoked signature) is left out."""
+        entries = livelog.newest(self.root, "live", n * 4, after=livelog.read_cursor(self.root, agent), exclude=agent)
+        return [e for e in self._checked(entries) if not e.problem][-n:]
 
     def find(self, ref: str, log: str = "live") -> LogEntry:
         who, _, seq = ref.partition("#")

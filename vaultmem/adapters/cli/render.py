@@ -214,7 +214,8 @@ def log_line(e) -> str:
     """One live-log or decision-log entry (``log tail``)."""
     ref = f" ↩ {e.ref}" if e.ref else ""
     body = "\n    " + e.body.replace("\n", "\n    ") if e.body else ""
-    return f"{e.ts[:19]}Z  {e.id:<16} #{e.channel:<10} {e.type:<9}{ref} {e.summary}{body}"
+    bad = f"  [NOT VERIFIED: {e.problem}]" if getattr(e, "problem", None) else ""
+    return f"{e.ts[:19]}Z  {e.id:<16} #{e.channel:<10} {e.type:<9}{ref} {e.summary}{bad}{body}"
 
 
 def key_created(change) -> str:
