@@ -175,20 +175,50 @@ def _tail_lines(path: Path, want: int | None = None) -> Iterator[str]:
             yield buf.rstrip(b"\r").decode("utf-8", errors="replace")
 
 
+def parse_altered(text: str, lineno: int = 0) -> LogEntry:
+    """``parse_line``, also for a line that only gained or lost white space at its ends:
+    the entry is read (its ``line`` is the text as found, so it shows as edited) rather
+    than lost, and the entries after it are not reported missing."""
+    try:
+        return parse_line(text, lineno)
+    except LineError:
+        if text.strip() == text:
+            raise
+        e = parse_line(text.strip(), lineno)
+        e.line = text
+        return e
+
+
+def chain_hash(e: LogEntry) -> str:
+    """What the next entry's ``prev`` holds: the hash of this entry's line as written
+    (its fields rendered), so an altered visible part is an edit of that line only."""
+    return line_hash(render(e))
+
+
 def read_entries(path: Path) -> tuple[list[LogEntry], list[dict]]:
-    """Every entry of one file in file order, and the lines that could not be read."""
+    """Every entry of one file in file order, and the lines that could not be read. A
+    file written with CRLF line ends (an editor on another system) reads as well; a line
+    whose end differs from the file's others gained or lost a carriage return."""
     entries, problems = [], []
     data = path.read_bytes()
     lines = data.split(b"\n")
     torn = lines.pop()  # text after the last newline: "" when the file ends cleanly
+    whole = [raw for raw in lines if raw.strip()]
+    crlf = sum(raw.endswith(b"\r") for raw in whole) * 2 > len(whole)
     for n, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
-        text = raw.rstrip(b"\r").decode("utf-8", errors="replace")
+        text = (raw[:-1] if raw.endswith(b"\r") else raw).decode("utf-8", errors="replace")
         try:
-            entries.append(parse_line(text, n))
+            e = parse_altered(text, n)
         except LineError as exc:
             problems.append({"line": n, "message": str(exc)})
+            continue
+        entries.append(e)
+        if raw.endswith(b"\r") != crlf:
+            problems.append({"line": n, "seq": e.seq, "kind": "edited",
+                             "message": "a carriage return was added at the end of the line" if not crlf
+                             else "the line lost the carriage return the file's other lines end with"})
     if torn:
         problems.append({"line": len(lines) + 1, "message": "the last entry is cut off (a write did not finish)",
                          "kind": "truncated"})
@@ -320,19 +350,20 @@ def append(root: Path, log: str, agent: str, channel: str, type_: str, summary: 
         seq, prev = 1, ""
         if last is not None:
             try:
-                seq = parse_line(last).seq + 1
+                last_entry = parse_altered(last)
             except LineError:
                 raise VaultmemError(f"the last entry of {LOG_DIRS[log]}/{agent}.md cannot be read",
                                     path=f"{LOG_DIRS[log]}/{agent}.md",
                                     hint="run 'vaultmem log verify' to see what happened to it") from None
-            prev = line_hash(last)
+            seq, prev = last_entry.seq + 1, chain_hash(last_entry)
+        eol = "\r\n" if size >= 2 and os.pread(fd, 2, size - 2) == b"\r\n" else "\n"  # keep a CRLF file CRLF
         entry = LogEntry(log=log, agent=agent, ts=_now(), seq=seq, prev=prev, nonce=os.urandom(8).hex(),
                          channel=channel, type=type_, summary=summary.strip(),
                          body=(body or "").replace("\r\n", "\n").strip("\n"),
                          hw=dict(hw or {}), ref=ref, extra=dict(extra or {}), kid=kid)
         entry.sig = base64.b64encode(private.sign(entry.payload())).decode()
         entry.line = render(entry)
-        data = (entry.line + "\n").encode("utf-8")
+        data = (entry.line + eol).encode("utf-8")
         if len(data) > MAX_ENTRY_BYTES:
             raise BadInput(f"the entry is {len(data)} bytes; at most {MAX_ENTRY_BYTES} fit in one entry",
                            hint="keep the body short and link to a file instead")
@@ -431,8 +462,8 @@ def key_timeline(agent: str, initial: tuple[str, bytes] | None, entries: list[Lo
         by_seq.setdefault(e.seq, []).append(e)
     events = sorted((e for e in mine if e.type in ("key-rotate", "key-revoke")), key=lambda e: e.seq)
     for e in events:
-        if tl.problem(e) is not None or not verify_signature(tl.keys[e.kid], e) or e.line != render(e):
-            continue
+        if tl.problem(e) is not None or not verify_signature(tl.keys[e.kid], e):
+            continue  # (an altered visible part changes no signed field: verify reports it as edited)
         if len({x.nonce for x in by_seq[e.seq]}) > 1:
             if e.type == "key-rotate":
                 continue  # a fork: another entry holds this place in the chain
@@ -440,8 +471,8 @@ def key_timeline(agent: str, initial: tuple[str, bytes] | None, entries: list[Lo
         dmark = (int(dseq) if isinstance(dseq, int) and not isinstance(dseq, bool) else None, e.ts)
         if e.type == "key-rotate" and e.extra.get("public"):
             before = by_seq.get(e.seq - 1, [])
-            linked = (e.prev == "" if e.seq == 1 else len(before) == 1 and e.prev == line_hash(before[0].line))
-            if not linked or any(x.prev != line_hash(e.line) for x in by_seq.get(e.seq + 1, [])):
+            linked = (e.prev == "" if e.seq == 1 else len(before) == 1 and e.prev == chain_hash(before[0]))
+            if not linked or any(x.prev != chain_hash(e) for x in by_seq.get(e.seq + 1, [])):
                 continue
             try:
                 raw = base64.b64decode(str(e.extra["public"]), validate=True)
@@ -519,8 +550,18 @@ def verify(root: Path, checkpoint_marks: dict[str, dict[str, int]] | None = None
         timelines[agent] = key_timeline(agent, initial.get(agent), live)
         for kid in timelines[agent].keys:
             kid_owner.setdefault(kid, agent)
-    nonces: dict[str, str] = {}
+    # where each entry belongs: the first copy in its own agent's file of its own log (or,
+    # if no copy sits there, the first one read); every other copy is the replay
+    home: dict[str, tuple[str, str, int]] = {}
+    for log in LOG_DIRS:
+        for agent, (entries, _problems) in read[log].items():
+            for e in entries:
+                here = (log, agent, e.lineno)
+                if e.nonce not in home or ((e.log, e.agent) == (log, agent)
+                                           and home[e.nonce][:2] != (e.log, e.agent)):
+                    home[e.nonce] = here
     last_seq: dict[tuple[str, str], int] = {}
+    last_line: dict[tuple[str, str], int] = {}
     marks: list[tuple[str, str, str, int]] = []  # (log, source, agent, seq seen)
     total = 0
 
@@ -531,7 +572,7 @@ def verify(root: Path, checkpoint_marks: dict[str, dict[str, int]] | None = None
     for log in LOG_DIRS:
         for agent, (entries, problems) in read[log].items():
             for p in problems:
-                find(p.get("kind", "unreadable"), log, agent, p["message"], line=p["line"])
+                find(p.get("kind", "unreadable"), log, agent, p["message"], seq=p.get("seq"), line=p["line"])
             timeline = timelines.get(agent, KeyTimeline())
             expect, prev_line, seen_seq = 1, None, {}
             for e in entries:
@@ -558,10 +599,10 @@ def verify(root: Path, checkpoint_marks: dict[str, dict[str, int]] | None = None
                 else:
                     find("unknown-key", log, agent, key_problem[1] or f"signed with a key not valid for {agent}: "
                                                                      f"{e.kid}", **where)
-                if e.nonce in nonces:
-                    find("replayed", log, agent, f"the same entry (nonce) already appears at {nonces[e.nonce]}",
-                         **where)
-                nonces.setdefault(e.nonce, f"{LOG_DIRS[log]}/{agent}.md:{e.lineno}")
+                if home[e.nonce] != (log, agent, e.lineno):
+                    h_log, h_agent, h_line = home[e.nonce]
+                    find("replayed", log, agent, f"a copy of the entry at {LOG_DIRS[h_log]}/{h_agent}.md:{h_line} "
+                                                 f"(the same nonce)", **where)
                 if e.seq in seen_seq and e.nonce != seen_seq[e.seq]:
                     find("forked", log, agent, f"two different entries with sequence {e.seq}: {agent} wrote on two "
                                                f"clones from the same point; both are kept", **where)
@@ -572,14 +613,15 @@ def verify(root: Path, checkpoint_marks: dict[str, dict[str, int]] | None = None
                 elif e.seq > expect:
                     find("deleted", log, agent, f"sequence jumps from {expect - 1} to {e.seq}: "
                                                 f"{e.seq - expect} entries missing", **where)
-                elif prev_line is not None and e.prev != line_hash(prev_line):
+                elif prev_line is not None and e.prev != prev_line:
                     find("chain-broken", log, agent, "does not follow the previous entry (one was removed or "
                                                      "replaced before it)", **where)
                 elif prev_line is None and e.prev:
                     find("deleted", log, agent, "the first entries of this log are missing", **where)
                 seen_seq.setdefault(e.seq, e.nonce)
                 expect = max(expect, e.seq + 1)
-                prev_line = e.line
+                prev_line = chain_hash(e)
+                last_line[(log, agent)] = e.lineno
                 for other, seq in e.hw.items():
                     marks.append(("live", e.id, other, seq))
                 if e.ref and e.ref.startswith("decisions:"):
@@ -590,16 +632,24 @@ def verify(root: Path, checkpoint_marks: dict[str, dict[str, int]] | None = None
     for owner, hw in (checkpoint_marks or {}).items():
         for other, seq in hw.items():
             marks.append(("live", f"checkpoint of {owner}", other, seq))
+    # one finding per truncated log, from the mark that saw furthest
+    furthest: dict[tuple[str, str], tuple[int, str, int]] = {}  # → (seen, source, how many marks say so)
     for log, source, other, seen in marks:
+        if seen > last_seq.get((log, other), 0):
+            best = furthest.get((log, other))
+            count = best[2] + 1 if best else 1
+            furthest[(log, other)] = (seen, source, count) if not best or seen > best[0] else (*best[:2], count)
+    for (log, other), (seen, source, count) in furthest.items():
         have = last_seq.get((log, other), 0)
-        if seen > have:
-            find("truncated", log, other, f"{other}'s {log} log ends at sequence {have}, but {source} saw it up to "
-                                          f"{seen}: later entries are missing", seq=have)
+        others = f" (and {count - 1} more entries or checkpoints)" if count > 1 else ""
+        find("truncated", log, other, f"{other}'s {log} log ends at sequence {have}, but {source}{others} saw it up "
+                                      f"to {seen}: {seen - have} later entries are missing",
+             seq=have, line=last_line.get((log, other)))
     agents = {a for _l, a in last_seq}
     return findings, {"entries": total, "agents": len(agents)}
 
 
-def last_seq(root: Path, log: str, agent: str) -> int:
+def last_sequence(root: Path, log: str, agent: str) -> int:
     """The sequence number of ``agent``'s last whole entry in ``log`` (0 if none)."""
     path = log_files(root, log).get(agent)
     for line in _tail_lines(path) if path is not None else ():
@@ -619,7 +669,7 @@ def rotate(root: Path, agent: str) -> tuple[LogEntry, str]:
     raw = public_raw(new)
     done = append(root, "live", agent, "keys", "key-rotate", f"{agent} rotates to key {key_id(raw)}",
                   extra={"public": base64.b64encode(raw).decode(), "kid": key_id(raw),
-                         "dseq": last_seq(root, "decisions", agent)}, private=old)
+                         "dseq": last_sequence(root, "decisions", agent)}, private=old)
     save_private_key(root, agent, new)
     return done.entry, key_id(raw)
 

@@ -109,7 +109,7 @@ class Shared:
         reason = scrub.text("reason", reason)
         entry = livelog.append(self.root, "live", agent, "keys", "key-revoke",
                                f"{agent} revokes key {kid}" + (f": {reason}" if reason else ""),
-                               extra={"kid": kid, "dseq": livelog.last_seq(self.root, "decisions", agent)}).entry
+                               extra={"kid": kid, "dseq": livelog.last_sequence(self.root, "decisions", agent)}).entry
         entry.warnings = scrub.warnings()
         return entry
 

@@ -16,6 +16,12 @@ def _short(commit: str | None) -> str:
     return commit[:8] if commit else "-"
 
 
+def _plain(text: Any) -> str:
+    """A file or agent name as one line: a newline or other control character in it is
+    escaped (\\n), so a name cannot start a line of output of its own."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in str(text))
+
+
 # -- changes that may go to the review inbox ---------------------------------------------------
 
 
@@ -242,8 +248,8 @@ def acked(e, *, entry: str) -> str:
 def verified(result) -> str:
     """``log verify``: (the findings, the counts)."""
     findings, counts = result
-    out = [f"{f['path']}:{f['line'] or '-'}: {f['agent']}#{f['seq'] if f['seq'] is not None else '?'} "
-           f"{f['kind']}: {f['message']}" for f in findings]
+    out = [f"{_plain(f['path'])}:{f['line'] or '-'}: {_plain(f['agent'])}#{f['seq'] if f['seq'] is not None else '?'} "
+           f"{f['kind']}: {_plain(f['message'])}" for f in findings]
     out.append(f"{counts['entries']} entries of {counts['agents']} agents checked: "
                + (f"{len(findings)} findings" if findings else "all signatures and chains hold"))
     return "\n".join(out)
