@@ -297,7 +297,8 @@ def checkpoint(cp: dict) -> str:
 
 
 def synced(r) -> str:
-    return (f"synced with {r.remote}: {r.pulled} commits pulled, {'pushed' if r.pushed else 'nothing pushed'}"
+    return (f"synced with {r.branch or r.remote}: {r.pulled} commits pulled, "
+            f"{'pushed' if r.pushed else 'nothing pushed'}"
             + (f"; log verify: {r.findings} findings" if r.findings else "; logs verify"))
 
 
