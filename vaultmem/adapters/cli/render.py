@@ -328,7 +328,12 @@ def audit(report: dict) -> str:
     for c in report["foreign_page_commits"]:
         out.append(f"role page changed by agent {c['author']} (not the orchestrator): {c['commit'][:8]} {c['message']}")
     for n in report["notes_without_provenance"]:
-        out.append(f"{n['path']}: no {', '.join(n['missing'])}")
+        where = _plain(n["path"]) + (f":{n['line']}" if n.get("line") else "")
+        if n.get("problem"):  # said whole when it names the file itself ("… is a folder")
+            problem = n["problem"]
+            out.append(_plain(problem) if problem.startswith(n["path"]) else f"{where}: {_plain(problem)}")
+        else:
+            out.append(f"{where}: no {', '.join(n['missing'])}")
     return "\n".join(out) or "nothing needs a human"
 
 
