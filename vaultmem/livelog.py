@@ -32,7 +32,7 @@ from pathlib import Path
 from . import files, layout
 from .errors import BadInput, NotFound, VaultmemError, from_os_error
 from .names import check_name
-from .parse.logline import CHANNEL, TYPE, LineError, LogEntry, line_hash, parse_line, render
+from .parse.logline import CHANNEL, MARK, TYPE, LineError, LogEntry, line_hash, parse_line, render
 
 LOG_DIRS = layout.LOG_DIRS
 KEYS_DIR = layout.KEYS_DIR
@@ -502,6 +502,40 @@ def has_key_events(path: Path) -> bool:
     return False
 
 
+def _key_neighbourhood(path: Path) -> list[LogEntry]:
+    """What :func:`key_timeline` needs of a live-log file, without parsing all of it: its
+    rotations and revocations and every entry numbered one before, the same as or one
+    after one of them — found by byte search, each candidate line then parsed (a match in
+    a visible part is parsed and dropped for its real fields)."""
+    import re
+
+    data = path.read_bytes()
+    data = data[: data.rfind(b"\n") + 1]  # a cut-off last line is not read
+    found: dict[int, LogEntry] = {}  # line start → entry
+
+    def entry_at(pos: int) -> LogEntry | None:
+        start = data.rfind(b"\n", 0, pos) + 1
+        if start not in found:
+            end = data.index(b"\n", pos)
+            raw = data[start:end]
+            try:
+                found[start] = parse_altered((raw[:-1] if raw.endswith(b"\r") else raw).decode("utf-8", "replace"),
+                                             data.count(b"\n", 0, start) + 1)
+            except LineError:
+                return None
+        return found[start]
+
+    wanted: set[int] = set()
+    for m in re.finditer(rb'"t":"key-', data):
+        e = entry_at(m.start())
+        if e is not None and e.type in ("key-rotate", "key-revoke"):
+            wanted.update((e.seq - 1, e.seq, e.seq + 1))
+    for m in re.finditer(rb'"seq":(\d{1,18}),"sig":"', data):
+        if int(m.group(1)) in wanted:
+            entry_at(m.start())
+    return [e for _start, e in sorted(found.items()) if e.seq in wanted]
+
+
 class Checker:
     """Checks single entries as they are shown (``log tail``, the brief): written by the
     agent whose file holds it, its line intact, signed with a key valid at its place in
@@ -515,7 +549,7 @@ class Checker:
     def timeline(self, agent: str) -> KeyTimeline:
         if agent not in self._timelines:
             path = log_files(self.root, "live").get(agent)
-            entries = read_entries(path)[0] if path is not None and has_key_events(path) else []
+            entries = _key_neighbourhood(path) if path is not None and has_key_events(path) else []
             self._timelines[agent] = key_timeline(agent, self.initial.get(agent), entries)
         return self._timelines[agent]
 
