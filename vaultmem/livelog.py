@@ -8,7 +8,8 @@ files by (timestamp, agent, sequence), so every clone reads the same order.
 Keys: ``vaultmem keys new AGENT`` writes an Ed25519 private key to
 ``.vaultmem/keys/<agent>.key`` (mode 0600, git-ignored) and the public key to
 ``shared/keys/<agent>.pub`` (committed). Later keys are introduced by a ``key-rotate``
-entry signed with the current key; ``key-revoke`` retires one.
+entry signed with the current key; ``key-revoke`` retires one. Both take effect at their
+place in the agent's chain (sequence numbers), never at the time an entry claims.
 
 Appending: open with O_APPEND, take an exclusive ``flock`` on the file, read the agent's
 last line (sequence number and hash for the chain), then write the whole line with one
