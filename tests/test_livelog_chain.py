@@ -136,3 +136,25 @@ def test_a_backdated_decision_signed_with_a_revoked_key_is_rejected(cli, leaked)
     forged = forge(vault.root, "ella", old, "Rewrite everything in Perl", type_="decision", log="decisions")
     code, found = findings(cli, vault)
     assert code == 1 and ("revoked-key", forged.seq) in found
+
+
+def test_follow_marks_a_forged_entry_as_it_arrives(cli, leaked):
+    import subprocess
+    import sys
+
+    from conftest import SAFETY_NET, Lines
+
+    vault, old = leaked
+    proc = subprocess.Popen([sys.executable, "-m", "vaultmem", "--vault", str(vault.root), "log", "tail", "-f"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out = Lines(proc.stdout)
+    try:
+        out.wait_for(lambda line: "ella after the revocation" in line)
+        forge(vault.root, "ella", old, "forged while followed")
+        vault.shared.append(vault.actor("lee"), "general", "status", "genuine while followed")
+        forged = out.wait_for(lambda line: "forged while followed" in line)
+        genuine = out.wait_for(lambda line: "genuine while followed" in line)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=SAFETY_NET)
+    assert "NOT VERIFIED" in forged and "NOT VERIFIED" not in genuine

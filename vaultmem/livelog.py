@@ -729,9 +729,12 @@ def wait_for_new(root: Path, log: str, offsets: dict[str, int], interval: float 
             for raw in whole.split(b"\n"):
                 if raw.strip():
                     try:
-                        found.append(parse_line(raw.rstrip(b"\r").decode("utf-8", errors="replace")))
+                        e = parse_line(raw.rstrip(b"\r").decode("utf-8", errors="replace"))
                     except LineError:
-                        pass
+                        continue
+                    if e.agent != agent:
+                        e.problem = f"claims to be {e.agent}'s entry but sits in {agent}'s file"
+                    found.append(e)
         found.sort(key=lambda e: (e.ts, e.agent, e.seq))
         yield from found
         if not found:

@@ -115,10 +115,14 @@ def log_tail(
     if not follow:
         return
     offsets = {a: p.stat().st_size for a, p in livelog.log_files(v.root, log).items()}
+    checker = livelog.Checker(v.root)
     try:
         for e in livelog.wait_for_new(v.root, log, offsets):
+            if e.type.startswith("key-"):
+                checker = livelog.Checker(v.root)  # a rotation or revocation changes what checks out
             if (agent and e.agent != agent) or (channel and e.channel != channel) or (type_ and e.type != type_):
                 continue
+            checker.mark([e])
             typer.echo(json.dumps(e.to_dict(), ensure_ascii=False) if s.json else render.log_line(e))
     except KeyboardInterrupt:
         pass
