@@ -4,9 +4,11 @@ rejected whatever timestamp it claims; a rotation it signs installs no key."""
 import base64
 import json
 import os
+import subprocess
+import sys
 
 import pytest
-from conftest import out_json, run_vaultmem
+from conftest import SAFETY_NET, Lines, out_json, run_vaultmem
 
 from vaultmem.livelog import (append, key_id, load_private_key, new_private_key, public_raw, read_entries)
 from vaultmem.parse.logline import LogEntry, line_hash, render
@@ -139,11 +141,6 @@ def test_a_backdated_decision_signed_with_a_revoked_key_is_rejected(cli, leaked)
 
 
 def test_follow_marks_a_forged_entry_as_it_arrives(cli, leaked):
-    import subprocess
-    import sys
-
-    from conftest import SAFETY_NET, Lines
-
     vault, old = leaked
     proc = subprocess.Popen([sys.executable, "-m", "vaultmem", "--vault", str(vault.root), "log", "tail", "-f"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

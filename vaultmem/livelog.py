@@ -33,7 +33,7 @@ from pathlib import Path
 from . import files, layout
 from .errors import BadInput, NotFound, VaultmemError, from_os_error
 from .names import check_name
-from .parse.logline import CHANNEL, MARK, TYPE, LineError, LogEntry, line_hash, parse_line, render
+from .parse.logline import CHANNEL, TYPE, LineError, LogEntry, line_hash, parse_line, render
 
 LOG_DIRS = layout.LOG_DIRS
 KEYS_DIR = layout.KEYS_DIR
