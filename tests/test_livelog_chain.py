@@ -155,3 +155,22 @@ def test_follow_marks_a_forged_entry_as_it_arrives(cli, leaked):
         proc.terminate()
         proc.wait(timeout=SAFETY_NET)
     assert "NOT VERIFIED" in forged and "NOT VERIFIED" not in genuine
+
+
+def test_a_revocation_appended_after_a_tail_still_counts_for_the_next(cli, vault):
+    """tail remembers how far it searched a file for rotations; what is appended later is
+    searched the next time."""
+    for agent in ("lee", "ella"):
+        assert vm(cli, vault, "keys", "new", agent, agent=agent).exit_code == 0
+    for n in range(3):
+        vm(cli, vault, "log", "append", "--summary", f"plain {n}", agent="ella")
+    assert not any(e.get("problem") for e in tail(cli, vault).values())  # the search is remembered
+    old = load_private_key(vault.root, "ella")
+    assert vm(cli, vault, "keys", "rotate", "ella", agent="ella").exit_code == 0
+    assert vm(cli, vault, "keys", "revoke", "ella", key_id(public_raw(old)), agent="ella").exit_code == 0
+    forge(vault.root, "ella", old, "after the cached search")
+    assert tail(cli, vault)["after the cached search"].get("problem")
+    # a file rewritten in place (not only appended to) is searched again from its start
+    path = vault.root / "shared" / "log" / "ella.md"
+    path.write_bytes(path.read_bytes())
+    assert tail(cli, vault)["after the cached search"].get("problem")

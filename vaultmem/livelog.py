@@ -238,7 +238,7 @@ def newest(root: Path, log: str = "live", n: int = 20, agent: str | None = None,
         count = 0
         for line in _tail_lines(path):
             try:
-                e = parse_line(line)
+                e = parse_altered(line)  # a line with added white space is shown, marked by the check
             except LineError:
                 continue
             if after is not None and e.seq <= after.get(who, 0):
@@ -489,18 +489,37 @@ def key_timeline(agent: str, initial: tuple[str, bytes] | None, entries: list[Lo
     return tl
 
 
-def has_key_events(path: Path) -> bool:
-    """Whether a live-log file may hold a rotation or revocation (a quick byte search)."""
-    needle, tail = b'"t":"key-', b""
+KEY_NEEDLE = b'"t":"key-'
+
+
+def has_key_events(path: Path, cache: dict | None = None) -> bool:
+    """Whether a live-log file may hold a rotation or revocation (a byte search). With
+    ``cache`` (file name → what an earlier search saw), a file that only grew since is
+    searched from where that search ended: a log is appended to, so a tail stays fast at
+    any length. (The cache is only a shortcut for showing entries; ``verify`` reads all.)"""
     try:
         with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            start, known = 0, (cache or {}).get(path.name)
+            if isinstance(known, dict) and known.get("ino") == st.st_ino and 32 <= known.get("size", 0) <= st.st_size:
+                fh.seek(known["size"] - 32)
+                if fh.read(32).hex() == known.get("tail"):
+                    if known.get("events"):
+                        return True
+                    start = known["size"] - len(KEY_NEEDLE)
+            fh.seek(start)
+            found, tail = False, b""
             while chunk := fh.read(BLOCK * 16):
-                if needle in tail + chunk:
-                    return True
-                tail = chunk[-len(needle):]
+                if KEY_NEEDLE in tail + chunk:
+                    found = True
+                    break
+                tail = chunk[-len(KEY_NEEDLE):]
+            if cache is not None and st.st_size >= 32:
+                fh.seek(st.st_size - 32)
+                cache[path.name] = {"ino": st.st_ino, "size": st.st_size, "tail": fh.read(32).hex(), "events": found}
+            return found
     except OSError:
         return False
-    return False
 
 
 def _key_neighbourhood(path: Path) -> list[LogEntry]:
@@ -546,11 +565,25 @@ class Checker:
         self.root = root
         self.initial = initial_keys(root)
         self._timelines: dict[str, KeyTimeline] = {}
+        self._cache_path = root / layout.KEY_EVENTS_CACHE
+        try:
+            cache = json.loads(self._cache_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            cache = {}
+        self._cache: dict = cache if isinstance(cache, dict) else {}
 
     def timeline(self, agent: str) -> KeyTimeline:
         if agent not in self._timelines:
             path = log_files(self.root, "live").get(agent)
-            entries = _key_neighbourhood(path) if path is not None and has_key_events(path) else []
+            before = dict(self._cache.get(path.name) or {}) if path is not None else None
+            events = path is not None and has_key_events(path, self._cache)
+            if path is not None and self._cache.get(path.name) != before:
+                try:
+                    files.atomic_write(files.inside(self.root, layout.KEY_EVENTS_CACHE), json.dumps(self._cache),
+                                      durable=False)
+                except (OSError, VaultmemError):
+                    pass  # a read-only vault: the next tail searches again
+            entries = _key_neighbourhood(path) if events else []
             self._timelines[agent] = key_timeline(agent, self.initial.get(agent), entries)
         return self._timelines[agent]
 
