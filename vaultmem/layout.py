@@ -39,6 +39,7 @@ INDEX_LOCK = f"{META_DIR}/index.lock"
 LOCAL_DIR = f"{META_DIR}/local"  # per-machine state and caches, git-ignored
 REDACT_KEY = f"{LOCAL_DIR}/redact.key"  # the key of secret placeholders' hashes
 CURSOR_DIR = f"{LOCAL_DIR}/cursors"  # what each agent has read of the logs
+KEY_EVENTS_CACHE = f"{LOCAL_DIR}/key-events.json"  # which live-log files hold rotations (a cache)
 TXN_JOURNAL = f"{LOCAL_DIR}/txn.json"  # the write in progress (see vaultmem.transaction)
 WATCH_HEARTBEAT = f"{LOCAL_DIR}/watch.json"  # a running watcher keeps it fresh
 

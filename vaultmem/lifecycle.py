@@ -138,8 +138,8 @@ class Lifecycle:
             rel = layout.note_path(path.stem)
             try:
                 doc = parse_document(files.read_vault_text(self.root, rel), rel, require_frontmatter=False, fast=True)
-            except VaultmemError:
-                unsourced.append({"path": rel, "missing": ["frontmatter"]})
+            except VaultmemError as exc:  # broken YAML (with its line), a folder, not UTF-8: said as such
+                unsourced.append({"path": rel, "missing": [], "problem": exc.message, "line": exc.line})
                 continue
             meta = doc.meta if isinstance(doc.meta, dict) else {}
             missing = [k for k in ("author", "author_kind", "source", "created") if not meta.get(k)]

@@ -8,7 +8,8 @@ files by (timestamp, agent, sequence), so every clone reads the same order.
 Keys: ``vaultmem keys new AGENT`` writes an Ed25519 private key to
 ``.vaultmem/keys/<agent>.key`` (mode 0600, git-ignored) and the public key to
 ``shared/keys/<agent>.pub`` (committed). Later keys are introduced by a ``key-rotate``
-entry signed with the current key; ``key-revoke`` retires one.
+entry signed with the current key; ``key-revoke`` retires one. Both take effect at their
+place in the agent's chain (sequence numbers), never at the time an entry claims.
 
 Appending: open with O_APPEND, take an exclusive ``flock`` on the file, read the agent's
 last line (sequence number and hash for the chain), then write the whole line with one
@@ -178,20 +179,50 @@ def _tail_lines(path: Path, want: int | None = None) -> Iterator[str]:
             yield buf.rstrip(b"\r").decode("utf-8", errors="replace")
 
 
+def parse_altered(text: str, lineno: int = 0) -> LogEntry:
+    """``parse_line``, also for a line that only gained or lost white space at its ends:
+    the entry is read (its ``line`` is the text as found, so it shows as edited) rather
+    than lost, and the entries after it are not reported missing."""
+    try:
+        return parse_line(text, lineno)
+    except LineError:
+        if text.strip() == text:
+            raise
+        e = parse_line(text.strip(), lineno)
+        e.line = text
+        return e
+
+
+def chain_hash(e: LogEntry) -> str:
+    """What the next entry's ``prev`` holds: the hash of this entry's line as written
+    (its fields rendered), so an altered visible part is an edit of that line only."""
+    return line_hash(render(e))
+
+
 def read_entries(path: Path) -> tuple[list[LogEntry], list[dict]]:
-    """Every entry of one file in file order, and the lines that could not be read."""
+    """Every entry of one file in file order, and the lines that could not be read. A
+    file written with CRLF line ends (an editor on another system) reads as well; a line
+    whose end differs from the file's others gained or lost a carriage return."""
     entries, problems = [], []
     data = path.read_bytes()
     lines = data.split(b"\n")
     torn = lines.pop()  # text after the last newline: "" when the file ends cleanly
+    whole = [raw for raw in lines if raw.strip()]
+    crlf = sum(raw.endswith(b"\r") for raw in whole) * 2 > len(whole)
     for n, raw in enumerate(lines, 1):
         if not raw.strip():
             continue
-        text = raw.rstrip(b"\r").decode("utf-8", errors="replace")
+        text = (raw[:-1] if raw.endswith(b"\r") else raw).decode("utf-8", errors="replace")
         try:
-            entries.append(parse_line(text, n))
+            e = parse_altered(text, n)
         except LineError as exc:
             problems.append({"line": n, "message": str(exc)})
+            continue
+        entries.append(e)
+        if raw.endswith(b"\r") != crlf:
+            problems.append({"line": n, "seq": e.seq, "kind": "edited",
+                             "message": "a carriage return was added at the end of the line" if not crlf
+                             else "the line lost the carriage return the file's other lines end with"})
     if torn:
         problems.append({"line": len(lines) + 1, "message": "the last entry is cut off (a write did not finish)",
                          "kind": "truncated"})
@@ -210,7 +241,7 @@ def newest(root: Path, log: str = "live", n: int = 20, agent: str | None = None,
         count = 0
         for line in _tail_lines(path):
             try:
-                e = parse_line(line)
+                e = parse_altered(line)  # a line with added white space is shown, marked by the check
             except LineError:
                 continue
             if after is not None and e.seq <= after.get(who, 0):
@@ -219,6 +250,8 @@ def newest(root: Path, log: str = "live", n: int = 20, agent: str | None = None,
                 break
             if (channel and e.channel != channel) or (type_ and e.type != type_):
                 continue
+            if e.agent != who:
+                e.problem = f"claims to be {e.agent}'s entry but sits in {who}'s file"
             picked.append(e)
             count += 1
             if count >= n:
@@ -321,19 +354,20 @@ def append(root: Path, log: str, agent: str, channel: str, type_: str, summary: 
         seq, prev = 1, ""
         if last is not None:
             try:
-                seq = parse_line(last).seq + 1
+                last_entry = parse_altered(last)
             except LineError:
                 raise VaultmemError(f"the last entry of {LOG_DIRS[log]}/{agent}.md cannot be read",
                                     path=f"{LOG_DIRS[log]}/{agent}.md",
                                     hint="run 'vaultmem log verify' to see what happened to it") from None
-            prev = line_hash(last)
+            seq, prev = last_entry.seq + 1, chain_hash(last_entry)
+        eol = "\r\n" if size >= 2 and os.pread(fd, 2, size - 2) == b"\r\n" else "\n"  # keep a CRLF file CRLF
         entry = LogEntry(log=log, agent=agent, ts=_now(), seq=seq, prev=prev, nonce=os.urandom(8).hex(),
                          channel=channel, type=type_, summary=summary.strip(),
                          body=(body or "").replace("\r\n", "\n").strip("\n"),
                          hw=dict(hw or {}), ref=ref, extra=dict(extra or {}), kid=kid)
         entry.sig = base64.b64encode(private.sign(entry.payload())).decode()
         entry.line = render(entry)
-        data = (entry.line + "\n").encode("utf-8")
+        data = (entry.line + eol).encode("utf-8")
         if len(data) > MAX_ENTRY_BYTES:
             raise BadInput(f"the entry is {len(data)} bytes; at most {MAX_ENTRY_BYTES} fit in one entry",
                            hint="keep the body short and link to a file instead")
@@ -376,35 +410,202 @@ def repair(root: Path) -> list[dict]:
 # -- verifying -------------------------------------------------------------------------------
 
 
-def _key_timeline(root: Path, agent: str, initial: tuple[str, bytes] | None,
-                  entries: list[LogEntry]) -> tuple[dict[str, tuple[str, bytes]], dict[str, str]]:
-    """The agent's keys over time, from its live log: kid → (introduced at, raw key), and
-    kid → revoked at. A rotation or revocation counts only if its own signature holds
-    with a key valid at its time, so one forged line cannot bring in or retire a key."""
-    keys: dict[str, tuple[str, bytes]] = {}
-    revoked: dict[str, str] = {}
+@dataclass
+class KeyTimeline:
+    """One agent's keys along its own live-log chain. A key is valid for the live entries
+    after the one that introduced it (sequence ``live_from``) and before the one that
+    revoked it (``live_until``); for decision-log entries, the rotation or revocation
+    records how far the agent's decision log went then (``dec_from`` / ``dec_until``;
+    entries written before that mark existed fall back to timestamps). Order comes from
+    the chain, never from the time an entry claims: a leaked key cannot back-date its way
+    past its revocation."""
+
+    keys: dict[str, bytes] = field(default_factory=dict)
+    live_from: dict[str, int] = field(default_factory=dict)
+    live_until: dict[str, int] = field(default_factory=dict)
+    dec_from: dict[str, tuple[int | None, str]] = field(default_factory=dict)
+    dec_until: dict[str, tuple[int | None, str]] = field(default_factory=dict)
+
+    def problem(self, e: LogEntry) -> tuple[str, str] | None:
+        """None if ``e``'s key is valid at its place in the chain, else (kind, message)."""
+        kid = e.kid
+        if kid not in self.keys:
+            return "unknown-key", f"signed with a key not valid for {e.agent}: {kid}"
+        if e.log == "live":
+            if e.seq <= self.live_from[kid]:
+                return "unknown-key", f"signed with the key {kid}, introduced only at {e.agent}#{self.live_from[kid]}"
+            if kid in self.live_until and e.seq >= self.live_until[kid]:
+                return "revoked-key", (f"signed with the key {kid}, revoked at {e.agent}#{self.live_until[kid]} "
+                                       f"(whatever time the entry claims)")
+            return None
+        start = self.dec_from.get(kid)
+        if start is not None and ((start[0] is not None and e.seq <= start[0]) or (start[0] is None
+                                                                                  and e.ts < start[1])):
+            return "unknown-key", f"signed with the key {kid}, introduced after this decision-log entry"
+        end = self.dec_until.get(kid)
+        if end is not None and ((end[0] is not None and e.seq > end[0]) or (end[0] is None and e.ts >= end[1])):
+            return "revoked-key", f"signed with the key {kid}, revoked when {e.agent}'s decision log ended at " + (
+                f"sequence {end[0]}" if end[0] is not None else end[1])
+        return None
+
+
+def key_timeline(agent: str, initial: tuple[str, bytes] | None, entries: list[LogEntry]) -> KeyTimeline:
+    """The agent's keys from its live log (``entries``, as read). A rotation or revocation
+    counts only if it is signed with a key valid at its place in the chain and its line is
+    intact; a rotation must also sit in the chain itself — the only entry with its
+    sequence number, linked to the entry before and by the entries after — so a leaked
+    key can neither announce a key of its own after its revocation nor slip one into the
+    history before it (that would be a second entry with an old number: a fork)."""
+    tl = KeyTimeline()
     if initial is not None:
-        keys[initial[0]] = ("", initial[1])
-    for e in entries:
-        if e.type not in ("key-rotate", "key-revoke") or e.agent != agent or e.log != "live":
-            continue
-        if not _valid_at(keys, revoked, e) or not verify_signature(keys[e.kid][1], e) or e.line != render(e):
-            continue
+        tl.keys[initial[0]] = initial[1]
+        tl.live_from[initial[0]] = 0
+    mine = [e for e in entries if e.agent == agent and e.log == "live"]
+    by_seq: dict[int, list[LogEntry]] = {}
+    for e in mine:
+        by_seq.setdefault(e.seq, []).append(e)
+    events = sorted((e for e in mine if e.type in ("key-rotate", "key-revoke")), key=lambda e: e.seq)
+    for e in events:
+        if tl.problem(e) is not None or not verify_signature(tl.keys[e.kid], e):
+            continue  # (an altered visible part changes no signed field: verify reports it as edited)
+        if len({x.nonce for x in by_seq[e.seq]}) > 1:
+            if e.type == "key-rotate":
+                continue  # a fork: another entry holds this place in the chain
+        dseq = e.extra.get("dseq")
+        dmark = (int(dseq) if isinstance(dseq, int) and not isinstance(dseq, bool) else None, e.ts)
         if e.type == "key-rotate" and e.extra.get("public"):
+            before = by_seq.get(e.seq - 1, [])
+            linked = (e.prev == "" if e.seq == 1 else len(before) == 1 and e.prev == chain_hash(before[0]))
+            if not linked or any(x.prev != chain_hash(e) for x in by_seq.get(e.seq + 1, [])):
+                continue
             try:
                 raw = base64.b64decode(str(e.extra["public"]), validate=True)
             except ValueError:
                 continue
-            keys.setdefault(key_id(raw), (e.ts, raw))
+            kid = key_id(raw)
+            if kid not in tl.keys:
+                tl.keys[kid], tl.live_from[kid], tl.dec_from[kid] = raw, e.seq, dmark
         elif e.type == "key-revoke" and e.extra.get("kid") and str(e.extra["kid"]) != e.kid:
-            revoked.setdefault(str(e.extra["kid"]), e.ts)
-    return keys, revoked
+            kid = str(e.extra["kid"])
+            if kid not in tl.live_until or e.seq < tl.live_until[kid]:
+                tl.live_until[kid], tl.dec_until[kid] = e.seq, dmark
+    return tl
 
 
-def _valid_at(keys: dict[str, tuple[str, bytes]], revoked: dict[str, str], e: LogEntry) -> bool:
-    if e.kid not in keys or keys[e.kid][0] > e.ts:
+KEY_NEEDLE = b'"t":"key-'
+
+
+def has_key_events(path: Path, cache: dict | None = None) -> bool:
+    """Whether a live-log file may hold a rotation or revocation (a byte search). With
+    ``cache`` (file name → what an earlier search saw), a file that only grew since is
+    searched from where that search ended: a log is appended to, so a tail stays fast at
+    any length. (The cache is only a shortcut for showing entries; ``verify`` reads all.)"""
+    try:
+        with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            start, known = 0, (cache or {}).get(path.name)
+            if isinstance(known, dict) and known.get("ino") == st.st_ino and 32 <= known.get("size", 0) <= st.st_size:
+                fh.seek(known["size"] - 32)
+                if fh.read(32).hex() == known.get("tail"):
+                    if known.get("events"):
+                        return True
+                    start = known["size"] - len(KEY_NEEDLE)
+            fh.seek(start)
+            found, tail = False, b""
+            while chunk := fh.read(BLOCK * 16):
+                if KEY_NEEDLE in tail + chunk:
+                    found = True
+                    break
+                tail = chunk[-len(KEY_NEEDLE):]
+            if cache is not None and st.st_size >= 32:
+                fh.seek(st.st_size - 32)
+                cache[path.name] = {"ino": st.st_ino, "size": st.st_size, "tail": fh.read(32).hex(), "events": found}
+            return found
+    except OSError:
         return False
-    return e.kid not in revoked or e.ts < revoked[e.kid]
+
+
+def _key_neighbourhood(path: Path) -> list[LogEntry]:
+    """What :func:`key_timeline` needs of a live-log file, without parsing all of it: its
+    rotations and revocations and every entry numbered one before, the same as or one
+    after one of them — found by byte search, each candidate line then parsed (a match in
+    a visible part is parsed and dropped for its real fields)."""
+    import re
+
+    data = path.read_bytes()
+    data = data[: data.rfind(b"\n") + 1]  # a cut-off last line is not read
+    found: dict[int, LogEntry] = {}  # line start → entry
+
+    def entry_at(pos: int) -> LogEntry | None:
+        start = data.rfind(b"\n", 0, pos) + 1
+        if start not in found:
+            end = data.index(b"\n", pos)
+            raw = data[start:end]
+            try:
+                found[start] = parse_altered((raw[:-1] if raw.endswith(b"\r") else raw).decode("utf-8", "replace"),
+                                             data.count(b"\n", 0, start) + 1)
+            except LineError:
+                return None
+        return found[start]
+
+    wanted: set[int] = set()
+    for m in re.finditer(rb'"t":"key-', data):
+        e = entry_at(m.start())
+        if e is not None and e.type in ("key-rotate", "key-revoke"):
+            wanted.update((e.seq - 1, e.seq, e.seq + 1))
+    for m in re.finditer(rb'"seq":(\d{1,18}),"sig":"', data):
+        if int(m.group(1)) in wanted:
+            entry_at(m.start())
+    return [e for _start, e in sorted(found.items()) if e.seq in wanted]
+
+
+class Checker:
+    """Checks single entries as they are shown (``log tail``, the brief): written by the
+    agent whose file holds it, its line intact, signed with a key valid at its place in
+    that agent's chain. (Sequence gaps, forks and truncation need the whole log: ``verify``.)"""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.initial = initial_keys(root)
+        self._timelines: dict[str, KeyTimeline] = {}
+        self._cache_path = root / layout.KEY_EVENTS_CACHE
+        try:
+            cache = json.loads(self._cache_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            cache = {}
+        self._cache: dict = cache if isinstance(cache, dict) else {}
+
+    def timeline(self, agent: str) -> KeyTimeline:
+        if agent not in self._timelines:
+            path = log_files(self.root, "live").get(agent)
+            before = dict(self._cache.get(path.name) or {}) if path is not None else None
+            events = path is not None and has_key_events(path, self._cache)
+            if path is not None and self._cache.get(path.name) != before:
+                try:
+                    files.atomic_write(files.inside(self.root, layout.KEY_EVENTS_CACHE), json.dumps(self._cache),
+                                      durable=False)
+                except (OSError, VaultmemError):
+                    pass  # a read-only vault: the next tail searches again
+            entries = _key_neighbourhood(path) if events else []
+            self._timelines[agent] = key_timeline(agent, self.initial.get(agent), entries)
+        return self._timelines[agent]
+
+    def problem(self, e: LogEntry) -> str | None:
+        if e.line and e.line != render(e):
+            return "the line differs from its signed fields"
+        tl = self.timeline(e.agent)
+        found = tl.problem(e)
+        if found is not None:
+            return found[1]
+        if not verify_signature(tl.keys[e.kid], e):
+            return "the signature does not match (the entry was edited)"
+        return None
+
+    def mark(self, entries: list[LogEntry]) -> list[LogEntry]:
+        """Set each entry's ``problem`` (None when it checks out)."""
+        for e in entries:
+            e.problem = e.problem or self.problem(e)
+        return entries
 
 
 def verify(root: Path, checkpoint_marks: dict[str, dict[str, int]] | None = None) -> tuple[list[dict], dict]:
@@ -414,14 +615,24 @@ def verify(root: Path, checkpoint_marks: dict[str, dict[str, int]] | None = None
     initial = initial_keys(root)
     kid_owner = {kid: agent for agent, (kid, _raw) in initial.items()}
     read = {log: {agent: read_entries(path) for agent, path in log_files(root, log).items()} for log in LOG_DIRS}
-    timelines = {}
+    timelines: dict[str, KeyTimeline] = {}
     for agent in set(read["live"]) | set(read["decisions"]) | set(initial):
         live = read["live"].get(agent, ([], []))[0]
-        timelines[agent] = _key_timeline(root, agent, initial.get(agent), live)
-        for kid in timelines[agent][0]:
+        timelines[agent] = key_timeline(agent, initial.get(agent), live)
+        for kid in timelines[agent].keys:
             kid_owner.setdefault(kid, agent)
-    nonces: dict[str, str] = {}
+    # where each entry belongs: the first copy in its own agent's file of its own log (or,
+    # if no copy sits there, the first one read); every other copy is the replay
+    home: dict[str, tuple[str, str, int]] = {}
+    for log in LOG_DIRS:
+        for agent, (entries, _problems) in read[log].items():
+            for e in entries:
+                here = (log, agent, e.lineno)
+                if e.nonce not in home or ((e.log, e.agent) == (log, agent)
+                                           and home[e.nonce][:2] != (e.log, e.agent)):
+                    home[e.nonce] = here
     last_seq: dict[tuple[str, str], int] = {}
+    last_line: dict[tuple[str, str], int] = {}
     marks: list[tuple[str, str, str, int]] = []  # (log, source, agent, seq seen)
     total = 0
 
@@ -432,8 +643,8 @@ def verify(root: Path, checkpoint_marks: dict[str, dict[str, int]] | None = None
     for log in LOG_DIRS:
         for agent, (entries, problems) in read[log].items():
             for p in problems:
-                find(p.get("kind", "unreadable"), log, agent, p["message"], line=p["line"])
-            keys, revoked = timelines.get(agent, ({}, {}))
+                find(p.get("kind", "unreadable"), log, agent, p["message"], seq=p.get("seq"), line=p["line"])
+            timeline = timelines.get(agent, KeyTimeline())
             expect, prev_line, seen_seq = 1, None, {}
             for e in entries:
                 total += 1
@@ -446,23 +657,23 @@ def verify(root: Path, checkpoint_marks: dict[str, dict[str, int]] | None = None
                 if e.agent != agent or e.log != log:
                     find("wrong-author", log, agent,
                          f"entry claims to be {e.agent!r}'s {e.log} entry but sits in {agent!r}'s {log} file", **where)
-                if _valid_at(keys, revoked, e):
-                    if not verify_signature(keys[e.kid][1], e):
+                key_problem = timeline.problem(e) if e.agent == agent else ("unknown-key", "")
+                if key_problem is None:
+                    if not verify_signature(timeline.keys[e.kid], e):
                         find("bad-signature", log, agent, "the signature does not match (the entry was edited)",
                              **where)
-                elif e.kid in revoked and e.kid in keys:
-                    find("revoked-key", log, agent, f"signed with the key {e.kid}, revoked at {revoked[e.kid]}",
-                         **where)
+                elif key_problem[0] == "revoked-key":
+                    find("revoked-key", log, agent, key_problem[1], **where)
                 elif e.kid in kid_owner and kid_owner[e.kid] != agent:
                     find("forged-author", log, agent,
                          f"signed with {kid_owner[e.kid]!r}'s key, but claims to be {agent!r}", **where)
                 else:
-                    find("unknown-key", log, agent, f"signed with a key not valid for {agent} at {e.ts}: {e.kid}",
-                         **where)
-                if e.nonce in nonces:
-                    find("replayed", log, agent, f"the same entry (nonce) already appears at {nonces[e.nonce]}",
-                         **where)
-                nonces.setdefault(e.nonce, f"{LOG_DIRS[log]}/{agent}.md:{e.lineno}")
+                    find("unknown-key", log, agent, key_problem[1] or f"signed with a key not valid for {agent}: "
+                                                                     f"{e.kid}", **where)
+                if home[e.nonce] != (log, agent, e.lineno):
+                    h_log, h_agent, h_line = home[e.nonce]
+                    find("replayed", log, agent, f"a copy of the entry at {LOG_DIRS[h_log]}/{h_agent}.md:{h_line} "
+                                                 f"(the same nonce)", **where)
                 if e.seq in seen_seq and e.nonce != seen_seq[e.seq]:
                     find("forked", log, agent, f"two different entries with sequence {e.seq}: {agent} wrote on two "
                                                f"clones from the same point; both are kept", **where)
@@ -473,14 +684,15 @@ def verify(root: Path, checkpoint_marks: dict[str, dict[str, int]] | None = None
                 elif e.seq > expect:
                     find("deleted", log, agent, f"sequence jumps from {expect - 1} to {e.seq}: "
                                                 f"{e.seq - expect} entries missing", **where)
-                elif prev_line is not None and e.prev != line_hash(prev_line):
+                elif prev_line is not None and e.prev != prev_line:
                     find("chain-broken", log, agent, "does not follow the previous entry (one was removed or "
                                                      "replaced before it)", **where)
                 elif prev_line is None and e.prev:
                     find("deleted", log, agent, "the first entries of this log are missing", **where)
                 seen_seq.setdefault(e.seq, e.nonce)
                 expect = max(expect, e.seq + 1)
-                prev_line = e.line
+                prev_line = chain_hash(e)
+                last_line[(log, agent)] = e.lineno
                 for other, seq in e.hw.items():
                     marks.append(("live", e.id, other, seq))
                 if e.ref and e.ref.startswith("decisions:"):
@@ -491,22 +703,44 @@ def verify(root: Path, checkpoint_marks: dict[str, dict[str, int]] | None = None
     for owner, hw in (checkpoint_marks or {}).items():
         for other, seq in hw.items():
             marks.append(("live", f"checkpoint of {owner}", other, seq))
+    # one finding per truncated log, from the mark that saw furthest
+    furthest: dict[tuple[str, str], tuple[int, str, int]] = {}  # → (seen, source, how many marks say so)
     for log, source, other, seen in marks:
+        if seen > last_seq.get((log, other), 0):
+            best = furthest.get((log, other))
+            count = best[2] + 1 if best else 1
+            furthest[(log, other)] = (seen, source, count) if not best or seen > best[0] else (*best[:2], count)
+    for (log, other), (seen, source, count) in furthest.items():
         have = last_seq.get((log, other), 0)
-        if seen > have:
-            find("truncated", log, other, f"{other}'s {log} log ends at sequence {have}, but {source} saw it up to "
-                                          f"{seen}: later entries are missing", seq=have)
+        others = f" (and {count - 1} more entries or checkpoints)" if count > 1 else ""
+        find("truncated", log, other, f"{other}'s {log} log ends at sequence {have}, but {source}{others} saw it up "
+                                      f"to {seen}: {seen - have} later entries are missing",
+             seq=have, line=last_line.get((log, other)))
     agents = {a for _l, a in last_seq}
     return findings, {"entries": total, "agents": len(agents)}
 
 
+def last_sequence(root: Path, log: str, agent: str) -> int:
+    """The sequence number of ``agent``'s last whole entry in ``log`` (0 if none)."""
+    path = log_files(root, log).get(agent)
+    for line in _tail_lines(path) if path is not None else ():
+        try:
+            return parse_line(line).seq
+        except LineError:
+            continue
+    return 0
+
+
 def rotate(root: Path, agent: str) -> tuple[LogEntry, str]:
-    """A new key for ``agent``, announced by an entry signed with the current one."""
+    """A new key for ``agent``, announced by an entry signed with the current one. The
+    entry records where the agent's decision log stands (``dseq``): the new key signs the
+    decisions after that one."""
     old = load_private_key(root, agent)
     new = new_private_key()
     raw = public_raw(new)
     done = append(root, "live", agent, "keys", "key-rotate", f"{agent} rotates to key {key_id(raw)}",
-                  extra={"public": base64.b64encode(raw).decode(), "kid": key_id(raw)}, private=old)
+                  extra={"public": base64.b64encode(raw).decode(), "kid": key_id(raw),
+                         "dseq": last_sequence(root, "decisions", agent)}, private=old)
     save_private_key(root, agent, new)
     return done.entry, key_id(raw)
 
@@ -531,9 +765,12 @@ def wait_for_new(root: Path, log: str, offsets: dict[str, int], interval: float 
             for raw in whole.split(b"\n"):
                 if raw.strip():
                     try:
-                        found.append(parse_line(raw.rstrip(b"\r").decode("utf-8", errors="replace")))
+                        e = parse_line(raw.rstrip(b"\r").decode("utf-8", errors="replace"))
                     except LineError:
-                        pass
+                        continue
+                    if e.agent != agent:
+                        e.problem = f"claims to be {e.agent}'s entry but sits in {agent}'s file"
+                    found.append(e)
         found.sort(key=lambda e: (e.ts, e.agent, e.seq))
         yield from found
         if not found:

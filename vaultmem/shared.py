@@ -35,10 +35,12 @@ class SyncReport:
     conflicts: list[str] = field(default_factory=list)
     findings: int = 0
     remote: str = ""
+    branch: str = ""  # the remote branch synced with, e.g. origin/main
 
     def to_dict(self) -> dict:
         return {"committed": self.committed, "pulled": self.pulled, "pushed": self.pushed,
-                "conflicts": self.conflicts, "verify_findings": self.findings, "remote": self.remote}
+                "conflicts": self.conflicts, "verify_findings": self.findings, "remote": self.remote,
+                "branch": self.branch}
 
 
 def _utc_now() -> _dt.datetime:
@@ -95,7 +97,9 @@ class Shared:
 
     def revoke_key(self, agent: str, kid: str, actor: Actor, reason: str = "") -> LogEntry:
         """Retire one of ``agent``'s keys (say, a leaked one after a rotation), in an entry
-        signed with its current key: entries signed with it afterwards fail ``verify``."""
+        signed with its current key: entries signed with it after this one in the agent's
+        chain fail ``verify``, whatever time they claim; so do decisions past the decision
+        log's end now (``dseq``)."""
         agent = check_name(agent, "agent name")
         if not actor.is_human and actor.name != agent:
             raise PermissionRefused(f"agent {actor.name!r} may not revoke {agent!r}'s keys")
@@ -107,7 +111,7 @@ class Shared:
         reason = scrub.text("reason", reason)
         entry = livelog.append(self.root, "live", agent, "keys", "key-revoke",
                                f"{agent} revokes key {kid}" + (f": {reason}" if reason else ""),
-                               extra={"kid": kid}).entry
+                               extra={"kid": kid, "dseq": livelog.last_sequence(self.root, "decisions", agent)}).entry
         entry.warnings = scrub.warnings()
         return entry
 
@@ -141,7 +145,8 @@ class Shared:
             raise BadInput(f"the count is {n}; it must be at least 1", field="n")
         since_key = _since(since) if since else None
         if unseen_as is None:
-            return livelog.newest(self.root, log, n, agent=agent, channel=channel, type_=type_, since=since_key)
+            return self._checked(livelog.newest(self.root, log, n, agent=agent, channel=channel, type_=type_,
+                                                since=since_key))
         me = self._agent(unseen_as)
         cursor = livelog.read_cursor(self.root, me)
         shown_before = livelog.read_shown(self.root, me)
@@ -161,11 +166,18 @@ class Shared:
                     mark += 1
                 cursor[who] = mark
             livelog.save_cursor(self.root, me, cursor, shown_before)
-        return shown
+        return self._checked(shown)
+
+    def _checked(self, entries: list[LogEntry]) -> list[LogEntry]:
+        """Each entry with its ``problem`` set when its author, line or key does not check
+        out, so that what is shown is never presented as verified when it is not."""
+        return livelog.Checker(self.root).mark(entries)
 
     def unseen_for_brief(self, agent: str, n: int = 5) -> list[LogEntry]:
-        """The newest entries of other agents that ``agent`` has not read (not marked read)."""
-        return livelog.newest(self.root, "live", n, after=livelog.read_cursor(self.root, agent), exclude=agent)
+        """The newest entries of other agents that ``agent`` has not read (not marked read);
+        an entry that does not check out (a forged or revoked signature) is left out."""
+        entries = livelog.newest(self.root, "live", n * 4, after=livelog.read_cursor(self.root, agent), exclude=agent)
+        return [e for e in self._checked(entries) if not e.problem][-n:]
 
     def find(self, ref: str, log: str = "live") -> LogEntry:
         who, _, seq = ref.partition("#")
@@ -300,9 +312,12 @@ class Shared:
 
     # -- git sync -------------------------------------------------------------------------------
     def sync(self, actor: Actor, remote: str = "origin") -> SyncReport:
-        """Commit new log entries, pull (merge) the remote, push. Log files merge by
-        union (every line is unique), so they never conflict; any other conflict is
-        reported with the files named and the merge is undone. Holds the write lock: no
+        """Commit new log entries, pull (merge) the remote branch this one tracks (else the
+        one of the same name), push. Log files merge by union (every line is unique), so
+        they never conflict; any other conflict is reported with the files named and the
+        merge is undone. A log that does not verify after the merge is not pushed (the
+        findings are named). A push that loses a race with another clone is retried:
+        fetch, merge, push again, up to ``SYNC_ATTEMPTS`` times. Holds the write lock: no
         vaultmem change lands in the middle of a merge."""
         with self.vault.writer.locked():
             return self._sync(actor, remote)
@@ -322,14 +337,27 @@ class Shared:
             return r
 
         if git("remote", "get-url", remote, check=False).returncode != 0:
-            raise NotFound(f"the vault has no git remote {remote!r}",
-                           hint=f"add one: git -C {root} remote add {remote} URL")
+            raise NotFound(f"the vault has no git remote {remote!r}, so nothing was synced; new log entries "
+                           f"stay uncommitted until a sync or 'vaultmem log commit' records them",
+                           hint=f"add one: git -C {root} remote add {remote} URL; or record the entries now "
+                                f"with: vaultmem log commit")
+        branch = git("rev-parse", "--abbrev-ref", "HEAD").stdout.strip()
+        if branch == "HEAD":
+            raise GitError("sync needs a branch, but HEAD is detached; nothing was synced", path=root,
+                           hint=f"check out the branch to sync: git -C {root} switch main")
+        target, tracked = self._upstream(git, remote, branch)
+        report.branch = f"{remote}/{target}"
         self._ensure_gitattributes(actor)
         report.committed = self.commit_logs(actor)
-        branch = git("rev-parse", "--abbrev-ref", "HEAD").stdout.strip()
-        for attempt in range(3):
-            git("fetch", "--quiet", remote)
-            upstream = f"{remote}/{branch}"
+        upstream = f"{remote}/{target}"
+        verified_at = None  # the commit last verified: a retry that merged nothing need not verify again
+        for attempt in range(1, SYNC_ATTEMPTS + 1):
+            fetched = git("fetch", "--quiet", remote, check=False)
+            if fetched.returncode != 0:
+                if attempt < SYNC_ATTEMPTS and _raced(fetched.stderr):
+                    _backoff(attempt)
+                    continue
+                raise GitError(f"git fetch failed: {(fetched.stderr or fetched.stdout).strip()}", path=root)
             if git("rev-parse", "--verify", "--quiet", upstream, check=False).returncode == 0:
                 behind = int(git("rev-list", "--count", f"HEAD..{upstream}").stdout.strip() or 0)
                 if behind:
@@ -343,14 +371,41 @@ class Shared:
                             + (", ".join(conflicts) or (merged.stderr or merged.stdout).strip()),
                             path=root, hint="merge them by hand (git merge), then run vaultmem sync again")
                     report.pulled += behind
-            pushed = git("push", "--quiet", remote, f"HEAD:{branch}", check=False)
+            elif not tracked:
+                others = [b for b in git("branch", "-r", "--format=%(refname:short)").stdout.split()
+                          if b.startswith(f"{remote}/") and b != f"{remote}/HEAD" and b != remote]
+                if others:  # pushing would start a branch nobody else syncs with
+                    names = ", ".join(others)
+                    raise GitError(f"the remote {remote!r} has no branch {target!r} (it has {names}), and "
+                                   f"{branch!r} tracks none of them; nothing was pushed", path=root,
+                                   hint=f"tell git which one to sync with: git -C {root} branch "
+                                        f"--set-upstream-to={others[0]} {branch}, then sync again")
+            now = git("rev-parse", "HEAD").stdout.strip()
+            if now != verified_at:
+                findings = self.verify()[0]
+                report.findings = len(findings)
+                if findings:
+                    raise _unverified(findings, report, root)
+                verified_at = now
+            pushed = git("push", "--quiet", remote, f"HEAD:refs/heads/{target}", check=False)
             if pushed.returncode == 0:
                 report.pushed = True
                 break
-            if attempt == 2:
-                raise GitError(f"git push failed: {pushed.stderr.strip()}", path=root)
-        report.findings = len(self.verify()[0])
+            if attempt == SYNC_ATTEMPTS or not _raced(pushed.stderr):
+                raise GitError(f"git push failed after {attempt} attempts: {pushed.stderr.strip()}", path=root,
+                               hint="run vaultmem sync again" if _raced(pushed.stderr) else None)
+            _backoff(attempt)  # another clone pushed first: fetch, merge and push again
         return report
+
+    @staticmethod
+    def _upstream(git, remote: str, branch: str) -> tuple[str, bool]:
+        """The remote branch ``branch`` syncs with: the one it tracks on ``remote``, else
+        the one of the same name. Also whether it is tracked."""
+        tracked_remote = git("config", f"branch.{branch}.remote", check=False).stdout.strip()
+        merge = git("config", f"branch.{branch}.merge", check=False).stdout.strip()
+        if tracked_remote == remote and merge.startswith("refs/heads/"):
+            return merge.removeprefix("refs/heads/"), True
+        return branch, False
 
     def _ensure_gitattributes(self, actor: Actor) -> None:
         path = self.root / layout.GITATTRIBUTES
@@ -359,6 +414,40 @@ class Shared:
         if missing:
             new = text + ("" if not text or text.endswith("\n") else "\n") + "\n".join(missing) + "\n"
             self.vault.writer.apply(actor, "sync: merge log files line by line (union)", {layout.GITATTRIBUTES: new})
+
+
+SYNC_ATTEMPTS = 12  # fetch + merge + push rounds while other clones keep pushing first
+# git's words for a push that lost a race: the remote moved, or its ref was locked by another push
+_RACE_MARKERS = ("cannot lock ref", "fetch first", "non-fast-forward", "Unable to create", "failed to update ref",
+                 "incorrect old value")
+
+
+def _raced(stderr: str) -> bool:
+    return any(m in (stderr or "") for m in _RACE_MARKERS)
+
+
+def _backoff(attempt: int) -> None:
+    import random
+    import time
+
+    time.sleep(random.uniform(0.02, 0.1) * min(attempt, 6))  # jitter: racing clones spread out
+
+
+def _one_line(text: str) -> str:
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in str(text))
+
+
+def _unverified(findings: list[dict], report: SyncReport, root: str) -> VaultmemError:
+    shown = "; ".join(f"{_one_line(f['path'])}:{f['line'] or '-'}: {_one_line(f['agent'])}#"
+                      f"{f['seq'] if f['seq'] is not None else '?'} {f['kind']}" for f in findings[:5])
+    more = f" and {len(findings) - 5} more" if len(findings) > 5 else ""
+    pulled = f"{report.pulled} commits were pulled and merged, but " if report.pulled else ""
+    return VaultmemError(
+        f"{pulled}the log does not verify ({len(findings)} findings: {shown}{more}), so it was not pushed",
+        path=root,
+        hint="see each finding with 'vaultmem log verify'; a cut-off last entry is fixed by 'vaultmem log repair'; "
+             "an edited or forged entry needs a human: restore the file from git history "
+             "(git log -p -- FILE), commit, then sync again")
 
 
 def _path() -> str:

@@ -47,6 +47,8 @@ class LogEntry:
     lineno: int = 0
     # what appending it kept out of the log (secrets replaced by placeholders), for the user
     warnings: list[str] = field(default_factory=list, compare=False, repr=False)
+    # set when shown (log tail, the brief): why the entry does not check out, None if it does
+    problem: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def id(self) -> str:
@@ -77,7 +79,8 @@ class LogEntry:
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "log": self.log, "agent": self.agent, "ts": self.ts, "seq": self.seq,
                 "channel": self.channel, "type": self.type, "summary": self.summary, "body": self.body,
-                "ref": self.ref, "extra": self.extra or None, "hw": self.hw or None, "kid": self.kid}
+                "ref": self.ref, "extra": self.extra or None, "hw": self.hw or None, "kid": self.kid,
+                **({"problem": self.problem} if self.problem else {})}
 
 
 def _esc(text: str) -> str:

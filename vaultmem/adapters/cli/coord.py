@@ -101,6 +101,9 @@ def log_tail(
     s = session(ctx, vault, as_, json_)
     v = s.open()
     log = "decisions" if decisions else "live"
+    # where following starts is taken before the tail is read: an entry appended while the
+    # tail is printed is then followed, not lost (and one both read and followed is shown once)
+    offsets = {a: p.stat().st_size for a, p in livelog.log_files(v.root, log).items()} if follow else {}
     entries = v.shared.tail(n, agent=agent, channel=channel, type_=type_, since=since,
                             unseen_as=v.actor(s.agent) if unseen else None, log=log)
     if s.json:
@@ -113,11 +116,17 @@ def log_tail(
             echo("no entries" + (" you have not seen" if unseen else ""), err=True)
     if not follow:
         return
-    offsets = {a: p.stat().st_size for a, p in livelog.log_files(v.root, log).items()}
+    printed = {e.nonce for e in entries}
+    checker = livelog.Checker(v.root)
     try:
         for e in livelog.wait_for_new(v.root, log, offsets):
+            if e.nonce in printed:
+                continue
+            if e.type.startswith("key-"):
+                checker = livelog.Checker(v.root)  # a rotation or revocation changes what checks out
             if (agent and e.agent != agent) or (channel and e.channel != channel) or (type_ and e.type != type_):
                 continue
+            checker.mark([e])
             echo_json(e.to_dict(), indent=None) if s.json else echo(render.log_line(e))
     except KeyboardInterrupt:
         pass

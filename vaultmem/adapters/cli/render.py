@@ -27,6 +27,12 @@ def _what(op: str, summary: str) -> str:
     return summary if summary.split(" ", 1)[0] == op else f"{op} {summary}"
 
 
+def _plain(text: Any) -> str:
+    """A file or agent name as one line: a newline or other control character in it is
+    escaped (\\n), so a name cannot start a line of output of its own."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in str(text))
+
+
 # -- changes that may go to the review inbox ---------------------------------------------------
 
 
@@ -226,7 +232,8 @@ def log_line(e) -> str:
     """One live-log or decision-log entry (``log tail``)."""
     ref = f" ↩ {e.ref}" if e.ref else ""
     body = "\n    " + e.body.replace("\n", "\n    ") if e.body else ""
-    return f"{e.ts[:19]}Z  {e.id:<16} #{e.channel:<10} {e.type:<9}{ref} {e.summary}{body}"
+    bad = f"  [NOT VERIFIED: {e.problem}]" if getattr(e, "problem", None) else ""
+    return f"{e.ts[:19]}Z  {e.id:<16} #{e.channel:<10} {e.type:<9}{ref} {e.summary}{bad}{body}"
 
 
 def key_created(change) -> str:
@@ -253,8 +260,8 @@ def acked(e, *, entry: str) -> str:
 def verified(result) -> str:
     """``log verify``: (the findings, the counts)."""
     findings, counts = result
-    out = [f"{f['path']}:{f['line'] or '-'}: {f['agent']}#{f['seq'] if f['seq'] is not None else '?'} "
-           f"{f['kind']}: {f['message']}" for f in findings]
+    out = [f"{_plain(f['path'])}:{f['line'] or '-'}: {_plain(f['agent'])}#{f['seq'] if f['seq'] is not None else '?'} "
+           f"{f['kind']}: {_plain(f['message'])}" for f in findings]
     out.append(f"{_n(counts['entries'], 'entry', 'entries')} of {_n(counts['agents'], 'agent')} checked: "
                + (_n(len(findings), "finding") if findings else "all signatures and chains hold"))
     return "\n".join(out)
@@ -302,7 +309,8 @@ def checkpoint(cp: dict) -> str:
 
 
 def synced(r) -> str:
-    return (f"synced with {r.remote}: {_n(r.pulled, 'commit')} pulled, {'pushed' if r.pushed else 'nothing pushed'}"
+    return (f"synced with {r.branch or r.remote}: {_n(r.pulled, 'commit')} pulled, "
+            f"{'pushed' if r.pushed else 'nothing pushed'}"
             + (f"; log verify: {_n(r.findings, 'finding')}" if r.findings else "; logs verify"))
 
 
@@ -332,7 +340,12 @@ def audit(report: dict) -> str:
     for c in report["foreign_page_commits"]:
         out.append(f"role page changed by agent {c['author']} (not the orchestrator): {c['commit'][:8]} {c['message']}")
     for n in report["notes_without_provenance"]:
-        out.append(f"{n['path']}: no {', '.join(n['missing'])}")
+        where = _plain(n["path"]) + (f":{n['line']}" if n.get("line") else "")
+        if n.get("problem"):  # said whole when it names the file itself ("… is a folder")
+            problem = n["problem"]
+            out.append(_plain(problem) if problem.startswith(n["path"]) else f"{where}: {_plain(problem)}")
+        else:
+            out.append(f"{where}: no {', '.join(n['missing'])}")
     return "\n".join(out) or "nothing needs a human"
 
 
