@@ -323,8 +323,9 @@ class Vault:
         budget = budget_for(window if window is not None else self.config.brief_window,
                             ratio if ratio is not None else self.config.brief_ratio, tokens)
         self._fresh()
+        page = pages.role_files(self.root).get(agent)
         return recall.brief(self.root, self.config, self.index, self.shared.unseen_for_brief(agent), agent, task,
-                            budget, pages.today())
+                            budget, pages.today(), page=layout.page_path(page) if page is not None else None)
 
     def evaluate(self, queries_path: str | Path, at: str | None = "HEAD", engine: str | None = None):
         """Run a retrieval evaluation on a frozen copy of this vault, indexed with

@@ -100,6 +100,12 @@ class IndexStore:
         facts = self._facts(current_generation(self.base))
         return dict(facts["owners"]) if facts else {}
 
+    def problems(self) -> list[dict]:
+        """The files the live generation could not read (broken YAML, a missing section…),
+        each ``{"path", "line", "message", "hint"}``, as the last refresh found them."""
+        facts = self._facts(current_generation(self.base))
+        return [dict(p) for p in facts["problems"]] if facts else []
+
     # -- reading -----------------------------------------------------------------------
     def engine(self) -> SearchEngine:
         """The live generation's engine, opened once per process (rebuilt if unreadable)."""

@@ -61,16 +61,30 @@ class Session:
         found = [w for part in parts for w in (getattr(part, "warnings", None) or [])]
         return list(dict.fromkeys(found))  # a decision and its live-log note may say the same
 
+    def skipped(self, result: Any = None) -> list[dict]:
+        """The files a read could not draw on, as the result it emits says (a search's
+        hits, a brief: their ``skipped_files``), each once."""
+        parts = result if isinstance(result, tuple) else (result,)
+        found = {p["path"]: p for part in parts for p in (getattr(part, "skipped_files", None) or [])}
+        return list(found.values())
+
     def emit(self, result: Any, render: Callable[[Any], str] | str, *, data: Any = None) -> None:
         """Print ``result``: ``render(result)`` for people (a ``str`` as it is), its
         ``to_dict()`` with ``--json`` (or ``data``, when the JSON is not the result's own),
-        and its warnings (``warning: …`` lines on stderr, or a ``"warnings"`` key)."""
+        its warnings (``warning: …`` lines on stderr, or a ``"warnings"`` key) and the
+        files it skipped (a line each on stderr, at most :data:`MAX_SKIPPED_LINES`, or a
+        ``"problems"`` list)."""
         if data is None:
             data = result.to_dict() if hasattr(result, "to_dict") else result
         warnings = self.warnings(result)
+        skipped = self.skipped(result)
         if self.json:
-            if warnings and isinstance(data, dict):
-                data = {**data, "warnings": warnings}
+            if isinstance(data, dict):
+                if warnings:
+                    data = {**data, "warnings": warnings}
+                if skipped or any(hasattr(part, "skipped_files") for part in
+                                  (result if isinstance(result, tuple) else (result,))):
+                    data = {**data, "problems": skipped}
             typer.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
         else:
             text = render(result) if callable(render) else render
@@ -78,6 +92,25 @@ class Session:
                 typer.echo(text)
             for warning in warnings:
                 typer.echo(f"warning: {warning}", err=True)
+            for line in skipped_lines(skipped, warnings):
+                typer.echo(line, err=True)
+
+
+MAX_SKIPPED_LINES = 10
+
+
+def skipped_lines(skipped: list[dict], warnings: list[str]) -> list[str]:
+    """One ``warning: FILE:LINE: …`` line per file a read skipped (not those a warning
+    already names), at most :data:`MAX_SKIPPED_LINES`, then how many more there are."""
+    left = [p for p in skipped if not any(p["path"] in w for w in warnings)]
+    lines = []
+    for p in left[:MAX_SKIPPED_LINES]:
+        where = f"{p['path']}:{p['line']}" if p.get("line") else p["path"]
+        lines.append(f"warning: {where}: cannot be read, not searched: {' '.join(str(p['message']).split())}")
+    if len(left) > MAX_SKIPPED_LINES:
+        lines.append(f"warning: … and {len(left) - MAX_SKIPPED_LINES} more files cannot be read "
+                     f"('vaultmem index' lists them all)")
+    return lines
 
 
 def session(ctx: typer.Context, vault: Path | None, as_: str | None, json_: bool) -> Session:
