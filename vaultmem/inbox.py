@@ -290,7 +290,7 @@ class Inbox:
             why = ("only a human or the orchestrator decides role-page proposals" if item.op in PAGE_OPS else
                    "only a human decides memory items (review.orchestrator_approves lets the orchestrator)")
         raise PermissionRefused(f"agent {actor.name!r} may not decide {item.id}: {why}",
-                                hint="a human decides it: run 'vaultmem review' without --as")
+                                hint="a human decides it: run 'vaultmem review' as yourself, not as an agent")
 
     def _edited(self, item: Item, edits: dict[str, Any], actor: Actor, scrub: Scrubber) -> Item:
         """The item with a reviewer's edits (checked and scrubbed like new input)."""
@@ -407,7 +407,7 @@ class Inbox:
             raise problem
         if not actor.is_human:
             raise PermissionRefused(f"agent {actor.name!r} may not decide {name}: the file cannot be read as an item",
-                                    hint="a human fixes or rejects it: run 'vaultmem review reject' without --as")
+                                    hint="a human fixes or rejects it: run 'vaultmem review reject' as yourself, not as an agent")
         message = f"review: reject unreadable {rel}: {reason}"
         sha = self.vault.writer.apply(actor, message, {rel: None, dst: files.read_text(self.root / rel, rel)})
         return Change("review.reject", [rel, dst], sha, message, {"id": name, "reason": reason, "archived_to": dst},

@@ -10,9 +10,11 @@ exit code is the error's own. What the CLI adds is its word for the input that w
 
 from __future__ import annotations
 
+import copy
 import errno
 import functools
 import json
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +24,7 @@ import click
 import typer
 
 from .. import edge
-from ...errors import VaultmemError
+from ...errors import PermissionRefused, VaultmemError
 from .fields import option_for
 
 VaultOpt = Annotated[
@@ -143,10 +145,44 @@ def option(exc: VaultmemError, ctx: click.Context | None = None) -> str | None:
     return option_for(exc.field, command_name(ctx), params)
 
 
-def report(exc: BaseException, as_json: bool, ctx: click.Context | None = None) -> None:
+ENV_AGENT = "VAULTMEM_AGENT"
+
+
+def acting_agent(flag: str | None) -> tuple[str, str] | None:
+    """Who a command acted as, and where that came from: (name, ``"--as"``) when the flag
+    named the agent, (name, ``"VAULTMEM_AGENT"``) when the environment did; None for the
+    human (as :meth:`vaultmem.Vault.actor` decides)."""
+    if flag:
+        return flag, "--as"
+    from_env = os.environ.get(ENV_AGENT)
+    return (from_env, ENV_AGENT) if from_env else None
+
+
+def as_yourself(agent: tuple[str, str]) -> str:
+    """How to run a command as the human instead of the agent it ran as."""
+    name, source = agent
+    if source == ENV_AGENT:
+        return (f"{ENV_AGENT}={name} is set, so this ran as agent {name}: to act as yourself, "
+                f"unset it (unset {ENV_AGENT}) or run 'env -u {ENV_AGENT} vaultmem …'")
+    return f"this ran as agent {name} (--as {name}): to act as yourself, run it without --as"
+
+
+def with_agent_hint(err: VaultmemError, agent: tuple[str, str] | None) -> VaultmemError:
+    """A refusal of what an agent may not do, with how to act as yourself added to its
+    hint — naming --as or VAULTMEM_AGENT, whichever made the command an agent's."""
+    if agent is None or not isinstance(err, PermissionRefused):
+        return err
+    told = copy.copy(err)
+    told.hint = f"{err.hint}; {as_yourself(agent)}" if err.hint else as_yourself(agent)
+    return told
+
+
+def report(exc: BaseException, as_json: bool, ctx: click.Context | None = None,
+           agent: tuple[str, str] | None = None) -> None:
     """Tell the user about ``exc`` (a VaultmemError, or an OSError the edge words), on
-    stdout as JSON or on stderr as text."""
-    err = edge.as_error(exc)
+    stdout as JSON or on stderr as text. ``agent``: who the command acted as, and where
+    that came from (:func:`acting_agent`), for a refusal's hint."""
+    err = with_agent_hint(edge.as_error(exc), agent)
     flag = option(err, ctx)
     if as_json:
         typer.echo(json.dumps({"error": edge.error_dict(err, option=flag)}, ensure_ascii=False, indent=2))
@@ -167,7 +203,8 @@ def handles_errors(fn: Callable) -> Callable:
                 raise  # the reader went away (| head): click ends quietly
             ctx = kwargs.get("ctx")
             base = ctx.find_root().obj if ctx is not None and ctx.find_root().obj else Session()
-            report(exc, bool(kwargs.get("json_")) or base.json, ctx)
+            agent = acting_agent(kwargs.get("as_") or base.agent)
+            report(exc, bool(kwargs.get("json_")) or base.json, ctx, agent)
             raise typer.Exit(edge.exit_code(exc)) from None
         except KeyboardInterrupt:
             typer.echo("interrupted", err=True)
