@@ -102,3 +102,13 @@ def test_an_english_brief_says_so_in_english(en_vault):
     page.write_text(page.read_text(encoding="utf-8").replace("name: reviewer", "name: [reviewer"), encoding="utf-8")
     r = vm("brief", "reviewer", "--task", "check the port")
     assert r.returncode == 0 and "could not be read" in r.stdout and "agents/reviewer.md" in r.stdout
+
+
+def test_a_broken_identity_is_skipped_and_said_not_fatal(team):
+    (team.root / "identity" / "前端审查.md").write_text("---\nrole: [x\n---\n你是前端审查。\n", encoding="utf-8")
+    r = team.vm("brief", "前端审查", "--task", "确认后端端口")
+    assert r.returncode == 0 and "[记忆简报 - 前端审查]" in r.stdout
+    assert "identity/前端审查.md" in r.stdout and "无法读取" in r.stdout
+    assert [line for line in r.stderr.splitlines() if "identity/前端审查.md" in line]
+    data = out_json(team.vm("--json", "brief", "前端审查", "--task", "确认后端端口"))
+    assert "identity/前端审查.md" in [p["path"] for p in data["problems"]] and not data["identity_included"]
