@@ -122,3 +122,15 @@ def test_the_config_comment_on_the_orchestrator_says_what_other_agents_meet(vaul
     assert r.returncode == 0 and out_json(r)["action"] == "propose"  # a proposal, not a refusal
     assert len(list((vault.root / "inbox").glob("i-*.md"))) == 1
     assert run_vaultmem("--vault", vault.root, "page", "ensure", "后端架构", "--as", "ella").returncode == 3
+
+
+def test_a_proposal_made_only_because_of_vaultmem_agent_says_so(vault):
+    r = run_vaultmem("--vault", vault.root, "remember", "后端端口固定8080", "--type", "fact",
+                     env={"VAULTMEM_AGENT": "lee"})
+    assert r.returncode == 0 and "waiting for review" in r.stdout
+    assert "note: VAULTMEM_AGENT=lee is set" in r.stderr and "unset VAULTMEM_AGENT" in r.stderr
+    r = run_vaultmem("--vault", vault.root, "remember", "前端用pnpm", "--type", "fact", "--as", "lee")
+    assert r.returncode == 0 and "waiting for review" in r.stdout and r.stderr == ""  # --as says it already
+    r = run_vaultmem("--vault", vault.root, "--json", "remember", "日志保留30天", "--type", "fact",
+                     env={"VAULTMEM_AGENT": "lee"})
+    assert r.returncode == 0 and out_json(r)["action"] == "propose" and r.stderr == ""

@@ -63,6 +63,16 @@ class Session:
         found = [w for part in parts for w in (getattr(part, "warnings", None) or [])]
         return list(dict.fromkeys(found))  # a decision and its live-log note may say the same
 
+    def proposal_note(self, result: Any) -> str | None:
+        """For a change filed for review only because ``VAULTMEM_AGENT`` made the command an
+        agent's (no ``--as``): why it waits, and how to act as yourself."""
+        agent = acting_agent(self.agent)
+        parts = result if isinstance(result, tuple) else (result,)
+        if agent is None or agent[1] != ENV_AGENT or not any(getattr(p, "action", None) == "propose" for p in parts):
+            return None
+        return (f"{ENV_AGENT}={agent[0]} is set, so this ran as agent {agent[0]} and waits for review; "
+                f"to act as yourself, unset {ENV_AGENT}")
+
     def skipped(self, result: Any = None) -> list[dict]:
         """The files a read could not draw on, as the result it emits says (a search's
         hits, a brief: their ``skipped_files``), each once."""
@@ -94,6 +104,8 @@ class Session:
                 typer.echo(text)
             for warning in warnings:
                 typer.echo(f"warning: {warning}", err=True)
+            if (note := self.proposal_note(result)) is not None:
+                typer.echo(f"note: {note}", err=True)
             for line in skipped_lines(skipped, warnings):
                 typer.echo(line, err=True)
 
