@@ -37,7 +37,7 @@ ALLOWED = {
     "retrieve": {"analysis", "index", "models"},
     "brief": {"analysis", "errors", "models"},
     "evaluate": {"errors", "models", "parse", "layout"},
-    "recall": {"errors", "names", "files", "layout", "parse", "index", "retrieve", "brief", "evaluate"},
+    "recall": {"errors", "models", "names", "files", "layout", "parse", "index", "retrieve", "brief", "evaluate"},
     # domain modules: plan the writes, hand them to the transaction
     "livelog": {"errors", "files", "names", "parse", "layout"},
     "notes": STORAGE,

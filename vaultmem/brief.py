@@ -29,6 +29,7 @@ LABELS = {
         "index": "## 记忆索引",
         "live": "## 共享动态（未读）",
         "more": "- …更多条目见 [[MEMORY]]",
+        "unread": "注意：{path} 无法读取（{where}{message}），其中的记忆未纳入本简报。",
         "preference": "用户偏好", "decision": "决策", "fact": "事实", "failure+fix": "已知问题",
         "procedure": "流程", "episode": "经历", "work": "工作记忆", "context": "项目约定",
         "subagents": "子Agent记录", "other": "参考",
@@ -43,6 +44,7 @@ LABELS = {
         "index": "## Memory index",
         "live": "## Live context (unseen)",
         "more": "- … more in [[MEMORY]]",
+        "unread": "Note: {path} could not be read ({where}{message}); what it holds is not in this brief.",
         "preference": "User preference", "decision": "Decision", "fact": "Fact", "failure+fix": "Known issue",
         "procedure": "Procedure", "episode": "Episode", "work": "Lesson", "context": "Project convention",
         "subagents": "Sub-agent result", "other": "Reference",
@@ -67,6 +69,7 @@ class BriefParts:
     lang: str = "en"
     max_items: int = 10
     max_line_chars: int = 240
+    notices: list[str] = field(default_factory=list)  # said after the task: what the brief lacks (unread_notice)
 
 
 @dataclass
@@ -81,6 +84,8 @@ class Brief:
     index_total: int
     identity_included: bool
     live_entries: int = 0
+    page: str | None = None  # the role's page; None when it has none yet
+    skipped_files: list[dict[str, Any]] = field(default_factory=list)  # the index's problems in the brief's scope
     # said on stderr (a "warnings" key in JSON): a budget that holds nothing, a file the
     # brief would have drawn on but did not read (a symlink leading out of the vault)
     warnings: list[str] = field(default_factory=list, compare=False)
@@ -89,7 +94,16 @@ class Brief:
         return {"agent": self.agent, "task": self.task, "budget": self.budget, "tokens": self.tokens,
                 "items": self.items, "index_lines": self.index_lines, "index_total": self.index_total,
                 "identity_included": self.identity_included, "live_entries": self.live_entries,
-                "markdown": self.markdown}
+                "page": self.page, "problems": self.skipped_files, "markdown": self.markdown}
+
+
+def unread_notice(problem: dict[str, Any], lang: str) -> str:
+    """The brief's own word that a file it would draw on could not be read (the role's
+    page, its identity): ``problem`` as the index records it."""
+    labels = LABELS.get(lang, LABELS["en"])
+    line = problem.get("line")
+    where = ("第{}行：" if labels is LABELS["zh"] else "line {}: ").format(line) if line else ""
+    return labels["unread"].format(path=problem["path"], where=where, message=shorten(str(problem["message"]), 100))
 
 
 def budget_for(window: int, ratio: float, cap: int | None) -> int:
@@ -196,6 +210,8 @@ def build_brief(parts: BriefParts, budget: int) -> Brief:
                            hint="allow more tokens: a higher cap on the brief, or a larger window")
     task_room = max(8, budget // 5)
     b.add(_safe(labels["task"] + shorten(parts.task, task_room * 2)), reserve=close_cost)
+    for notice in parts.notices:
+        b.add(_safe(shorten(notice, parts.max_line_chars)), reserve=close_cost)
 
     identity_included = False
     if parts.identity.strip():

@@ -343,8 +343,9 @@ def path_history(root: Path, path: str, since: str | None = None) -> list[tuple[
 
 
 def show(root: Path, commit: str, path: str) -> str:
-    """The diff one commit made to one path."""
-    return _repo(root).git.show("--format=", "--no-color", commit, "--", path)
+    """The diff one commit made to one path (paths as written: ``agents/前端审查.md``, not
+    git's octal escapes)."""
+    return _repo(root).git(c="core.quotepath=false").show("--format=", "--no-color", commit, "--", path)
 
 
 def committed_text(root: Path, path: str) -> str | None:

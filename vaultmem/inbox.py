@@ -380,7 +380,7 @@ class Inbox:
             why = ("only a human or the orchestrator decides role-page proposals" if item.op in PAGE_OPS else
                    "only a human decides memory items (review.orchestrator_approves lets the orchestrator)")
         raise PermissionRefused(f"agent {actor.name!r} may not decide {item.id}: {why}",
-                                hint="a human decides it: run 'vaultmem review' without --as")
+                                hint="a human decides it: run 'vaultmem review' as yourself, not as an agent")
 
     def _edited(self, item: Item, edits: dict[str, Any], actor: Actor, scrub: Scrubber) -> Item:
         """The item with a reviewer's edits (checked and scrubbed like new input)."""
@@ -506,7 +506,7 @@ class Inbox:
             raise problem
         if not actor.is_human:
             raise PermissionRefused(f"agent {actor.name!r} may not decide {name}: the file cannot be read as an item",
-                                    hint="a human fixes or rejects it: run 'vaultmem review reject' without --as")
+                                    hint="a human fixes or rejects it: run 'vaultmem review reject' as yourself, not as an agent")
         message = f"review: reject unreadable {rel}: {reason}"
         raw = scrub.text("text", files.read_vault_text(self.root, rel))
         sha = self.vault.writer.apply(actor, message, {rel: None, dst: raw}, rescrubbed=(rel,))

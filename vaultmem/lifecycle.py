@@ -23,8 +23,16 @@ from .parse.page import SUBAGENT_FIELDS, add_subagent_record
 
 DELEGATIONS_DIR = layout.DELEGATIONS_DIR
 FIELDS = ("task", "conclusion", "output", "decision")
-OPEN_ITEM = re.compile(r"(- \[ \]|\bTODO\b|\bFIXME\b|待办|遗留|未解决|未完成|后续|follow[- ]?up|open question|"
-                       r"\bblocked\b|\bpending\b)", re.IGNORECASE)
+# An open item says that work is still to do. Some words say so wherever they stand: an
+# unchecked box, TODO / FIXME, 待办, 未解决 / 未完成 (unsolved, unfinished), 遗留问题 (an
+# issue left over). Others only as a label that opens the entry or one of its clauses —
+# "后续：补基准", "Follow-up: …", "pending: …", "blocked on …" — since in a lesson they are
+# advice or past events: "…，后续审查重点关注" (look at it in later reviews), "清理了遗留代码"
+# (legacy code, cleaned up), "the request stayed pending until …", "CSP blocked …".
+OPEN_ANYWHERE = r"\[ \]|\bTODO\b|\bFIXME\b|待办|未解决|未完成|遗留问题|\bopen questions?\b"
+OPEN_LABEL = (r"(?:^|[，,。.；;：:！!？?(（]\s*)(?:后续|遗留|下一步|follow[- ]?ups?|next steps?|pending|blocked|todo)"
+              r"\s*(?:[：:]|(?<=blocked) (?:on|by)\b)")
+OPEN_ITEM = re.compile(f"{OPEN_ANYWHERE}|{OPEN_LABEL}", re.IGNORECASE)
 AGENT_EMAIL = "@agents.vaultmem.invalid"
 
 
@@ -61,22 +69,7 @@ class Lifecycle:
                       warnings=[*page.warnings, *scrub.warnings()]), brief
 
     def delegations(self, role: str | None = None, status: str | None = None) -> list[dict]:
-        folder = self.root / DELEGATIONS_DIR
-        out = []
-        for path in sorted(folder.glob("d-*.md")) if folder.is_dir() else []:
-            rel = f"{DELEGATIONS_DIR}/{path.name}"
-            try:
-                doc = parse_document(files.read_vault_text(self.root, rel), rel, require_frontmatter=True, fast=True)
-            except VaultmemError:
-                continue
-            meta = plain(doc.meta)
-            item = {"id": meta.get("id") or path.stem, "role": meta.get("role"), "status": meta.get("status"),
-                    "delegated_by": meta.get("delegated_by"), "created": meta.get("created"),
-                    "task": "".join(doc.lines[doc.body_start:]).strip(), "path": rel,
-                    "record": meta.get("record")}
-            if (role is None or item["role"] == role) and (status is None or item["status"] == status):
-                out.append(item)
-        return out
+        return delegations(self.root, role, status)
 
     def harvest(self, role: str, delegation: str, fields: dict[str, str], actor: Actor,
                 title: str | None = None) -> Change:
@@ -150,15 +143,17 @@ class Lifecycle:
                 "clean": not (stale or inbox or foreign or unsourced)}
 
     # -- management modes (seed 000) -------------------------------------------------------------
-    def ask(self, role: str, question: str, limit: int = 5) -> list:
-        """Quick Q&A about a role's memory: its own entries and notes most relevant to the question."""
+    def ask(self, role: str, question: str, limit: int = 5):
+        """Quick Q&A about a role's memory: what its brief draws on — its own entries and
+        notes, and global and shared memory (never another role's page) — most relevant to
+        the question, its own first when they match as well. Returns the search's hits."""
         name = pages.resolve(self.root, role)
-        hits = self.vault.search(question, agent=name, limit=limit * 4)
-        return [h for h in hits if h.doc.agent == name][:limit]
+        return self.vault.search(question, agent=name, kinds=layout.BRIEF_KINDS, limit=limit)
 
     def todo(self, role: str) -> dict:
-        """Open items recorded for a role: unchecked boxes, TODO/待办/遗留… in its entries,
-        and its delegations not yet harvested."""
+        """Open items recorded for a role — entries that say work is still to do (see
+        :data:`OPEN_ITEM`: an unchecked box, TODO, 待办, 未解决, 遗留问题, or a label such as
+        "后续：" or "Follow-up:") — and its delegations not yet harvested."""
         name = pages.resolve(self.root, role)
         info = self.vault.read_page(name)
         items = [e.to_dict(info.path) for e in info.entries if OPEN_ITEM.search(e.text)]
@@ -175,6 +170,26 @@ class Lifecycle:
         return commits
 
 
+def delegations(root, role: str | None = None, status: str | None = None) -> list[dict]:
+    """The delegations recorded (of ``role``, with ``status``), oldest id first."""
+    folder = root / DELEGATIONS_DIR
+    out = []
+    for path in sorted(folder.glob("d-*.md")) if folder.is_dir() else []:
+        rel = f"{DELEGATIONS_DIR}/{path.name}"
+        try:
+            doc = parse_document(files.read_vault_text(root, rel), rel, require_frontmatter=True, fast=True)
+        except VaultmemError:
+            continue
+        meta = plain(doc.meta)
+        item = {"id": meta.get("id") or path.stem, "role": meta.get("role"), "status": meta.get("status"),
+                "delegated_by": meta.get("delegated_by"), "created": meta.get("created"),
+                "task": "".join(doc.lines[doc.body_start:]).strip(), "path": rel,
+                "record": meta.get("record")}
+        if (role is None or item["role"] == role) and (status is None or item["status"] == status):
+            out.append(item)
+    return out
+
+
 def plan_harvest(root, name: str, delegation: str, clean: dict[str, str], actor: Actor,
                  title: str | None) -> tuple[dict[str, str | None], str, Any]:
     """The role page with the sub-agent's record added and the delegation closed
@@ -182,7 +197,10 @@ def plan_harvest(root, name: str, delegation: str, clean: dict[str, str], actor:
     rel_d = layout.delegation_path(delegation)
     path_d = root / rel_d
     if not path_d.exists():
-        raise NotFound(f"no delegation {delegation}", hint="list them with: vaultmem audit")
+        pending = [d["id"] for d in delegations(root, name, "pending")]
+        waiting = (f"pending under {name}: {', '.join(pending)}" if pending else f"{name} has no pending delegation")
+        raise NotFound(f"no delegation {delegation} ({waiting})",
+                       hint=f"the role's pending delegations, fresh ones too: vaultmem todo {name}")
     text_d = files.read_vault_text(root, rel_d)
     meta = plain(parse_document(text_d, rel_d).meta)
     if meta.get("role") != name:

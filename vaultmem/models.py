@@ -210,3 +210,16 @@ class Hit:
         if self.rank_score is not None:
             out["rank_score"] = round(self.rank_score, 4)
         return out
+
+
+class Hits(list):
+    """Search hits, best first — a list — with what the search could not draw on:
+    ``skipped_files``, the index's problem (``path``, ``line``, ``message``) for each file
+    in the search's scope that could not be read (broken YAML, a missing section), so it
+    was not searched; and ``warnings``, why a search could find nothing (a query of common
+    words only, say)."""
+
+    def __init__(self, hits=(), skipped_files=(), warnings=()) -> None:
+        super().__init__(hits)
+        self.skipped_files: list[dict[str, Any]] = list(skipped_files)
+        self.warnings: list[str] = list(warnings)

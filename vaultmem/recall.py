@@ -6,10 +6,11 @@ and the index and return hits or a :class:`~vaultmem.brief.Brief`, writing nothi
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 
 from . import files, layout
-from .errors import BadInput, NotFound
+from .errors import BadInput, NotFound, ParseError
 from .names import check_name
 
 
@@ -22,14 +23,53 @@ def check_query(query: str, agent: str | None, limit: int) -> str | None:
     return check_name(agent, "agent name") if agent else None
 
 
+COMMON_WORDS_ONLY = ("the query has only common words ({words}), which are not indexed: "
+                     "add a word that says what to look for")
+
+
+def skipped_files(problems: list[dict], agent: str | None, kinds: tuple[str, ...]) -> list[dict]:
+    """Of the files the index could not read (``problems``), those a search of ``kinds``
+    (empty: all but the inbox and the archive) as ``agent`` would have drawn on — never
+    another role's page, identity or checkpoint."""
+    from .index import DEFAULT_EXCLUDED_KINDS
+
+    out = []
+    for problem in problems:
+        parts = problem["path"].split("/")
+        top = parts[0] if len(parts) > 1 else ""
+        found = {"shared", "log", "decision"} if top == layout.SHARED_DIR else {layout.KIND_BY_FOLDER.get(top, "doc")}
+        if not (found & set(kinds) if kinds else not found & set(DEFAULT_EXCLUDED_KINDS)):
+            continue
+        if agent and top in layout.OWNED_FOLDERS and unicodedata.normalize(
+                "NFC", parts[1].removesuffix(".md")) != agent:
+            continue
+        out.append(problem)
+    return out
+
+
+def common_words_only(query: str) -> str | None:
+    """The warning for a query none of whose words are indexed, or None."""
+    from .retrieve import has_terms
+
+    if has_terms(query):
+        return None
+    words = ", ".join(dict.fromkeys(query.split()))
+    return COMMON_WORDS_ONLY.format(words=words[:60])
+
+
 def search(index, query: str, agent: str | None, kinds: tuple[str, ...], types: tuple[str, ...], limit: int):
-    """Ranked hits; with ``agent`` and no ``kinds``, what an agent may see (never the
-    inbox or the archive, never another role's page)."""
+    """Ranked hits (:class:`~vaultmem.models.Hits`); with ``agent`` and no ``kinds``, what
+    an agent may see (never the inbox or the archive, never another role's page). The
+    files in that scope the index could not read come with them, and so does why a query
+    of common words only finds nothing."""
     from .index import Filters
+    from .models import Hits
     from .retrieve import search as ranked
 
-    kinds = tuple(kinds) or (layout.AGENT_KINDS if agent else ())
-    return ranked(index, query, Filters(agent=agent, kinds=kinds, types=tuple(types)), limit)
+    scope = tuple(kinds) or (layout.AGENT_KINDS if agent else ())
+    warning = common_words_only(query)
+    found = [] if warning else ranked(index, query, Filters(agent=agent, kinds=scope, types=tuple(types)), limit)
+    return Hits(found, skipped_files(index.problems(), agent, scope), [warning] if warning else [])
 
 
 def check_brief(agent: str, task: str) -> str:
@@ -39,21 +79,37 @@ def check_brief(agent: str, task: str) -> str:
     return agent
 
 
-def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int, today):
+def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int, today, page: str | None):
     """The brief for ``agent`` on ``task`` within ``budget`` tokens: the relevant hits
     (ranked for a brief), the agent's identity, as many MEMORY.md lines as could fit,
-    and the newest log entries it has not read (``unseen``)."""
-    from .brief import BriefParts, build_brief
+    and the newest log entries it has not read (``unseen``). ``page``: the role's page
+    (vault-relative), None when it has none yet — the brief then warns so. Files in the
+    brief's scope that could not be read are named (``skipped_files``); the role's own
+    page among them, or its identity, is also said in the brief itself."""
+    from .brief import BriefParts, build_brief, unread_notice
     from .index import Filters
     from .parse.note import index_block_lines
     from .retrieve import is_relevant, rank
     from .retrieve import search as ranked
 
-    hits = ranked(index, task, Filters(agent=agent, kinds=layout.BRIEF_KINDS), limit=max(30, config.brief_max_items * 3))
+    warnings = []
+    skipped = skipped_files(index.problems(), agent, layout.BRIEF_KINDS)
+    if page is None:
+        warnings.append(f"{agent} has no page yet ({layout.page_path(agent)}): this brief holds shared memory "
+                        f"only; create the page with 'vaultmem dispatch {agent}', which briefs it too, or "
+                        f"'vaultmem page ensure {agent}'")
+    notices = []
+    own = next((p for p in skipped if page is not None and p["path"] == page), None)
+    if own is not None:
+        notices.append(unread_notice(own, config.lang))
+        warnings.append(f"the page of {agent}, {_where(own)}, cannot be read ({_flat(own['message'])}): "
+                        f"its entries are missing from this brief, which says so; fix the file")
+    if (warning := common_words_only(task)) is not None:
+        warnings.append(warning.replace("the query", "the task"))
+    hits = [] if warning else ranked(index, task, Filters(agent=agent, kinds=layout.BRIEF_KINDS),
+                                     limit=max(30, config.brief_max_items * 3))
     relevant = rank([h for h in hits if is_relevant(h, task, config.brief_min_coverage)], today)
     from .errors import UnsafePath
-
-    warnings: list[str] = []
 
     def read(rel: str) -> str | None:
         """A file the brief draws on directly; None if absent, or not read (warned)."""
@@ -73,8 +129,16 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
     if text is not None:
         from .parse.document import parse_document
 
-        doc = parse_document(text, identity_rel, require_frontmatter=False)
-        identity = "".join(doc.lines[doc.body_start:])
+        try:
+            doc = parse_document(text, identity_rel, require_frontmatter=False)
+        except ParseError as exc:
+            problem = {"path": identity_rel, "line": exc.line, "message": exc.message, "hint": exc.hint}
+            skipped.append(problem)
+            notices.append(unread_notice(problem, config.lang))
+            warnings.append(f"the identity of {agent}, {_where(problem)}, cannot be read "
+                            f"({_flat(exc.message)}): it is missing from this brief, which says so; fix the file")
+        else:
+            identity = "".join(doc.lines[doc.body_start:])
     text = read(layout.MEMORY_INDEX)
     # at most as many lines as could fit (an index line costs well over 8 tokens)
     index_lines = (index_block_lines(text, layout.MEMORY_INDEX, agent, owners=index.owners(), limit=budget // 8 + 1)
@@ -82,10 +146,20 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
     warnings += [f"{p['path']}: {p['message']}" for p in index.problems() if p.get("unread")]
     live = [f"- {e.ts[:16]}Z {e.id} #{e.channel} {e.type}: {e.summary} [[{e.log_path}]]" for e in unseen]
     parts = BriefParts(agent=agent, task=task, identity=identity, hits=relevant, index_lines=index_lines,
-                       live=live, lang=config.lang, max_items=config.brief_max_items)
-    made = build_brief(parts, budget)
-    made.warnings = warnings + made.warnings
-    return made
+                       live=live, lang=config.lang, max_items=config.brief_max_items, notices=notices)
+    result = build_brief(parts, budget)
+    result.page, result.skipped_files = page, skipped
+    result.warnings = warnings + result.warnings
+    return result
+
+
+def _where(problem: dict) -> str:
+    return f"{problem['path']}:{problem['line']}" if problem.get("line") else problem["path"]
+
+
+def _flat(message: str, limit: int = 120) -> str:
+    flat = " ".join(str(message).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 def evaluate(root: Path, config, queries_path: str | Path, at: str | None, engine: str | None):

@@ -38,6 +38,12 @@ def search(store, query: str, filters: Filters = Filters(), limit: int = 10, sni
     return out
 
 
+def has_terms(query: str) -> bool:
+    """Whether the query has a term the index holds: common words ("the", "of", "what")
+    are not indexed, so a query of them alone matches nothing."""
+    return bool(query_tokens(query))
+
+
 def _recency(date: str | None, today: _dt.date) -> float:
     if not date:
         return 0.5

@@ -32,12 +32,12 @@ ENV_AGENT = "VAULTMEM_AGENT"
 def locate(path: str | Path | None = None, cwd: Path | None = None) -> Path:
     """The vault to use: ``path`` if given, else ``$VAULTMEM_VAULT``, else the nearest
     folder at or above ``cwd`` that holds ``.vaultmem/config.yaml``."""
+    from_env = path in (None, "") and bool(os.environ.get(ENV_VAULT))
     chosen = path if path not in (None, "") else os.environ.get(ENV_VAULT) or None
     if chosen is not None:
         root = Path(chosen).expanduser()
         if not is_vault(root):
-            raise VaultNotFound(f"{root} is not a vault (it has no {layout.CONFIG_PATH})", path=str(root),
-                                hint=f"create one with 'vaultmem init {root}'")
+            raise _not_a_vault(root, from_env)
         return root.resolve()
     try:
         found = find_vault(str(cwd) if cwd is not None else None)
@@ -49,6 +49,27 @@ def locate(path: str | Path | None = None, cwd: Path | None = None) -> Path:
         return Path(found)
     raise VaultNotFound(f"no vault at or above {start}",
                         hint=f"pass --vault PATH, set {ENV_VAULT}, or create one with 'vaultmem init PATH'")
+
+
+def _not_a_vault(root: Path, from_env: bool) -> VaultNotFound:
+    """Why the folder named (by the caller, or by ``$VAULTMEM_VAULT``) is no vault: it does
+    not exist; it lies inside a vault (name that one: a vault nested in a vault is never
+    what was meant); or it is a folder of its own, where ``init`` would make one."""
+    named = f"{root} (from {ENV_VAULT})" if from_env else str(root)
+    if not root.exists():
+        return VaultNotFound(f"{named} does not exist", path=str(root),
+                             hint="check the path; to create a vault there, give it to 'vaultmem init'")
+    if not root.is_dir():
+        return VaultNotFound(f"{named} is a file, not a vault folder", path=str(root))
+    try:
+        enclosing = find_vault(str(root))
+    except OSError:
+        enclosing = None
+    if enclosing is not None:
+        return VaultNotFound(f"{named} is inside the vault {enclosing}, not a vault itself", path=str(root),
+                             hint=f"name the vault's own folder: {enclosing}")
+    return VaultNotFound(f"{named} is not a vault (it has no {layout.CONFIG_PATH})", path=str(root),
+                         hint=f"create one with 'vaultmem init {root}'")
 
 
 class Vault:
@@ -232,7 +253,7 @@ class Vault:
         if not actor.is_human:
             raise PermissionRefused(f"agent {actor.name!r} may not change the vault's settings",
                                     hint="settings (the orchestrator among them) are changed by a human: "
-                                         "run without --as")
+                                         "run it as yourself, not as an agent")
         with self.writer.locked():
             new_text = set_value(files.read_vault_text(self.root, layout.CONFIG_PATH), dotted, value)
             message = f"config: set {dotted} = {value}"
@@ -328,8 +349,9 @@ class Vault:
         budget = budget_for(window if window is not None else self.config.brief_window,
                             ratio if ratio is not None else self.config.brief_ratio, tokens)
         self._fresh()
+        page = pages.role_files(self.root).get(agent)
         return recall.brief(self.root, self.config, self.index, self.shared.unseen_for_brief(agent), agent, task,
-                            budget, pages.today())
+                            budget, pages.today(), page=layout.page_path(page) if page is not None else None)
 
     def evaluate(self, queries_path: str | Path, at: str | None = "HEAD", engine: str | None = None):
         """Run a retrieval evaluation on a frozen copy of this vault, indexed with

@@ -114,9 +114,10 @@ class IndexStore:
         return dict(facts["owners"]) if facts else {}
 
     def problems(self) -> list[dict]:
-        """The files the live generation could not index, each with why (from the manifest)."""
+        """The files the live generation could not read (broken YAML, a missing section…),
+        each ``{"path", "line", "message", "hint"}``, as the last refresh found them."""
         facts = self._facts(current_generation(self.base))
-        return list(facts["problems"]) if facts else []
+        return [dict(p) for p in facts["problems"]] if facts else []
 
     # -- reading -----------------------------------------------------------------------
     def engine(self) -> SearchEngine:

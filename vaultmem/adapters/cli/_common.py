@@ -10,6 +10,7 @@ exit code is the error's own. What the CLI adds is its word for the input that w
 
 from __future__ import annotations
 
+import copy
 import errno
 import functools
 import os
@@ -23,7 +24,7 @@ import click
 import typer
 
 from .. import edge
-from ...errors import VaultmemError
+from ...errors import PermissionRefused, VaultmemError
 from .fields import option_for
 
 VaultOpt = Annotated[
@@ -62,16 +63,40 @@ class Session:
         found = [w for part in parts for w in (getattr(part, "warnings", None) or [])]
         return list(dict.fromkeys(found))  # a decision and its live-log note may say the same
 
+    def proposal_note(self, result: Any) -> str | None:
+        """For a change filed for review only because ``VAULTMEM_AGENT`` made the command an
+        agent's (no ``--as``): why it waits, and how to act as yourself."""
+        agent = acting_agent(self.agent)
+        parts = result if isinstance(result, tuple) else (result,)
+        if agent is None or agent[1] != ENV_AGENT or not any(getattr(p, "action", None) == "propose" for p in parts):
+            return None
+        return (f"{ENV_AGENT}={agent[0]} is set, so this ran as agent {agent[0]} and waits for review; "
+                f"to act as yourself, unset {ENV_AGENT}")
+
+    def skipped(self, result: Any = None) -> list[dict]:
+        """The files a read could not draw on, as the result it emits says (a search's
+        hits, a brief: their ``skipped_files``), each once."""
+        parts = result if isinstance(result, tuple) else (result,)
+        found = {p["path"]: p for part in parts for p in (getattr(part, "skipped_files", None) or [])}
+        return list(found.values())
+
     def emit(self, result: Any, render: Callable[[Any], str] | str, *, data: Any = None) -> None:
         """Print ``result``: ``render(result)`` for people (a ``str`` as it is), its
         ``to_dict()`` with ``--json`` (or ``data``, when the JSON is not the result's own),
-        and its warnings (``warning: …`` lines on stderr, or a ``"warnings"`` key)."""
+        its warnings (``warning: …`` lines on stderr, or a ``"warnings"`` key) and the
+        files it skipped (a line each on stderr, at most :data:`MAX_SKIPPED_LINES`, or a
+        ``"problems"`` list)."""
         if data is None:
             data = result.to_dict() if hasattr(result, "to_dict") else result
         warnings = self.warnings(result)
+        skipped = self.skipped(result)
         if self.json:
-            if warnings and isinstance(data, dict):
-                data = {**data, "warnings": warnings}
+            if isinstance(data, dict):
+                if warnings:
+                    data = {**data, "warnings": warnings}
+                if skipped or any(hasattr(part, "skipped_files") for part in
+                                  (result if isinstance(result, tuple) else (result,))):
+                    data = {**data, "problems": skipped}
             echo_json(data)
         else:
             text = render(result) if callable(render) else render
@@ -79,6 +104,10 @@ class Session:
                 echo(text)
             for warning in warnings:
                 echo(f"warning: {warning}", err=True)
+            if (note := self.proposal_note(result)) is not None:
+                echo(f"note: {note}", err=True)
+            for line in skipped_lines(skipped, warnings):
+                echo(line, err=True)
 
 
 def echo(text: str, err: bool = False) -> None:
@@ -91,6 +120,23 @@ def echo(text: str, err: bool = False) -> None:
 def echo_json(data: Any, indent: int | None = 2) -> None:
     """Print ``data`` as JSON on stdout (:func:`vaultmem.adapters.edge.json_text`)."""
     typer.echo(edge.json_text(data, indent))
+
+
+MAX_SKIPPED_LINES = 10
+
+
+def skipped_lines(skipped: list[dict], warnings: list[str]) -> list[str]:
+    """One ``warning: FILE:LINE: …`` line per file a read skipped (not those a warning
+    already names), at most :data:`MAX_SKIPPED_LINES`, then how many more there are."""
+    left = [p for p in skipped if not any(p["path"] in w for w in warnings)]
+    lines = []
+    for p in left[:MAX_SKIPPED_LINES]:
+        where = f"{p['path']}:{p['line']}" if p.get("line") else p["path"]
+        lines.append(f"warning: {where}: cannot be read, not searched: {' '.join(str(p['message']).split())}")
+    if len(left) > MAX_SKIPPED_LINES:
+        lines.append(f"warning: … and {len(left) - MAX_SKIPPED_LINES} more files cannot be read "
+                     f"('vaultmem index' lists them all)")
+    return lines
 
 
 def session(ctx: typer.Context, vault: Path | None, as_: str | None, json_: bool) -> Session:
@@ -123,11 +169,45 @@ def option(exc: VaultmemError, ctx: click.Context | None = None) -> str | None:
     return option_for(exc.field, command_name(ctx), params)
 
 
-def report(exc: BaseException, as_json: bool, ctx: click.Context | None = None, flag: str | None = None) -> None:
+ENV_AGENT = "VAULTMEM_AGENT"
+
+
+def acting_agent(flag: str | None) -> tuple[str, str] | None:
+    """Who a command acted as, and where that came from: (name, ``"--as"``) when the flag
+    named the agent, (name, ``"VAULTMEM_AGENT"``) when the environment did; None for the
+    human (as :meth:`vaultmem.Vault.actor` decides)."""
+    if flag:
+        return flag, "--as"
+    from_env = os.environ.get(ENV_AGENT)
+    return (from_env, ENV_AGENT) if from_env else None
+
+
+def as_yourself(agent: tuple[str, str]) -> str:
+    """How to run a command as the human instead of the agent it ran as."""
+    name, source = agent
+    if source == ENV_AGENT:
+        return (f"{ENV_AGENT}={name} is set, so this ran as agent {name}: to act as yourself, "
+                f"unset it (unset {ENV_AGENT}) or run 'env -u {ENV_AGENT} vaultmem …'")
+    return f"this ran as agent {name} (--as {name}): to act as yourself, run it without --as"
+
+
+def with_agent_hint(err: VaultmemError, agent: tuple[str, str] | None) -> VaultmemError:
+    """A refusal of what an agent may not do, with how to act as yourself added to its
+    hint — naming --as or VAULTMEM_AGENT, whichever made the command an agent's."""
+    if agent is None or not isinstance(err, PermissionRefused):
+        return err
+    told = copy.copy(err)
+    told.hint = f"{err.hint}; {as_yourself(agent)}" if err.hint else as_yourself(agent)
+    return told
+
+
+def report(exc: BaseException, as_json: bool, ctx: click.Context | None = None, flag: str | None = None,
+           agent: tuple[str, str] | None = None) -> None:
     """Tell the user about ``exc`` (a VaultmemError, or an OSError the edge words), on
     stdout as JSON or on stderr as text. ``flag``: the option it is about, when the error
-    has no field (a usage error)."""
-    err = edge.as_error(exc)
+    has no field (a usage error). ``agent``: who the command acted as, and where that
+    came from (:func:`acting_agent`), for a refusal's hint."""
+    err = with_agent_hint(edge.as_error(exc), agent)
     flag = option(err, ctx) or flag
     if as_json:
         data = {"error": edge.error_dict(err, option=flag)}
@@ -211,7 +291,8 @@ def handles_errors(fn: Callable) -> Callable:
                 raise  # the reader went away (| head): click ends quietly
             ctx = kwargs.get("ctx")
             base = ctx.find_root().obj if ctx is not None and ctx.find_root().obj else Session()
-            report(exc, bool(kwargs.get("json_")) or base.json, ctx)
+            agent = acting_agent(kwargs.get("as_") or base.agent)
+            report(exc, bool(kwargs.get("json_")) or base.json, ctx, agent=agent)
             raise typer.Exit(edge.exit_code(exc)) from None
         except KeyboardInterrupt:
             echo("interrupted", err=True)

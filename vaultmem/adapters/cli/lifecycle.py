@@ -103,7 +103,8 @@ def ask(
     as_: AsOpt = None,
     json_: JsonOpt = False,
 ) -> None:
-    """Quick Q&A: ROLE's own entries and notes most relevant to the question, with citations."""
+    """Quick Q&A: what ROLE's brief draws on (its own entries and notes, global and shared
+    memory — never another role's page) most relevant to the question, with citations."""
     s = session(ctx, vault, as_, json_)
     hits = s.open().lifecycle.ask(role, question, limit=n)
     s.emit(hits, render.answers, data={"role": role, "question": question, "hits": [h.to_dict() for h in hits]})
@@ -111,7 +112,12 @@ def ask(
 
 @handles_errors
 def todo(ctx: typer.Context, role: RoleArg, vault: VaultOpt = None, as_: AsOpt = None, json_: JsonOpt = False) -> None:
-    """Open items of ROLE: unchecked boxes and TODO / 待办 / 遗留 … entries, and delegations not yet harvested."""
+    """Open items of ROLE: entries that say work is still to do, and delegations not yet harvested.
+
+    Open: an unchecked box, TODO, FIXME, 待办, 未解决, 遗留问题 anywhere, or a label such as
+    "后续：", "Follow-up:", "pending:" opening the entry or a clause; "…，后续审查重点关注" in a
+    lesson is not an open item.
+    """
     s = session(ctx, vault, as_, json_)
     out = s.open().lifecycle.todo(role)
 

@@ -39,6 +39,9 @@ def remember(
 
     Run by an agent (--as), the fact is filed in the review inbox instead (see 'vaultmem review').
 
+    TEXT '-' reads the fact from standard input (a long one, or one from another program):
+    git log -1 --format=%B | vaultmem remember - --type episode
+
     Example: vaultmem remember "后端端口固定8080" --type fact --alias "backend port" --key backend.port
     """
     s = session(ctx, vault, as_, json_)

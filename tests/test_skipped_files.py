@@ -1,0 +1,114 @@
+"""A read never skips a file in silence: search, brief and ask name each file they could
+not read (broken YAML, a missing section) with its line — one line per file on stderr,
+a ``problems`` list in JSON — and a brief for a role whose own page is broken says so."""
+
+import pytest
+from conftest import out_json, run_vaultmem
+
+pytestmark = pytest.mark.usefixtures("both_engines")
+
+BROKEN_NOTE = "---\nname: 后端端口\ntype: fact\ntags: [backend\n---\n后端端口固定8080\n"  # line 4: an unclosed [
+
+
+@pytest.fixture
+def team(vault):
+    def vm(*args, **kw):
+        return run_vaultmem("--vault", vault.root, *args, **kw)
+
+    assert vm("page", "ensure", "前端审查", "--as", "lee").returncode == 0
+    assert vm("page", "add", "前端审查", "接口联调时先确认后端端口", "--as", "lee").returncode == 0
+    assert vm("remember", "后端端口由网关分配", "--type", "fact").returncode == 0
+    (vault.root / "memories" / "x.md").write_text(BROKEN_NOTE, encoding="utf-8")
+    vault.vm = vm
+    return vault
+
+
+def skipped_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if "memories/x.md" in line]
+
+
+def test_search_names_a_broken_note_with_its_line(team):
+    r = team.vm("search", "后端端口")
+    assert r.returncode == 0 and "memories/后端端口由网关分配.md" in r.stdout  # the rest is searched
+    (line,) = skipped_lines(r.stderr)  # one line for the file
+    assert line.startswith("warning: memories/x.md:") and "not searched" in line
+    problems = out_json(team.vm("--json", "search", "后端端口"))["problems"]
+    assert [(p["path"], isinstance(p["line"], int)) for p in problems] == [("memories/x.md", True)]
+    assert skipped_lines(team.vm("search", "后端端口", "--agent", "前端审查").stderr)
+
+
+def test_brief_and_ask_name_a_broken_note(team):
+    r = team.vm("brief", "前端审查", "--task", "确认后端端口")
+    assert r.returncode == 0 and "[记忆简报 - 前端审查]" in r.stdout
+    assert len(skipped_lines(r.stderr)) == 1
+    assert [p["path"] for p in out_json(team.vm("--json", "brief", "前端审查", "--task", "确认后端端口"))["problems"]] \
+        == ["memories/x.md"]
+    r = team.vm("ask", "前端审查", "后端端口")
+    assert r.returncode == 0 and len(skipped_lines(r.stderr)) == 1
+    assert [p["path"] for p in out_json(team.vm("--json", "ask", "前端审查", "后端端口"))["problems"]] == ["memories/x.md"]
+    r = team.vm("dispatch", "前端审查", "--task", "确认后端端口", "--as", "lee")
+    assert r.returncode == 0 and len(skipped_lines(r.stderr)) == 1
+
+
+def test_the_line_named_is_the_line_of_the_break(team):
+    line = skipped_lines(team.vm("search", "后端端口").stderr)[0]
+    problem = out_json(team.vm("--json", "search", "后端端口"))["problems"][0]
+    assert f"memories/x.md:{problem['line']}:" in line and 2 <= problem["line"] <= 5
+
+
+def test_a_fixed_file_is_no_longer_named(team):
+    assert skipped_lines(team.vm("search", "后端端口").stderr)
+    (team.root / "memories" / "x.md").write_text(BROKEN_NOTE.replace("[backend", "[backend]"), encoding="utf-8")
+    r = team.vm("search", "后端端口")
+    assert r.stderr == "" and "memories/x.md" in r.stdout
+    assert out_json(team.vm("--json", "search", "后端端口"))["problems"] == []
+
+
+def test_many_broken_files_are_summed_up_not_flooded(team):
+    for n in range(30):
+        (team.root / "memories" / f"bad-{n:02d}.md").write_text(BROKEN_NOTE, encoding="utf-8")
+    r = team.vm("search", "后端端口")
+    assert r.returncode == 0
+    assert len(r.stderr.splitlines()) <= 12 and "more" in r.stderr and "vaultmem index" in r.stderr
+    assert len(out_json(team.vm("--json", "search", "后端端口"))["problems"]) == 31
+
+
+def test_another_roles_broken_page_is_not_this_roles_business(team):
+    (team.root / "agents" / "后端架构.md").write_text("---\nname: [x\n---\n## 工作记忆\n", encoding="utf-8")
+    r = team.vm("brief", "前端审查", "--task", "确认后端端口")
+    assert "agents/后端架构.md" not in r.stderr
+    assert "agents/后端架构.md" in team.vm("search", "后端端口").stderr  # a search of everything names it
+
+
+def test_a_brief_for_a_role_whose_own_page_is_broken_says_so(team):
+    page = team.root / "agents" / "前端审查.md"
+    page.write_text(page.read_text(encoding="utf-8").replace("name: 前端审查", "name: [前端审查"), encoding="utf-8")
+    r = team.vm("brief", "前端审查", "--task", "确认后端端口")
+    assert r.returncode == 0
+    assert "agents/前端审查.md" in r.stdout and "无法读取" in r.stdout  # in the brief itself
+    own = [line for line in r.stderr.splitlines() if "agents/前端审查.md" in line]
+    assert len(own) == 1 and "page" in own[0] and "brief" in own[0]
+    data = out_json(team.vm("--json", "brief", "前端审查", "--task", "确认后端端口"))
+    assert "agents/前端审查.md" in [p["path"] for p in data["problems"]]
+    assert "无法读取" in data["markdown"]
+
+
+def test_an_english_brief_says_so_in_english(en_vault):
+    def vm(*args):
+        return run_vaultmem("--vault", en_vault.root, *args)
+
+    assert vm("page", "ensure", "reviewer", "--as", "orch").returncode == 0
+    page = en_vault.root / "agents" / "reviewer.md"
+    page.write_text(page.read_text(encoding="utf-8").replace("name: reviewer", "name: [reviewer"), encoding="utf-8")
+    r = vm("brief", "reviewer", "--task", "check the port")
+    assert r.returncode == 0 and "could not be read" in r.stdout and "agents/reviewer.md" in r.stdout
+
+
+def test_a_broken_identity_is_skipped_and_said_not_fatal(team):
+    (team.root / "identity" / "前端审查.md").write_text("---\nrole: [x\n---\n你是前端审查。\n", encoding="utf-8")
+    r = team.vm("brief", "前端审查", "--task", "确认后端端口")
+    assert r.returncode == 0 and "[记忆简报 - 前端审查]" in r.stdout
+    assert "identity/前端审查.md" in r.stdout and "无法读取" in r.stdout
+    assert [line for line in r.stderr.splitlines() if "identity/前端审查.md" in line]
+    data = out_json(team.vm("--json", "brief", "前端审查", "--task", "确认后端端口"))
+    assert "identity/前端审查.md" in [p["path"] for p in data["problems"]] and not data["identity_included"]
