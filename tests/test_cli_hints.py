@@ -1,12 +1,10 @@
 """What a new user meets first: where the acting agent came from, finding the vault, a
 role with no page yet, a query of common words only — each answered with what to do."""
 
-import json
 
 import pytest
 from conftest import out_json, run_vaultmem
 
-from vaultmem import Vault
 
 
 def retained(vault) -> str:

@@ -125,6 +125,7 @@ def test_help_flows_and_says_nothing_internal():
 def test_a_budget_too_small_for_anything_says_so_and_the_least_that_carries_a_line(en_vault):
     root = en_vault.root
     assert run_vaultmem("--vault", root, "remember", "the backend port is 8080", "--type", "fact").returncode == 0
+    assert run_vaultmem("--vault", root, "page", "ensure", "bob").returncode == 0  # no "no page yet" warning
     r = run_vaultmem("--vault", root, "brief", "bob", "--task", "port", "--tokens", "60")
     assert r.returncode == 0
     warning = re.search(r"warning: a budget of 60 tokens holds only the brief's header: nothing from memory fits; "

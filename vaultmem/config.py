@@ -182,7 +182,6 @@ def load_config(root: Path) -> Config:
         st = None
     key = None if st is None else (CACHE_VERSION, _code_stamp(), st.st_mtime_ns, st.st_size, st.st_ino,
                                    st.st_ctime_ns)
-    cache = root / LOCAL_DIR / CONFIG_CACHE
     if key is not None:
         try:
             cached = unpack(read_bytes(root, f"{LOCAL_DIR}/{CONFIG_CACHE}"))
