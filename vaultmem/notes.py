@@ -145,6 +145,15 @@ def checked_name(name: str) -> str:
 
 
 # -- planning writes ---------------------------------------------------------------------------
+def slug_text(name: str) -> str:
+    """The text a note's slug is made from: a redaction placeholder in the name counts as
+    its kind alone ('redacted github-token'). Its hash would be a run of hex in the slug,
+    and slug and MEMORY.md line, read as one token, can look like a random key."""
+    from . import guard
+
+    return guard.PLACEHOLDER.sub(lambda m: " redacted " + m.group(0)[1:-1].split(":")[1] + " ", name)
+
+
 def memory_index_text(root: Path) -> str:
     try:
         return files.read_vault_text(root, layout.MEMORY_INDEX)
@@ -157,7 +166,7 @@ def plan_add(root: Path, meta: dict, body: str, supersede: str | None = None, ac
     """The new note, its MEMORY.md line and (with ``supersede``) the old note moved to
     the archive as superseded. ``index_text`` and ``taken`` carry MEMORY.md and slugs
     planned earlier in the same commit."""
-    slug = free_slug(slugify(meta["name"]), [*slugs(root), *taken])
+    slug = free_slug(slugify(slug_text(meta["name"])), [*slugs(root), *taken])
     rel = layout.note_path(slug)
     writes: dict[str, str | None] = {}
     remove = []
