@@ -373,3 +373,26 @@ def test_the_evaluation_copy_keeps_links_as_links(vault, tmp_path):
     queries.write_text("- id: q1\n  query: deploy credentials production\n  expected: []\n")
     report, _ = Vault.open(vault.root).evaluate(queries, at=None)
     assert all(not r["results"] for r in report.details)
+
+
+def test_a_pipe_or_link_among_the_local_caches_is_never_read(cli, vault, tmp_path):
+    """A FIFO planted as the key-events cache (or a read cursor) blocked ``log tail`` and
+    ``brief`` for good; a link there led out of the vault. Both are passed over."""
+    import os
+
+    vm = ("--vault", vault.root)
+    assert cli(*vm, "--as", "ella", "keys", "new", "ella").exit_code == 0
+    assert cli(*vm, "--as", "ella", "log", "append", "--channel", "c", "--type", "status",
+               "--summary", "hi").exit_code == 0
+    local = vault.root / ".vaultmem" / "local"
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    (local / "key-events.json").unlink(missing_ok=True)
+    (local / "key-events.json").symlink_to(fifo)
+    (local / "cursors").mkdir(exist_ok=True)
+    (local / "cursors" / "lee.json").unlink(missing_ok=True)
+    os.mkfifo(local / "cursors" / "lee.json")
+    for args in (("log", "tail"), ("brief", "lee", "--task", "hi"), ("--as", "lee", "log", "tail", "--unseen")):
+        r = run_vaultmem(*vm, *args, timeout=60)
+        assert r.returncode == 0, (args, r.stderr)
+        assert "Traceback" not in r.stderr

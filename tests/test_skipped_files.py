@@ -112,3 +112,39 @@ def test_a_broken_identity_is_skipped_and_said_not_fatal(team):
     assert [line for line in r.stderr.splitlines() if "identity/前端审查.md" in line]
     data = out_json(team.vm("--json", "brief", "前端审查", "--task", "确认后端端口"))
     assert "identity/前端审查.md" in [p["path"] for p in data["problems"]] and not data["identity_included"]
+
+
+def test_an_identity_that_is_not_utf8_is_skipped_and_said_not_fatal(team):
+    (team.root / "identity" / "前端审查.md").write_bytes("---\nrole: 前端审查\n---\n坏字节 \xff\n".encode("utf-8")
+                                                          .replace(b"\xc3\xbf", b"\xff"))
+    r = team.vm("brief", "前端审查", "--task", "后端端口")
+    assert r.returncode == 0, r.stderr
+    assert "identity/前端审查.md" in r.stdout and "无法读取" in r.stdout  # the brief says so itself
+    data = out_json(team.vm("--json", "brief", "前端审查", "--task", "后端端口"))
+    assert [p["path"] for p in data["problems"]].count("identity/前端审查.md") == 1
+
+
+def test_a_brief_names_only_what_it_would_draw_on(team, tmp_path):
+    """Another role's page, another agent's identity and an inbox item that cannot be read
+    are none of this brief's business; its own page is named once."""
+    outside = tmp_path / "outside.md"
+    outside.write_text("nothing to see\n", encoding="utf-8")
+    for rel in ("agents/别的角色.md", "identity/ella.md", "inbox/i-20260101-000000-abcd.md"):
+        (team.root / rel).symlink_to(outside)
+    (team.root / "agents" / "前端审查.md").write_text("---\nrole: [x\n---\n", encoding="utf-8")
+    data = out_json(team.vm("--json", "brief", "前端审查", "--task", "后端端口"))
+    named = [p["path"] for p in data["problems"]] + [w for w in data.get("warnings", [])]
+    assert not any(rel in text for text in named
+                   for rel in ("agents/别的角色.md", "identity/ella.md", "inbox/")), named
+    assert sum("agents/前端审查.md" in w for w in data["warnings"]) == 1, data["warnings"]
+
+
+def test_a_page_indexed_in_part_is_not_called_unread(team):
+    page = team.root / "agents" / "前端审查.md"
+    text = page.read_text(encoding="utf-8")
+    page.write_text(text.replace("接口联调时先确认后端端口", "接口联调时先确认后端端口 " + "填充内容 " * 60_000), encoding="utf-8")
+    r = team.vm("brief", "前端审查", "--task", "后端端口")
+    assert r.returncode == 0, r.stderr
+    assert "无法读取" not in r.stdout and "接口联调时先确认后端端口" in r.stdout
+    assert [line for line in r.stderr.splitlines() if "agents/前端审查.md" in line and "indexed in part" in line]
+    assert not [line for line in r.stderr.splitlines() if "agents/前端审查.md" in line and "cannot be read" in line]

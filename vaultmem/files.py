@@ -362,7 +362,7 @@ def write_local(root: Path, name: str, data: str | bytes) -> bool:
         ensure_gitignore(folder, "# per-machine state (watcher heartbeat, read cursors, caches): never committed\n*\n")
         atomic_write(folder / name, data, durable=False)
         return True
-    except OSError:
+    except (OSError, VaultmemError):  # also a link there, which is not written through
         return False
 
 

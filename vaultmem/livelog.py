@@ -268,9 +268,9 @@ SHOWN = "#shown"  # in a cursor file: entries past an agent's mark already shown
 
 def _cursor_file(root: Path, agent: str) -> dict:
     try:
-        data = json.loads((root / CURSOR_DIR / f"{agent}.json").read_text(encoding="utf-8"))
+        data = json.loads(files.read_bytes(root, f"{CURSOR_DIR}/{agent}.json"))
         return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
+    except (OSError, ValueError, VaultmemError):
         return {}
 
 
@@ -568,10 +568,9 @@ class Checker:
         self.root = root
         self.initial = initial_keys(root)
         self._timelines: dict[str, KeyTimeline] = {}
-        self._cache_path = root / layout.KEY_EVENTS_CACHE
-        try:
-            cache = json.loads(self._cache_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        try:  # never through a link, never from a pipe (files.open_inside)
+            cache = json.loads(files.read_bytes(root, layout.KEY_EVENTS_CACHE))
+        except (OSError, ValueError, VaultmemError):
             cache = {}
         self._cache: dict = cache if isinstance(cache, dict) else {}
 
@@ -581,11 +580,8 @@ class Checker:
             before = dict(self._cache.get(path.name) or {}) if path is not None else None
             events = path is not None and has_key_events(path, self._cache)
             if path is not None and self._cache.get(path.name) != before:
-                try:
-                    files.atomic_write(files.inside(self.root, layout.KEY_EVENTS_CACHE), json.dumps(self._cache),
-                                      durable=False)
-                except (OSError, VaultmemError):
-                    pass  # a read-only vault: the next tail searches again
+                # a read-only vault: the next tail searches again
+                files.write_local(self.root, Path(layout.KEY_EVENTS_CACHE).name, json.dumps(self._cache))
             entries = _key_neighbourhood(path) if events else []
             self._timelines[agent] = key_timeline(agent, self.initial.get(agent), entries)
         return self._timelines[agent]

@@ -96,10 +96,11 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
     skipped = skipped_files(index.problems(), agent, layout.BRIEF_KINDS)
     if page is None:
         warnings.append(f"{agent} has no page yet ({layout.page_path(agent)}): this brief holds shared memory "
-                        f"only; create the page with 'vaultmem dispatch {agent}', which briefs it too, or "
+                        f"only; create the page with 'vaultmem dispatch {agent} --task …', which briefs it too, or "
                         f"'vaultmem page ensure {agent}'")
     notices = []
-    own = next((p for p in skipped if page is not None and p["path"] == page), None)
+    # the role's own page unread (a page indexed in part was read: its beginning is in the brief)
+    own = next((p for p in skipped if page is not None and p["path"] == page and not p.get("partial")), None)
     if own is not None:
         notices.append(unread_notice(own, config.lang))
         warnings.append(f"the page of {agent}, {_where(own)}, cannot be read ({_flat(own['message'])}): "
@@ -109,41 +110,44 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
     hits = [] if warning else ranked(index, task, Filters(agent=agent, kinds=layout.BRIEF_KINDS),
                                      limit=max(30, config.brief_max_items * 3))
     relevant = rank([h for h in hits if is_relevant(h, task, config.brief_min_coverage)], today)
-    from .errors import UnsafePath
+    from .errors import VaultmemError
+    from .parse.document import parse_document
 
-    def read(rel: str) -> str | None:
-        """A file the brief draws on directly; None if absent, or not read (warned)."""
+    def unread(rel: str, exc: VaultmemError, what: str) -> None:
+        """A file the brief draws on directly could not be read: named in the brief, on
+        stderr and in ``problems`` — the brief goes on without it."""
+        problem = {"path": rel, "line": exc.line, "message": exc.message, "hint": exc.hint}
+        skipped[:] = [p for p in skipped if p["path"] != rel] + [problem]  # once, as read now
+        notices.append(unread_notice(problem, config.lang))
+        warnings.append(f"{what}, {_where(problem)}, cannot be read ({_flat(exc.message)}): it is missing "
+                        f"from this brief, which says so; fix the file")
+
+    def read(rel: str, what: str) -> str | None:
+        """A file the brief draws on directly; None if absent, or not read (said so)."""
         if (root / rel).is_dir() and not (root / rel).is_symlink():
             return None
         try:
             return files.read_vault_text(root, rel)
         except (FileNotFoundError, NotADirectoryError):
             return None
-        except UnsafePath as exc:
-            warnings.append(f"{exc.where()}: {exc.message}; left out of the brief")
+        except VaultmemError as exc:  # a link leading out, not UTF-8, not readable
+            unread(rel, exc, what)
             return None
 
     identity = ""
     identity_rel = layout.identity_path(agent)
-    text = read(identity_rel)
+    text = read(identity_rel, f"the identity of {agent}")
     if text is not None:
-        from .parse.document import parse_document
-
         try:
             doc = parse_document(text, identity_rel, require_frontmatter=False)
         except ParseError as exc:
-            problem = {"path": identity_rel, "line": exc.line, "message": exc.message, "hint": exc.hint}
-            skipped.append(problem)
-            notices.append(unread_notice(problem, config.lang))
-            warnings.append(f"the identity of {agent}, {_where(problem)}, cannot be read "
-                            f"({_flat(exc.message)}): it is missing from this brief, which says so; fix the file")
+            unread(identity_rel, exc, f"the identity of {agent}")
         else:
             identity = "".join(doc.lines[doc.body_start:])
-    text = read(layout.MEMORY_INDEX)
+    text = read(layout.MEMORY_INDEX, "the memory index")
     # at most as many lines as could fit (an index line costs well over 8 tokens)
     index_lines = (index_block_lines(text, layout.MEMORY_INDEX, agent, owners=index.owners(), limit=budget // 8 + 1)
                    if text is not None else [])
-    warnings += [f"{p['path']}: {p['message']}" for p in index.problems() if p.get("unread")]
     live = [f"- {e.ts[:16]}Z {e.id} #{e.channel} {e.type}: {e.summary} [[{e.log_path}]]" for e in unseen]
     parts = BriefParts(agent=agent, task=task, identity=identity, hits=relevant, index_lines=index_lines,
                        live=live, lang=config.lang, max_items=config.brief_max_items, notices=notices)

@@ -229,8 +229,8 @@ class Writer:
             except OSError:
                 continue
         try:
-            clean = files.unpack((self.root / layout.LOCAL_DIR / TIDY_STAMPS).read_bytes())
-        except OSError:
+            clean = files.unpack(files.read_bytes(self.root, f"{layout.LOCAL_DIR}/{TIDY_STAMPS}"))
+        except (OSError, VaultmemError):
             clean = {}
         if not isinstance(clean, dict):
             clean = {}
@@ -255,12 +255,12 @@ class Writer:
         """Finish what a writer killed mid-transaction left (call with the lock held)."""
         path = self.root / layout.TXN_JOURNAL
         try:
-            journal = json.loads(path.read_text(encoding="utf-8"))
+            journal = json.loads(files.read_bytes(self.root, layout.TXN_JOURNAL))
             entries = journal["paths"]
             message = str(journal.get("message") or "")
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, VaultmemError):  # torn, or not a file: gone
             journal, entries, message = None, None, ""
         if not isinstance(entries, dict):  # torn before it was whole: no file was touched yet
             files.remove(path)

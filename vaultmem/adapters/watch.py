@@ -24,6 +24,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from .. import files
+from ..errors import VaultmemError
 from ..vault import Vault
 from ..walk import IGNORED_DIRS, WATCH_HEARTBEAT
 
@@ -293,8 +295,8 @@ class Watcher:
             self._observer.join(timeout=5)
             self._observer = None
         try:
-            beat = json.loads((self.root / WATCH_HEARTBEAT).read_text(encoding="utf-8"))
+            beat = json.loads(files.read_bytes(self.root, WATCH_HEARTBEAT))
             if beat.get("pid") == os.getpid():
                 Path(self.root / WATCH_HEARTBEAT).unlink()
-        except (OSError, ValueError):
+        except (OSError, ValueError, VaultmemError):
             pass

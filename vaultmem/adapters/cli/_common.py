@@ -132,7 +132,8 @@ def skipped_lines(skipped: list[dict], warnings: list[str]) -> list[str]:
     lines = []
     for p in left[:MAX_SKIPPED_LINES]:
         where = f"{p['path']}:{p['line']}" if p.get("line") else p["path"]
-        lines.append(f"warning: {where}: cannot be read, not searched: {' '.join(str(p['message']).split())}")
+        said = "indexed in part" if p.get("partial") else "cannot be read, not searched"
+        lines.append(f"warning: {where}: {said}: {' '.join(str(p['message']).split())}")
     if len(left) > MAX_SKIPPED_LINES:
         lines.append(f"warning: … and {len(left) - MAX_SKIPPED_LINES} more files cannot be read "
                      f"('vaultmem index' lists them all)")
