@@ -185,3 +185,51 @@ def test_an_item_in_the_previous_format_still_reads_and_approves(vault):
     note = (vault.root / json.loads(r.stdout)["result"]).read_text(encoding="utf-8")
     assert "author: alice" in note and "author_kind: user" in note and f"inbox: {iid}" in note
     assert out_json(vm(vault, "review", "show", iid, "--json"))["status"] == "approved"
+
+
+COLON_FACT = """\
+- type: fact
+  text: "Deploy rule: use the canary for the web"
+  author: alice
+  author_kind: user
+"""
+
+
+def test_a_review_edit_keeps_a_name_made_from_the_text_even_with_a_colon(vault):
+    """The name a note gets from its text may hold ':' (only a name someone gives must be
+    usable as a file name as it is): approving with a changed field works."""
+    assert vm(vault, "config", "set", "review.orchestrator_approves", "true").returncode == 0
+    first, second = file_item(vault, COLON_FACT), file_item(vault, COLON_FACT.replace("web", "api"))
+    r = vm(vault, "review", "approve", first["id"], "--importance", "0.9")
+    assert r.returncode == 0, r.stderr
+    r = vm(vault, "review", "edit", second["id"], "--type", "decision", agent="lee")
+    assert r.returncode == 0, r.stderr
+    assert "Deploy rule: use the canary for the web" in memory(vault)[1]
+    r = vm(vault, "review", "approve", second["id"], "--name", "a/b")  # a name given is still checked
+    assert r.returncode == 2 and "--name" in r.stderr
+
+
+def test_an_item_too_big_to_approve_can_still_be_rejected(vault):
+    item = file_item(vault, USER_FACT)
+    path = vault.root / "inbox" / f"{item['id']}.md"
+    path.write_text(path.read_text(encoding="utf-8") + "padding words " * 24_000, encoding="utf-8")
+    r = vm(vault, "review", "approve", item["id"])
+    assert r.returncode == 2 and "memory.max_note_bytes is at its most" in r.stderr and "raise" not in r.stderr
+    r = vm(vault, "review", "reject", item["id"], "--reason", "far too long")
+    assert r.returncode == 0, r.stderr
+    assert not path.exists() and (vault.root / "archive" / "inbox" / path.name).exists()
+
+
+def test_the_interactive_walk_shows_an_items_escapes_as_stand_ins(vault):
+    item = file_item(vault, USER_FACT)
+    path = vault.root / "inbox" / f"{item['id']}.md"
+    text = path.read_text(encoding="utf-8")
+    name = re.search(r"^note_name: (.*)$", text, re.M).group(1)
+    path.write_text(text.replace(f"note_name: {name}", 'note_name: "vite \\e]0;PWNED\\a name"'), encoding="utf-8")
+    git(vault.root, "add", "-A")
+    git(vault.root, "commit", "-qm", "hand edit")
+    r = vm(vault, "review", "-i", stdin="e\n\n\n\nq\n")
+    assert "\x1b" not in r.stdout + r.stderr and "\x07" not in r.stdout + r.stderr, r.stdout
+    assert "PWNED" in r.stdout  # shown, not obeyed
+    index = memory(vault)[1]
+    assert "PWNED\x07 name" in index and "␇" not in index  # Enter kept the name itself, not its stand-in

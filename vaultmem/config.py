@@ -23,6 +23,8 @@ CONFIG_CACHE = "config.cache"  # in .vaultmem/local/
 CACHE_VERSION = 1  # bump when a check in parse_config changes
 RACY_NS = 2_000_000_000
 MAX_NOTE_BYTES = 256 * 1024  # the most memory.max_note_bytes may be, and its default
+# the most each size setting may be (a log entry holds 256 KB in all)
+SIZE_CAPS = {"memory.max_note_bytes": MAX_NOTE_BYTES, "log.max_body_bytes": 192 * 1024}
 DEFAULT_TYPES = ("preference", "decision", "fact", "failure+fix", "procedure", "episode")
 
 
@@ -120,8 +122,8 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
     importance = number("memory.default_importance", 0.5, 0, 1)
     # no higher than what the index reads of one document (index.MAX_DOC_CHARS): a note is
     # found and shown whole
-    max_note = number("memory.max_note_bytes", MAX_NOTE_BYTES, 1024, MAX_NOTE_BYTES)
-    max_body = number("log.max_body_bytes", 64 * 1024, 1024, 192 * 1024)  # a log entry holds 256 KB
+    max_note = number("memory.max_note_bytes", MAX_NOTE_BYTES, 1024, SIZE_CAPS["memory.max_note_bytes"])
+    max_body = number("log.max_body_bytes", 64 * 1024, 1024, SIZE_CAPS["log.max_body_bytes"])
     window = number("brief.window", 128000, 1000, 10_000_000)
     ratio = number("brief.ratio", 0.3, 0.01, 1)
     max_items = number("brief.max_items", 10, 0, 200)

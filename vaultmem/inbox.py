@@ -58,6 +58,7 @@ NOTE_OPS = ("add", "replace", "remove")
 PAGE_OPS = ("page-add", "harvest")
 RETAIN_KEYS = {"op", "type", "text", "author", "author_kind", "source", "said", "when", "name", "description",
                "aliases", "tags", "key", "importance", "confidence", "scope", "agent", "project", "target"}
+UNLIMITED = 1 << 62  # a size no text reaches: what is only archived (a rejection) has no limit
 EDITABLE = ("text", "type", "name", "description", "aliases", "tags", "key", "importance")
 FLAT = {"note": "note_", "fields": "field_"}  # nested mappings, stored as prefixed flat keys
 
@@ -397,7 +398,8 @@ class Inbox:
             if "text" in edits:  # a new text gets a name and description of its own, unless given
                 note = {**note, "name": None, "description": None}
             fields = NoteFields.of(note, **{k: v for k, v in edits.items() if k != "text"})
-            note_meta, text = notes.prepare(str(edits.get("text", item.text)), actor, fields, self.config, scrub)
+            note_meta, text = notes.prepare(str(edits.get("text", item.text)), actor, fields, self.config, scrub,
+                                            name_given="name" in edits)
             meta["note"] = note_meta
         elif set(edits) - {"text"}:
             raise BadInput(f"a {item.op} item has only its text to edit", field=sorted(set(edits) - {"text"})[0])
@@ -411,9 +413,11 @@ class Inbox:
         meta["flags"] = _flags(text, meta.get("note"), meta.get("fields"), meta.get("title"))
         return Item(item.id, item.path, item.op, item.status, meta, text, meta["flags"])
 
-    def _clean(self, item: Item, scrub: Scrubber) -> Item:
+    def _clean(self, item: Item, scrub: Scrubber, rejecting: bool = False) -> Item:
         """The item with its text and fields scrubbed again: a waiting item is a file
-        anyone can edit in Obsidian, so what approval writes is checked like new input."""
+        anyone can edit in Obsidian, so what approval writes is checked like new input.
+        ``rejecting``: only archived, never memory — no size limit, so any item can be
+        turned down."""
         meta = dict(item.meta)
         if isinstance(meta.get("note"), dict):
             note = dict(meta["note"])
@@ -432,7 +436,8 @@ class Inbox:
             meta["title"] = scrub.text("title", str(meta["title"]))
         for key in ("target", "role", "project", "delegation"):
             scrub.refuse(key, meta.get(key))
-        return Item(item.id, item.path, item.op, item.status, meta, scrub.text("text", item.text), item.flags)
+        text = scrub.text("text", item.text, max_bytes=UNLIMITED if rejecting else None)
+        return Item(item.id, item.path, item.op, item.status, meta, text, item.flags)
 
     def edit(self, iid: str, actor: Actor, **edits: Any) -> Change:
         """Change a waiting item (its text, type, name …) without deciding it."""
@@ -487,7 +492,7 @@ class Inbox:
             except ParseError as exc:
                 return self._reject_unreadable(iid, actor, reason, exc, scrub)
             self.may_decide(actor, item)
-            item = self._clean(item, scrub)  # a waiting item is a file anyone can edit
+            item = self._clean(item, scrub, rejecting=True)  # a waiting item is a file anyone can edit
             archived = {**item.meta, "status": "rejected", "reviewed_by": actor.name, "reviewed": _now(),
                         "reason": reason}
             dst = layout.archived_inbox_path(item.id)
@@ -508,7 +513,7 @@ class Inbox:
             raise PermissionRefused(f"agent {actor.name!r} may not decide {name}: the file cannot be read as an item",
                                     hint="a human fixes or rejects it: run 'vaultmem review reject' as yourself, not as an agent")
         message = f"review: reject unreadable {rel}: {reason}"
-        raw = scrub.text("text", files.read_vault_text(self.root, rel))
+        raw = scrub.text("text", files.read_vault_text(self.root, rel), max_bytes=UNLIMITED)
         sha = self.vault.writer.apply(actor, message, {rel: None, dst: raw}, rescrubbed=(rel,))
         return Change("review.reject", [rel, dst], sha, message, {"id": name, "reason": reason, "archived_to": dst},
                       warnings=scrub.warnings())

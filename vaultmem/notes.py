@@ -74,7 +74,8 @@ def free_slug(base: str, taken: list[str]) -> str:
 
 
 # -- checking a new fact -----------------------------------------------------------------------
-def prepare(text: str, actor: Actor, note: NoteFields, config, scrub: Scrubber) -> tuple[dict, str]:
+def prepare(text: str, actor: Actor, note: NoteFields, config, scrub: Scrubber,
+            name_given: bool = True) -> tuple[dict, str]:
     """Check a fact and its provenance and scrub secrets from it: (frontmatter, body),
     nothing written. Raises BadInput naming the first bad field."""
     body = scrub.text("text", (text or "").strip())
@@ -110,7 +111,11 @@ def prepare(text: str, actor: Actor, note: NoteFields, config, scrub: Scrubber) 
     clean_tags = [clean_tag(t) for t in note.tags]
     clean_aliases = [a.strip() for a in (scrub.text("alias", a) for a in note.aliases if a) if a.strip()]
     first_line = body.splitlines()[0].strip()
-    title = checked_name(scrub.text("name", note.name.strip())) if note.name else shorten(first_line, 60)
+    # a name someone gives must be usable as it is (checked_name); one made from the text,
+    # kept through a review edit (``name_given`` False), is a title like any other
+    title = scrub.text("name", note.name.strip()) if note.name else shorten(first_line, 60)
+    if note.name and name_given:
+        title = checked_name(title)
     if not title:
         raise BadInput("is empty", field="name")
     desc = scrub.text("description", note.description.strip()) if note.description else shorten(first_line, 120)

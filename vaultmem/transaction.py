@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import files, gitstore, layout
+from . import config, files, gitstore, layout
 from .errors import BadInput, Busy, SecretRefused, StorageError, VaultmemError, from_os_error
 from .models import Actor
 
@@ -81,8 +81,9 @@ def check_size(field_name: str, text: str, limit: int, setting: str) -> None:
     if size > limit:
         raise BadInput(f"the {field_name} is {_kb(size)}; this vault takes at most {_kb(limit)} ({setting}); "
                        "nothing was written", field=field_name,
-                       hint=f"keep it short and put the long material in a file it links to, or raise {setting} "
-                            f"in {layout.CONFIG_PATH}")
+                       hint="keep it short and put the long material in a file it links to"
+                            + (f", or raise {setting} in {layout.CONFIG_PATH}" if limit < config.SIZE_CAPS.get(setting, 0) else
+                               f" ({setting} is at its most)"))
 
 
 def _kb(n: int) -> str:

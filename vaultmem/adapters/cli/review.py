@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from . import render
-from ._common import AsOpt, JsonOpt, VaultOpt, echo, handles_errors, session
+from ._common import AsOpt, JsonOpt, VaultOpt, echo, handles_errors, session, without_secrets
 
 app = typer.Typer(
     help=("Review what agents want remembered: list the inbox, show an item, approve it (with edits), "
@@ -202,8 +202,20 @@ def _walk(s) -> None:
 def _ask_text(prompt, label: str, default: str, console) -> str:
     """A one-line prompt for text that may span lines: type \\n for a line break."""
     answer = prompt.ask(f"{label} (\\n for a new line; Enter keeps it)", default=default.replace("\n", "\\n"),
-                        console=console, show_default=False)
+                        console=console, show_default=False)  # the default is not shown: nothing raw printed
     return answer.replace("\\n", "\n")
+
+
+def _ask_shown(prompt, label: str, default: str, console, **kw) -> str:
+    """A prompt whose default comes from a vault file: shown with its control characters
+    as stand-ins (:func:`vaultmem.adapters.edge.printable`), Enter keeps the value itself."""
+    from .. import edge
+
+    shown = edge.printable(default)
+    if "choices" in kw:
+        return prompt.ask(label, default=default, console=console, **kw)  # one of the vault's own words
+    answer = prompt.ask(edge.printable(label), default=shown, console=console, **kw)
+    return default if answer == shown else answer
 
 
 def _decide_each(v, actor, items, done: dict, console) -> None:
@@ -221,7 +233,7 @@ def _decide_each(v, actor, items, done: dict, console) -> None:
                                                f"reject it (vaultmem review reject {item.id} --reason …)")))
             done["skipped"].append(item.id)
             continue
-        console.print(Panel(Text(edge.printable(render.inbox_item(v.inbox.describe(item)))), title=escape(f"[{n}/{len(items)}] {item.id}"),
+        console.print(Panel(Text(edge.printable(render.inbox_item(v.inbox.describe(item)))), title=escape(edge.printable(f"[{n}/{len(items)}] {item.id}")),
                             expand=False))
         editable = item.op != "harvest"
         choices = ["a", "e", "r", "s", "q"] if editable else ["a", "r", "s", "q"]
@@ -239,7 +251,7 @@ def _decide_each(v, actor, items, done: dict, console) -> None:
                     note = item.meta["note"]
                     edits["type"] = Prompt.ask("type", default=str(note.get("type")),
                                                choices=list(v.config.note_types), console=console)
-                    edits["name"] = Prompt.ask("name", default=str(note.get("name")), console=console)
+                    edits["name"] = _ask_shown(Prompt, "name", str(note.get("name")), console)
                     edits = {k: x for k, x in edits.items()
                              if x != (item.text if k == "text" else str(note.get(k)))}  # only what changed
                 elif edits["text"] == item.text:
@@ -260,5 +272,6 @@ def _decide_each(v, actor, items, done: dict, console) -> None:
             else:
                 return
         except VaultmemError as exc:  # reported; the item stays waiting and the walk goes on
-            console.print(Text(edge.printable(edge.error_text(exc))))  # named as the prompts name them: the library's words
+            # named as the prompts name them (the library's words), never repeating a secret
+            console.print(Text(edge.printable(without_secrets(edge.error_text(exc)))))
             done["failed"].append(item.id)
