@@ -79,6 +79,7 @@ def test_a_backdated_entry_signed_with_a_revoked_key_is_rejected(cli, leaked):
     data = out_json(vm(cli, vault, "brief", "lee", "--task", "database", "--json"))
     assert "drop the production database" not in data["markdown"]
     assert "ella after the revocation" in data["markdown"]
+    assert any(forged.id in w and "left out of the brief" in w for w in data["warnings"]), data  # said, not hidden
 
 
 def test_an_entry_appended_through_the_api_with_a_revoked_key_is_rejected(cli, leaked):

@@ -173,11 +173,12 @@ class Shared:
         out, so that what is shown is never presented as verified when it is not."""
         return livelog.Checker(self.root).mark(entries)
 
-    def unseen_for_brief(self, agent: str, n: int = 5) -> list[LogEntry]:
-        """The newest entries of other agents that ``agent`` has not read (not marked read);
-        an entry that does not check out (a forged or revoked signature) is left out."""
+    def unseen_for_brief(self, agent: str, n: int = 5) -> tuple[list[LogEntry], list[LogEntry]]:
+        """The newest entries of other agents that ``agent`` has not read (not marked read),
+        and those left out because they do not check out (a forged or revoked signature)."""
         entries = livelog.newest(self.root, "live", n * 4, after=livelog.read_cursor(self.root, agent), exclude=agent)
-        return [e for e in self._checked(entries) if not e.problem][-n:]
+        checked = self._checked(entries)
+        return [e for e in checked if not e.problem][-n:], [e for e in checked if e.problem]
 
     def find(self, ref: str, log: str = "live") -> LogEntry:
         who, _, seq = ref.partition("#")

@@ -350,8 +350,13 @@ class Vault:
                             ratio if ratio is not None else self.config.brief_ratio, tokens)
         self._fresh()
         page = pages.role_files(self.root).get(agent)
-        return recall.brief(self.root, self.config, self.index, self.shared.unseen_for_brief(agent), agent, task,
+        unseen, failed = self.shared.unseen_for_brief(agent)
+        made = recall.brief(self.root, self.config, self.index, unseen, agent, task,
                             budget, pages.today(), page=layout.page_path(page) if page is not None else None)
+        for e in failed:  # never shown as if verified, and never dropped without a word
+            made.warnings.append(f"{e.log_path}: entry {e.id} of {e.agent} does not check out ({e.problem}): "
+                                 f"left out of the brief")
+        return made
 
     def evaluate(self, queries_path: str | Path, at: str | None = "HEAD", engine: str | None = None):
         """Run a retrieval evaluation on a frozen copy of this vault, indexed with
