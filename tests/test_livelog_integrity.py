@@ -202,8 +202,10 @@ print(seen)
 """
 
 
-def test_eight_processes_append_a_thousand_entries_each_losing_nothing(team):
-    n = int(os.environ.get("VAULTMEM_STRESS_APPENDS", "1000"))
+def test_eight_processes_append_hundreds_of_entries_each_losing_nothing(team):
+    # 8 × 400 appends racing on one file (VAULTMEM_STRESS_APPENDS=1000 for the longer run
+    # this test was written with: 8,000 entries, about 40 s)
+    n = int(os.environ.get("VAULTMEM_STRESS_APPENDS", "400"))
     path = team.root / "shared" / "log" / "ella.md"
     stop = team.root.parent / "writers-done"
     reader = subprocess.Popen([sys.executable, "-c", READER, str(path), str(stop)], stdout=subprocess.PIPE,

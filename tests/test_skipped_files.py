@@ -11,13 +11,14 @@ BROKEN_NOTE = "---\nname: 后端端口\ntype: fact\ntags: [backend\n---\n后端�
 
 
 @pytest.fixture
-def team(vault):
+def team(vault, cli):
     def vm(*args, **kw):
         return run_vaultmem("--vault", vault.root, *args, **kw)
 
-    assert vm("page", "ensure", "前端审查", "--as", "lee").returncode == 0
-    assert vm("page", "add", "前端审查", "接口联调时先确认后端端口", "--as", "lee").returncode == 0
-    assert vm("remember", "后端端口由网关分配", "--type", "fact").returncode == 0
+    # set up in process (the reads under test run as real processes)
+    assert cli("--vault", vault.root, "--as", "lee", "page", "ensure", "前端审查").exit_code == 0
+    assert cli("--vault", vault.root, "--as", "lee", "page", "add", "前端审查", "接口联调时先确认后端端口").exit_code == 0
+    assert cli("--vault", vault.root, "remember", "后端端口由网关分配", "--type", "fact").exit_code == 0
     (vault.root / "memories" / "x.md").write_text(BROKEN_NOTE, encoding="utf-8")
     vault.vm = vm
     return vault
