@@ -206,15 +206,13 @@ def _ask_text(prompt, label: str, default: str, console) -> str:
     return answer.replace("\\n", "\n")
 
 
-def _ask_shown(prompt, label: str, default: str, console, **kw) -> str:
+def _ask_shown(prompt, label: str, default: str, console) -> str:
     """A prompt whose default comes from a vault file: shown with its control characters
     as stand-ins (:func:`vaultmem.adapters.edge.printable`), Enter keeps the value itself."""
     from .. import edge
 
     shown = edge.printable(default)
-    if "choices" in kw:
-        return prompt.ask(label, default=default, console=console, **kw)  # one of the vault's own words
-    answer = prompt.ask(edge.printable(label), default=shown, console=console, **kw)
+    answer = prompt.ask(label, default=shown, console=console)
     return default if answer == shown else answer
 
 
@@ -233,8 +231,8 @@ def _decide_each(v, actor, items, done: dict, console) -> None:
                                                f"reject it (vaultmem review reject {item.id} --reason …)")))
             done["skipped"].append(item.id)
             continue
-        console.print(Panel(Text(edge.printable(render.inbox_item(v.inbox.describe(item)))), title=escape(edge.printable(f"[{n}/{len(items)}] {item.id}")),
-                            expand=False))
+        console.print(Panel(Text(edge.printable(render.inbox_item(v.inbox.describe(item)))),
+                            title=escape(edge.printable(f"[{n}/{len(items)}] {item.id}")), expand=False))
         editable = item.op != "harvest"
         choices = ["a", "e", "r", "s", "q"] if editable else ["a", "r", "s", "q"]
         label = "approve, edit then approve, reject, skip or quit" if editable else "approve, reject, skip or quit"
