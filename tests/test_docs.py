@@ -250,7 +250,7 @@ def test_readme_tour_does_what_its_comments_say(tmp_path):
         lines = r["out"].splitlines()
         for expected in ("lee: page: create agents/前端审查.md on first dispatch",
                          "Ann Human: remember: 后端端口固定8080 (memories/后端端口固定8080.md)",
-                         "ella: inbox: ella proposes 2 retained item(s) (session s-42)"):
+                         "ella: inbox: ella proposes 2 retained items (session s-42)"):
             assert expected in lines
 
     claims = [

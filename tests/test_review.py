@@ -42,7 +42,7 @@ def test_retained_facts_wait_in_the_inbox_until_a_human_approves(cli, vault):
     assert filed["pending"] == 2 and filed["approved"] == 0
     assert notes(vault) == [] and "pnpm" not in (vault.root / "MEMORY.md").read_text(encoding="utf-8")
     assert git(vault.root, "log", "-1", "--format=%an|%s").strip() == \
-        "ella|inbox: ella proposes 2 retained item(s) (session s-42)"
+        "ella|inbox: ella proposes 2 retained items (session s-42)"
     listed = out_json(vm(cli, vault, "review", "--json"))["items"]
     assert [i["op"] for i in listed] == ["add", "add"]
     first = listed[0]

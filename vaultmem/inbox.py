@@ -200,7 +200,7 @@ class Inbox:
                     out.append(item.to_dict())
             pending = [o for o in out if o["status"] == "pending"]
             approved = [o for o in out if o["status"] == "approved"]
-            what = what or (f"{len(out)} item(s)" if len(out) != 1 else f"{out[0]['op']} {out[0]['id']}")
+            what = what or (f"{len(out)} items" if len(out) != 1 else f"{out[0]['op']} {out[0]['id']}")
             message = f"inbox: {actor.name} proposes {what}" + (f" (session {session})" if session else "")
             if approved:
                 message += f"; {len(approved)} approved at once (trusted agent, user-stated)"
@@ -226,7 +226,8 @@ class Inbox:
                                hint=exc.hint) from None
         if not proposals:
             raise BadInput("there is nothing to retain: the list is empty", path=source_name)
-        return self.file(actor, proposals, session=session, what=f"{len(proposals)} retained item(s)", scrub=scrub)
+        what = f"{len(proposals)} retained item{'' if len(proposals) == 1 else 's'}"
+        return self.file(actor, proposals, session=session, what=what, scrub=scrub)
 
     def _retained(self, raw: Any, actor: Actor, session: str | None, scrub: Scrubber) -> dict:
         if not isinstance(raw, dict):
