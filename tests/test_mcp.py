@@ -291,3 +291,14 @@ def test_a_resource_that_is_not_there_or_leads_outside_is_refused_with_its_reaso
     assert "no identity file identity/nobody.md" in said["vault://identity/nobody"]
     assert "no page for role 'nobody'" in said["vault://agents/nobody"] and "hint:" in said["vault://agents/nobody"]
     assert all("Traceback" not in s and "passwd" not in s.split("vault://")[0] for s in said.values())
+
+
+def test_commands_other_than_mcp_never_import_the_sdk(vault):
+    """The SDK (with pydantic, anyio, starlette …) costs a command that does not serve
+    MCP nothing: it is imported by `vaultmem mcp` only."""
+    code = ("import sys, runpy; sys.argv = ['vaultmem', '--vault', sys.argv[1], 'brief', 'lee', '--task', 'x']\n"
+            "try:\n    runpy.run_module('vaultmem', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'pydantic', 'anyio', 'starlette')),"
+            " file=sys.stderr)")
+    r = subprocess.run([sys.executable, "-c", code, str(vault.root)], capture_output=True, text=True, timeout=60)
+    assert r.stdout.strip() and r.stderr.strip().splitlines()[-1] == "[]", r.stderr

@@ -49,6 +49,7 @@ def _hints(read_only: bool, destructive: bool = False, idempotent: bool = False)
                            idempotent_hint=idempotent, open_world_hint=False)
 
 
+# a read brings the search index (derived data, never committed) up to date: still read-only
 READ = _hints(True, idempotent=True)
 READ_MARKS = _hints(False, idempotent=False)  # a read that records what it showed (log_tail unseen)
 WRITE = _hints(False)
@@ -143,7 +144,7 @@ def _register(server: VaultServer) -> None:
         return v.actor(server.agent)
 
     # -- recall ------------------------------------------------------------------------------
-    @server.tool(annotations=_hints(False, idempotent=True))
+    @server.tool(annotations=READ)
     def brief(agent: str, task: str, tokens: Optional[int] = None, window: Optional[int] = None,
               ratio: Optional[float] = None) -> Result:
         """The briefing for AGENT before a session on TASK: its identity, the most relevant
@@ -169,7 +170,7 @@ def _register(server: VaultServer) -> None:
             return _result(render.dispatched((change, b)), data, change.warnings + b.warnings, b.skipped_files)
         return run(call)
 
-    @server.tool(annotations=_hints(False, idempotent=True))
+    @server.tool(annotations=READ)
     def search_memory(query: str, agent: Optional[str] = None, limit: int = 10,
                       kind: Optional[list[str]] = None, type: Optional[list[str]] = None) -> Result:
         """Ranked hits for QUERY (Chinese, English or both), each with its source, entry
@@ -241,7 +242,7 @@ def _register(server: VaultServer) -> None:
             return _result(render.inbox(items, status=status), {"status": status, "items": items})
         return run(call)
 
-    @server.tool(annotations=_hints(False, idempotent=True))
+    @server.tool(annotations=READ)
     def get_stats() -> Result:
         """The vault at a glance: memory notes, role pages, inbox items waiting for
         review, and the search index (its engine and how many files it holds)."""
