@@ -302,3 +302,47 @@ def test_commands_other_than_mcp_never_import_the_sdk(vault):
             " file=sys.stderr)")
     r = subprocess.run([sys.executable, "-c", code, str(vault.root)], capture_output=True, text=True, timeout=60)
     assert r.stdout.strip() and r.stderr.strip().splitlines()[-1] == "[]", r.stderr
+
+
+def test_a_settings_change_made_while_the_server_runs_takes_effect_at_the_next_call(vault):
+    """The human makes maria the orchestrator while a server runs as lee: lee's next page
+    entry is a proposal, as a fresh CLI process would make it — not a direct write."""
+    server = VaultServer(vault, agent="lee")
+
+    async def steps(c):
+        await c.call_tool("dispatch", {"role": "backend", "task": "ports"})
+        before = await c.call_tool("page_add", {"role": "backend", "text": "port 8080 is fixed"})
+        r = await anyio.to_thread.run_sync(lambda: run_vaultmem("--vault", vault.root, "config", "set",
+                                                                 "orchestrator", "maria"))
+        assert r.returncode == 0, r.stderr
+        after = await c.call_tool("page_add", {"role": "backend", "text": "port 9090 is the fallback"})
+        stats = await c.call_tool("get_stats", {})
+        return before, after, stats
+
+    before, after, stats = session(server, steps)
+    assert ok(before)["action"] == "page.add"
+    assert ok(after)["action"] == "propose" and "9090" not in (vault.root / "agents/backend.md").read_text()
+    assert ok(stats)["orchestrator"] == "maria"
+
+
+def test_broken_yaml_in_the_vault_is_named_with_file_and_line(vault):
+    server = VaultServer(vault)
+    (vault.root / "memories" / "broken.md").write_text("---\nname: [unclosed\ntype: fact\n---\nbody\n", encoding="utf-8")
+    config = vault.root / ".vaultmem" / "config.yaml"
+    good = config.read_text(encoding="utf-8")
+
+    async def steps(c):
+        searched = await c.call_tool("search_memory", {"query": "body"})
+        config.write_text(good.replace("lock_timeout: 10", "lock_timeout: ten"), encoding="utf-8")
+        refused = await c.call_tool("get_stats", {})
+        config.write_text(good, encoding="utf-8")
+        again = await c.call_tool("get_stats", {})
+        return searched, refused, again
+
+    searched, refused, again = session(server, steps)
+    problems = ok(searched)["problems"]
+    assert [p["path"] for p in problems] == ["memories/broken.md"] and problems[0]["line"]
+    assert "warning: memories/broken.md:" in text_of(searched)
+    err = refused.structured_content["error"]
+    assert err["path"] == ".vaultmem/config.yaml" and err["line"] and "git.lock_timeout" in failed(refused)
+    assert ok(again)["index"]["problems"] == 1

@@ -107,14 +107,34 @@ class VaultServer(MCPServer):
         self.vault = vault
         self.agent = agent
         self.vault.actor(agent)  # a bad --as fails now, not at the first write
+        self._settings = self._settings_stamp()
         self._lock = threading.Lock()  # tools run on worker threads: one call at a time
         _register(self)
+
+    def _settings_stamp(self) -> tuple | None:
+        try:
+            st = (self.vault.root / layout.CONFIG_PATH).stat()
+        except OSError:
+            return None
+        return st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns
+
+    def current(self) -> Vault:
+        """The open vault, reopened when its settings file changed since the last call
+        (``config set``, an edit, a pull): who is orchestrator, the memory types, the
+        index engine are then as a fresh CLI process would read them. Otherwise the same
+        Vault, its index kept open and warm."""
+        stamp = self._settings_stamp()
+        if stamp != self._settings:
+            fresh = Vault(self.vault.root)  # a broken settings file is the call's error
+            self.vault.index.close()
+            self.vault, self._settings = fresh, stamp
+        return self.vault
 
     def run_call(self, fn: Callable[[Vault], CallToolResult]) -> CallToolResult:
         """Run one tool's library call on the open vault; any error as a tool error."""
         with self._lock:
             try:
-                return fn(self.vault)
+                return fn(self.current())
             except Exception as exc:  # noqa: BLE001 - every error is answered, none escapes as a traceback
                 return error_result(exc)
 
@@ -122,7 +142,7 @@ class VaultServer(MCPServer):
         """A resource's text; a missing file as not found, any error without a traceback."""
         with self._lock:
             try:
-                return fn(self.vault)
+                return fn(self.current())
             except NotFound as exc:
                 raise ResourceNotFoundError(without_secrets(edge.one_line(exc))) from None
             except Exception as exc:  # noqa: BLE001
