@@ -309,6 +309,81 @@ def _register(server: VaultServer) -> None:
             return _result(text, {"entries": [e.to_dict() for e in entries]})
         return run(call)
 
+    # -- the delegation lifecycle ------------------------------------------------------------------
+    @server.tool(annotations=WRITE)
+    def delegate(role: str, task: str, window: Optional[int] = None, tokens: Optional[int] = None) -> Result:
+        """Record a pending delegation under ROLE (its page is created on first use) and
+        return its id and the sub-agent's brief: the sub-agent inherits the role's memory
+        and gets no page of its own. Close it with harvest(role, delegation, …)."""
+        def call(v: Vault) -> CallToolResult:
+            change, b = v.lifecycle.delegate(role, task, actor(v), window=window, tokens=tokens)
+            d = change.details
+            text = (f"delegation {d['id']} (role {d['role']}) pending — when the sub-agent is done: "
+                    f"harvest(role={d['role']!r}, delegation={d['id']!r}, task=…, conclusion=…, output=…, "
+                    f"decision=…)\n\n{b.markdown.rstrip()}")
+            return _result(text, {**change.to_dict(), "brief": b.to_dict()}, change.warnings + b.warnings,
+                           b.skipped_files)
+        return run(call)
+
+    @server.tool(annotations=WRITE)
+    def harvest(role: str, delegation: str, task: str, conclusion: str, output: str, decision: str,
+                title: Optional[str] = None) -> Result:
+        """Write a sub-agent's result — task, conclusion, output, key decision, all four —
+        into ROLE's sub-agent records and close the delegation, in one commit. What is not
+        known is not invented: a missing element is refused. By an agent other than the
+        orchestrator, the record waits in the review inbox."""
+        def call(v: Vault) -> CallToolResult:
+            fields = {"task": task, "conclusion": conclusion, "output": output, "decision": decision}
+            change = v.lifecycle.harvest(role, delegation, fields, actor(v), title=title)
+            return _result(render.harvested(change, delegation=delegation), change.to_dict(), change.warnings)
+        return run(call)
+
+    @server.tool(annotations=WRITE)
+    def retain(facts: list[dict[str, Any]], session: Optional[str] = None) -> Result:
+        """File the facts curated at the end of a session as review-inbox items. Each fact:
+        type, text, author, author_kind (user, agent, third_party, unknown), source, and
+        optionally said, name, description, aliases, tags, key, importance, scope, agent,
+        project; op replace or remove with target SLUG. Third-party facts are quarantined,
+        instruction-like text flagged, secrets redacted; nothing is filed if any is bad."""
+        import json
+
+        def call(v: Vault) -> CallToolResult:
+            change = v.inbox.retain(actor(v), json.dumps(facts, ensure_ascii=False), "facts", session=session)
+            return _result(render.proposed(change), change.to_dict(), change.warnings)
+        return run(call)
+
+    # -- decisions and checkpoints ---------------------------------------------------------------------
+    @server.tool(annotations=WRITE)
+    def decide(decision: str, why: str, supersedes: Optional[str] = None, channel: str = "decisions") -> Result:
+        """Record a decision (when, who, the decision, its rationale WHY) in the signed
+        decision log, and note it in the live log. SUPERSEDES: the decision it replaces
+        (agent#seq). Needs an agent (--as) with a key."""
+        def call(v: Vault) -> CallToolResult:
+            d, live = v.shared.decide(actor(v), decision, why, supersedes=supersedes, channel=channel)
+            return _result(render.decided((d, live)), {"decision": d.to_dict(), "live": live.to_dict()},
+                           (getattr(d, "warnings", None) or []) + (getattr(live, "warnings", None) or []))
+        return run(call)
+
+    @server.tool(annotations=_hints(False, idempotent=True))
+    def checkpoint_save(text: str = "", task: Optional[str] = None, step: Optional[str] = None,
+                        next: Optional[list[str]] = None) -> Result:
+        """Overwrite this agent's working-context checkpoint (checkpoints/AGENT.md) — the
+        task in progress, the step reached, next steps, free text — so that a resumed
+        session (after a crash or a compaction) picks up where it stopped."""
+        def call(v: Vault) -> CallToolResult:
+            change = v.shared.save_checkpoint(actor(v), text, task=task, step=step, next_steps=next or [])
+            return _result(render.checkpoint_saved(change), change.to_dict(), change.warnings)
+        return run(call)
+
+    @server.tool(annotations=READ)
+    def checkpoint_show(agent: str) -> Result:
+        """AGENT's checkpoint for a resumed session: task, step, next steps, text, when it
+        was saved; an old one is marked stale."""
+        def call(v: Vault) -> CallToolResult:
+            cp = v.shared.checkpoint(agent)
+            return _result(render.checkpoint(cp), cp)
+        return run(call)
+
     # -- resources ------------------------------------------------------------------------------
     @server.resource("vault://MEMORY.md", name="memory_index", mime_type="text/markdown",
                      description="MEMORY.md: the always-loaded index of the vault's memory notes.")
@@ -346,7 +421,9 @@ def _register(server: VaultServer) -> None:
             "a user's preference) goes to remember(text=…, type=…). What cannot be said for sure is left out, "
             "not invented.\n"
             "4. Check: review_list() shows what waits for a human's review; log_tail(unseen=True) what other "
-            "agents said meanwhile. The next dispatch of the role is briefed with what this one learned."
+            "agents said meanwhile. The next dispatch of the role is briefed with what this one learned.\n\n"
+            "To track a sub-agent, use delegate(role, task) instead of dispatch, and close it with "
+            "harvest(role, delegation, task, conclusion, output, decision) instead of page_add."
         )
 
 
