@@ -176,7 +176,7 @@ def _register(server: VaultServer) -> None:
             return _result(render.brief(b), b.to_dict(), b.warnings, b.skipped_files)
         return run(call)
 
-    @server.tool(annotations=WRITE)
+    @server.tool(annotations=_hints(False, idempotent=True))  # a second dispatch creates nothing
     def dispatch(role: str, task: str, category: Optional[str] = None, project: Optional[str] = None,
                  tokens: Optional[int] = None, window: Optional[int] = None,
                  ratio: Optional[float] = None) -> Result:
