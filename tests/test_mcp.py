@@ -409,3 +409,40 @@ def test_decisions_and_checkpoints(vault):
     assert (cp["task"], cp["step"], cp["next"], cp["stale"]) == ("migrate", "2 of 3", ["run tests"], False)
     assert "no checkpoint" in failed(none)
     assert [e["summary"] for e in ok(decisions)["entries"]] == ["Use port 8080"]
+
+
+@pytest.mark.usefixtures("both_engines")
+def test_with_a_watcher_in_another_process_the_warm_index_sees_what_it_indexed(vault):
+    """While `vaultmem watch` keeps the index fresh, the server skips its own refresh: its
+    open index must still answer with what the watcher wrote since it was opened."""
+    import signal
+
+    from conftest import Lines, wait_until
+
+    server = VaultServer(vault)
+    proc = subprocess.Popen([sys.executable, "-m", "vaultmem", "--vault", str(vault.root), "watch", "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = Lines(proc.stdout), Lines(proc.stderr)
+    try:
+        wait_until(lambda: vault.watcher_alive() or proc.poll() is not None, what="the watcher's heartbeat")
+        assert vault.watcher_alive(), err.text()
+
+        async def steps(c):
+            before = await c.call_tool("search_memory", {"query": "quokka"})
+            for i in range(2):
+                (vault.root / "memories" / f"q{i}.md").write_text(
+                    f"---\nname: quokka {i}\ntype: fact\nscope: global\n---\nA quokka lives on Rottnest {i}.\n",
+                    encoding="utf-8")
+                await anyio.to_thread.run_sync(lambda: out.wait_for(lambda line, i=i: f"memories/q{i}.md" in line))
+                await anyio.to_thread.run_sync(lambda: wait_until(lambda: vault.watcher_alive(idle=True)))
+                results.append(await c.call_tool("search_memory", {"query": "quokka"}))
+            return before
+
+        results = []
+        before = session(server, steps)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    assert ok(before)["hits"] == []
+    assert [sorted(h["path"] for h in ok(r)["hits"]) for r in results] == [
+        ["memories/q0.md"], ["memories/q0.md", "memories/q1.md"]]
