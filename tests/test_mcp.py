@@ -446,3 +446,23 @@ def test_with_a_watcher_in_another_process_the_warm_index_sees_what_it_indexed(v
     assert ok(before)["hits"] == []
     assert [sorted(h["path"] for h in ok(r)["hits"]) for r in results] == [
         ["memories/q0.md"], ["memories/q0.md", "memories/q1.md"]]
+
+
+def test_huge_text_is_refused_with_the_limit_and_nothing_is_written(vault):
+    assert run_vaultmem("--vault", vault.root, "keys", "new", "ella").returncode == 0
+    server = VaultServer(vault, agent="ella")
+    head = git(vault.root, "rev-parse", "HEAD")
+    huge = "word " * 300_000  # 1.5 MB
+
+    async def steps(c):
+        return [await c.call_tool("remember", {"text": huge, "type": "fact"}),
+                await c.call_tool("page_add", {"role": "lee", "text": huge}),
+                await c.call_tool("log_append", {"summary": "s", "body": huge}),
+                await c.call_tool("search_memory", {"query": huge})]
+
+    results = session(server, steps)
+    texts = [failed(r) for r in results[:3]]
+    assert all(len(t) < 2000 for t in texts), [len(t) for t in texts]
+    assert "max_note_bytes" in texts[0] and "max_body_bytes" in texts[2]
+    assert git(vault.root, "rev-parse", "HEAD") == head and not list((vault.root / "inbox").glob("*.md"))
+    assert len(text_of(results[3])) < 5000  # a huge query is answered or refused, never echoed whole
