@@ -1,0 +1,27 @@
+"""``vaultmem mcp``: serve the vault to an agent runtime over MCP (stdio)."""
+
+from __future__ import annotations
+
+import typer
+
+from ._common import AsOpt, JsonOpt, VaultOpt, handles_errors, session
+
+
+@handles_errors
+def mcp(ctx: typer.Context, vault: VaultOpt = None, as_: AsOpt = None, json_: JsonOpt = False) -> None:
+    """Run an MCP server on standard input and output for an agent runtime (Claude Code,
+    Claude Desktop, Cursor, Hermes …) until it closes the connection.
+
+    The server keeps the vault and its index open between calls. Its writes are by --as
+    (or $VAULTMEM_AGENT), so an agent's facts and page entries wait in the review inbox,
+    as with every other command. Logs go to standard error; standard output carries the
+    protocol only. See docs/mcp.md.
+
+    Example: claude mcp add vaultmem -- /path/to/vaultmem mcp --vault /path/to/vault --as lee
+    """
+    s = session(ctx, vault, as_, json_)
+    v = s.open()  # a missing vault or a bad --as is said here, before the protocol starts
+    v.actor(s.agent)
+    from ..mcp import serve
+
+    serve(v, s.agent)
