@@ -240,6 +240,45 @@ def test_a_note_another_process_writes_between_two_searches_is_found_by_the_seco
     assert [h["path"] for h in ok(dock)["hits"]][:1] == ["memories/airship.md"]
 
 
+@pytest.mark.usefixtures("both_engines")
+def test_a_note_deleted_or_changed_and_indexed_by_another_process_is_gone_from_the_next_search(vault):
+    """Whoosh's searcher refresh reused its old segment readers: after another process
+    (a CLI search) indexed a deletion and an edit, the warm server still found them."""
+    server = VaultServer(vault)
+    for slug, text in (("n1", "The kumquat tree stands by the gate"), ("n2", "The quince jam is in the cellar")):
+        (vault.root / "memories" / f"{slug}.md").write_text(
+            f"---\nname: {slug}\ntype: fact\nscope: global\n---\n{text}\n", encoding="utf-8")
+
+    async def steps(c):
+        first = [ok(await c.call_tool("search_memory", {"query": q}))["hits"] for q in ("kumquat", "quince")]
+        (vault.root / "memories" / "n1.md").unlink()
+        n2 = vault.root / "memories" / "n2.md"
+        n2.write_text(n2.read_text(encoding="utf-8").replace("quince", "durian"), encoding="utf-8")
+        r = await anyio.to_thread.run_sync(lambda: run_vaultmem("--vault", vault.root, "search", "durian"))
+        assert r.returncode == 0, r.stderr  # this process indexed the change, not the server
+        return first, [ok(await c.call_tool("search_memory", {"query": q}))["hits"]
+                       for q in ("kumquat", "quince", "durian")]
+
+    first, (kumquat, quince, durian) = session(server, steps)
+    assert all(first)
+    assert kumquat == [] and quince == [], (kumquat, quince)
+    assert [h["path"] for h in durian] == ["memories/n2.md"]
+
+
+def test_a_secret_in_a_task_or_query_is_not_handed_back(vault):
+    server = VaultServer(vault)
+    token = "ghp_" + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0UvWx12"
+
+    async def steps(c):
+        return [await c.call_tool("brief", {"agent": "lee", "task": f"deploy with {token}"}),
+                await c.call_tool("dispatch", {"role": "ops", "task": f"deploy with {token}"}),
+                await c.call_tool("search_memory", {"query": f"deploy {token}"})]
+
+    for result in session(server, steps):
+        assert not result.is_error
+        assert token not in json.dumps(result.structured_content) + result.content[0].text
+
+
 # -- the real thing: `vaultmem mcp` over stdio ---------------------------------------------------
 
 

@@ -172,7 +172,7 @@ def _register(server: VaultServer) -> None:
         the memory index, each line citing its source, within min(ratio × window, tokens)
         tokens. Text from the vault is fenced as reference data."""
         def call(v: Vault) -> CallToolResult:
-            b = v.brief(agent, task, window=window, ratio=ratio, tokens=tokens)
+            b = v.brief(agent, without_secrets(task), window=window, ratio=ratio, tokens=tokens)
             return _result(render.brief(b), b.to_dict(), b.warnings, b.skipped_files)
         return run(call)
 
@@ -183,7 +183,7 @@ def _register(server: VaultServer) -> None:
         """Dispatch ROLE in one step: create its page (agents/ROLE.md) on first use, then
         return its brief for TASK. Give the brief to the sub-agent that plays the role."""
         def call(v: Vault) -> CallToolResult:
-            change, b = v.dispatch(role, task, actor(v), category=category, project=project,
+            change, b = v.dispatch(role, without_secrets(task), actor(v), category=category, project=project,
                                    window=window, ratio=ratio, tokens=tokens)
             data = {**b.to_dict(), "page_created": change.details["created"], "page": change.details["path"],
                     "commit": change.commit}
@@ -199,8 +199,8 @@ def _register(server: VaultServer) -> None:
         shared, checkpoint, inbox, archive, doc. TYPE: only notes of these types."""
         def call(v: Vault) -> CallToolResult:
             hits = v.search(query, agent=agent, kinds=tuple(kind or ()), types=tuple(type or ()), limit=limit)
-            return _result(render.search_hits(hits), {"query": query, "hits": [h.to_dict() for h in hits]},
-                           hits.warnings, hits.skipped_files)
+            data = {"query": without_secrets(query), "hits": [h.to_dict() for h in hits]}
+            return _result(render.search_hits(hits), data, hits.warnings, hits.skipped_files)
         return run(call)
 
     @server.tool(annotations=READ)
@@ -408,6 +408,7 @@ def _register(server: VaultServer) -> None:
     # -- the orchestrator's walk ------------------------------------------------------------------
     @server.prompt(name="orchestrate", description="Walk an orchestrator through dispatch → work → harvest.")
     def orchestrate(role: str, task: str) -> str:
+        role, task = without_secrets(role), without_secrets(task)
         return (
             f"You orchestrate the role {role!r} for the task: {task}\n\n"
             f"1. Dispatch: call the tool dispatch(role={role!r}, task=…). The role's page is created on its "

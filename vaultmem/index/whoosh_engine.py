@@ -206,7 +206,8 @@ class WhooshEngine:
         if self._searcher is None:
             self._searcher = self.ix.searcher(weighting=live_bm25f(self.live_stats))
         elif not self._searcher.up_to_date():
-            self._searcher = self._searcher.refresh()
+            self._searcher.close()  # refresh() reuses segment readers: it misses another process's deletions
+            self._searcher = self.ix.searcher(weighting=live_bm25f(self.live_stats))
         return self._searcher
 
     def search(self, terms: list[str], filters: Filters, limit: int, *, text: str = "") -> list[tuple[IndexDoc, float]]:
