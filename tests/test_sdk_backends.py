@@ -317,3 +317,148 @@ def test_the_async_tool_answers_as_the_sync_one(vault):
     said, shown = anyio.run(steps)
     assert "review" in said and "PENDING REVIEW" in shown and len(pending(vault)) == 1
 
+
+# -- the LangGraph store ---------------------------------------------------------------------------
+def store_for(v: Vault, agent: str = "reviewer"):
+    from vaultmem.adapters.langgraph_store import VaultStore
+
+    return VaultStore(v.root, agent=agent)
+
+
+def team_vault(v: Vault) -> Vault:
+    h = human(v)
+    v.remember("The backend listens on 8080.", h, "fact", name="backend-port")
+    v.remember("Deploys go out on Tuesdays.", h, "procedure", name="deploy-day")
+    v.remember("max keeps his drafts in drafts/.", h, "fact", name="max-drafts", agent="max")
+    v.dispatch("reviewer", "review the API", v.actor("lee"))
+    v.dispatch("max", "write docs", v.actor("lee"))
+    v.add_entry("reviewer", "Two endpoints on port 8080 are unpaginated.", v.actor("lee"))
+    return v
+
+
+@needs_langgraph
+@pytest.mark.usefixtures("both_engines")
+def test_the_store_gets_searches_and_lists_what_the_agent_may_see(vault):
+    from langgraph.store.base import Item, SearchItem
+
+    team_vault(vault)
+    store = store_for(vault)
+    item = store.get(("memories",), "backend-port")
+    assert isinstance(item, Item) and item.key == "backend-port" and item.namespace == ("memories",)
+    assert item.value["text"] == "The backend listens on 8080." and item.value["type"] == "fact"
+    assert item.created_at.tzinfo is not None
+    assert store.get(("memories",), "no-such-note") is None
+    assert store.get(("memories",), "max-drafts") is None  # max's own note is not the reviewer's memory
+
+    found = store.search(("memories",), query="8080")
+    assert [i.key for i in found] == ["backend-port"] and isinstance(found[0], SearchItem) and found[0].score
+    both = store.search((), query="8080 endpoints")
+    assert {i.namespace for i in both} == {("memories",), ("agents", "reviewer")}
+    entry = next(i for i in both if i.namespace == ("agents", "reviewer"))
+    assert entry.key.startswith("m-") and "unpaginated" in entry.value["text"] and entry.value["section"] == "work"
+    assert store.get(("agents", "reviewer"), entry.key).value["text"] == entry.value["text"]
+    assert [i.key for i in store.search(("memories",), filter={"type": "procedure"})] == ["deploy-day"]
+    assert [i.key for i in store.search(("memories",), limit=1, offset=1)] == ["deploy-day"]
+    assert store.search(("agents", "max"), query="docs") == []
+    assert store.list_namespaces() == [("agents", "reviewer"), ("memories",)]
+    assert store.list_namespaces(prefix=("agents",)) == [("agents", "reviewer")]
+    assert store.list_namespaces(max_depth=1) == [("agents",), ("memories",)]
+    assert ("agents", "max") in store_for(vault, "lee").list_namespaces()  # the orchestrator sees every page
+
+
+@needs_langgraph
+def test_a_put_is_a_proposal_none_proposes_forgetting_and_the_notes_stay_as_they_were(vault):
+    import anyio
+
+    team_vault(vault)
+    before = {p.name: p.read_text(encoding="utf-8") for p in (vault.root / "memories").glob("*.md")}
+    page = (vault.root / "agents/reviewer.md").read_text(encoding="utf-8")
+    store = store_for(vault)
+    store.put(("memories",), "tea", {"text": "The user drinks green tea.", "type": "preference"})
+    store.put(("memories",), "backend-port", {"text": "The backend listens on 9090."})
+    store.delete(("memories",), "deploy-day")
+    store.put(("agents", "reviewer"), "finding", {"text": "Pagination is the next step."})
+    anyio.run(lambda: store.aput(("memories",), "coffee", {"text": "Coffee, black."}))
+    got = {(i.op, i.meta.get("target"), i.text) for i in pending(vault)}
+    assert got == {("add", None, "The user drinks green tea."), ("add", None, "Coffee, black."),
+                   ("replace", "memories/backend-port", "The backend listens on 9090."),
+                   ("remove", "memories/deploy-day", "deleted through the LangGraph store by reviewer"),
+                   ("page-add", None, "Pagination is the next step.")}
+    assert all(i.proposed_by == "reviewer" for i in pending(vault))
+    tea = next(i for i in pending(vault) if i.text.startswith("The user drinks"))
+    assert tea.meta["note"]["name"] == "tea" and tea.meta["note"]["type"] == "preference"
+    assert {p.name: p.read_text(encoding="utf-8") for p in (vault.root / "memories").glob("*.md")} == before
+    assert (vault.root / "agents/reviewer.md").read_text(encoding="utf-8") == page
+    assert store.get(("memories",), "tea") is None  # not memory until a human approves it
+    store.put(("memories",), "tea", {"text": "The user drinks green tea.", "type": "preference"})  # same: nothing new
+    assert len(pending(vault)) == 5
+    vault.inbox.approve(tea.id, human(vault))
+    assert store.get(("memories",), "tea").value["text"] == "The user drinks green tea."
+
+
+@needs_langgraph
+def test_bad_namespaces_keys_values_huge_text_and_broken_yaml_are_refused_and_nothing_is_written(vault):
+    from vaultmem.errors import VaultmemError
+
+    team_vault(vault)
+    (vault.root / "memories/broken.md").write_text("---\nname: [unclosed\ntype: fact\n---\nbody\n", encoding="utf-8")
+    git(vault.root, "add", "-A")
+    git(vault.root, "commit", "-qm", "hand edit")
+    start = head(vault)
+    store = store_for(vault)
+    bad = [(("user_1", "memories"), "k", {"text": "x"}, "namespace"),
+           (("agents",), "k", {"text": "x"}, "namespace"),
+           (("memories",), "../escape", {"text": "x"}, "key"),
+           (("memories",), "Has Space", {"text": "x"}, "key"),
+           (("memories",), "k", {"note": "x"}, "text"),
+           (("memories",), "k", {"text": "x", "colour": "red"}, "colour"),
+           (("memories",), "k", {"text": "x", "type": "rumour"}, "type"),
+           (("memories",), "k", {"text": "word " * 300_000}, "max_note_bytes"),
+           (("memories",), "broken", {"text": "x"}, "memories/broken.md:"),
+           (("agents", "max"), "k", {"text": "x"}, "another role"),
+           (("agents", "reviewer"), "k", None, "entries"),
+           (("agents", "nobody"), "k", {"text": "x"}, "nobody")]
+    for namespace, key, value, said in bad:
+        with pytest.raises(VaultmemError) as info:
+            store.put(namespace, key, value)
+        assert said in str(info.value) + (info.value.hint or ""), (namespace, key, str(info.value))
+    with pytest.raises(VaultmemError, match=r"memories/broken\.md:\d+"):
+        store.get(("memories",), "broken")
+    with pytest.raises(VaultmemError, match="namespace"):
+        store.get(("user_1",), "k")
+    assert head(vault) == start and pending(vault) == []
+
+    secret = token()
+    store.put(("memories",), "ci-token", {"text": f"The CI token is {secret}"})
+    [item] = pending(vault)
+    assert secret not in item.text and secret not in git(vault.root, "log", "-p", "--all")
+    with pytest.raises(VaultmemError, match="agent"):
+        store_for(vault, agent="")
+
+
+@needs_langgraph
+def test_a_langgraph_graph_reads_and_writes_memory_through_the_store(vault):
+    from typing import TypedDict
+
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.store.base import BaseStore
+
+    team_vault(vault)
+
+    class State(TypedDict):
+        question: str
+        answer: str
+
+    def recall(state: State, *, store: BaseStore) -> dict:
+        hits = store.search(("memories",), query=state["question"], limit=3)
+        store.put(("memories",), "asked-about-ports", {"text": f"Someone asked: {state['question']}"})
+        return {"answer": hits[0].value["text"] if hits else ""}
+
+    graph = StateGraph(State)
+    graph.add_node("recall", recall)
+    graph.add_edge(START, "recall")
+    graph.add_edge("recall", END)
+    out = graph.compile(store=store_for(vault)).invoke({"question": "which port does the backend use"})
+    assert out["answer"] == "The backend listens on 8080."
+    [item] = pending(vault)
+    assert item.proposed_by == "reviewer" and item.meta["note"]["name"] == "asked-about-ports"
