@@ -245,6 +245,11 @@ def test_a_secret_is_replaced_in_the_proposal_and_never_repeated_in_an_answer(va
     assert secret not in tool.call({"command": "view", "path": "/memories/ci-token.md"})
     text = refused(tool, {"command": "str_replace", "path": "/memories/ci-bot.md", "old_str": secret, "new_str": "x"})
     assert secret not in text
+    said = tool.call({"command": "str_replace", "path": "/memories/ci-bot.md", "old_str": "#builds",
+                      "new_str": f"#builds with {secret}"})
+    assert secret not in said and "[redacted:github-token:" in said  # the snippet is of what was filed
+    assert secret not in refused(tool, {"command": "view", "path": f"/memories/{secret}.md"})
+    assert secret.lower() not in refused(tool, {"command": "view", "path": f"/memories/{secret}.md"})
     assert secret not in git(vault.root, "log", "-p", "--all")
 
 
@@ -432,6 +437,12 @@ def test_bad_namespaces_keys_values_huge_text_and_broken_yaml_are_refused_and_no
     store.put(("memories",), "ci-token", {"text": f"The CI token is {secret}"})
     [item] = pending(vault)
     assert secret not in item.text and secret not in git(vault.root, "log", "-p", "--all")
+    with pytest.raises(VaultmemError) as info:
+        store.put(("memories",), secret, {"text": "x"})
+    assert secret not in str(info.value) + (info.value.hint or "") and secret.lower() not in info.value.hint
+    with pytest.raises(VaultmemError) as info:
+        store.get(("memories", secret), "k")
+    assert secret not in str(info.value)
     with pytest.raises(VaultmemError, match="agent"):
         store_for(vault, agent="")
 

@@ -123,8 +123,10 @@ def target(path: str) -> Target:
         raise refuse("memory files are Markdown, named <name>.md")
     slug = _name(parts[0][:-3], "memory file name", refuse)
     if slugify(slug) != slug:
+        # the suggestion only for a name that holds no secret (lower-cased, a detector may miss it)
+        suggest = f"use {ROOT}/{slugify(slug)}.md; " if without_secrets(slug) == slug else ""
         raise BadInput(f"the path {where} is refused: a memory note's file is named by its slug",
-                       hint=f"use {ROOT}/{slugify(slug)}.md (memory paths are {SHAPES})")
+                       hint=f"{suggest}memory paths are {SHAPES}")
     return Target("note", f"{ROOT}/{slug}.md", slug)
 
 
@@ -418,7 +420,8 @@ class VaultMemoryTool(BetaAbstractMemoryTool):
         text = info.body.replace(old, new, 1)
         change = self._replace(v, info, t, text)
         line = info.body[:info.body.find(old)].count("\n")
-        after = _lines(text)
+        filed = (change.details.get("items") or [{}])[0].get("text")
+        after = _lines(filed if isinstance(filed, str) else "")  # as filed: secrets already replaced
         lo, hi = max(0, line - 2), min(len(after), line + 3 + new.count("\n"))
         return (_said(change, f"Proposed a change to {t.path}")
                 + "\nThe proposed text around the change (with line numbers):\n" + _numbered(after[lo:hi], lo + 1))

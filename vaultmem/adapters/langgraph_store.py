@@ -45,7 +45,7 @@ from .. import layout
 from ..errors import BadInput, NotFound, PermissionRefused, VaultmemError
 from ..models import NoteInfo
 from ..names import check_name, slugify
-from ..vault import ENV_AGENT, Vault, locate
+from ..vault import ENV_AGENT, Vault, locate, without_secrets
 
 NOTES = ("memories",)
 PAGES = "agents"
@@ -120,14 +120,19 @@ class VaultStore(BaseStore):
         if namespace == NOTES:
             return None
         if len(namespace) == 2 and namespace[0] == PAGES:
-            role = check_name(namespace[1], "role name")
+            try:
+                role = check_name(namespace[1], "role name")
+            except VaultmemError as exc:
+                raise BadInput(f"the namespace {_shown(namespace)} is refused: {exc.message.rpartition(' is refused: ')[2]}",
+                               field="namespace") from None
             if role not in v.roles():
-                raise NotFound(f"there is no role page for {role!r} (namespace {namespace!r})",
+                raise NotFound(f"there is no role page for {_shown(role)} (namespace {_shown(namespace)})",
                                hint="a role page is created by its role's first dispatch")
             if role not in self._roles(v):
-                raise PermissionRefused(f"the namespace {namespace!r} is another role's page, not this agent's memory")
+                raise PermissionRefused(f"the namespace {_shown(namespace)} is another role's page, "
+                                        "not this agent's memory")
             return role
-        raise BadInput(f"the namespace {namespace!r} is not in a vault", field="namespace",
+        raise BadInput(f"the namespace {_shown(namespace)} is not in a vault", field="namespace",
                        hint=f"namespaces are {SHAPES}")
 
     # -- reading ---------------------------------------------------------------------------------
@@ -293,12 +298,23 @@ class VaultStore(BaseStore):
 
 
 # -- helpers ------------------------------------------------------------------------------------
+def _shown(x: Any) -> str:
+    """A value an error quotes: a secret in it replaced, a long one cut."""
+    text = without_secrets(repr(x))
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
 def _slug(key: str) -> str:
     """A note's key: its slug exactly (so the approved note is at the key it was put under)."""
-    name = check_name(str(key), "key", field="key")
+    try:
+        name = check_name(str(key), "key", field="key")
+    except VaultmemError as exc:
+        raise BadInput(f"the key {_shown(key)} is refused: {exc.message.rpartition(' is refused: ')[2]}", field="key",
+                       hint=exc.hint) from None
     if slugify(name) != name:
-        raise BadInput(f"the key {name!r} is not a note's slug", field="key",
-                       hint=f"use {slugify(name)!r}: lower case, words joined by '-' (a uuid is fine)")
+        suggest = f"use {slugify(name)!r}: " if without_secrets(name) == name else ""
+        raise BadInput(f"the key {_shown(name)} is not a note's slug", field="key",
+                       hint=f"{suggest}lower case, words joined by '-' (a uuid is fine)")
     return name
 
 
