@@ -15,6 +15,8 @@ import os
 import random
 import re
 import string
+import subprocess
+import sys
 
 import pytest
 
@@ -44,6 +46,21 @@ def pending(v: Vault) -> list:
 
 def human(v: Vault):
     return v.actor(None)
+
+
+def test_vaultmem_works_without_either_sdk_and_each_backend_names_its_extra(vault):
+    """With the SDKs unimportable (as where neither extra is installed): the CLI and the
+    library work, and importing a backend says which extra brings what it needs."""
+    code = ("import sys\nsys.modules.update({'anthropic': None, 'langgraph': None})\n"
+            "from vaultmem import Vault\nv = Vault.open(sys.argv[1])\n"
+            "v.remember('A fact.', v.actor('ella'), 'fact')\nprint(len(v.inbox.items()))\n"
+            "for m in ('anthropic_memory', 'langgraph_store'):\n"
+            "    try:\n        __import__('vaultmem.adapters.' + m)\n"
+            "    except ImportError as e:\n        print(e)\n")
+    r = subprocess.run([sys.executable, "-c", code, str(vault.root)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "1" and "pip install 'vaultmem[anthropic]'" in lines[1] and "[langgraph]" in lines[2]
 
 
 # -- the Anthropic memory tool ---------------------------------------------------------------------
@@ -202,8 +219,8 @@ def test_escapes_huge_text_broken_yaml_and_bad_commands_are_tool_errors_and_noth
                                        "old_str": "secret", "new_str": "x"})
     broken = refused(tool, {"command": "view", "path": "/memories/broken.md"})
     assert re.search(r"memories/broken\.md:\d+: ", broken)
-    assert re.search(r"memories/broken\.md:\d+: ", refused(tool, {"command": "str_replace", "path": "/memories/broken.md",
-                                                     "old_str": "body", "new_str": "x"}))
+    edit = refused(tool, {"command": "str_replace", "path": "/memories/broken.md", "old_str": "body", "new_str": "x"})
+    assert re.search(r"memories/broken\.md:\d+: ", edit)
     listing = tool.call({"command": "view", "path": "/memories"})
     assert "/memories/plain.md" in listing and "cannot be read" in listing.split("broken.md", 1)[1].splitlines()[0]
 

@@ -30,16 +30,19 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from langgraph.store.base import (
-    BaseStore,
-    GetOp,
-    Item,
-    ListNamespacesOp,
-    MatchCondition,
-    PutOp,
-    SearchItem,
-    SearchOp,
-)
+try:
+    from langgraph.store.base import (
+        BaseStore,
+        GetOp,
+        Item,
+        ListNamespacesOp,
+        MatchCondition,
+        PutOp,
+        SearchItem,
+        SearchOp,
+    )
+except ImportError as exc:  # vaultmem itself needs none of it
+    raise ImportError(f"the LangGraph store needs langgraph ({exc}): pip install 'vaultmem[langgraph]'") from exc
 
 from .. import layout
 from ..errors import BadInput, NotFound, PermissionRefused, VaultmemError
@@ -123,8 +126,8 @@ class VaultStore(BaseStore):
             try:
                 role = check_name(namespace[1], "role name")
             except VaultmemError as exc:
-                raise BadInput(f"the namespace {_shown(namespace)} is refused: {exc.message.rpartition(' is refused: ')[2]}",
-                               field="namespace") from None
+                why = exc.message.rpartition(" is refused: ")[2]
+                raise BadInput(f"the namespace {_shown(namespace)} is refused: {why}", field="namespace") from None
             if role not in v.roles():
                 raise NotFound(f"there is no role page for {_shown(role)} (namespace {_shown(namespace)})",
                                hint="a role page is created by its role's first dispatch")
@@ -309,8 +312,8 @@ def _slug(key: str) -> str:
     try:
         name = check_name(str(key), "key", field="key")
     except VaultmemError as exc:
-        raise BadInput(f"the key {_shown(key)} is refused: {exc.message.rpartition(' is refused: ')[2]}", field="key",
-                       hint=exc.hint) from None
+        why = exc.message.rpartition(" is refused: ")[2]
+        raise BadInput(f"the key {_shown(key)} is refused: {why}", field="key", hint=exc.hint) from None
     if slugify(name) != name:
         suggest = f"use {slugify(name)!r}: " if without_secrets(name) == name else ""
         raise BadInput(f"the key {_shown(name)} is not a note's slug", field="key",
