@@ -9,7 +9,7 @@ answers served in process (no network).
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
 import os
 import random
@@ -23,8 +23,19 @@ import pytest
 from conftest import git
 from vaultmem import Vault
 
-HAS_ANTHROPIC = importlib.util.find_spec("anthropic") is not None
-HAS_LANGGRAPH = importlib.util.find_spec("langgraph") is not None
+
+
+def importable(module: str) -> bool:
+    """Whether ``module`` imports (``langgraph`` alone may be a namespace other packages left)."""
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return False
+    return True
+
+
+HAS_ANTHROPIC = importable("anthropic.lib.tools")
+HAS_LANGGRAPH = importable("langgraph.store.base") and importable("langgraph.graph")
 needs_anthropic = pytest.mark.skipif(not HAS_ANTHROPIC, reason="the anthropic SDK is not installed "
                                      "(pip install -e '.[anthropic]')")
 needs_langgraph = pytest.mark.skipif(not HAS_LANGGRAPH, reason="langgraph is not installed "
