@@ -330,3 +330,17 @@ def test_a_big_import_in_a_real_process_reports_progress(en_vault, tmp_path):
     assert "import: read 300 items" in r.stderr and "import: filing 300 items in one commit" in r.stderr
     assert "300 new items filed in inbox/" in r.stdout and "… and 250 more: vaultmem review list" in r.stdout
     assert len(list((en_vault.root / "inbox").glob("i-*.md"))) == 300
+
+
+def test_the_vault_itself_is_never_imported(cli, tmp_path):
+    folder = tmp_path / "notes"
+    write(folder / "ideas.md", "- [idea] Cache the product list\n")
+    cli("init", folder / "team-vault", "--lang", "en")
+    vault = folder / "team-vault"
+    r = cli("--vault", vault, "import", "basic-memory", folder, "--json")
+    assert r.exit_code == 0, r.output
+    done = out_json(r)
+    assert [i["text"] for i in done["items"]] == ["Cache the product list"]
+    assert any("team-vault" in n for n in done["notes"])
+    r = cli("--vault", vault, "import", "basic-memory", vault / "memories")
+    assert r.exit_code == 2 and "inside the vault" in r.stderr

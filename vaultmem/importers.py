@@ -143,9 +143,10 @@ class Folder:
     """A source folder: files under it are listed and read without following a link out
     of it, never a FIFO or device, and never more than :data:`MAX_SOURCE_BYTES`."""
 
-    def __init__(self, root: Path, problems: list[Problem]) -> None:
+    def __init__(self, root: Path, problems: list[Problem], skip: Path | None = None) -> None:
         self.root = Path(os.path.realpath(root))
         self.problems = problems
+        self.skip = os.path.realpath(skip) if skip is not None else None  # a folder never walked into
 
     def shown(self, path: Path) -> str:
         return str(path)
@@ -160,7 +161,8 @@ class Folder:
         if not folder.is_dir() or not self.inside(folder):
             return
         for top, dirs, names in os.walk(folder, followlinks=False):
-            dirs[:] = sorted(d for d in dirs if (hidden or not d.startswith(".")) and d not in ("node_modules",))
+            dirs[:] = sorted(d for d in dirs if (hidden or not d.startswith(".")) and d not in ("node_modules",)
+                             and os.path.realpath(Path(top) / d) != self.skip)
             for d in dirs:
                 self.linked(Path(top) / d)
             for name in sorted(names):
@@ -498,7 +500,7 @@ def read_hermes(path: Path | None, types: tuple[str, ...], human: str | None) ->
 
 
 # -- basic-memory -----------------------------------------------------------------------------
-def read_basic_memory(path: Path | None, types: tuple[str, ...]) -> Read:
+def read_basic_memory(path: Path | None, types: tuple[str, ...], vault_root: Path | None = None) -> Read:
     """A project folder of notes: each observation one item (its category the type, its
     ``#tags`` tags, the text as written); a note's relations one item of links; the rest
     of its text one item per paragraph. All third-party: a document, until a human reads it."""
@@ -508,8 +510,15 @@ def read_basic_memory(path: Path | None, types: tuple[str, ...]) -> Read:
     top = Path(path).expanduser()
     if not top.is_dir():
         raise NotFound(f"{top} is not a folder", path=str(top), hint="give the basic-memory project folder")
-    out = Read(str(Path(os.path.realpath(top))))
-    folder = Folder(top, out.problems)
+    real = Path(os.path.realpath(top))
+    out = Read(str(real))
+    vault = Path(os.path.realpath(vault_root)) if vault_root is not None else None
+    if vault is not None and (real == vault or vault in real.parents):
+        raise BadInput(f"{top} is inside the vault {vault}: its notes are this vault's own", field="path",
+                       hint="give the basic-memory project folder")
+    if vault is not None and real in vault.parents:
+        out.notes.append(f"the vault itself ({vault}) is not read")
+    folder = Folder(top, out.problems, skip=vault)
     count = 0
     for note in folder.markdown(folder.root):
         count += 1
@@ -710,7 +719,7 @@ def _field_error(exc: VaultmemError) -> str:
 
 
 def read(source: str, path: str | Path | None, types: tuple[str, ...], human: str | None = None,
-         memory_dir: str | Path | None = None) -> Read:
+         memory_dir: str | Path | None = None, vault_root: Path | None = None) -> Read:
     """Read a source (one of :data:`SOURCES`) into items, nothing checked or written."""
     where = Path(path) if path not in (None, "") else None
     if source == "claude-code":
@@ -720,7 +729,7 @@ def read(source: str, path: str | Path | None, types: tuple[str, ...], human: st
     if source == "hermes":
         return read_hermes(where, types, human)
     if source == "basic-memory":
-        return read_basic_memory(where, types)
+        return read_basic_memory(where, types, vault_root)
     if source == "jsonl":
         return read_jsonl(where, types)
     raise BadInput(f"{source!r} is not a source vaultmem imports", field="source",
@@ -738,7 +747,7 @@ def run(vault, source: str, path: str | Path | None, actor: Actor, dry_run: bool
         human = check_name(human, "author")
     except BadInput:
         human = None
-    got = read(source, path, config.note_types, human, memory_dir)
+    got = read(source, path, config.note_types, human, memory_dir, vault.root)
     say = progress or (lambda message: None)
     total = len(got.found)
     if total >= PROGRESS_EVERY:
