@@ -135,7 +135,7 @@ def basic_memory(
     as_: AsOpt = None,
     json_: JsonOpt = False,
 ) -> None:
-    """Import a basic-memory project: each observation '- [category] text #tag
+    """Import a basic-memory project: each observation '- \\[category] text #tag
     (context)' an item, each note's relations '- relation_type [[Target]]' kept as
     links, the rest of its text by paragraph.
 
