@@ -240,6 +240,16 @@ class Vault:
         return Change("forget", list(writes), sha, message, {"slug": name, "archived_to": dst},
                       warnings=scrub.warnings())
 
+    def import_memory(self, source: str, path: str | Path | None, actor: Actor, dry_run: bool = False,
+                      memory_dir: str | Path | None = None, progress=None) -> Change:
+        """File another tool's memory (``source``: claude-code, hermes, basic-memory or
+        jsonl, read from ``path``) in the review inbox, one commit by ``actor``; with
+        ``dry_run`` nothing is written and the Change lists what would be filed. What was
+        imported before is recognised and not filed again (see :mod:`vaultmem.importers`)."""
+        from . import importers
+
+        return importers.run(self, source, path, actor, dry_run=dry_run, memory_dir=memory_dir, progress=progress)
+
     # -- settings ------------------------------------------------------------------------
     def config_values(self) -> dict:
         """The settings file as plain data, as written (``self.config`` is what they mean,

@@ -46,6 +46,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "history": ("lifecycle", "history"),
     "retain": ("review", "retain"),
     "review": ("review", "app"),
+    "import": ("imports", "app"),
     "mcp": ("serve", "mcp"),
 }
 
