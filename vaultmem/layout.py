@@ -42,6 +42,9 @@ CURSOR_DIR = f"{LOCAL_DIR}/cursors"  # what each agent has read of the logs
 KEY_EVENTS_CACHE = f"{LOCAL_DIR}/key-events.json"  # which live-log files hold rotations (a cache)
 TXN_JOURNAL = f"{LOCAL_DIR}/txn.json"  # the write in progress (see vaultmem.transaction)
 WATCH_HEARTBEAT = f"{LOCAL_DIR}/watch.json"  # a running watcher keeps it fresh
+# The Hermes memory provider's outbox: what a Hermes session handed over, kept here until it
+# is in the vault (one folder per running provider; a dead one's folder is taken over)
+HERMES_OUTBOX_DIR = f"{LOCAL_DIR}/hermes"
 
 # Folders vaultmem writes into, so where a killed writer may leave a temp file ("." is the top).
 WRITABLE = (".", AGENTS_DIR, MEMORIES_DIR, IDENTITY_DIR, INBOX_DIR, ARCHIVE_DIR, ARCHIVED_NOTES_DIR,
