@@ -157,6 +157,7 @@ def test_a_session_driven_as_hermes_drives_it_leaves_its_memory_in_the_vault(kin
     v.ensure_page("researcher", v.actor(None))
     v.add_entry("researcher", "the staging database is read-only on Fridays", v.actor(None))
     v.remember("The staging database is read-only on Fridays.", v.actor(None), "fact")
+    v.shared.new_key("hermes", v.actor(None))  # with a key, each turn is also a signed live-log line
     host = make_host(kind)
     provider = start(host, home)
 
@@ -196,7 +197,7 @@ def test_a_session_driven_as_hermes_drives_it_leaves_its_memory_in_the_vault(kin
         "task": "Find which port the backend uses", "conclusion": "The backend listens on 8080.",
         "output": "notes/port.md", "decision": "keep 8080 for now"}
     log = commits(root)
-    assert all(author == "hermes" for author, _ in log[:-4]), log  # every write of the session is hermes's
+    assert all(author == "hermes" for author, _ in log[:-5]), log  # every write of the session is hermes's
     assert any(s.startswith("harvest: d-") and "agents/researcher.md" in s for _, s in log)
     delegations = Vault(root).lifecycle.delegations()
     assert sorted(d["status"] for d in delegations) == ["harvested", "pending"]
@@ -218,6 +219,12 @@ def test_a_session_driven_as_hermes_drives_it_leaves_its_memory_in_the_vault(kin
     assert any("release freeze" in t for t in by_text) and any("root cause" in t for t in by_text)
     assert all(i["session"] == "s1" for i in retained)
 
+    lines = Vault(root).shared.tail(10, agent="hermes")
+    assert [e.summary for e in lines] == ["turn 1: Understood.",
+                                          "turn 2: We decided to build the cache nightly at 02:00."]
+    assert not any(e.problem for e in lines)  # signed by hermes's key
+    remembered = json.loads(host.handle_tool_call("remember", {"text": "x is y", "type": "fact"}))
+    assert remembered["items"][0]["note"]["source"] == "hermes session s1"
     cp = Vault(root).shared.checkpoint("hermes")
     assert "flaky login test" in cp["task"]
 

@@ -298,11 +298,11 @@ class Outbox:
     ``checkpoint``), written before the work is done and removed once it is. The owner
     holds ``owner.lock`` (an OS lock, freed when its process dies) for its lifetime."""
 
-    def __init__(self, root: Path, folder: Path) -> None:
+    def __init__(self, root: Path, folder: Path, lock_fd: int | None = None) -> None:
         self.root = root
         self.folder = folder
         self._seq = 0
-        self._lock_fd: int | None = None
+        self._lock_fd = lock_fd
         self._mutex = threading.Lock()
 
     @classmethod
@@ -311,12 +311,11 @@ class Outbox:
         base.mkdir(parents=True, exist_ok=True)
         files.ensure_gitignore(base, "# per-machine state (watcher heartbeat, read cursors, caches): never committed\n*\n")
         name = f"{_dt.datetime.now(_dt.timezone.utc):%Y%m%dT%H%M%S}-{os.getpid()}-{secrets.token_hex(3)}"
-        box = cls(root, root / layout.HERMES_OUTBOX_DIR / name)
-        box.folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(box.folder / _LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+        folder = root / layout.HERMES_OUTBOX_DIR / name
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder / _LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # new and ours: never held by another
-        box._lock_fd = fd
-        return box
+        return cls(root, folder, fd)
 
     def put(self, kind: str, data: dict[str, Any]) -> Path:
         with self._mutex:
@@ -412,7 +411,11 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
     def initialize(self, session_id: str, **kwargs: Any) -> None:
         """Find and open the vault; start the writer (not for a subagent, cron or flush
         context, which write nothing) and take over what providers that are gone left
-        in their outbox."""
+        in their outbox. Called again, it first shuts the earlier session's writer down."""
+        if self._worker is not None:
+            self.shutdown()
+            self._worker, self._outbox, self._jobs = None, None, queue.Queue()
+        self._closed = self._stopping = False
         try:
             self._session = str(session_id or "")
             self._context = str(kwargs.get("agent_context") or "primary")
@@ -636,6 +639,8 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
                 raise edge.UsageError(f"there is no tool {tool_name!r}", field="tool",
                                       hint=f"the tools: {', '.join(TOOLS)}")
             clean = tool.check(args)
+            if tool_name == "remember" and not clean.get("source"):
+                clean["source"] = f"hermes session {self._session or '-'}"
             if self._vault is None:
                 raise self._problem or VaultNotFound("the vaultmem provider was not initialized")
             if tool.writes and not self.writes:
@@ -1028,7 +1033,7 @@ def _read_note(v: Vault, actor, slug) -> dict:
 def _remember(v: Vault, actor, text, type, name, description, importance, tag, key, scope, author_kind,
               source) -> dict:
     change = v.remember(text, actor, type, name=name, description=description, importance=importance,
-                        tags=tag or [], key=key, scope=scope, author_kind=author_kind, source=source or "hermes")
+                        tags=tag or [], key=key, scope=scope, author_kind=author_kind, source=source)
     return change.to_dict()
 
 
