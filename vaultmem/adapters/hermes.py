@@ -389,7 +389,7 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
         self._closed = False  # shut down: hooks hand over nothing more
         self._stopping = False  # the bounded wait is over: a busy vault is not waited for
         self._idle = threading.Condition()
-        self._busy = 0  # jobs taken from the queue and not yet finished
+        self._waited_out = False  # a bounded wait for the writer already ran out (the vault is busy)
 
     # -- identity and availability ----------------------------------------------------------------
     @property
@@ -415,7 +415,7 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
         if self._worker is not None:
             self.shutdown()
             self._worker, self._outbox, self._jobs = None, None, queue.Queue()
-        self._closed = self._stopping = False
+        self._closed = self._stopping = self._waited_out = False
         try:
             self._session = str(session_id or "")
             self._context = str(kwargs.get("agent_context") or "primary")
@@ -454,7 +454,7 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
     def writes(self) -> bool:
         """Whether this context writes: a primary agent's does; a subagent's, a cron job's
         and a memory flush's do not."""
-        return self._context in WRITING_CONTEXTS
+        return self._context in WRITING_CONTEXTS and self._platform != "cron"
 
     def on_session_switch(self, new_session_id: str, *, parent_session_id: str = "", reset: bool = False,
                           **kwargs: Any) -> None:
@@ -473,8 +473,10 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
         if self._vault is None:
             return ""
         try:
-            v = self._current()
-            lines = [f"Team memory (vaultmem): the vault at {v.root}, role pages {len(v.roles())}."]
+            with self._lock:
+                v = self._current()
+                pages = len(v.roles())
+            lines = [f"Team memory (vaultmem): the vault at {v.root}, role pages {pages}."]
             if not self.writes:
                 lines.append(f"This {self._context} context reads the vault and writes nothing to it.")
             elif self._agent == v.config.orchestrator:
@@ -566,7 +568,7 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
         self._closed = True
         if self._worker is not None:
             self._jobs.put(("final", {}))  # facts of turns handed over after the session's end
-            done = self.flush(self._settings["flush_timeout"])
+            done = self.flush(0.2 if self._waited_out else self._settings["flush_timeout"])
             self._stopping = True
             if not done:
                 log.warning("vaultmem provider: the vault is busy; what is not written yet stays in %s for the "
@@ -589,7 +591,9 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
         if self._worker is None:
             return True
         with self._idle:
-            return self._idle.wait_for(lambda: self._jobs.unfinished_tasks == 0, timeout)
+            done = self._idle.wait_for(lambda: self._jobs.unfinished_tasks == 0, timeout)
+        self._waited_out = self._waited_out or not done
+        return done
 
     def backup_paths(self) -> list[str]:
         return []
