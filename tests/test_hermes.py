@@ -468,7 +468,13 @@ def test_it_registers_through_the_entry_point_and_the_plugin_folder(home):
         assert type(loaded).__name__ == "VaultmemProvider" and loaded.is_available()
 
 
-def test_settings_are_saved_where_hermes_memory_setup_puts_them(home):
+def test_settings_are_saved_where_hermes_memory_setup_puts_them(home, tmp_path, monkeypatch):
+    other, _ = Vault.init(tmp_path / "team", lang="en", orchestrator="lee")
+    monkeypatch.setenv("VAULTMEM_VAULT", str(other.root))  # the environment's vault wins over $HERMES_HOME/vault
+    p = VaultmemProvider()
+    p.initialize("s", hermes_home=str(home))
+    assert f"the vault at {other.root}," in p.system_prompt_block()
+    p.shutdown()
     p = VaultmemProvider()
     keys = [f["key"] for f in p.get_config_schema()]
     assert keys[:2] == ["vault", "agent"] and not any(f.get("secret") for f in p.get_config_schema())
@@ -479,7 +485,8 @@ def test_settings_are_saved_where_hermes_memory_setup_puts_them(home):
     with pytest.raises(Exception, match="brief_tokens"):
         p.save_config({"brief_tokens": "lots"}, str(home))
     p.initialize("s", hermes_home=str(home))
-    assert "This agent is lee" in p.system_prompt_block()
+    block = p.system_prompt_block()
+    assert "This agent is lee" in block and f"the vault at {(home / 'vault').resolve()}," in block  # the setting wins
     p.shutdown()
 
 
@@ -513,3 +520,25 @@ def test_the_record_is_read_from_labels_and_nothing_is_guessed():
     assert split_task("find the role: researcher", "subagent") == ("subagent", "find the role: researcher")
     facts = hermes.facts_in("Hi there. I prefer tabs over spaces. ```we decided x in code```", "user")
     assert facts == [{"type": "preference", "text": "I prefer tabs over spaces.", "author_kind": "user"}]
+
+
+def test_a_vault_that_rejects_secrets_rejects_them_from_hermes_too(home):
+    root = home / "vault"
+    v = Vault(root)
+    v.set_config("safety.secrets", "reject", v.actor(None))
+    head_before = git(root, "rev-parse", "HEAD").strip()
+    host = FakeHost()
+    start(host, home)
+    out = json.loads(host.handle_tool_call("remember", {"text": f"the token is {SECRET}", "type": "fact"}))
+    assert out["type"] == "secret_refused" and SECRET not in json.dumps(out)
+    host.sync_all(f"I prefer this token: {SECRET} for deploys.", "ok")
+    host.sync_all("I prefer deploys on Tuesdays.", "ok")
+    host.on_delegation("role: researcher\nfind it", f"Conclusion: the key is {SECRET}\nOutput: x\nDecision: y")
+    host.on_session_end([])
+    host.shutdown_all()
+    assert [i["text"] for i in inbox(root)] == ["I prefer deploys on Tuesdays."]  # the other fact is left out
+    assert Vault(root).lifecycle.delegations() == []  # the delegation is refused, as the CLI refuses it
+    assert git(root, "rev-list", "--count", f"{head_before}..HEAD").strip() == "1"
+    for path in root.rglob("*"):
+        if path.is_file() and ".git" not in path.parts:
+            assert SECRET not in path.read_text(encoding="utf-8", errors="replace"), path

@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import files, layout
-from ..errors import BadInput, Busy, NotFound, PermissionRefused, VaultmemError, VaultNotFound
+from ..errors import BadInput, Busy, NotFound, PermissionRefused, SecretRefused, VaultmemError, VaultNotFound
 from ..names import check_name
 from ..parse.page import SUBAGENT_FIELDS
 from ..vault import ENV_AGENT, Vault, locate, without_secrets
@@ -730,7 +730,10 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
             out = [("facts", {"session": data["session"], "said": data["said"], "facts": _scrubbed(scrub, facts)})]
             summary = first_line(data["assistant"]) or first_line(data["user"])
             if self._settings["log_turns"] and summary and (self._root / layout.public_key_path(self._agent)).exists():
-                out.append(("log", {"summary": scrub(f"turn {data['n']}: {summary}")}))
+                try:
+                    out.append(("log", {"summary": scrub(f"turn {data['n']}: {summary}")}))
+                except SecretRefused as exc:
+                    log.warning("vaultmem provider left a turn out of the live log: %s", edge.one_line(exc))
             return [o for o in out if o[0] != "facts" or o[1]["facts"]]
         if kind in ("facts", "session-end"):
             return [(kind, {**data, "facts": _scrubbed(scrub, data.get("facts") or [])})]
@@ -752,14 +755,14 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
     @staticmethod
     def _scrubber(v: Vault) -> Callable[[str], str]:
         """Text with its secrets replaced as the vault replaces them (its key, its
-        placeholders), for what the outbox keeps; never refused for size here."""
+        placeholders), for what the outbox keeps — or refused (``SecretRefused``) when the
+        vault is set to ``safety.secrets: reject``, as the CLI refuses it; never refused
+        for its size here (the vault's call checks that)."""
 
         def scrub(text: str) -> str:
             if not text:
                 return text
-            s = v.writer.scrubber()
-            s.mode = "redact"  # a vault set to reject secrets refuses them when the work is carried out
-            return s.text("text", text, max_bytes=1 << 62)
+            return v.writer.scrubber().text("text", text, max_bytes=1 << 62)
 
         return scrub
 
@@ -909,7 +912,18 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
 
 
 def _scrubbed(scrub: Callable[[str], str], facts: list[dict]) -> list[dict]:
-    return [{**f, "text": scrub(str(f.get("text") or ""))} for f in facts if str(f.get("text") or "").strip()]
+    """The facts with their secrets replaced; in a vault that rejects secrets, a fact
+    holding one is left out (and logged), the others are kept."""
+    out = []
+    for f in facts:
+        text = str(f.get("text") or "")
+        if not text.strip():
+            continue
+        try:
+            out.append({**f, "text": scrub(text)})
+        except SecretRefused as exc:
+            log.warning("vaultmem provider left a fact out: %s", edge.one_line(exc))
+    return out
 
 
 def _now() -> str:
