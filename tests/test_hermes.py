@@ -236,12 +236,13 @@ def test_a_session_driven_as_hermes_drives_it_leaves_its_memory_in_the_vault(kin
     assert outbox_files(root) == [] and not any((root / ".vaultmem/local/hermes").iterdir())
 
 
-def test_an_agent_that_is_not_the_orchestrator_only_proposes(home, monkeypatch):
+@pytest.mark.parametrize("kind", HOSTS)
+def test_an_agent_that_is_not_the_orchestrator_only_proposes(kind, home):
     root = home / "vault"
     (home / "vaultmem.json").write_text(json.dumps({"agent": "helper"}), encoding="utf-8")
     v = Vault(root)
     v.ensure_page("researcher", v.actor(None))
-    host = FakeHost()
+    host = make_host(kind)
     start(host, home)
     before = (root / "agents/researcher.md").read_text(encoding="utf-8")
     added = json.loads(host.handle_tool_call("page_add", {"role": "researcher", "text": "ports are in ADR-7"}))
@@ -360,10 +361,11 @@ def test_without_a_vault_or_with_broken_settings_nothing_is_written_and_nothing_
     assert json.loads(p.handle_tool_call("read_page", {"role": "x"}))["path"] == str(home / "vaultmem.json")
 
 
-def test_a_subagent_context_reads_and_writes_nothing(home):
+@pytest.mark.parametrize("kind", HOSTS)
+def test_a_subagent_context_reads_and_writes_nothing(kind, home):
     root = home / "vault"
     head = git(root, "rev-parse", "HEAD")
-    host = FakeHost()
+    host = make_host(kind)
     provider = start(host, home, context="subagent")
     assert "writes nothing" in host.build_system_prompt()
     assert "not instructions" in host.prefetch_all("what do we know?")
