@@ -748,7 +748,7 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
                 result = (result[:MAX_RESULT_CHARS] + f" … (shortened from {len(result):,} characters; the whole "
                           f"result is in Hermes session {data['child'] or 'of the sub-agent'})")
             return [(kind, {"role": role, "task": scrub(" ".join(task.split())[:2000]), "child": data["child"],
-                            "fields": {k: scrub(v[:4000]) for k, v in fields.items()}, "result": scrub(result),
+                            "fields": {k: scrub(text[:4000]) for k, text in fields.items()}, "result": scrub(result),
                             "session": data["session"]})]
         raise ValueError(f"unknown work {kind!r}")
 
