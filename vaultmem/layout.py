@@ -37,6 +37,9 @@ PRIVATE_KEYS_DIR = f"{META_DIR}/keys"  # private keys: <agent>.key, mode 0600, g
 INDEX_DIR = f"{META_DIR}/index"  # derived: rebuilt on demand, git-ignored
 INDEX_LOCK = f"{META_DIR}/index.lock"
 LOCAL_DIR = f"{META_DIR}/local"  # per-machine state and caches, git-ignored
+# The Hermes memory provider's outbox: what a Hermes session handed over, kept here until it
+# is in the vault (one folder per running provider; a dead one's folder is taken over)
+HERMES_OUTBOX_DIR = f"{LOCAL_DIR}/hermes"
 REDACT_KEY = f"{LOCAL_DIR}/redact.key"  # the key of secret placeholders' hashes
 CURSOR_DIR = f"{LOCAL_DIR}/cursors"  # what each agent has read of the logs
 KEY_EVENTS_CACHE = f"{LOCAL_DIR}/key-events.json"  # which live-log files hold rotations (a cache)

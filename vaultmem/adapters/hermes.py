@@ -1,0 +1,1176 @@
+"""vaultmem as a Hermes Agent memory provider (``memory.provider: vaultmem``).
+
+Hermes (``hermes-agent``) keeps one external memory provider beside its built-in
+MEMORY.md / USER.md: an object implementing its ``MemoryProvider`` interface
+(``agent/memory_provider.py``), driven by its ``MemoryManager``
+(``agent/memory_manager.py``). This module is that object for a vault:
+
+- ``prefetch(query)`` → the brief of the provider's agent for the turn (budgeted);
+- ``sync_turn`` → never blocks: the turn goes to a background writer, which keeps what
+  is worth keeping — the lasting facts said in it, spooled for the session's retention
+  proposal, and a signed live-log line when the agent has a key;
+- ``on_delegation(task, result)`` → a delegation under the role named in the task and
+  its harvest (task, conclusion, output, key decision) from the sub-agent's result;
+  what cannot be found in it goes to the review inbox, nothing is made up;
+- ``on_pre_compress(messages)`` → a checkpoint of the working context, whose text is
+  returned for the compression summary;
+- ``on_session_end(messages)`` → a retention proposal in the review inbox
+  (``inbox.retain``: ``author_kind`` by who said it, ``source`` the session);
+- tools (OpenAI function format) mirroring the MCP server's: ``search_memory``,
+  ``read_page``, ``read_note``, ``remember``, ``page_add``, ``log_append``, ``log_tail``,
+  ``review_list`` — the same facade calls, the same review gate. A result is a JSON
+  string; a library error is a JSON error (message, hint, field), never a traceback.
+
+The provider acts as one agent of the vault (``agent`` in its settings, else
+``$VAULTMEM_AGENT``, else ``hermes``) — never as the human: what it writes passes the
+review gate as any agent's does. A sub-agent, cron or flush context (``agent_context``)
+reads and writes nothing.
+
+Nothing a session hands over is lost: the writer first puts each piece of work in an
+outbox file (``.vaultmem/local/hermes/<instance>/``, secrets already replaced), then
+into the vault, then drops the file. ``shutdown`` waits a bounded time; what is still
+waiting stays in the outbox, and the next provider to start on that vault carries it
+out. The outbox of a provider still running is never touched (its owner holds a lock).
+
+Registration: ``register(ctx)`` → ``ctx.register_memory_provider(VaultmemProvider())``,
+published in the entry point group ``hermes_agent.memory_providers``. Hermes 0.19
+finds providers in ``$HERMES_HOME/plugins/<name>/`` only: :func:`install_plugin`
+(``python -m vaultmem.adapters.hermes install``) writes the two-line folder that loads
+this module there. vaultmem imports and works without ``hermes-agent``: the class
+subclasses Hermes's ``MemoryProvider`` only when it is importable.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import fcntl
+import json
+import logging
+import os
+import queue
+import re
+import secrets
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+from .. import files, layout
+from ..errors import BadInput, Busy, NotFound, PermissionRefused, SecretRefused, VaultmemError, VaultNotFound
+from ..names import check_name
+from ..parse.page import SUBAGENT_FIELDS
+from ..vault import ENV_AGENT, Vault, locate, without_secrets
+from ..walk import ENV_VAULT, is_vault
+from . import edge
+
+try:  # Hermes's own interface, when Hermes is installed beside vaultmem
+    from agent.memory_provider import MemoryProvider as _Base  # type: ignore[import-not-found]
+except Exception:  # noqa: BLE001 - not installed (or another package's "agent"): a plain class
+    _Base = object  # type: ignore[assignment,misc]
+
+log = logging.getLogger("vaultmem.hermes")
+
+NAME = "vaultmem"
+ENTRY_POINT_GROUP = "hermes_agent.memory_providers"
+SETTINGS_FILE = "vaultmem.json"  # in $HERMES_HOME, written by save_config
+DEFAULT_VAULT = "vault"  # $HERMES_HOME/vault, when nothing else names one
+DEFAULTS: dict[str, Any] = {
+    "vault": "",  # the vault folder ('' = $VAULTMEM_VAULT, else $HERMES_HOME/vault)
+    "agent": "",  # who the provider writes as ('' = $VAULTMEM_AGENT, else hermes)
+    "delegation_role": "subagent",  # the role a delegation is recorded under, unless its task names one
+    "brief_tokens": 2000,  # the budget of the brief prefetched for each turn
+    "log_turns": True,  # a signed live-log line per turn (when the agent has a key)
+    "channel": "general",  # the live-log channel of those lines
+    "flush_timeout": 10.0,  # seconds shutdown / session end wait for the writer
+}
+WRITING_CONTEXTS = ("primary", "")  # agent_context values that write; subagent, cron, flush do not
+MAX_TURN_TEXT = 64 * 1024  # of each side of a turn, what is read for facts
+MAX_FACT_CHARS = 500
+MAX_RESULT_CHARS = 4000  # of a sub-agent's result kept in an inbox item when it could not be harvested
+CHECKPOINT_CHARS = 6000
+_LOCK_NAME = "owner.lock"
+
+
+# -- settings and the vault -----------------------------------------------------------------
+
+def hermes_home(given: str | os.PathLike | None = None) -> Path:
+    """The active Hermes home: ``given`` (the ``hermes_home`` Hermes passes), else
+    ``$HERMES_HOME``, else Hermes's own answer when it is installed, else ``~/.hermes``."""
+    if given:
+        return Path(given).expanduser()
+    if os.environ.get("HERMES_HOME"):
+        return Path(os.environ["HERMES_HOME"]).expanduser()
+    try:
+        from hermes_constants import get_hermes_home  # type: ignore[import-not-found]
+
+        return Path(get_hermes_home())
+    except Exception:  # noqa: BLE001 - Hermes not installed
+        return Path("~/.hermes").expanduser()
+
+
+def load_settings(home: Path) -> dict[str, Any]:
+    """The provider's settings: the defaults, then ``memory.vaultmem`` in Hermes's
+    ``config.yaml``, then ``$HERMES_HOME/vaultmem.json`` (what ``hermes memory setup``
+    saves). A file that cannot be read is an error naming it."""
+    out = dict(DEFAULTS)
+    cfg = home / "config.yaml"
+    if cfg.is_file():
+        import yaml
+
+        try:
+            data = yaml.safe_load(cfg.read_text(encoding="utf-8-sig")) or {}
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            line = getattr(getattr(exc, "problem_mark", None), "line", None)
+            raise BadInput(f"cannot read Hermes's settings: {' '.join(str(exc).split())[:200]}", path=str(cfg),
+                           line=line + 1 if line is not None else None,
+                           hint="fix the YAML of that file") from None
+        section = ((data.get("memory") or {}) if isinstance(data, dict) else {}).get(NAME)
+        if isinstance(section, dict):
+            out.update({k: v for k, v in section.items() if k in DEFAULTS})
+    own = home / SETTINGS_FILE
+    if own.is_file():
+        try:
+            data = json.loads(own.read_text(encoding="utf-8-sig"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise BadInput(f"cannot read the vaultmem provider's settings: {exc}", path=str(own),
+                           hint="fix the JSON of that file, or write it again with: hermes memory setup") from None
+        if not isinstance(data, dict):
+            raise BadInput("the vaultmem provider's settings must be a JSON object", path=str(own))
+        out.update({k: v for k, v in data.items() if k in DEFAULTS})
+    return _checked_settings(out, own)
+
+
+def _checked_settings(s: dict[str, Any], where: Path) -> dict[str, Any]:
+    def number(key: str, low: float, high: float, kind=float):
+        value = s[key]
+        try:
+            value = kind(value)
+        except (TypeError, ValueError):
+            raise BadInput(f"is {s[key]!r}; it must be a number", field=key, path=str(where)) from None
+        if not low <= value <= high:
+            raise BadInput(f"is {value}; it must be from {low} to {high}", field=key, path=str(where))
+        return value
+
+    s["brief_tokens"] = number("brief_tokens", 100, 200_000, int)
+    s["flush_timeout"] = number("flush_timeout", 0, 600)
+    if isinstance(s["log_turns"], str):
+        s["log_turns"] = s["log_turns"].strip().lower() in ("1", "true", "yes", "on")
+    s["log_turns"] = bool(s["log_turns"])
+    for key in ("vault", "agent", "delegation_role", "channel"):
+        s[key] = "" if s[key] is None else str(s[key]).strip()
+    return s
+
+
+def find_vault(settings: dict[str, Any], home: Path) -> Path:
+    """The vault: the ``vault`` setting, else ``$VAULTMEM_VAULT``, else ``$HERMES_HOME/vault``."""
+    if settings.get("vault"):
+        raw = settings["vault"].replace("${HERMES_HOME}", str(home)).replace("$HERMES_HOME", str(home))
+        return locate(Path(raw).expanduser())
+    if os.environ.get(ENV_VAULT):
+        return locate(None)
+    candidate = home / DEFAULT_VAULT
+    if is_vault(candidate):
+        return candidate.resolve()
+    raise VaultNotFound(f"no vault for Hermes: no vault setting, no {ENV_VAULT}, and {candidate} is not a vault",
+                        hint=f"name one in {home / SETTINGS_FILE} ({{\"vault\": \"PATH\"}}), set {ENV_VAULT}, "
+                             f"or create one there: vaultmem init {candidate}")
+
+
+def agent_name(settings: dict[str, Any]) -> str:
+    return check_name(settings.get("agent") or os.environ.get(ENV_AGENT) or "hermes", "agent name", field="agent")
+
+
+# -- what is worth keeping: facts said in a conversation ----------------------------------------
+
+# A sentence that states something lasting, by its words (English and Chinese); the type
+# it suggests. Everything found is only proposed: a human decides in the review inbox.
+_FACT_MARKERS: list[tuple[str, re.Pattern]] = [
+    ("preference", re.compile(r"\b(?:i|we) (?:prefer|like|want|always|never|don't want|do not want)\b|"
+                              r"\bfrom now on\b|\bplease (?:always|never)\b|我(?:更)?喜欢|我希望|以后(?:都|请)?|总是|不要再", re.I)),
+    ("decision", re.compile(r"\b(?:we|i)(?:'ve| have)? (?:decided|agreed|chose|chosen|settled on)\b|"
+                            r"\bdecision\s*[:：]|决定|定下来|采用了", re.I)),
+    ("failure+fix", re.compile(r"\b(?:root cause|the fix (?:is|was)|fixed (?:it|by)|workaround)\b|根本原因|修复了|解决办法", re.I)),
+    ("fact", re.compile(r"\b(?:remember that|note that|keep in mind|fyi|for the record)\b|记住|注意[:：]", re.I)),
+]
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+_FENCE = re.compile(r"```.*?(?:```|$)", re.S)
+
+
+def facts_in(text: str, kind: str) -> list[dict[str, str]]:
+    """The sentences of ``text`` that state something lasting, as retain items without
+    author: ``{"type", "text", "author_kind": kind}`` (code blocks are skipped)."""
+    text = _FENCE.sub(" ", (text or "")[:MAX_TURN_TEXT])
+    out = []
+    for raw in _SENTENCE_END.split(text):
+        sentence = " ".join(raw.split()).strip(" -*>#")
+        if len(sentence) < 12:
+            continue
+        for type_, pattern in _FACT_MARKERS:
+            if pattern.search(sentence):
+                out.append({"type": type_, "text": sentence[:MAX_FACT_CHARS], "author_kind": kind})
+                break
+    return out
+
+
+def message_text(message: Any) -> str:
+    """The text of an OpenAI-style message's ``content`` (a string, or a list of parts)."""
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text") or "") for p in content if isinstance(p, dict) and p.get("type") == "text")
+    return ""
+
+
+def facts_in_messages(messages: Any) -> list[dict[str, str]]:
+    """Facts said by the user (``author_kind: user``) and the assistant (``agent``);
+    tool output is left out (it is third-party text, not what anyone said)."""
+    out = []
+    for m in messages if isinstance(messages, list) else []:
+        role = m.get("role") if isinstance(m, dict) else None
+        if role in ("user", "assistant"):
+            out += facts_in(message_text(m), "user" if role == "user" else "agent")
+    return out
+
+
+# -- a sub-agent's result: the four elements of its record ------------------------------------
+
+_ROLE_LINE = re.compile(r"^\s*(?:role|角色)\s*[:：]\s*(\S[^\n]*?)\s*$", re.I | re.M)
+_LABELS = {
+    "conclusion": ["conclusion", "conclusions", "result", "results", "finding", "findings", "outcome", "outcomes",
+                   "what i found", "what i found or accomplished", "found", "accomplished", "summary",
+                   *[SUBAGENT_FIELDS["conclusion"][0], "发现", "结果"]],
+    "output": ["output", "outputs", "deliverable", "deliverables", "files", "files created", "files modified",
+               "files changed", "files created or modified", "files created modified", "artifacts", "artefacts",
+               *[SUBAGENT_FIELDS["output"][0], "输出", "文件"]],
+    "decision": ["decision", "decisions", "key decision", "key decisions", "decided",
+                 *[SUBAGENT_FIELDS["decision"][0], "决策", "决定"]],
+}
+_LABEL_OF = {label: key for key, labels in _LABELS.items() for label in labels}
+_LABEL_LINE = re.compile(r"^\s*(?P<mark>(?:#{1,6}|[-*+>]|\d+[.)])\s*)?(?:\*\*|__)?(?P<label>[^:：*_\n]{1,40}?)"
+                         r"(?:\*\*|__)?\s*(?P<colon>[:：])(?:\*\*|__)?\s*(?P<rest>.*)$")
+_HEADING = re.compile(r"^\s*#{1,6}\s+(?:\*\*|__)?(?P<label>[^\n]{1,40}?)(?:\*\*|__)?\s*[:：]?\s*$")
+
+
+def _fold(label: str) -> str:
+    return " ".join(re.sub(r"[^\w]+", " ", label.lower()).split())
+
+
+def split_task(task: str, default_role: str) -> tuple[str, str]:
+    """(role, task): a first ``role: NAME`` line of the delegated goal names the role (and
+    is not part of the task); else ``default_role``."""
+    task = task or ""
+    m = _ROLE_LINE.search(task)
+    if m and not task[:m.start()].strip():
+        return m.group(1).strip(), (task[:m.start()] + task[m.end():]).strip()
+    return default_role, task.strip()
+
+
+def record_fields(result: str) -> dict[str, str]:
+    """The conclusion, output and key decision a sub-agent's result states under a label
+    (``Conclusion: …``, ``**Files created:** …``, ``## Decision`` with lines below it, 结论：…);
+    the first of each. An element not stated is absent: nothing is guessed."""
+    found: dict[str, list[str]] = {}
+    current: str | None = None
+    for line in _FENCE.sub(" ", result or "").splitlines():
+        m = _LABEL_LINE.match(line)
+        h = None if m else _HEADING.match(line)
+        key = _LABEL_OF.get(_fold((m or h).group("label"))) if (m or h) else None
+        if key is not None:
+            current = key if key not in found else None
+            if current:
+                found[current] = [m.group("rest")] if m else []
+            continue
+        if h or (m and m.group("mark") and m.group("mark").strip().startswith("#")):
+            current = None  # another heading ends the element
+            continue
+        if current and line.strip():
+            found[current].append(line.strip(" -*+>"))
+        elif current and not line.strip() and found[current] and found[current] != [""]:
+            current = None  # a blank line after some text ends it
+    return {k: " ".join(" ".join(v).split()) for k, v in found.items() if " ".join(v).strip()}
+
+
+# -- the outbox: what a session handed over, until it is in the vault ---------------------------
+
+class Outbox:
+    """One provider's folder in ``.vaultmem/local/hermes/``: numbered JSON files, each a
+    piece of work (``turn-facts``, ``log``, ``delegation``, ``session-end``,
+    ``checkpoint``), written before the work is done and removed once it is. The owner
+    holds ``owner.lock`` (an OS lock, freed when its process dies) for its lifetime."""
+
+    def __init__(self, root: Path, folder: Path, lock_fd: int | None = None) -> None:
+        self.root = root
+        self.folder = folder
+        self._seq = 0
+        self._lock_fd = lock_fd
+        self._mutex = threading.Lock()
+
+    @classmethod
+    def create(cls, root: Path) -> Outbox:
+        base = files.own_folder(root, layout.LOCAL_DIR)
+        base.mkdir(parents=True, exist_ok=True)
+        files.ensure_gitignore(base, "# per-machine state (watcher heartbeat, read cursors, caches): never committed\n*\n")
+        name = f"{_dt.datetime.now(_dt.timezone.utc):%Y%m%dT%H%M%S}-{os.getpid()}-{secrets.token_hex(3)}"
+        folder = root / layout.HERMES_OUTBOX_DIR / name
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder / _LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # new and ours: never held by another
+        return cls(root, folder, fd)
+
+    def put(self, kind: str, data: dict[str, Any]) -> Path:
+        with self._mutex:
+            self._seq += 1
+            path = self.folder / f"{self._seq:08d}-{kind}.json"
+        files.atomic_write(path, json.dumps({"kind": kind, **data}, ensure_ascii=False), mode=0o600)
+        return path
+
+    def pending(self) -> list[Path]:
+        return sorted(p for p in self.folder.glob("*.json") if p.name[:8].isdigit())
+
+    def close(self) -> None:
+        """Let go of the folder: removed when empty, else left for the next provider."""
+        if self._lock_fd is None:
+            return
+        try:
+            if not self.pending():
+                for p in self.folder.iterdir():
+                    p.unlink(missing_ok=True)
+                self.folder.rmdir()
+        except OSError:
+            pass
+        os.close(self._lock_fd)
+        self._lock_fd = None
+
+    @staticmethod
+    def orphans(root: Path, own: Path | None) -> list[Path]:
+        """Folders of providers that are gone (their lock is free), oldest first."""
+        base = root / layout.HERMES_OUTBOX_DIR
+        out = []
+        for folder in sorted(base.iterdir()) if base.is_dir() else []:
+            if folder == own or not folder.is_dir():
+                continue
+            try:
+                fd = os.open(folder / _LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+            except OSError:
+                continue
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)  # its provider still runs
+                continue
+            os.close(fd)
+            out.append(folder)
+        return out
+
+
+# -- the provider ---------------------------------------------------------------------------------
+
+class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
+    """A vault as Hermes's external memory provider. Every hook answers the host and
+    never raises into it; a failure is a log line (and, for a tool, a JSON error)."""
+
+    def __init__(self) -> None:
+        self._home: Path | None = None
+        self._settings: dict[str, Any] = dict(DEFAULTS)
+        self._problem: VaultmemError | None = None  # why the provider cannot serve (no vault …)
+        self._vault: Vault | None = None  # reads and tool calls (the host's thread)
+        self._root: Path | None = None
+        self._agent = "hermes"
+        self._session = ""
+        self._context = "primary"
+        self._platform = "cli"
+        self._user = "user"
+        self._lock = threading.RLock()  # one tool call or prefetch at a time on the reader vault
+        self._jobs: queue.Queue = queue.Queue()
+        self._worker: threading.Thread | None = None
+        self._outbox: Outbox | None = None
+        self._stamp: tuple | None = None
+        self._turns = 0
+        self._closed = False  # shut down: hooks hand over nothing more
+        self._stopping = False  # the bounded wait is over: a busy vault is not waited for
+        self._idle = threading.Condition()
+        self._waited_out = False  # a bounded wait for the writer already ran out (the vault is busy)
+
+    # -- identity and availability ----------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return NAME
+
+    def is_available(self) -> bool:
+        """Whether a vault is found (settings, ``$VAULTMEM_VAULT``, ``$HERMES_HOME/vault``):
+        files only, no network, never an exception."""
+        try:
+            home = hermes_home(self._home)
+            find_vault(load_settings(home), home)
+            return True
+        except Exception as exc:  # noqa: BLE001
+            log.info("vaultmem provider not available: %s", edge.one_line(exc))
+            return False
+
+    # -- the session -------------------------------------------------------------------------------
+    def initialize(self, session_id: str, **kwargs: Any) -> None:
+        """Find and open the vault; start the writer (not for a subagent, cron or flush
+        context, which write nothing) and take over what providers that are gone left
+        in their outbox. Called again, it first shuts the earlier session's writer down."""
+        if self._worker is not None:
+            self.shutdown()
+            self._worker, self._outbox, self._jobs = None, None, queue.Queue()
+        self._closed = self._stopping = self._waited_out = False
+        try:
+            self._session = str(session_id or "")
+            self._context = str(kwargs.get("agent_context") or "primary")
+            self._platform = str(kwargs.get("platform") or "cli")
+            self._home = hermes_home(kwargs.get("hermes_home"))
+            user = kwargs.get("user_name") or kwargs.get("user_id")
+            if user:
+                try:
+                    self._user = check_name(str(user), "author")
+                except BadInput:
+                    self._user = "user"
+            self._settings = load_settings(self._home)
+            self._agent = agent_name(self._settings)
+            self._root = find_vault(self._settings, self._home)
+            self._vault = Vault.open(self._root)
+            self._vault.actor(self._agent)
+            self._stamp = self._settings_stamp()
+            self._problem = None
+        except Exception as exc:  # noqa: BLE001 - the host goes on without memory
+            self._problem = edge.as_error(exc)
+            self._vault = None
+            log.warning("vaultmem provider: %s", edge.one_line(exc))
+            return
+        if self.writes:
+            try:
+                self._outbox = Outbox.create(self._root)
+            except OSError as exc:
+                self._problem = edge.as_error(exc)
+                log.warning("vaultmem provider cannot keep its outbox: %s", edge.one_line(exc))
+                return
+            self._worker = threading.Thread(target=self._run, name="vaultmem-writer", daemon=True)
+            self._worker.start()
+            self._jobs.put(("adopt", {}))
+
+    @property
+    def writes(self) -> bool:
+        """Whether this context writes: a primary agent's does; a subagent's, a cron job's
+        and a memory flush's do not."""
+        return self._context in WRITING_CONTEXTS and self._platform != "cron"
+
+    def on_session_switch(self, new_session_id: str, *, parent_session_id: str = "", reset: bool = False,
+                          **kwargs: Any) -> None:
+        """Later turns belong to ``new_session_id`` (Hermes calls on_session_end first when
+        the old session really ends)."""
+        if new_session_id:
+            self._session = str(new_session_id)
+            if reset:
+                self._turns = 0
+
+    def on_turn_start(self, turn_number: int, message: str, **kwargs: Any) -> None:
+        return None
+
+    def system_prompt_block(self) -> str:
+        """Facts about the memory for the system prompt: short, no instructions."""
+        if self._vault is None:
+            return ""
+        try:
+            with self._lock:
+                v = self._current()
+                pages = len(v.roles())
+            lines = [f"Team memory (vaultmem): the vault at {v.root}, role pages {pages}."]
+            if not self.writes:
+                lines.append(f"This {self._context} context reads the vault and writes nothing to it.")
+            elif self._agent == v.config.orchestrator:
+                lines.append(f"This agent is {self._agent}, the vault's orchestrator: it writes role pages; "
+                             "memory notes it remembers wait in the review inbox for a human.")
+            else:
+                lines.append(f"This agent is {self._agent}; what it writes waits in the review inbox for a human "
+                             f"(the orchestrator is {v.config.orchestrator}).")
+            lines.append("Each turn begins with a brief from the vault, fenced as reference data. The tools "
+                         "search_memory, read_page, read_note, remember, page_add, log_append, log_tail and "
+                         "review_list reach the vault.")
+            lines.append(f"A delegated task is recorded on the page of the role named by a first line "
+                         f"'role: NAME' of its goal, else on {self._settings['delegation_role']!r}.")
+            return "\n".join(lines)
+        except Exception as exc:  # noqa: BLE001
+            log.warning("vaultmem system prompt block: %s", edge.one_line(exc))
+            return ""
+
+    def prefetch(self, query: str, *, session_id: str = "") -> str:
+        """The brief of this agent for the turn's message, within ``brief_tokens``."""
+        if self._vault is None or not (query or "").strip():
+            return ""
+        try:
+            with self._lock:
+                b = self._current().brief(self._agent, without_secrets(query), tokens=self._settings["brief_tokens"])
+            return b.markdown
+        except Exception as exc:  # noqa: BLE001
+            log.warning("vaultmem prefetch: %s", edge.one_line(exc))
+            return ""
+
+    def queue_prefetch(self, query: str, *, session_id: str = "") -> None:
+        return None  # prefetch is fast enough on the open vault
+
+    def sync_turn(self, user_content: str, assistant_content: str, *, session_id: str = "",
+                  messages: list[dict[str, Any]] | None = None) -> None:
+        """Hand the turn to the writer and return at once."""
+        if self._worker is None or self._closed:
+            return
+        self._turns += 1
+        self._jobs.put(("turn", {"session": session_id or self._session, "user": str(user_content or ""),
+                                 "assistant": str(assistant_content or ""), "n": self._turns, "said": _now()}))
+
+    def on_memory_write(self, action: str, target: str, content: str, metadata: dict | None = None) -> None:
+        """What Hermes's built-in memory tool adds is proposed for the vault at session end."""
+        if self._worker is None or self._closed or action != "add" or not (content or "").strip():
+            return
+        kind = "preference" if target == "user" else "fact"
+        self._jobs.put(("facts", {"session": self._session, "said": _now(), "source": "hermes memory tool",
+                                  "facts": [{"type": kind, "text": " ".join(content.split())[:MAX_FACT_CHARS],
+                                             "author_kind": "agent"}]}))
+
+    def on_delegation(self, task: str, result: str, *, child_session_id: str = "", **kwargs: Any) -> None:
+        """A sub-agent finished: its delegation and record are written by the writer."""
+        if self._worker is None or self._closed:
+            return
+        self._jobs.put(("delegation", {"task": str(task or ""), "result": str(result or ""),
+                                       "child": str(child_session_id or ""), "session": self._session}))
+
+    def on_pre_compress(self, messages: list[dict[str, Any]]) -> str:
+        """A checkpoint of the working context about to be compressed (saved by the
+        writer); its text is returned for the compression summary. The facts said in
+        those messages are kept for the session's retention proposal."""
+        if self._worker is None or self._closed or not isinstance(messages, list) or not messages:
+            return ""
+        try:
+            cp = checkpoint_of(messages)
+            self._jobs.put(("checkpoint", {"session": self._session, **cp}))
+            self._jobs.put(("facts", {"session": self._session, "said": _now(), "facts": facts_in_messages(messages)}))
+            path = layout.checkpoint_path(self._agent)
+            return without_secrets(f"vaultmem checkpoint ({path}): task: {cp['task'] or '-'}; {cp['step']}.\n"
+                                   f"{cp['text']}")[:CHECKPOINT_CHARS]
+        except Exception as exc:  # noqa: BLE001
+            log.warning("vaultmem pre-compress: %s", edge.one_line(exc))
+            return ""
+
+    def on_session_end(self, messages: list[dict[str, Any]]) -> None:
+        """Propose what the session said that is worth keeping (the review inbox), then
+        wait a bounded time for the writer; what is not done yet stays in the outbox."""
+        if self._worker is None or self._closed:
+            return
+        self._jobs.put(("session-end", {"session": self._session, "said": _now(),
+                                        "facts": facts_in_messages(messages)}))
+        self.flush(self._settings["flush_timeout"])
+
+    def shutdown(self) -> None:
+        """Wait (bounded) for the writer; keep in the outbox whatever it has not done."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._worker is not None:
+            self._jobs.put(("final", {}))  # facts of turns handed over after the session's end
+            done = self.flush(0.2 if self._waited_out else self._settings["flush_timeout"])
+            self._stopping = True
+            if not done:
+                log.warning("vaultmem provider: the vault is busy; what is not written yet stays in %s for the "
+                            "next session", layout.HERMES_OUTBOX_DIR)
+            self._spill()  # what the writer has not taken yet goes to the outbox, not into thin air
+            self._jobs.put(("stop", {}))
+            self._worker.join(max(0.5, self._settings["flush_timeout"]) if done else 0.5)
+        if self._worker is None or not self._worker.is_alive():
+            if self._outbox is not None:
+                self._outbox.close()
+            if self._vault is not None:
+                try:
+                    self._vault.index.close()
+                except Exception:  # noqa: BLE001
+                    pass
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until the writer has done everything handed to it (True), or ``timeout``
+        seconds have passed (False)."""
+        if self._worker is None:
+            return True
+        with self._idle:
+            done = self._idle.wait_for(lambda: self._jobs.unfinished_tasks == 0, timeout)
+        self._waited_out = self._waited_out or not done
+        return done
+
+    def backup_paths(self) -> list[str]:
+        return []
+
+    # -- settings (hermes memory setup) -------------------------------------------------------------
+    def get_config_schema(self) -> list[dict[str, Any]]:
+        return [
+            {"key": "vault", "description": "The vault folder (empty: $VAULTMEM_VAULT, else $HERMES_HOME/vault)",
+             "default": ""},
+            {"key": "agent", "description": "The vault agent Hermes writes as (empty: $VAULTMEM_AGENT, else hermes)",
+             "default": ""},
+            {"key": "delegation_role", "description": "The role page a delegated task is recorded on, unless its "
+                                                      "goal starts with 'role: NAME'", "default": "subagent"},
+            {"key": "brief_tokens", "description": "Token budget of the brief given before each turn",
+             "default": "2000"},
+            {"key": "log_turns", "description": "A signed live-log line per turn (needs the agent's key)",
+             "default": "true", "choices": ["true", "false"]},
+        ]
+
+    def save_config(self, values: dict[str, Any], hermes_home: str) -> None:
+        """Write the settings to ``$HERMES_HOME/vaultmem.json`` (keys not listed in the
+        schema are left out; the values are checked first)."""
+        home = Path(hermes_home).expanduser()
+        path = home / SETTINGS_FILE
+        current: dict[str, Any] = {}
+        if path.is_file():
+            try:
+                current = json.loads(path.read_text(encoding="utf-8-sig"))
+            except (OSError, ValueError):
+                current = {}
+        merged = {**(current if isinstance(current, dict) else {}),
+                  **{k: v for k, v in (values or {}).items() if k in DEFAULTS}}
+        _checked_settings({**DEFAULTS, **merged}, path)
+        home.mkdir(parents=True, exist_ok=True)
+        files.atomic_write(path, json.dumps(merged, ensure_ascii=False, indent=2) + "\n", mode=0o600)
+
+    # -- tools ----------------------------------------------------------------------------------------
+    def get_tool_schemas(self) -> list[dict[str, Any]]:
+        return [dict(name=n, description=t.description, parameters=t.parameters()) for n, t in TOOLS.items()]
+
+    def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
+        """Run one tool; the answer is a JSON string: ``{"success": true, …}`` or
+        ``{"success": false, "error": "…", "type", "message", "hint", "field", "path", "line"}``."""
+        try:
+            tool = TOOLS.get(tool_name)
+            if tool is None:
+                raise edge.UsageError(f"there is no tool {tool_name!r}", field="tool",
+                                      hint=f"the tools: {', '.join(TOOLS)}")
+            clean = tool.check(args)
+            if tool_name == "remember" and not clean.get("source"):
+                clean["source"] = f"hermes session {self._session or '-'}"
+            if self._vault is None:
+                raise self._problem or VaultNotFound("the vaultmem provider was not initialized")
+            if tool.writes and not self.writes:
+                raise PermissionRefused(f"this {self._context} context writes nothing to the vault",
+                                        hint="only the primary agent's session writes")
+            with self._lock:
+                v = self._current()
+                data = tool.run(v, v.actor(self._agent), **clean)
+            return edge.json_text({"success": True, **data}, indent=None)
+        except Exception as exc:  # noqa: BLE001 - every error is answered, none escapes as a traceback
+            return error_json(exc)
+
+    # -- inside -----------------------------------------------------------------------------------------
+    def _settings_stamp(self) -> tuple | None:
+        try:
+            st = (self._root / layout.CONFIG_PATH).stat()
+        except (OSError, TypeError):
+            return None
+        return st.st_mtime_ns, st.st_size, st.st_ino
+
+    def _current(self) -> Vault:
+        """The open vault, reopened when its settings changed (as the MCP server does)."""
+        stamp = self._settings_stamp()
+        if stamp != self._stamp:
+            fresh = Vault(self._root)
+            try:
+                self._vault.index.close()
+            except Exception:  # noqa: BLE001
+                pass
+            self._vault, self._stamp = fresh, stamp
+        return self._vault
+
+    def _spill(self) -> None:
+        """Put what the writer has not taken from the queue into the outbox as it is
+        (secrets replaced), for the next provider."""
+        while True:
+            try:
+                kind, data = self._jobs.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                if kind not in ("stop", "adopt", "final") and self._outbox is not None:
+                    for k, d in self._prepare(self._vault, kind, data):
+                        self._outbox.put(k, d)
+            except Exception as exc:  # noqa: BLE001
+                log.error("vaultmem provider lost a %s: %s", kind, edge.one_line(exc))
+            finally:
+                self._jobs.task_done()
+
+    def _run(self) -> None:
+        """The writer: each piece of work goes to the outbox first, then into the vault."""
+        try:
+            writer = Vault(self._root)
+        except Exception as exc:  # noqa: BLE001
+            log.error("vaultmem writer cannot open the vault: %s", edge.one_line(exc))
+            writer = None
+        while True:
+            kind, data = self._jobs.get()
+            try:
+                if kind == "stop":
+                    return
+                if writer is None:
+                    continue
+                if kind == "adopt":
+                    self._adopt(writer)
+                elif kind == "final":
+                    self._retain_left(writer, self._outbox.folder)
+                else:
+                    paths = [self._outbox.put(k, d) for k, d in self._prepare(writer, kind, data)]
+                    self._carry_out(writer, paths)
+            except Exception as exc:  # noqa: BLE001
+                log.error("vaultmem writer: %s", edge.one_line(exc), exc_info=not isinstance(exc, VaultmemError))
+            finally:
+                self._jobs.task_done()
+                with self._idle:
+                    self._idle.notify_all()
+
+    def _prepare(self, v: Vault, kind: str, data: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        """The outbox files for a piece of work, their texts scrubbed of secrets."""
+        scrub = self._scrubber(v)
+        if kind == "turn":
+            facts = facts_in(data["user"], "user") + facts_in(data["assistant"], "agent")
+            out = [("facts", {"session": data["session"], "said": data["said"], "facts": _scrubbed(scrub, facts)})]
+            summary = first_line(data["assistant"]) or first_line(data["user"])
+            if self._settings["log_turns"] and summary and (self._root / layout.public_key_path(self._agent)).exists():
+                try:
+                    out.append(("log", {"summary": scrub(f"turn {data['n']}: {summary}")}))
+                except SecretRefused as exc:
+                    log.warning("vaultmem provider left a turn out of the live log: %s", edge.one_line(exc))
+            return [o for o in out if o[0] != "facts" or o[1]["facts"]]
+        if kind in ("facts", "session-end"):
+            return [(kind, {**data, "facts": _scrubbed(scrub, data.get("facts") or [])})]
+        if kind == "checkpoint":
+            return [(kind, {**data, "text": scrub(data["text"]), "task": scrub(data["task"]),
+                            "step": scrub(data["step"])})]
+        if kind == "delegation":
+            role, task = split_task(data["task"], self._settings["delegation_role"] or "subagent")
+            fields = record_fields(data["result"])
+            result = " ".join(data["result"].split())
+            if len(result) > MAX_RESULT_CHARS:
+                result = (result[:MAX_RESULT_CHARS] + f" … (shortened from {len(result):,} characters; the whole "
+                          f"result is in Hermes session {data['child'] or 'of the sub-agent'})")
+            return [(kind, {"role": role, "task": scrub(" ".join(task.split())[:2000]), "child": data["child"],
+                            "fields": {k: scrub(text[:4000]) for k, text in fields.items()}, "result": scrub(result),
+                            "session": data["session"]})]
+        raise ValueError(f"unknown work {kind!r}")
+
+    @staticmethod
+    def _scrubber(v: Vault) -> Callable[[str], str]:
+        """Text with its secrets replaced as the vault replaces them (its key, its
+        placeholders), for what the outbox keeps — or refused (``SecretRefused``) when the
+        vault is set to ``safety.secrets: reject``, as the CLI refuses it; never refused
+        for its size here (the vault's call checks that)."""
+
+        def scrub(text: str) -> str:
+            if not text:
+                return text
+            return v.writer.scrubber().text("text", text, max_bytes=1 << 62)
+
+        return scrub
+
+    def _carry_out(self, v: Vault, paths: list[Path]) -> None:
+        for path in paths:
+            self._do(v, path)
+
+    def _do(self, v: Vault, path: Path) -> None:
+        """Carry out one outbox file, then remove it. The vault busy (another process
+        holds its lock): try again, never give up. Work the vault refuses: the file moves
+        to ``failed/`` beside it, with the reason, and the refusal is logged."""
+        job = json.loads(path.read_text(encoding="utf-8"))
+        kind = job["kind"]
+        if kind == "facts":
+            return  # kept for the session's retention proposal
+        actor = v.actor(self._agent)
+        attempt = 0
+        while True:
+            try:
+                if kind == "log":
+                    v.shared.append(actor, self._settings["channel"] or "general", "status", job["summary"])
+                elif kind == "checkpoint":
+                    v.shared.save_checkpoint(actor, job["text"], task=job["task"] or None, step=job["step"] or None)
+                elif kind == "delegation":
+                    self._harvest(v, actor, job)
+                elif kind == "session-end":
+                    self._retain(v, actor, job, path.parent, upto=path)
+                break
+            except Busy:
+                attempt += 1
+                if self._stopping:
+                    return  # shutting down: the file stays for the next provider
+                threading.Event().wait(min(0.05 * attempt, 1.0))
+            except Exception as exc:  # noqa: BLE001 - refused (or a bug): kept aside, never retried forever
+                self._failed(path, exc)
+                return
+        path.unlink(missing_ok=True)
+
+    def _failed(self, path: Path, exc: BaseException) -> None:
+        log.error("vaultmem provider could not write %s: %s", path.name, edge.one_line(exc))
+        folder = path.parent / "failed"
+        folder.mkdir(exist_ok=True)
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["error"] = edge.error_dict(exc)
+        files.atomic_write(folder / path.name, json.dumps(data, ensure_ascii=False), mode=0o600)
+        path.unlink(missing_ok=True)
+
+    def _retain(self, v: Vault, actor, job: dict, folder: Path, upto: Path | None = None,
+                session: str | None = None) -> None:
+        """File the session's facts (those kept from its turns and compressions, and the
+        session end's own) as one retention proposal; then drop the kept files."""
+        session = session if session is not None else job.get("session") or ""
+        kept = [p for p in sorted(folder.glob("*-facts.json")) if upto is None or p.name < upto.name]
+        facts, seen, used = [], set(), []
+        for p in kept:
+            data = json.loads(p.read_text(encoding="utf-8"))
+            if (data.get("session") or "") != session:
+                continue
+            used.append(p)
+            facts += [(f, data.get("said"), data.get("source")) for f in data.get("facts") or []]
+        facts += [(f, job.get("said"), None) for f in job.get("facts") or []]
+        items = []
+        types = v.config.note_types
+        for fact, said, source in facts:
+            text = " ".join(str(fact.get("text") or "").split())
+            key = text.lower()
+            if not text or key in seen:
+                continue
+            seen.add(key)
+            type_ = fact.get("type") if fact.get("type") in types else ("fact" if "fact" in types else types[0])
+            who = fact.get("author_kind") if fact.get("author_kind") in ("user", "agent") else "unknown"
+            items.append({"type": type_, "text": text, "author_kind": who,
+                          "author": self._user if who == "user" else actor.name,
+                          "source": source or f"hermes session {session or '-'}", "said": said})
+        if items:
+            v.inbox.retain(actor, json.dumps(items, ensure_ascii=False), f"hermes session {session or '-'}",
+                           session=session or None)
+        for p in used:
+            p.unlink(missing_ok=True)
+
+    def _harvest(self, v: Vault, actor, job: dict) -> None:
+        """The delegation under its role and its record: harvested when the result states
+        all four elements (through the gate: the orchestrator writes the page, another
+        agent's record waits in the inbox); otherwise the delegation stays pending and
+        the result waits in the inbox for a human, with what is missing said."""
+        role, task, fields = job["role"], job["task"] or "(the task was not given)", job["fields"]
+        try:
+            change, _brief = v.lifecycle.delegate(role, task, actor, tokens=200)
+        except (BadInput, NotFound, PermissionRefused) as exc:  # no page it may create, a name refused
+            text = f"Sub-agent result (role {role}: {exc.message}; task: {task}): {job['result'] or '(empty)'}"
+            types = v.config.note_types
+            item = {"type": "episode" if "episode" in types else ("fact" if "fact" in types else types[0]),
+                    "text": text, "author_kind": "agent", "author": actor.name,
+                    "source": f"hermes sub-agent session {job.get('child') or '-'}"}
+            v.inbox.retain(actor, json.dumps([item], ensure_ascii=False), "hermes delegation",
+                           session=job.get("session") or None)
+            return
+        did, role = change.details["id"], change.details["role"]
+        record = {"task": task, **fields}
+        missing = [k for k in ("task", "conclusion", "output", "decision") if not str(record.get(k) or "").strip()]
+        if not missing and job["task"]:
+            v.lifecycle.harvest(role, did, record, actor)
+            return
+        named = ", ".join(f"{k} ({SUBAGENT_FIELDS[k][1].lower()})" for k in missing) or "task"
+        text = (f"sub-agent result for delegation {did} (not harvested: it states no {named}; "
+                f"task: {task}): {job['result'] or '(empty)'}")
+        scrub = v.writer.scrubber()
+        text = scrub.text("entry text", text)
+        v.inbox.file(actor, [{"op": "page-add", "role": role, "section": "work", "project": None, "text": text}],
+                     session=job.get("session") or None, scrub=scrub)
+
+    def _retain_left(self, v: Vault, folder: Path) -> bool:
+        """File the facts kept in ``folder`` that no session end has filed yet, one
+        retention proposal per session. False when the vault stayed busy (they stay)."""
+        sessions = {json.loads(p.read_text(encoding="utf-8")).get("session") or ""
+                    for p in folder.glob("*-facts.json")}
+        for session in sorted(sessions):
+            try:
+                self._retain(v, v.actor(self._agent), {"session": session, "facts": []}, folder, session=session)
+            except Busy:
+                return False
+            except Exception as exc:  # noqa: BLE001 - refused: kept aside with the reason
+                for p in folder.glob("*-facts.json"):
+                    self._failed(p, exc)
+        return True
+
+    def _adopt(self, v: Vault) -> None:
+        """Carry out what providers that are gone left in their outbox: their work in
+        order, their sessions' kept facts as retention proposals."""
+        for folder in Outbox.orphans(v.root, self._outbox.folder if self._outbox else None):
+            for tmp in folder.glob(".*"):
+                if tmp.name != ".gitignore":
+                    tmp.unlink(missing_ok=True)
+            for path in sorted(p for p in folder.glob("*.json") if p.name[:8].isdigit()):
+                if path.exists():
+                    self._do(v, path)
+            if not self._retain_left(v, folder):
+                return  # the vault is busy: the next provider tries again
+            if not any(folder.glob("*.json")):
+                for p in folder.iterdir():
+                    if p.is_file():
+                        p.unlink(missing_ok=True)
+                try:
+                    folder.rmdir()
+                except OSError:
+                    pass
+
+
+def _scrubbed(scrub: Callable[[str], str], facts: list[dict]) -> list[dict]:
+    """The facts with their secrets replaced; in a vault that rejects secrets, a fact
+    holding one is left out (and logged), the others are kept."""
+    out = []
+    for f in facts:
+        text = str(f.get("text") or "")
+        if not text.strip():
+            continue
+        try:
+            out.append({**f, "text": scrub(text)})
+        except SecretRefused as exc:
+            log.warning("vaultmem provider left a fact out: %s", edge.one_line(exc))
+    return out
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def first_line(text: str, limit: int = 160) -> str:
+    for line in _FENCE.sub(" ", text or "").splitlines():
+        line = " ".join(line.split()).strip(" -*>#")
+        if line:
+            return line if len(line) <= limit else line[:limit - 1] + "…"
+    return ""
+
+
+def checkpoint_of(messages: list[dict[str, Any]]) -> dict[str, str]:
+    """A checkpoint of the messages about to be compressed: the task (the last request
+    of the user), the step reached, and the last exchanges, shortened."""
+    said = [(m.get("role"), " ".join(message_text(m).split())) for m in messages
+            if isinstance(m, dict) and m.get("role") in ("user", "assistant")]
+    said = [(r, t) for r, t in said if t]
+    users = [t for r, t in said if r == "user"]
+    task = users[-1][:300] if users else ""
+    lines, size = [], 0
+    for role, text in reversed(said):
+        line = f"- {role}: {text[:600]}"
+        if size + len(line) > CHECKPOINT_CHARS - 500:
+            break
+        lines.append(line)
+        size += len(line)
+    step = f"context compression of {len(messages)} messages"
+    return {"task": task, "step": step, "text": "\n".join(reversed(lines))}
+
+
+def error_json(exc: BaseException) -> str:
+    """A library error as the JSON a Hermes tool answers with: ``error`` (one line, with
+    its hint) for Hermes's display, and the error's fields; nothing that reads like a
+    secret is repeated."""
+    err = edge.as_error(exc)
+    if isinstance(err, edge.Unexpected):
+        log.error("unexpected error in a vaultmem tool", exc_info=exc)
+    data = {k: without_secrets(v) if isinstance(v, str) else v for k, v in edge.error_dict(err).items()}
+    return edge.json_text({"success": False, "error": without_secrets(edge.one_line(err)), **data}, indent=None)
+
+
+# -- the tools ---------------------------------------------------------------------------------------
+
+class Tool:
+    """One tool: its description, its parameters (name → (JSON type, description,
+    default or REQUIRED)), whether it writes, and the facade call it makes."""
+
+    def __init__(self, description: str, params: dict[str, tuple], run: Callable[..., dict], writes: bool):
+        self.description = description
+        self.params = params
+        self.run = run
+        self.writes = writes
+
+    def parameters(self) -> dict[str, Any]:
+        props = {}
+        for name, (kind, desc, default) in self.params.items():
+            schema: dict[str, Any] = {"type": kind, "description": desc}
+            if kind == "array":
+                schema["items"] = {"type": "string"}
+            if default is not REQUIRED and default is not None:
+                schema["default"] = default
+            props[name] = schema
+        return {"type": "object", "properties": props,
+                "required": [n for n, (_k, _d, default) in self.params.items() if default is REQUIRED]}
+
+    def check(self, args: Any) -> dict[str, Any]:
+        """The arguments, checked against the parameters (a usage error names the first
+        one at fault, without repeating its value)."""
+        if args is None:
+            args = {}
+        if not isinstance(args, dict):
+            raise edge.UsageError("the arguments must be an object", field="arguments")
+        unknown = sorted(set(map(str, args)) - set(self.params))
+        if unknown:
+            raise edge.UsageError(f"unknown parameter {unknown[0]!r}", field=unknown[0],
+                                  hint=f"the parameters: {', '.join(self.params)}")
+        out = {}
+        for name, (kind, _desc, default) in self.params.items():
+            value = args.get(name)
+            if value is None:
+                if default is REQUIRED:
+                    raise edge.UsageError("is required", field=name)
+                out[name] = default
+                continue
+            ok = {"string": isinstance(value, str),
+                  "integer": isinstance(value, int) and not isinstance(value, bool),
+                  "number": isinstance(value, (int, float)) and not isinstance(value, bool),
+                  "boolean": isinstance(value, bool),
+                  "array": isinstance(value, list) and all(isinstance(x, str) for x in value)}[kind]
+            if not ok:
+                wanted = {"array": "a list of strings"}.get(kind, f"a {kind}")
+                raise edge.UsageError(f"must be {wanted}", field=name)
+            out[name] = value
+        return out
+
+
+REQUIRED = object()
+
+
+def _search(v: Vault, actor, query, agent, limit, kind, type) -> dict:
+    hits = v.search(query, agent=agent, kinds=tuple(kind or ()), types=tuple(type or ()), limit=limit)
+    return _with(hits, {"query": without_secrets(query), "hits": [h.to_dict() for h in hits]})
+
+
+def _with(result, data: dict) -> dict:
+    warnings = list(dict.fromkeys(getattr(result, "warnings", None) or []))
+    if warnings:
+        data["warnings"] = warnings
+    if getattr(result, "skipped_files", None):
+        data["problems"] = result.skipped_files
+    return data
+
+
+def _read_page(v: Vault, actor, role) -> dict:
+    return v.read_page(role).to_dict()
+
+
+def _read_note(v: Vault, actor, slug) -> dict:
+    return v.read_note(slug).to_dict()
+
+
+def _remember(v: Vault, actor, text, type, name, description, importance, tag, key, scope, author_kind,
+              source) -> dict:
+    change = v.remember(text, actor, type, name=name, description=description, importance=importance,
+                        tags=tag or [], key=key, scope=scope, author_kind=author_kind, source=source)
+    return change.to_dict()
+
+
+def _page_add(v: Vault, actor, role, text, section, project) -> dict:
+    return v.add_entry(role, text, actor, section=section, project=project).to_dict()
+
+
+def _log_append(v: Vault, actor, summary, channel, type, body) -> dict:
+    e = v.shared.append(actor, channel, type, summary, body or "")
+    return _with(e, e.to_dict())
+
+
+def _log_tail(v: Vault, actor, n, unseen, agent, channel, type, since) -> dict:
+    entries = v.shared.tail(n, agent=agent, channel=channel, type_=type, since=since,
+                            unseen_as=actor if unseen else None)
+    return {"entries": [e.to_dict() for e in entries]}
+
+
+def _review_list(v: Vault, actor, status) -> dict:
+    if status not in ("pending", "approved", "rejected", "all"):
+        raise BadInput(f"{status!r} is not pending, approved, rejected or all", field="status")
+    return {"status": status, "items": [i.to_dict() for i in v.inbox.items(status)]}
+
+
+TOOLS: dict[str, Tool] = {
+    "search_memory": Tool(
+        "Search the team's vault memory (Chinese, English or both): ranked hits, each with its source, entry "
+        "id, a snippet and its score. With agent: only that role's own page and memory plus global and shared "
+        "memory.",
+        {"query": ("string", "what to look for", REQUIRED),
+         "agent": ("string", "search as this role (its page, global and shared memory)", None),
+         "limit": ("integer", "how many hits at most", 10),
+         "kind": ("array", "only these kinds: note, entry, identity, wiki, skill, journal, shared, checkpoint", None),
+         "type": ("array", "only notes of these types", None)},
+        _search, writes=False),
+    "read_page": Tool(
+        "A role's page in the vault (agents/ROLE.md), parsed: its properties and each entry with its block id, "
+        "by section (context, work, subagents).",
+        {"role": ("string", "the role's name", REQUIRED)}, _read_page, writes=False),
+    "read_note": Tool(
+        "A memory note of the vault (memories/SLUG.md): its frontmatter and its text.",
+        {"slug": ("string", "the note's slug", REQUIRED)}, _read_note, writes=False),
+    "remember": Tool(
+        "Propose a lasting fact for the vault's memory (a memory note and its MEMORY.md line). It waits in the "
+        "review inbox until a human approves it; secrets in it are replaced by placeholders.",
+        {"text": ("string", "the fact, in a sentence or two", REQUIRED),
+         "type": ("string", "preference, decision, fact, failure+fix, procedure or episode", REQUIRED),
+         "name": ("string", "a short title", None), "description": ("string", "one line for the index", None),
+         "importance": ("number", "0 to 1", None), "tag": ("array", "tags", None),
+         "key": ("string", "a key such as backend.port: a newer fact with the same key supersedes", None),
+         "scope": ("string", "global, agent or project", None),
+         "author_kind": ("string", "who stated it: user, agent, third_party or unknown", None),
+         "source": ("string", "where it comes from (a session, a file)", None)},
+        _remember, writes=True),
+    "page_add": Tool(
+        "Add an entry with a stable block id to a role's page: section work (a dated working-memory entry) or "
+        "context (a project-context bullet, under project). Only the orchestrator writes a page directly; "
+        "another agent's entry waits in the review inbox.",
+        {"role": ("string", "the role's name", REQUIRED), "text": ("string", "what was learned", REQUIRED),
+         "section": ("string", "work or context", "work"), "project": ("string", "the project (context)", None)},
+        _page_add, writes=True),
+    "log_append": Tool(
+        "Append a signed entry to the team's shared live log: one line on what happened (needs the agent's key).",
+        {"summary": ("string", "one line", REQUIRED), "channel": ("string", "the channel", "general"),
+         "type": ("string", "status, question, answer, handoff …", "status"),
+         "body": ("string", "details", None)},
+        _log_append, writes=True),
+    "log_tail": Tool(
+        "The newest entries of the shared live log, oldest first. With unseen: only other agents' entries "
+        "this agent has not read, which are then marked read.",
+        {"n": ("integer", "how many", 20), "unseen": ("boolean", "only entries not read yet", False),
+         "agent": ("string", "only this agent's", None), "channel": ("string", "only this channel", None),
+         "type": ("string", "only this type", None), "since": ("string", "2026-05-08, 30m, 2h, 3d", None)},
+        _log_tail, writes=False),
+    "review_list": Tool(
+        "The vault's review inbox: what waits for a human's decision (status pending), or decided items.",
+        {"status": ("string", "pending, approved, rejected or all", "pending")}, _review_list, writes=False),
+}
+# log_tail with unseen marks entries read (per-machine state, not the vault's memory): a read here
+
+
+# -- registration ----------------------------------------------------------------------------------
+
+def register(ctx: Any) -> None:
+    """Hermes's plugin entry point: ``ctx.register_memory_provider(VaultmemProvider())``."""
+    ctx.register_memory_provider(VaultmemProvider())
+
+
+PLUGIN_INIT = '''"""vaultmem, the team's memory vault, as this Hermes profile's MemoryProvider.
+
+Written by vaultmem (python -m vaultmem.adapters.hermes install): the provider is
+vaultmem.adapters.hermes, from the vaultmem package installed beside Hermes.
+"""
+from vaultmem.adapters.hermes import register  # register(ctx): ctx.register_memory_provider(...)
+'''
+PLUGIN_YAML = "name: vaultmem\ndescription: Team memory in a git-backed Markdown vault (vaultmem)\n"
+
+
+def install_plugin(home: str | os.PathLike | None = None) -> Path:
+    """Write ``$HERMES_HOME/plugins/vaultmem/`` (``__init__.py`` loading this module,
+    ``plugin.yaml``), where Hermes 0.19 looks for memory providers; the folder."""
+    folder = hermes_home(home) / "plugins" / NAME
+    folder.mkdir(parents=True, exist_ok=True)
+    files.atomic_write(folder / "__init__.py", PLUGIN_INIT)
+    files.atomic_write(folder / "plugin.yaml", PLUGIN_YAML)
+    return folder
+
+
+def main(argv: list[str] | None = None) -> int:
+    import sys
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] != "install" or len(args) > 2:
+        sys.stderr.write("usage: python -m vaultmem.adapters.hermes install [HERMES_HOME]\n")
+        return 2
+    folder = install_plugin(args[1] if len(args) == 2 else None)
+    sys.stdout.write(f"wrote {folder}: set memory.provider: vaultmem in {folder.parent.parent / 'config.yaml'}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
