@@ -142,6 +142,14 @@ def read_payload(stream, event: str | None) -> dict:
 
 def handle(event: str, payload: dict, vault_opt=None, agent_opt: str | None = None) -> str | None:
     """Act on one event; the text for stdout (JSON), or None."""
+    for key in ("session_id", "agent_id"):  # ids name local files: checked whatever the event
+        _id(payload, key)
+    if payload.get("agent_type") not in (None, ""):
+        role_name(payload["agent_type"])
+    if agent_opt:
+        from ..names import check_name
+
+        check_name(agent_opt, "agent name", field="as")
     root = find_root(vault_opt, payload)
     if event == "SessionEnd":  # within its ~1.5 s: a spool file and a detached filer, nothing more
         spool(root, event, payload, agent_opt)
@@ -408,8 +416,8 @@ def subagent_stop(v: Vault, actor: Actor, payload: dict) -> str | None:
     else:
         why = f"missing {', '.join(missing)}" if missing else "no delegation could be recorded"
         where = "; ".join(f"{k} {x}" for k, x in (("session", session), ("agent_id", agent_id),
-                                                   ("transcript", sub_transcript or payload.get("transcript_path")))
-                          if x)
+                                                   ("transcript", payload.get("transcript_path")),
+                                                   ("sub-agent transcript", sub_transcript)) if x)
         text = (f"Report of a Claude Code sub-agent of {role} ({where}), not recorded as a sub-agent record "
                 f"({why}); filed for a human to read:\n\n{message.strip()}")
         scrub = v.writer.scrubber()
@@ -456,7 +464,7 @@ def candidate_facts(v: Vault, actor: Actor, item: dict) -> list[dict]:
     preference, a decision or a correction (author_kind user), and the labelled
     conclusions and decisions of the assistant (author_kind agent), each with its source
     (the transcript and line)."""
-    path = item.get("transcript_path")
+    path = item.get("transcript_path") or session_transcript(item.get("session_id"))
     entries = read_transcript(path)
     types = set(v.config.note_types)
     out: list[dict] = []
@@ -486,6 +494,15 @@ def candidate_facts(v: Vault, actor: Actor, item: dict) -> list[dict]:
                 source = f"{path}:{line}" if line else f"{path or 'the session'} (last assistant message)"
                 add(ASSISTANT_FACTS[key], value, actor.name, "agent", source)
     return out
+
+
+def session_transcript(session: Any) -> str | None:
+    """Where Claude Code keeps a session's transcript when the payload does not say
+    (``~/.claude/projects/<project>/<session_id>.jsonl``), if it is there."""
+    if not isinstance(session, str) or not SAFE_ID.fullmatch(session):
+        return None
+    found = sorted(Path.home().glob(f".claude/projects/*/{session}.jsonl"))
+    return str(found[0]) if found else None
 
 
 def sentences(text: str) -> list[str]:
