@@ -405,3 +405,22 @@ def test_the_command_itself_fails_open(tmp_path):
     r = run_vaultmem("hook", "claude", "SessionStart", stdin=payload("SessionStart", cwd=str(tmp_path)), cwd=tmp_path,
                      env={"CLAUDE_PROJECT_DIR": str(tmp_path)})
     assert r.returncode == 0 and r.stdout == "" and "no vault at or above" in one_line(r.stderr)
+
+
+def test_a_hook_process_does_not_load_the_command_line_toolkit(project):
+    """SessionEnd has ~1.5 s in all: the hook's process reads its arguments itself and
+    never imports typer/click (nor, for SessionEnd, the library's write path)."""
+    v, transcript = project
+    probe = ("import runpy, sys, atexit\n"
+             "atexit.register(lambda: sys.__stderr__.write('loaded: ' + ' '.join(sorted(m for m in ('typer', 'click', "
+             "'vaultmem.vault', 'vaultmem.transaction') if m in sys.modules)) + '\\n'))\n"
+             "sys.argv = ['vaultmem', '--vault', sys.argv[1], 'hook', 'claude', 'SessionEnd']\n"
+             "runpy.run_module('vaultmem', run_name='__main__')\n")
+    import subprocess
+    import sys as _sys
+
+    r = subprocess.run([_sys.executable, "-c", probe, str(v.root)], capture_output=True, text=True, timeout=60,
+                       input=payload("SessionEnd", reason="other", transcript_path=str(transcript)))
+    assert r.returncode == 0 and r.stdout == ""
+    assert r.stderr.strip() == "loaded:", r.stderr
+    wait_until(lambda: len(inbox_items(v)) == 4 and not claude.pending_spools(v.root), what="the spool filed")

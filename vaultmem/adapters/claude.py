@@ -36,21 +36,25 @@ from __future__ import annotations
 
 import datetime as _dt
 import fcntl
+import functools
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import files, layout
 from ..errors import BadInput, NotFound, PermissionRefused, VaultmemError, VaultNotFound
 from ..models import Actor
-from ..vault import ENV_AGENT, Vault, locate
-from ..walk import ENV_VAULT, find_vault
+from ..walk import ENV_VAULT, find_vault, is_vault
 from . import edge
+
+if TYPE_CHECKING:  # imported when a hook opens the vault: SessionEnd, within its budget, never does
+    from ..vault import Vault
+
+ENV_AGENT = "VAULTMEM_AGENT"  # as vaultmem.vault.ENV_AGENT
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "SubagentStart", "SubagentStop", "PreCompact", "Stop", "SessionEnd")
 ENV_PROJECT = "CLAUDE_PROJECT_DIR"
@@ -66,29 +70,40 @@ LABELS = {
     "output": ("output", "产出", "输出"),
     "decision": ("key decision", "decision", "关键决策", "决策"),
 }
-_LABEL_RE = re.compile(
+_LABEL_PATTERN = (
     r"^\s*(?:[-*+]\s+|\d+[.)]\s+)?(?:\*\*|__)?\s*(" + "|".join(
         re.escape(w) for ws in LABELS.values() for w in sorted(ws, key=len, reverse=True)) +
-    r")\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?\s*(.*)$", re.IGNORECASE)
+    r")\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?\s*(.*)$")
 _WORD_FIELD = {w: k for k, ws in LABELS.items() for w in ws}
 SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 MAX_FACT_CHARS = 500
 
 # What a user says that is worth keeping beyond the session (English and Chinese). Only
 # the user's own sentences are matched; the type is the vault's note type it files as.
-USER_FACTS = (
-    ("preference", re.compile(
+USER_FACT_PATTERNS = (
+    ("preference", (
         r"\bI (?:prefer|like|want|always|never|usually|hate)\b|\bwe (?:prefer|always|never|usually)\b"
         r"|\bplease (?:always|never|don't|do not)\b|^(?:always|never|don't ever)\b|\bfrom now on\b"
-        r"|我(?:喜欢|偏好|更喜欢|希望|习惯|讨厌)|以后|总是|永远不要|不要再|请始终|请不要", re.IGNORECASE)),
-    ("decision", re.compile(
+        r"|我(?:喜欢|偏好|更喜欢|希望|习惯|讨厌)|以后|总是|永远不要|不要再|请始终|请不要")),
+    ("decision", (
         r"\b(?:we|I)(?:'ve| have)? decided\b|\blet'?s (?:go with|use|keep|stick with)\b|\bwe(?:'ll| will) use\b"
-        r"|\bthe decision is\b|决定|就用|定了|采用|选定", re.IGNORECASE)),
-    ("fact", re.compile(
+        r"|\bthe decision is\b|决定|就用|定了|采用|选定")),
+    ("fact", (
         r"^(?:no|nope|actually|wrong)\b[,!. ]|\bthat'?s (?:wrong|not right|incorrect)\b|\bit should be\b"
-        r"|\bis actually\b|不对|其实|错了|应该是|不是.{1,40}而是", re.IGNORECASE)),
+        r"|\bis actually\b|不对|其实|错了|应该是|不是.{1,40}而是")),
 )
 ASSISTANT_FACTS = {"conclusion": "episode", "decision": "decision"}
+
+
+@functools.lru_cache(maxsize=1)
+def _label_re() -> re.Pattern:
+    return re.compile(_LABEL_PATTERN, re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=1)
+def _user_facts() -> tuple[tuple[str, re.Pattern], ...]:
+    """Compiled on first use: a hook that files no facts never pays for them."""
+    return tuple((kind, re.compile(pattern, re.IGNORECASE)) for kind, pattern in USER_FACT_PATTERNS)
 
 
 class HookError(VaultmemError):
@@ -116,6 +131,52 @@ def main(event: str | None, vault: str | os.PathLike | None = None, agent: str |
         return 0
 
     return edge.fail_open(run, name="hook")()
+
+
+def command_line(argv: list[str]) -> tuple[str | None, str | None, str | None, list[str]] | None:
+    """``[--vault V] [--as A] [--json] hook claude EVENT [--vault V] [--as A] [--json]`` read
+    without the CLI toolkit (a hook's process starts in a few tens of milliseconds):
+    (event, vault, agent, anything else given). None when this is not a Claude hook
+    command line, or asks for help: the CLI answers those."""
+    vault = agent = event = None
+    words, extra = [], []
+    args = iter(argv)
+    for arg in args:
+        if arg in ("-h", "--help"):
+            return None
+        if arg in ("--vault", "--as"):
+            value = next(args, None)
+            if value is None:
+                extra.append(arg)
+            elif arg == "--vault":
+                vault = value
+            else:
+                agent = value
+        elif arg.startswith("--vault="):
+            vault = arg[len("--vault="):]
+        elif arg.startswith("--as="):
+            agent = arg[len("--as="):]
+        elif arg == "--json":
+            continue
+        elif len(words) < 2 and not arg.startswith("-"):
+            words.append(arg)
+        elif len(words) == 2 and event is None and not arg.startswith("-"):
+            event = arg
+        else:
+            extra.append(arg)
+    if words != ["hook", "claude"]:
+        return None
+    return event, vault, agent, extra
+
+
+def cli_main(argv: list[str]) -> int | None:
+    """``vaultmem hook claude …`` as the launcher runs it; None: not this command (the
+    CLI takes it)."""
+    parsed = command_line(argv)
+    if parsed is None:
+        return None
+    event, vault, agent, extra = parsed
+    return main(event, vault, agent, extra=extra)
 
 
 def read_payload(stream, event: str | None) -> dict:
@@ -155,6 +216,8 @@ def handle(event: str, payload: dict, vault_opt=None, agent_opt: str | None = No
         spool(root, event, payload, agent_opt)
         spawn_drainer(root)
         return None
+    from ..vault import Vault
+
     v = Vault.open(root)
     actor = acting(v, agent_opt)
     check_sizes(v, payload)
@@ -177,7 +240,12 @@ def find_root(vault_opt, payload: dict) -> Path:
     """``--vault``, ``$VAULTMEM_VAULT``, then the nearest vault at or above
     ``$CLAUDE_PROJECT_DIR``, then at or above the payload's ``cwd``."""
     if vault_opt not in (None, "") or os.environ.get(ENV_VAULT):
-        return locate(vault_opt)
+        chosen = Path(str(vault_opt or os.environ.get(ENV_VAULT))).expanduser()
+        if is_vault(chosen):
+            return chosen.resolve()
+        from ..vault import locate
+
+        return locate(vault_opt)  # which says why it is no vault
     starts = [(ENV_PROJECT, os.environ.get(ENV_PROJECT)), ("the session's cwd", payload.get("cwd"))]
     tried = []
     for label, start in starts:
@@ -366,7 +434,7 @@ def extract(message: str) -> dict[str, str]:
                 found[current] = text
 
     for line in (message or "").splitlines():
-        m = _LABEL_RE.match(line)
+        m = _label_re().match(line)
         if m:
             close()
             current, buf = _WORD_FIELD[m.group(1).lower()], [m.group(2)]
@@ -480,7 +548,7 @@ def candidate_facts(v: Vault, actor: Actor, item: dict) -> list[dict]:
 
     for line, text in user_texts(entries):
         for sentence in sentences(text):
-            for kind, pattern in USER_FACTS:
+            for kind, pattern in _user_facts():
                 if pattern.search(sentence):
                     add(kind, sentence, "user", "user", f"{path}:{line}")
                     break
@@ -608,7 +676,10 @@ def drain(root: Path, wait: float = DRAIN_WAIT) -> int:
             except (OSError, ValueError, HookError) as exc:
                 _set_aside(path, exc)
                 continue
-            v = v or Vault.open(root)
+            if v is None:
+                from ..vault import Vault
+
+                v = Vault.open(root)
             try:
                 filed += retain_spooled(v, item)
             except (BadInput, NotFound) as exc:  # this spool cannot be filed as it is: kept aside, said
@@ -641,6 +712,8 @@ def say(line: str) -> None:
 def spawn_drainer(root: Path) -> None:
     """Start a detached process that files the spool (it outlives the hook and Claude Code's
     wait for it); its errors go to ``.vaultmem/local/claude/drain.log``."""
+    import subprocess
+
     folder = _own(root, layout.CLAUDE_DIR)
     log = open(folder / Path(layout.CLAUDE_DRAIN_LOG).name, "ab")
     try:
