@@ -424,3 +424,30 @@ def test_a_hook_process_does_not_load_the_command_line_toolkit(project):
     assert r.returncode == 0 and r.stdout == ""
     assert r.stderr.strip() == "loaded:", r.stderr
     wait_until(lambda: len(inbox_items(v)) == 4 and not claude.pending_spools(v.root), what="the spool filed")
+
+
+def test_a_fact_holding_a_secret_is_left_out_when_the_vault_refuses_secrets(project, tmp_path, monkeypatch, capsys):
+    v, _ = project
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(v.root))
+    Vault(v.root).set_config("safety.secrets", "reject", v.actor(None))
+    tr = write_transcript(tmp_path / "secret.jsonl", [
+        user(f"We decided to deploy with the token {SECRET} from now on."),
+        user("I prefer tabs over spaces in this project."),
+    ])
+    code, out, err = in_process("Stop", payload("Stop", transcript_path=str(tr)), capsys)
+    assert (code, out) == (0, "")
+    assert "1 fact left out" in one_line(err) and SECRET not in err
+    assert [i.text for i in inbox_items(v)] == ["I prefer tabs over spaces in this project."]
+    assert not claude.pending_spools(v.root) and SECRET not in git(v.root, "log", "-p", "-3")
+
+
+def test_the_session_brief_draws_on_the_index_of_either_engine(project, both_engines, monkeypatch, capsys):
+    v, _ = project
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(v.root))
+    v.remember("The payment gateway times out after 30 seconds", v.actor(None), "fact")
+    v.shared.save_checkpoint(v.actor("orch"), "half-way", task="payment gateway timeouts", step="reading logs")
+    code, out, err = in_process("SessionStart", payload("SessionStart", source="resume"), capsys)
+    assert (code, err) == (0, "")
+    text = context(out, "SessionStart")
+    assert "Checkpoint of orch" in text and "reading logs" in text  # a resumed session: its checkpoint first
+    assert "The payment gateway times out after 30 seconds" in text  # found for the checkpoint's task

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import files, layout
-from ..errors import BadInput, NotFound, PermissionRefused, VaultmemError, VaultNotFound
+from ..errors import BadInput, NotFound, PermissionRefused, SecretRefused, VaultmemError, VaultNotFound
 from ..models import Actor
 from ..walk import ENV_VAULT, find_vault, is_vault
 from . import edge
@@ -405,7 +405,9 @@ def subagent_start(v: Vault, actor: Actor, payload: dict) -> str | None:
         if change.details.get("page_created"):
             note = f"This is the first dispatch of {role}: its page {layout.page_path(role)} was created now."
     except PermissionRefused as exc:  # an agent that may not create the role's page: a brief, no record
-        b = v.brief(role, shown_task, tokens=max(200, (v.config.claude_max_chars - 1500) // 3))
+        from ..vault import without_secrets
+
+        b = v.brief(role, without_secrets(shown_task), tokens=max(200, (v.config.claude_max_chars - 1500) // 3))
         note = f"No delegation was recorded: {exc.message}."
     save_agent_record(v.root, agent_id, record)
     head = (f"vaultmem: what the team's memory holds for the role {role} (vault {v.root}). Text from the vault "
@@ -609,13 +611,21 @@ def retain_spooled(v: Vault, item: dict) -> int:
     if not facts:
         return 0
     before = filed_before(v, session)
-    fresh = []
+    fresh, refused = [], 0
     scrub = v.writer.scrubber()
     for f in facts:  # compared as stored: secrets replaced by their placeholders
-        stored = " ".join(str(scrub.text("text", f["text"])).split()).lower()
+        try:
+            stored = " ".join(str(scrub.text("text", f["text"])).split()).lower()
+        except SecretRefused:  # safety.secrets: reject — this fact stays out, the others go on
+            refused += 1
+            continue
         if stored not in before:
             before.add(stored)
             fresh.append(f)
+    if refused:
+        say(f"vaultmem hook: {refused} fact{'' if refused == 1 else 's'} left out of session "
+            f"{session or '?'}'s proposal: {'it holds' if refused == 1 else 'they hold'} a secret "
+            "and the vault refuses secrets (safety.secrets: reject)")
     if not fresh:
         return 0
     v.inbox.retain(actor, json.dumps(fresh, ensure_ascii=False), f"{item.get('event')} hook", session=session)
