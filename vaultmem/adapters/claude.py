@@ -47,11 +47,11 @@ from typing import TYPE_CHECKING, Any
 
 from .. import files, layout
 from ..errors import BadInput, NotFound, PermissionRefused, SecretRefused, VaultmemError, VaultNotFound
-from ..models import Actor
 from ..walk import ENV_VAULT, find_vault, is_vault
 from . import edge
 
 if TYPE_CHECKING:  # imported when a hook opens the vault: SessionEnd, within its budget, never does
+    from ..models import Actor
     from ..vault import Vault
 
 ENV_AGENT = "VAULTMEM_AGENT"  # as vaultmem.vault.ENV_AGENT
