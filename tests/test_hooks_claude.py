@@ -368,13 +368,20 @@ def test_a_broken_vault_fails_open(event, project, tmp_path, monkeypatch, capsys
     good = config.read_text(encoding="utf-8")
     config.write_text(good + "brief: [unclosed\n", encoding="utf-8")
     before = snapshot(root)
-    code, out, err = in_process(event, data, capsys)
+    lock = root / ".vaultmem/local/claude/drain.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # SessionEnd's filer waits for it, and then finds nothing left to file
+    try:
+        code, out, err = in_process(event, data, capsys)
+        if event == "SessionEnd":  # it does not read the settings within its budget: the spool waits for them
+            assert err == "" and len(claude.pending_spools(root)) == 1
+            for p in claude.pending_spools(root):
+                p.unlink()
+    finally:
+        os.close(fd)
     assert code == 0 and out == ""
-    if event == "SessionEnd":  # it does not read the settings within its budget: the spool waits for them
-        assert err == "" and len(claude.pending_spools(root)) == 1
-        for p in claude.pending_spools(root):
-            p.unlink()
-    else:
+    if event != "SessionEnd":
         assert ".vaultmem/config.yaml" in one_line(err)
         assert snapshot(root) == before
     config.write_text(good, encoding="utf-8")
