@@ -21,7 +21,8 @@ from conftest import git, run_vaultmem, wait_until
 from vaultmem import Vault
 from vaultmem.adapters import claude
 
-SECRET = "ghp_" + "".join(random.Random(14).choice(string.ascii_letters + string.digits) for _ in range(36))
+_RNG = random.Random(14)
+SECRET = "ghp_" + "".join(_RNG.choice(string.ascii_letters + string.digits) for _ in range(36))
 
 
 def write_transcript(path: Path, entries: list[dict]) -> Path:
@@ -458,3 +459,13 @@ def test_the_session_brief_draws_on_the_index_of_either_engine(project, both_eng
     text = context(out, "SessionStart")
     assert "Checkpoint of orch" in text and "reading logs" in text  # a resumed session: its checkpoint first
     assert "The payment gateway times out after 30 seconds" in text  # found for the checkpoint's task
+
+
+def test_the_error_line_never_repeats_a_secret_it_was_given(project, monkeypatch, capsys):
+    v, _ = project
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(v.root))
+    for data in (payload("SubagentStop", agent_id=f"x{SECRET}/..", agent_type="code-reviewer"),
+                 payload("SubagentStart", agent_id="a1", agent_type=f"../{SECRET}")):
+        code, out, err = in_process(data and json.loads(data)["hook_event_name"], data, capsys)
+        assert (code, out) == (0, "")
+        assert SECRET not in one_line(err) and "[redacted:" in err

@@ -3,7 +3,8 @@
 Claude Code runs the hook with the event's JSON payload on stdin. Whatever happens — no
 vault, broken YAML in the vault, a payload that is not JSON, an unknown event, a bug —
 the hook exits 0 and says what went wrong in one line on stderr (``vaultmem hook: …``):
-memory never blocks a session (:func:`vaultmem.adapters.edge.fail_open`).
+memory never blocks a session (as :func:`vaultmem.adapters.edge.fail_open`, and the line
+never repeats a secret the payload held).
 
 Which vault: ``--vault``, ``$VAULTMEM_VAULT``, else the nearest vault at or above
 ``$CLAUDE_PROJECT_DIR``, else at or above the payload's ``cwd``. Who acts: ``--as``,
@@ -130,7 +131,24 @@ def main(event: str | None, vault: str | os.PathLike | None = None, agent: str |
             (stdout or sys.stdout).flush()
         return 0
 
-    return edge.fail_open(run, name="hook")()
+    try:
+        return run()
+    except BaseException as exc:  # noqa: BLE001 - a hook fails open, whatever happened
+        if isinstance(exc, SystemExit) and exc.code in (None, 0):
+            return 0
+        say(f"vaultmem hook: {secret_free(edge.one_line(exc))}; ignored, the session goes on")
+        return 0
+
+
+def secret_free(text: str) -> str:
+    """``text`` with what reads like a secret replaced by a placeholder (an error may
+    quote the payload it was given)."""
+    try:
+        from ..vault import without_secrets
+
+        return without_secrets(text)
+    except BaseException:  # noqa: BLE001 - the last word of a hook must not fail
+        return text
 
 
 def command_line(argv: list[str]) -> tuple[str | None, str | None, str | None, list[str]] | None:
@@ -707,7 +725,7 @@ def _set_aside(path: Path, exc: BaseException) -> None:
         path.rename(path.with_suffix(".failed"))
     except OSError:
         pass
-    say(f"vaultmem hook: {path.name} set aside as .failed: {edge.one_line(exc)}")
+    say(f"vaultmem hook: {path.name} set aside as .failed: {secret_free(edge.one_line(exc))}")
 
 
 def say(line: str) -> None:
@@ -739,7 +757,11 @@ def drainer_main(root: str) -> int:
     path = Path(root)
     pid_file = _own(path, layout.CLAUDE_DIR) / Path(layout.CLAUDE_DRAINER_PID).name
     files.atomic_write(pid_file, f"{os.getpid()}\n", durable=False)
-    return edge.fail_open(lambda: drain(path) and 0, name="hook")()
+    try:
+        drain(path)
+    except BaseException as exc:  # noqa: BLE001 - said in drain.log; the spool stays for the next hook
+        say(f"vaultmem hook: {_now()} filing the spool: {secret_free(edge.one_line(exc))}")
+    return 0
 
 
 # -- local records: a started sub-agent's delegation ------------------------------------------------------
