@@ -50,6 +50,7 @@ MAIN = [
     {"type": "user", "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01",
                                                                "content": "done"}]}},
     user("<command-name>/compact</command-name>"),
+    {**assistant("Conclusion: a sub-agent's own finding, harvested on its page, not the session's"), "isSidechain": True},
     assistant("The review is done.\nConclusion: the payment module is safe after the fix.\n"
               "Decision: parameterised queries everywhere"),
 ]

@@ -789,11 +789,22 @@ def load_agent_record(root: Path, agent_id: str) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
+RECORD_DAYS = 7  # a finished sub-agent's record is kept this long (a late repeated SubagentStop files nothing)
+
+
 def agent_records(root: Path) -> list[dict]:
+    """The sub-agents' records; those finished more than :data:`RECORD_DAYS` ago go."""
     folder = root / layout.CLAUDE_AGENTS_DIR
     out = []
+    old = time.time() - RECORD_DAYS * 86400
     for p in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         r = load_agent_record(root, p.stem)
+        try:
+            if r and r.get("done") and p.stat().st_mtime < old:
+                p.unlink()
+                continue
+        except OSError:
+            continue
         if r:
             out.append(r)
     return out
@@ -850,12 +861,14 @@ def _texts(entry: dict) -> tuple[str | None, list[str], list[dict]]:
     return role, texts, uses
 
 
-def user_texts(entries) -> list[tuple[int | None, str]]:
+def user_texts(entries, sidechains: bool = False) -> list[tuple[int | None, str]]:
     """What the user typed: user entries with text (not tool results, not Claude Code's own
-    meta entries or command echoes)."""
+    meta entries or command echoes; not a sub-agent's, unless ``sidechains``)."""
     out = []
     for n, entry in entries:
         if entry.get("type") != "user" or entry.get("isMeta") or entry.get("isCompactSummary"):
+            continue
+        if entry.get("isSidechain") and not sidechains:
             continue
         role, texts, _ = _texts(entry)
         text = "\n".join(t for t in texts if not t.lstrip().startswith("<")).strip()
@@ -864,10 +877,10 @@ def user_texts(entries) -> list[tuple[int | None, str]]:
     return out
 
 
-def assistant_texts(entries) -> list[tuple[int | None, str]]:
+def assistant_texts(entries, sidechains: bool = False) -> list[tuple[int | None, str]]:
     out = []
     for n, entry in entries:
-        if entry.get("type") != "assistant":
+        if entry.get("type") != "assistant" or (entry.get("isSidechain") and not sidechains):
             continue
         _, texts, _ = _texts(entry)
         text = "\n".join(texts).strip()
@@ -877,7 +890,7 @@ def assistant_texts(entries) -> list[tuple[int | None, str]]:
 
 
 def last_assistant_text(path: Any) -> str | None:
-    found = assistant_texts(read_transcript(path, tail=True))
+    found = assistant_texts(read_transcript(path, tail=True), sidechains=True)
     return found[-1][1] if found else None
 
 
@@ -894,7 +907,7 @@ def first_user_text(path: Any) -> str | None:
                     entry = json.loads(raw)
                 except ValueError:
                     continue
-                found = user_texts([(n, entry)]) if isinstance(entry, dict) else []
+                found = user_texts([(n, entry)], sidechains=True) if isinstance(entry, dict) else []
                 if found:
                     return found[0][1]
     except OSError:
