@@ -470,3 +470,18 @@ def test_the_error_line_never_repeats_a_secret_it_was_given(project, monkeypatch
         code, out, err = in_process(data and json.loads(data)["hook_event_name"], data, capsys)
         assert (code, out) == (0, "")
         assert SECRET not in one_line(err) and "[redacted:" in err
+
+
+def test_the_hook_settings_are_checked_with_their_line():
+    from vaultmem.config import parse_config
+    from vaultmem.errors import ParseError
+
+    good = parse_config("orchestrator: orch\nhooks:\n  claude:\n    agent: lee\n    prompt_log: true\n    max_chars: 8000\n")
+    assert (good.claude_agent, good.claude_prompt_log, good.claude_max_chars) == ("lee", True, 8000)
+    defaults = parse_config("orchestrator: orch\n")
+    assert (defaults.claude_agent, defaults.claude_prompt_log, defaults.claude_max_chars) == (None, False, 10_000)
+    for bad, line in (("hooks:\n  claude:\n    agent: ../x\n", 3), ("hooks:\n  claude:\n    prompt_log: yes please\n", 3),
+                      ("hooks:\n  claude:\n    max_chars: 20000\n", 3), ("hooks:\n  claude: on\n", 2)):
+        with pytest.raises(ParseError) as err:
+            parse_config(bad)
+        assert err.value.line == line, bad
