@@ -485,3 +485,14 @@ def test_the_hook_settings_are_checked_with_their_line():
         with pytest.raises(ParseError) as err:
             parse_config(bad)
         assert err.value.line == line, bad
+
+
+def test_the_next_session_start_files_a_spool_left_behind(project, monkeypatch, capsys):
+    v, transcript = project
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(v.root))
+    claude.spool(v.root, "SessionEnd", json.loads(payload("SessionEnd", session="sess-old",
+                                                          transcript_path=str(transcript))), None)
+    code, out, err = in_process("SessionStart", payload("SessionStart", session="sess-new", source="startup"), capsys)
+    assert (code, err) == (0, "") and context(out, "SessionStart")  # answered at once; the filing is in the background
+    wait_until(lambda: len(inbox_items(v)) == 4 and not claude.pending_spools(v.root), what="the old spool filed")
+    assert {i.meta["session"] for i in inbox_items(v)} == {"sess-old"}
