@@ -21,7 +21,14 @@ QUICK_GC_THRESHOLD = 200_000
 def main() -> None:
     from .walk import AHEAD_COMMANDS, command_word, start_ahead
 
-    if command_word(sys.argv[1:]) not in AHEAD_COMMANDS:
+    word = command_word(sys.argv[1:])
+    if word == "hook":  # an agent runtime's hook: no CLI toolkit, it answers within its budget
+        from .adapters.claude import cli_main
+
+        code = cli_main(sys.argv[1:])
+        if code is not None:
+            sys.exit(code)
+    if word not in AHEAD_COMMANDS:
         _cli()
         return
     import gc

@@ -48,6 +48,9 @@ class Config:
     orchestrator_approves: bool = False
     max_note_bytes: int = MAX_NOTE_BYTES
     max_log_body_bytes: int = 64 * 1024
+    claude_agent: str | None = None  # hooks.claude.agent: who the Claude Code hooks act as
+    claude_prompt_log: bool = False  # hooks.claude.prompt_log: UserPromptSubmit shows the live log
+    claude_max_chars: int = 10_000  # hooks.claude.max_chars: the most a hook adds to a context
     raw: Any = field(default=None, compare=False, repr=False)
 
 
@@ -112,7 +115,7 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
         check_name(orchestrator, "orchestrator name")
     except BadInput as exc:
         raise bad("orchestrator", exc.message.replace("the orchestrator name ", "")) from None
-    for group in ("git", "memory", "brief", "index", "checkpoint", "lifecycle", "safety", "review", "log"):
+    for group in ("git", "memory", "brief", "index", "checkpoint", "lifecycle", "safety", "review", "log", "hooks"):
         if group in raw and not isinstance(raw[group], dict):
             raise bad(group, "must be a group of settings (key: value lines indented below it)")
     timeout = number("git.lock_timeout", 10, 0, 3600)
@@ -148,6 +151,20 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
     orchestrator_approves = _get(raw, "review.orchestrator_approves", False)
     if not isinstance(orchestrator_approves, bool):
         raise bad("review.orchestrator_approves", f"is {orchestrator_approves!r}; it must be true or false")
+    if "hooks" in raw and "claude" in raw["hooks"] and not isinstance(raw["hooks"]["claude"], dict):
+        raise bad("hooks.claude", "must be a group of settings (key: value lines indented below it)")
+    claude_agent = _get(raw, "hooks.claude.agent", None)
+    if claude_agent is not None:
+        if not isinstance(claude_agent, str):
+            raise bad("hooks.claude.agent", "must name the agent the Claude Code hooks act as")
+        try:
+            check_name(claude_agent, "agent name")
+        except BadInput as exc:
+            raise bad("hooks.claude.agent", exc.message.replace("the agent name ", "")) from None
+    claude_prompt_log = _get(raw, "hooks.claude.prompt_log", False)
+    if not isinstance(claude_prompt_log, bool):
+        raise bad("hooks.claude.prompt_log", f"is {claude_prompt_log!r}; it must be true or false")
+    claude_max_chars = number("hooks.claude.max_chars", 10_000, 1000, 10_000)
     return Config(  # plain str, not ruamel's quoted-string subclasses: a Config is cached with marshal
         lang=str(lang),
         orchestrator=str(orchestrator),
@@ -167,6 +184,9 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
         orchestrator_approves=bool(orchestrator_approves),
         max_note_bytes=int(max_note),
         max_log_body_bytes=int(max_body),
+        claude_agent=str(claude_agent) if claude_agent is not None else None,
+        claude_prompt_log=bool(claude_prompt_log),
+        claude_max_chars=int(claude_max_chars),
         raw=raw,
     )
 

@@ -45,6 +45,13 @@ CURSOR_DIR = f"{LOCAL_DIR}/cursors"  # what each agent has read of the logs
 KEY_EVENTS_CACHE = f"{LOCAL_DIR}/key-events.json"  # which live-log files hold rotations (a cache)
 TXN_JOURNAL = f"{LOCAL_DIR}/txn.json"  # the write in progress (see vaultmem.transaction)
 WATCH_HEARTBEAT = f"{LOCAL_DIR}/watch.json"  # a running watcher keeps it fresh
+# the Claude Code hooks' own state (vaultmem.adapters.claude): per machine, never committed
+CLAUDE_DIR = f"{LOCAL_DIR}/claude"
+CLAUDE_SPOOL_DIR = f"{CLAUDE_DIR}/spool"  # session ends waiting to be filed: <ns>-<event>-<session>.json
+CLAUDE_AGENTS_DIR = f"{CLAUDE_DIR}/agents"  # a started sub-agent's delegation: <agent_id>.json
+CLAUDE_DRAIN_LOCK = f"{CLAUDE_DIR}/drain.lock"  # held by the process filing the spool
+CLAUDE_DRAINER_PID = f"{CLAUDE_DIR}/drainer.pid"  # the background filer that runs now (or ran last)
+CLAUDE_DRAIN_LOG = f"{CLAUDE_DIR}/drain.log"  # what a background filer could not do
 
 # Folders vaultmem writes into, so where a killed writer may leave a temp file ("." is the top).
 WRITABLE = (".", AGENTS_DIR, MEMORIES_DIR, IDENTITY_DIR, INBOX_DIR, ARCHIVE_DIR, ARCHIVED_NOTES_DIR,

@@ -48,6 +48,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "review": ("review", "app"),
     "import": ("imports", "app"),
     "mcp": ("serve", "mcp"),
+    "hook": ("hook", "app"),
 }
 
 
