@@ -45,8 +45,10 @@ ALLOWED = {
     "lifecycle": STORAGE | {"pages"},
     "inbox": STORAGE | {"notes", "pages", "lifecycle"},
     "shared": STORAGE | {"livelog"},
+    "staged": STORAGE | {"livelog"},  # what a commit records, checked before git records it
     # the facade
-    "vault": STORAGE | RECALL | {"recall", "template", "notes", "pages", "lifecycle", "inbox", "shared", "livelog"},
+    "vault": STORAGE | RECALL | {"recall", "template", "notes", "pages", "lifecycle", "inbox", "shared", "livelog",
+                                 "staged"},
     # adapters: the CLI, the watcher and the edge they share (edge.py needs only errors)
     "adapters": {"errors", "models", "names", "parse", "vault", "walk", "layout", "files", "livelog", "adapters",
                  "__init__"},

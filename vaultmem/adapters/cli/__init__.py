@@ -47,6 +47,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "retain": ("review", "retain"),
     "review": ("review", "app"),
     "mcp": ("serve", "mcp"),
+    "check": ("check", "check"),
 }
 
 
