@@ -47,6 +47,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "retain": ("review", "retain"),
     "review": ("review", "app"),
     "mcp": ("serve", "mcp"),
+    "install": ("install", "install_app"),
+    "uninstall": ("install", "uninstall_app"),
     "check": ("check", "check"),
 }
 
