@@ -71,6 +71,10 @@ def test_vaultmems_own_commits_pass_the_hook(cli, en_vault):
     (root / ".git" / "hooks" / "pre-commit").write_text(f"#!/bin/sh\necho passed >> '{ran}'\n")
     os.chmod(root / ".git" / "hooks" / "pre-commit", 0o755)
     assert cli("install", "git-hooks", "--vault", root).exit_code == 0
+    # what the user has staged is not part of vaultmem's commits (git commit --only): it does not block them
+    (root / "wiki").mkdir(exist_ok=True)
+    (root / "wiki" / "draft.md").write_text("---\ntitle: [unclosed\n---\n")
+    git(root, "add", "wiki/draft.md")
     before = len(git(root, "log", "--oneline").splitlines())
     assert run_vaultmem("remember", "The build runs on Python 3.12", "--type", "fact", "--vault", root).returncode == 0
     assert cli("page", "ensure", "reviewer", "--vault", root).exit_code == 0
@@ -82,7 +86,7 @@ def test_vaultmems_own_commits_pass_the_hook(cli, en_vault):
     assert done.exit_code == 0, done.output
     assert len(git(root, "log", "--oneline").splitlines()) == before + 5
     assert ran.read_text().splitlines() == ["passed"] * 5
-    assert git(root, "status", "--porcelain") == ""
+    assert git(root, "status", "--porcelain") == "A  wiki/draft.md\n"  # still staged, as the user left it
 
 
 def test_a_blocked_commit_names_the_file_and_line(cli, hooked):

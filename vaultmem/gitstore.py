@@ -389,12 +389,12 @@ def has_commit(root: Path) -> bool:
     return True
 
 
-def staged_changes(root: Path) -> list[tuple[str, str]]:
+def staged_changes(root: Path, head_exists: bool | None = None) -> list[tuple[str, str]]:
     """What the next commit changes, from the index (the one ``GIT_INDEX_FILE`` names, in a
     hook): (status, path) with status A (added), M (modified), D (deleted) or T (type
     changed), against HEAD (against nothing before the first commit). Renames are a
-    deletion and an addition."""
-    base = "HEAD" if has_commit(root) else EMPTY_TREE
+    deletion and an addition. ``head_exists``: :func:`has_commit`, if the caller knows."""
+    base = "HEAD" if (has_commit(root) if head_exists is None else head_exists) else EMPTY_TREE
     out = _git_out(root, ["diff-index", "--cached", "--name-status", "--no-renames", "-z", base])
     parts = out.decode("utf-8", "surrogateescape").split("\0")
     return [(parts[i][:1], parts[i + 1]) for i in range(0, len(parts) - 1, 2) if parts[i]]
@@ -418,16 +418,24 @@ def staged_ids(root: Path, paths: list[str]) -> dict[str, str]:
     return _object_ids(_git_out(root, ["ls-files", "--stage", "-z", "--", *paths]), 1)
 
 
-def committed_ids(root: Path, paths: list[str]) -> dict[str, str]:
+def committed_ids(root: Path, paths: list[str], head_exists: bool | None = None) -> dict[str, str]:
     """path → blob id of each of ``paths`` (files or folders) as HEAD holds it."""
-    if not paths or not has_commit(root):
+    if not paths or not (has_commit(root) if head_exists is None else head_exists):
         return {}
     return _object_ids(_git_out(root, ["ls-tree", "-r", "-z", "HEAD", "--", *paths]), 2)
 
 
-def read_blobs(root: Path, ids: dict[str, str]) -> dict[str, bytes]:
-    """key → the bytes of blob ``ids[key]``, all read by one ``git cat-file``."""
+def read_blobs(root: Path, ids: dict, max_size: int | None = None, whole=()) -> dict:
+    """key → the bytes of blob ``ids[key]``, all read by one ``git cat-file``; with
+    ``max_size``, blobs larger than that are left out (an attachment of gigabytes is not
+    read into memory), but for the keys in ``whole``."""
     wanted = list(dict.fromkeys(ids.values()))
+    if wanted and max_size is not None:
+        sizes = _git_out(root, ["cat-file", "--batch-check"], stdin="".join(f"{sha}\n" for sha in wanted).encode())
+        small = {fields[0] for fields in (line.split() for line in sizes.decode().splitlines())
+                 if len(fields) == 3 and int(fields[2]) <= max_size}
+        small |= {ids[key] for key in whole if key in ids}
+        wanted = [sha for sha in wanted if sha in small]
     if not wanted:
         return {}
     out = _git_out(root, ["cat-file", "--batch"], stdin="".join(f"{sha}\n" for sha in wanted).encode())

@@ -17,7 +17,8 @@ HEAD, and finds:
 - **secrets** in the lines a commit adds (the detectors of :mod:`vaultmem.guard`, as the
   write path uses them): in every staged text file but public keys and the vault's
   settings (high entropy by nature), and in the text of new log entries (their
-  signatures and hashes are not secrets).
+  signatures and hashes are not secrets). Binary files and files over
+  :data:`MAX_FILE_BYTES` (attachments) are not read.
 
 Read-only: no lock is taken (inside a hook git holds ``index.lock`` for the commit) and
 nothing in the vault is written; the staged logs are verified from a scratch copy in a
@@ -39,6 +40,7 @@ from .parse.logline import LineError, entry_text, parse_line
 LOG_FOLDERS = tuple(layout.LOG_DIRS.values())
 MAX_SECRETS_PER_FILE = 5  # a file full of keys is named once per key, up to this many
 BINARY_PROBE = 8192  # a NUL byte in this many first bytes: not text
+MAX_FILE_BYTES = 8 * 1024 * 1024  # larger staged files (attachments) are not read
 
 
 @dataclass
@@ -86,9 +88,15 @@ def _text(data: bytes) -> str | None:
 
 def check(root: Path) -> StagedCheck:
     """Check what the next commit of the vault at ``root`` records (see the module)."""
-    changes = gitstore.staged_changes(root)
-    staged = gitstore.read_blobs(root, gitstore.staged_ids(root, [p for s, p in changes if s != "D"]))
-    committed = gitstore.read_blobs(root, gitstore.committed_ids(root, [p for s, p in changes if s != "A"]))
+    head_exists = gitstore.has_commit(root)
+    changes = gitstore.staged_changes(root, head_exists)
+    ids = {("staged", p): sha for p, sha in gitstore.staged_ids(root, [p for s, p in changes if s != "D"]).items()}
+    ids |= {("committed", p): sha for p, sha in
+            gitstore.committed_ids(root, [p for s, p in changes if s != "A"], head_exists).items()}
+    # a log is read whatever its size: its lines must all be there
+    blobs = gitstore.read_blobs(root, ids, MAX_FILE_BYTES, whole=[key for key in ids if is_log(key[1])])
+    staged = {p: data for (side, p), data in blobs.items() if side == "staged"}
+    committed = {p: data for (side, p), data in blobs.items() if side == "committed"}
     result = StagedCheck(checked=len(changes))
     grown: dict[str, int] = {}  # staged log → how many of its lines HEAD already had
     for status, rel in changes:
