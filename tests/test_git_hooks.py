@@ -134,6 +134,16 @@ def test_check_staged_in_process(cli, en_vault):
     assert (".obsidian/plugin.json", 1, "secret") in where
     assert not any(p["path"] == "shared/keys/lee.pub" for p in found)  # public keys are not secrets
     git(root, "reset", "-q", "--hard")
+    # Obsidian's templates hold placeholders that are no YAML until applied: not checked
+    (root / ".obsidian").mkdir(exist_ok=True)
+    (root / ".obsidian" / "templates.json").write_text('{"folder": "Templates/"}')
+    for folder in ("Templates", "wiki"):
+        (root / folder).mkdir(exist_ok=True)
+        (root / folder / "daily.md").write_text("---\ncreated: {{date}}\n---\n# {{title}}\n")
+    git(root, "add", "-A")
+    found = json.loads(cli("check", "--staged", "--vault", root, "--json").stdout)["problems"]
+    assert [(p["path"], p["kind"]) for p in found] == [("wiki/daily.md", "frontmatter")]
+    git(root, "reset", "-q", "--hard")
     log.unlink()
     git(root, "add", "-A")
     gone = cli("check", "--staged", "--vault", root)

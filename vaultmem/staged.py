@@ -7,7 +7,9 @@ index git prepared for the commit (``GIT_INDEX_FILE`` in a hook: with ``git comm
 HEAD, and finds:
 
 - **frontmatter** that does not parse in a staged Markdown file (the file and the line
-  of the YAML error, as the index would meet it);
+  of the YAML error, as the index would meet it) — but in the template folders Obsidian's
+  Templates and Templater plugins are set to, whose notes hold placeholders
+  (``created: {{date}}``) that become YAML only when a template is applied;
 - **a rewritten log**: a staged live-log or decision-log file whose committed lines are
   not all still there, unchanged and first (the logs are append-only), or that is
   deleted; and new entries that do not verify — signature, author, chain, sequence —
@@ -32,8 +34,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import gitstore, guard, layout, livelog
-from .errors import ParseError
+from . import files, gitstore, guard, layout, livelog
+from .errors import ParseError, VaultmemError
 from .parse.document import parse_document
 from .parse.logline import LineError, entry_text, parse_line
 
@@ -86,6 +88,28 @@ def _text(data: bytes) -> str | None:
         return None
 
 
+# Obsidian's template folders, by the plugin that names them: their notes hold placeholders
+# ('created: {{date}}') that are no YAML until a template is applied
+TEMPLATE_SETTINGS = {".obsidian/templates.json": "folder",
+                     ".obsidian/plugins/templater-obsidian/data.json": "templates_folder"}
+
+
+def template_folders(root: Path) -> list[str]:
+    """The vault's template folders, as Obsidian's Templates and Templater plugins name
+    them in their settings (read from the vault, never through a link)."""
+    import json
+
+    found = []
+    for rel, key in TEMPLATE_SETTINGS.items():
+        try:
+            folder = json.loads(files.read_bytes(root, rel)).get(key)
+        except (OSError, ValueError, AttributeError, VaultmemError):
+            continue
+        if isinstance(folder, str) and folder.strip("/ "):
+            found.append(folder.strip("/ ") + "/")
+    return found
+
+
 def check(root: Path) -> StagedCheck:
     """Check what the next commit of the vault at ``root`` records (see the module)."""
     head_exists = gitstore.has_commit(root)
@@ -99,6 +123,7 @@ def check(root: Path) -> StagedCheck:
     committed = {p: data for (side, p), data in blobs.items() if side == "committed"}
     result = StagedCheck(checked=len(changes))
     grown: dict[str, int] = {}  # staged log → how many of its lines HEAD already had
+    templates = template_folders(root)
     for status, rel in changes:
         if is_log(rel):
             found = _append_only(rel, committed.get(rel), None if status == "D" else staged.get(rel))
@@ -114,7 +139,7 @@ def check(root: Path) -> StagedCheck:
             if rel.endswith(".md"):
                 result.problems.append(_problem(rel, None, "encoding", "the file is not UTF-8 text"))
             continue
-        if rel.endswith(".md"):
+        if rel.endswith(".md") and not any(rel.startswith(t) for t in templates):
             try:
                 parse_document(text, rel, require_frontmatter=False, fast=True)
             except ParseError as exc:
