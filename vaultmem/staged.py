@@ -18,8 +18,9 @@ HEAD, and finds:
   verify reports it and both entries are kept;
 - **secrets** in the lines a commit adds (the detectors of :mod:`vaultmem.guard`, as the
   write path uses them): in every staged text file but public keys and the vault's
-  settings (high entropy by nature), and in the text of new log entries (their
-  signatures and hashes are not secrets). Binary files and files over
+  settings (high entropy by nature) and the code of Obsidian's plugins and themes
+  (``.obsidian/`` files but its ``*.json`` settings), and in the text of new log entries
+  (their signatures and hashes are not secrets). Binary files and files over
   :data:`MAX_FILE_BYTES` (attachments) are not read.
 
 Read-only: no lock is taken (inside a hook git holds ``index.lock`` for the commit) and
@@ -71,9 +72,16 @@ def is_log(rel: str) -> bool:
     return folder in LOG_FOLDERS and name.endswith(".md")
 
 
+OBSIDIAN_DIR = ".obsidian/"
+
+
 def _unscanned(rel: str) -> bool:
     """Files whose text is high-entropy by nature and holds no secret: public keys and
-    the vault's settings (as :meth:`vaultmem.transaction.Writer.apply` leaves them)."""
+    the vault's settings (as :meth:`vaultmem.transaction.Writer.apply` leaves them), and
+    the code of Obsidian's plugins and themes (minified scripts, styles with embedded
+    fonts: their settings, ``*.json``, where a plugin keeps a token, are scanned)."""
+    if rel.startswith(OBSIDIAN_DIR):
+        return not rel.endswith(".json")
     return rel == layout.CONFIG_PATH or (rel.startswith(f"{layout.KEYS_DIR}/") and rel.endswith(".pub"))
 
 
