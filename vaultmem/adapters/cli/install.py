@@ -88,7 +88,7 @@ def render_plan(plan) -> str:
         lines.insert(0, f"nothing to {verb}: {'vaultmem is installed there already' if plan.install else 'vaultmem added nothing there'}"
                         if plan.target == "claude" else f"nothing to {verb}")
     elif not plan.dry_run and plan.target == "claude":
-        lines.append("restart Claude Code (or run /hooks and /mcp) to load the change")
+        lines.append("restart Claude Code to load the change (it reads hooks and MCP servers when a session starts)")
     return "\n".join(lines)
 
 
