@@ -46,9 +46,10 @@ ALLOWED = {
     "inbox": STORAGE | {"notes", "pages", "lifecycle"},
     "shared": STORAGE | {"livelog"},
     "importers": STORAGE | {"notes"},  # beside inbox: other tools' memory, filed through the facade's inbox
+    "staged": STORAGE | {"livelog"},  # what a commit records, checked before git records it
     # the facade
     "vault": STORAGE | RECALL | {"recall", "template", "notes", "pages", "lifecycle", "inbox", "shared", "livelog",
-                                 "importers"},
+                                 "importers", "staged"},
     # adapters: the CLI, the watcher and the edge they share (edge.py needs only errors)
     "adapters": {"errors", "models", "names", "parse", "vault", "walk", "layout", "files", "livelog", "adapters",
                  "__init__"},

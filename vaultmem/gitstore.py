@@ -356,3 +356,106 @@ def committed_text(root: Path, path: str) -> str | None:
         return _repo(root).git.show(f"HEAD:{path}", strip_newline_in_stdout=False)
     except git.GitCommandError:
         return None
+
+
+# -- what the next commit records (read-only: the pre-commit check) ------------------------------
+# git's empty tree: what the first commit of a repository is compared with
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+
+def _git_out(root: Path, args: list[str], stdin: bytes | None = None) -> bytes:
+    """``git -C root ARGS`` run for its output, with paths taken literally. It inherits the
+    environment: inside a hook, ``GIT_INDEX_FILE`` names the index git prepared for the
+    commit. Reads only: no lock is taken, nothing is written."""
+    import subprocess
+
+    env = {**os.environ, "GIT_LITERAL_PATHSPECS": "1"}
+    try:
+        done = subprocess.run(["git", "-C", str(root), *args], input=stdin, capture_output=True, env=env)
+    except FileNotFoundError:
+        raise GitError("git is not installed (or not on PATH)", path=str(root)) from None
+    if done.returncode != 0:
+        text = done.stderr.decode("utf-8", "replace")
+        raise _storage(text, root) or GitError(f"git {args[0]} failed: {text.strip()}", path=str(root))
+    return done.stdout
+
+
+def has_commit(root: Path) -> bool:
+    """Whether the repository has a commit (HEAD points at one)."""
+    try:
+        _git_out(root, ["rev-parse", "--verify", "--quiet", "HEAD"])
+    except GitError:
+        return False
+    return True
+
+
+def staged_changes(root: Path, head_exists: bool | None = None) -> list[tuple[str, str]]:
+    """What the next commit changes, from the index (the one ``GIT_INDEX_FILE`` names, in a
+    hook): (status, path) with status A (added), M (modified), D (deleted) or T (type
+    changed), against HEAD (against nothing before the first commit). Renames are a
+    deletion and an addition. ``head_exists``: :func:`has_commit`, if the caller knows."""
+    base = "HEAD" if (has_commit(root) if head_exists is None else head_exists) else EMPTY_TREE
+    out = _git_out(root, ["diff-index", "--cached", "--name-status", "--no-renames", "-z", base])
+    parts = out.decode("utf-8", "surrogateescape").split("\0")
+    return [(parts[i][:1], parts[i + 1]) for i in range(0, len(parts) - 1, 2) if parts[i]]
+
+
+def _object_ids(out: bytes, sha_field: int) -> dict[str, str]:
+    found = {}
+    for record in out.decode("utf-8", "surrogateescape").split("\0"):
+        if "\t" in record:
+            meta, path = record.split("\t", 1)
+            fields = meta.split()
+            if fields and fields[0] != "160000":  # a submodule has no blob to read
+                found[path] = fields[sha_field]
+    return found
+
+
+def staged_ids(root: Path, paths: list[str]) -> dict[str, str]:
+    """path → blob id of each of ``paths`` (files or folders) as the index holds it."""
+    if not paths:
+        return {}
+    return _object_ids(_git_out(root, ["ls-files", "--stage", "-z", "--", *paths]), 1)
+
+
+def committed_ids(root: Path, paths: list[str], head_exists: bool | None = None) -> dict[str, str]:
+    """path → blob id of each of ``paths`` (files or folders) as HEAD holds it."""
+    if not paths or not (has_commit(root) if head_exists is None else head_exists):
+        return {}
+    return _object_ids(_git_out(root, ["ls-tree", "-r", "-z", "HEAD", "--", *paths]), 2)
+
+
+def read_blobs(root: Path, ids: dict, max_size: int | None = None, whole=()) -> dict:
+    """key → the bytes of blob ``ids[key]``, all read by one ``git cat-file``; with
+    ``max_size``, blobs larger than that are left out (an attachment of gigabytes is not
+    read into memory), but for the keys in ``whole``."""
+    wanted = list(dict.fromkeys(ids.values()))
+    if wanted and max_size is not None:
+        sizes = _git_out(root, ["cat-file", "--batch-check"], stdin="".join(f"{sha}\n" for sha in wanted).encode())
+        small = {fields[0] for fields in (line.split() for line in sizes.decode().splitlines())
+                 if len(fields) == 3 and int(fields[2]) <= max_size}
+        small |= {ids[key] for key in whole if key in ids}
+        wanted = [sha for sha in wanted if sha in small]
+    if not wanted:
+        return {}
+    out = _git_out(root, ["cat-file", "--batch"], stdin="".join(f"{sha}\n" for sha in wanted).encode())
+    blobs: dict[str, bytes] = {}
+    pos = 0
+    for sha in wanted:
+        end = out.index(b"\n", pos)
+        header = out[pos:end].split()
+        pos = end + 1
+        if len(header) < 3 or header[1] == b"missing":
+            continue
+        size = int(header[2])
+        blobs[sha] = out[pos:pos + size]
+        pos += size + 1
+    return {key: blobs[sha] for key, sha in ids.items() if sha in blobs}
+
+
+def hooks_dir(root: Path) -> Path:
+    """The folder git runs this repository's hooks from (``core.hooksPath`` if set, else
+    ``.git/hooks``), absolute."""
+    out = _git_out(root, ["rev-parse", "--git-path", "hooks"]).decode("utf-8", "surrogateescape").strip()
+    folder = Path(out)
+    return folder if folder.is_absolute() else (root / folder)

@@ -382,6 +382,22 @@ class Vault:
         return change, brief
 
 
+def check_staged(path: str | Path | None = None):
+    """Check what the next commit of the vault (see :func:`locate`) records — frontmatter
+    that parses, logs that only grow and verify, no secret in an added line — and return
+    a :class:`vaultmem.staged.StagedCheck`. Read-only and lock-free: the pre-commit hook
+    runs it while git holds the index for the commit (see :mod:`vaultmem.staged`)."""
+    from .staged import check
+
+    return check(locate(path))
+
+
+def git_hooks_dir(root: Path) -> Path:
+    """The folder git runs the hooks of the vault at ``root`` from (``.git/hooks``, or
+    ``core.hooksPath``)."""
+    return gitstore.hooks_dir(root)
+
+
 def without_secrets(text: str) -> str:
     """``text`` with every secret the detector finds replaced by a placeholder (for what
     an adapter says back: an error message that quotes its input). The placeholders'

@@ -49,6 +49,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import": ("imports", "app"),
     "mcp": ("serve", "mcp"),
     "hook": ("hook", "app"),
+    "install": ("install", "install_app"),
+    "uninstall": ("install", "uninstall_app"),
+    "check": ("check", "check"),
 }
 
 
