@@ -94,6 +94,17 @@ def test_the_launcher_runs_this_vaultmem_on_the_vault_it_is_given(tmp_path, en_v
     # a hook always exits 0, whatever vaultmem answers (a bad event, an older vaultmem)
     hooked = launch("hook", "NoSuchEvent", env=env, stdin="{}")
     assert hooked.returncode == 0 and "NoSuchEvent" in hooked.stderr
+    # a project that is a folder inside the vault: the vault above it is found, by a
+    # command and by a hook
+    project = en_vault.root / "wiki" / "app"
+    project.mkdir(parents=True)
+    inside = {**env, "CLAUDE_PROJECT_DIR": str(project)}
+    shown = launch("config", "show", "--json", env=inside)
+    assert shown.returncode == 0 and json.loads(shown.stdout)["lang"] == "en", shown.stderr
+    payload = json.dumps({"session_id": "s1", "cwd": "/", "hook_event_name": "SessionStart", "source": "startup"})
+    started = launch("hook", "SessionStart", env=inside, stdin=payload)
+    assert started.returncode == 0 and started.stderr == ""
+    assert "additionalContext" in json.loads(started.stdout)["hookSpecificOutput"]
 
 
 # -- install / uninstall claude --------------------------------------------------------------------
