@@ -143,7 +143,7 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
             unread(identity_rel, exc, f"the identity of {agent}")
         else:
             identity = "".join(doc.lines[doc.body_start:])
-    text = read(layout.MEMORY_INDEX, "the memory index")
+    text = _memory_index(root, lambda: read(layout.MEMORY_INDEX, "the memory index"))
     # at most as many lines as could fit (an index line costs well over 8 tokens)
     index_lines = (_index_lines(text, agent, index.owners(), budget // 8 + 1) if text is not None else [])
     live = [f"- {e.ts[:16]}Z {e.id} #{e.channel} {e.type}: {e.summary} [[{e.log_path}]]" for e in unseen]
@@ -153,6 +153,35 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
     result.page, result.skipped_files = page, skipped
     result.warnings = warnings + result.warnings
     return result
+
+
+class _MemoryIndex:
+    """The last MEMORY.md read, by the file's stat (as the index tells files apart)."""
+    key: tuple | None = None
+    text: str | None = None
+
+
+def _memory_index(root: Path, read) -> str | None:
+    """MEMORY.md's text (``read()``: the brief's reader), reused while the file's stat —
+    modification and change time, size, inode — is the one it was read at: a long-lived
+    process briefs from a MEMORY.md of several megabytes at 50,000 notes, whose decoding
+    alone costs more than the rest of a warm brief. A link is read each time."""
+    import os
+    import stat
+
+    try:
+        st = os.lstat(root / layout.MEMORY_INDEX)
+    except OSError:
+        return read()
+    if not stat.S_ISREG(st.st_mode):
+        return read()
+    key = (str(root), st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev)
+    memo = _MemoryIndex
+    if memo.key == key and memo.text is not None:
+        return memo.text
+    text = read()
+    memo.key, memo.text = (key, text) if text is not None else (None, None)
+    return text
 
 
 class _IndexLines:
