@@ -1,7 +1,8 @@
 """The MCP server's speed: a brief through a running ``vaultmem mcp`` beside the cold CLI brief.
 
     python benchmarks/bench_mcp.py [--sizes 10000 50000] [--calls 100] [--warmup 10] [--cold 7]
-        [--modes watch no-watch] [--profile] [--vaults DIR] [--out docs/benchmarks.md] [--json FILE]
+        [--modes watch no-watch] [--baseline OTHER/bin/python [--baseline-label NAME]] [--profile]
+        [--vaults DIR] [--out docs/benchmarks.md] [--json FILE]
 
 For each size N it writes the synthetic vault of ``bench_recall.py`` (``make_vault``: N
 notes, 20 role pages of 50 entries, a ``MEMORY.md`` that lists every note; the same
@@ -23,7 +24,9 @@ engine ``auto`` picks for it. Then, in one run:
    vaultmem brief …`` must import no ``mcp`` module (nor pydantic, anyio, starlette), and
    the import time of ``mcp.server`` in a new interpreter, for scale.
 
-``--profile`` adds a cProfile of 20 briefs through the server's code path (in process,
+``--baseline PYTHON`` adds a server of another installation (the main branch's venv, say)
+on the same vault in the same run, so a change to the server is measured before and
+after under the same load. ``--profile`` adds a cProfile of 20 briefs through the server's code path (in process,
 the SDK's in-memory ``Client``, the profiler around each tool call on its worker
 thread) at the first size: where a warm brief's time goes. ``--vaults DIR`` keeps the
 vaults (indexed) in DIR and reuses them on the next run. The Markdown between this
@@ -112,14 +115,19 @@ def tool_args(i: int) -> dict[str, dict]:
             "get_stats": {}}
 
 
-def bench_server(root: Path, mode: str, calls: int, warmup: int) -> dict:
-    """One `vaultmem mcp` process over the SDK's stdio client, one session."""
+def bench_server(root: Path, mode: str, calls: int, warmup: int, python: str | None = None) -> dict:
+    """One `vaultmem mcp` process over the SDK's stdio client, one session. ``python``:
+    another installation's interpreter (the baseline), run with its own vaultmem."""
     import anyio
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
     args = ["-m", "vaultmem", "mcp", "--vault", str(root)] + (["--no-watch"] if mode == "no-watch" else [])
-    params = StdioServerParameters(command=PY, args=args, env=br.child_env(), cwd=str(br.PROJECT))
+    if python is None:
+        params = StdioServerParameters(command=PY, args=args, env=br.child_env(), cwd=str(br.PROJECT))
+    else:  # its own vaultmem: no PYTHONPATH to this checkout, started outside it
+        env = {k: v for k, v in br.child_env().items() if k != "PYTHONPATH"}
+        params = StdioServerParameters(command=python, args=args, env=env, cwd=tempfile.gettempdir())
     times: dict[str, list[float]] = {"brief": [], "search_memory": [], "get_stats": []}
     out: dict = {"mode": mode}
 
@@ -203,6 +211,9 @@ def profile_briefs(root: Path, n: int = 20, top: int = 14) -> list[str]:
 
     from vaultmem import Vault
     from vaultmem.adapters.mcp import VaultServer
+    from vaultmem.vault import without_secrets
+
+    without_secrets("ghp_" + "x1" * 18)  # the detector's plugins, loaded at start as `vaultmem mcp` does
 
     prof = cProfile.Profile()
     on = [False]
@@ -262,7 +273,9 @@ def report(results: list[dict], meta: dict) -> str:
              f"{meta['warmup']} untimed ones. `watch` is how `vaultmem mcp` runs by default (it follows file events "
              f"and re-reads only what changed); `no-watch` (`--no-watch`) walks the vault before each search and "
              f"brief, as every CLI command does. The cold brief is `vaultmem brief ROLE --task TASK` as a new "
-             f"process, {meta['cold']} runs.\n")
+             f"process, {meta['cold']} runs."
+             + (f" `{meta['baseline_label']}` is `vaultmem mcp` of another installation ({meta['baseline']}), on the "
+                f"same vault in the same run." if meta.get("baseline") else "") + "\n")
     w.append("| notes | engine | server | brief p50 / p95 | search_memory p50 / p95 | get_stats p50 / p95 "
              "| start → first answer | cold CLI brief p50 / p95 |")
     w.append("|---|---|---|---|---|---|---|---|")
@@ -304,6 +317,16 @@ def report(results: list[dict], meta: dict) -> str:
     return "\n".join(w) + "\n"
 
 
+def baseline_version(python: str) -> str:
+    """Which vaultmem ``python`` imports, and its commit when it is a checkout."""
+    cp = subprocess.run([python, "-c", "import vaultmem, os; print(os.path.dirname(os.path.dirname(vaultmem.__file__)))"],
+                        capture_output=True, text=True, timeout=60, cwd=tempfile.gettempdir())
+    where = cp.stdout.strip() or "?"
+    commit = subprocess.run(["git", "-C", where, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            timeout=10).stdout.strip()
+    return f"{where} at {commit}" if commit else where
+
+
 def write_out(path: Path, body: str) -> None:
     block = f"{MARK_BEGIN}\n{body}{MARK_END}\n"
     old = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
@@ -322,6 +345,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=10, help="untimed rounds first (default 10)")
     ap.add_argument("--cold", type=int, default=7, help="cold CLI briefs per size (default 7)")
     ap.add_argument("--modes", nargs="+", choices=["watch", "no-watch"], default=["watch", "no-watch"])
+    ap.add_argument("--baseline", metavar="PYTHON", help="also serve from this installation's python (e.g. the "
+                    "main branch's venv), in the same run: the before of a before/after")
+    ap.add_argument("--baseline-label", default="baseline", help="its name in the tables")
     ap.add_argument("--profile", action="store_true", help="profile 20 warm briefs at the first size")
     ap.add_argument("--vaults", type=Path, help="keep the indexed vaults here and reuse them")
     ap.add_argument("--out", type=Path, help="write the section into this Markdown file (between the markers)")
@@ -339,6 +365,10 @@ def main(argv: list[str] | None = None) -> int:
             for mode in args.modes:
                 log(f"{n:,} notes: vaultmem mcp ({mode}), {args.calls} rounds")
                 r["servers"].append(bench_server(root, mode, args.calls, args.warmup))
+            if args.baseline:
+                log(f"{n:,} notes: vaultmem mcp of {args.baseline_label}, {args.calls} rounds")
+                r["servers"].append({**bench_server(root, "watch", args.calls, args.warmup, python=args.baseline),
+                                     "mode": args.baseline_label})
             log(f"{n:,} notes: cold CLI brief × {args.cold}")
             r["cold"] = bench_cold(root, args.cold)
             r["imports"] = sdk_imports(root)
@@ -353,7 +383,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     meta = {**br.machine(), "version": br.code_version().split(" (")[0], "calls": args.calls,
-            "warmup": args.warmup, "cold": args.cold,
+            "warmup": args.warmup, "cold": args.cold, "baseline": args.baseline and baseline_version(args.baseline),
+            "baseline_label": args.baseline_label,
             "command": "python benchmarks/bench_mcp.py " + " ".join(argv if argv is not None else sys.argv[1:])}
     body = report(results, meta)
     print(body)
