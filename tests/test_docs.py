@@ -280,3 +280,26 @@ def test_readme_tour_does_what_its_comments_say(tmp_path):
         except AssertionError as exc:
             failures.append(f"$ {r['command']}\n  {exc}\n--- stdout\n{r['out'][-1500:]}\n--- stderr\n{r['err'][-800:]}")
     assert not failures, "\n\n".join(failures)
+
+
+def test_the_validation_walk_through_runs_and_says_which_step_failed(vault):
+    """examples/validate.py, as docs/integrations.md tells a user to run it: on a fresh
+    vault every step passes; acting as someone other than the orchestrator, the dispatch
+    is refused (only the orchestrator creates a role's page) — ✗ and a non-zero exit."""
+    script = ROOT / "examples" / "validate.py"
+    assert "python examples/validate.py" in (ROOT / "docs" / "integrations.md").read_text(encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "VAULTMEM_AGENT"}
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=180)
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert sum(line.startswith("✓ ") for line in lines) == 9 and not any(line.startswith("✗") for line in lines)
+    assert any("the first dispatch created agents/validate-" in line for line in lines)
+    assert lines[-1] == "all steps passed"
+
+    r = subprocess.run([sys.executable, str(script), "--vault", str(vault.root), "--as", "ella", "--role", "probe"],
+                       capture_output=True, text=True, env=env, timeout=180)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "✗ it acts as the orchestrator (lee)" in r.stdout
+    assert "✗ the first dispatch creates the role's page and briefs it" in r.stdout
+    assert "send the change to the orchestrator" in r.stdout and not (vault.root / "agents" / "probe.md").exists()
+    assert "step(s) failed" in r.stdout.splitlines()[-1]

@@ -5,6 +5,7 @@ secret); the review gate holds as through the CLI; the open vault stays correct 
 other processes change files under it."""
 
 import json
+import os
 import random
 import string
 import subprocess
@@ -282,21 +283,83 @@ def test_a_secret_in_a_task_or_query_is_not_handed_back(vault):
 # -- the real thing: `vaultmem mcp` over stdio ---------------------------------------------------
 
 
-def test_vaultmem_mcp_over_stdio_serves_the_tools_and_writes_only_protocol_on_stdout(vault, tmp_path):
+def test_vaultmem_mcp_over_stdio_serves_every_tool_resource_and_the_prompt_and_writes_only_protocol_on_stdout(
+        vault, tmp_path):
+    """One real `vaultmem mcp` process, one session: every tool once, each resource, the
+    prompt; bad input for a few tools and the prompt is a clean error each time, and the
+    server's stderr holds no traceback (the prompt without its arguments logged one)."""
+    from mcp import MCPError
+    from mcp.client.stdio import stdio_client
+
+    assert run_vaultmem("--vault", vault.root, "keys", "new", "lee").returncode == 0
+    (vault.root / "memories" / "ports.md").write_text(
+        "---\nname: ports\ntype: fact\nscope: global\n---\nThe backend listens on port 8080.\n", encoding="utf-8")
     params = StdioServerParameters(command=sys.executable, args=["-m", "vaultmem", "mcp", "--vault", str(vault.root),
                                                                   "--as", "lee"])
+    errlog = tmp_path / "stderr.txt"
 
     async def main():
-        async with Client(params) as c:
-            tools = [t.name for t in (await c.list_tools()).tools]
-            d = await c.call_tool("dispatch", {"role": "backend", "task": "ports"})
-            s = await c.call_tool("get_stats", {})
-            bad = await c.call_tool("read_page", {"role": "../../etc/passwd"})
-            return tools, d, s, bad
+        got, bad = {}, {}
+        with errlog.open("w") as err:
+            async with Client(stdio_client(params, errlog=err)) as c:
+                got["tools"] = [t.name for t in (await c.list_tools()).tools]
+                for tool, args in [
+                    ("get_stats", {}), ("dispatch", {"role": "backend", "task": "ports"}),
+                    ("brief", {"agent": "backend", "task": "port 8080"}),
+                    ("search_memory", {"query": "port 8080"}), ("read_page", {"role": "backend"}),
+                    ("read_note", {"slug": "ports"}),
+                    ("remember", {"text": "The proxy expects port 8080", "type": "fact"}),
+                    ("page_add", {"role": "backend", "text": "port 8080 is fixed"}),
+                    ("review_list", {}), ("log_append", {"summary": "ports checked"}), ("log_tail", {"n": 5}),
+                    ("delegate", {"role": "backend", "task": "check the proxy"}),
+                    ("retain", {"facts": [{"type": "preference", "text": "The user prefers tabs", "author": "ann",
+                                           "author_kind": "user", "source": "session s-1"}]}),
+                    ("decide", {"decision": "Keep port 8080", "why": "the proxy expects it"}),
+                    ("checkpoint_save", {"task": "ports", "step": "1 of 2"}), ("checkpoint_show", {"agent": "lee"}),
+                ]:
+                    got[tool] = await c.call_tool(tool, args)
+                did = got["delegate"].structured_content["id"]
+                got["harvest"] = await c.call_tool("harvest", {
+                    "role": "backend", "delegation": did, "task": "check the proxy", "conclusion": "it expects 8080",
+                    "output": "notes", "decision": "keep 8080"})
+                got["resources"] = [str(r.uri) for r in (await c.list_resources()).resources]
+                for uri in ("vault://MEMORY.md", "vault://identity/lee", "vault://agents/backend"):
+                    got[uri] = (await c.read_resource(uri)).contents[0].text
+                got["prompt"] = (await c.get_prompt("orchestrate", {"role": "backend", "task": "ports"})
+                                 ).messages[0].content.text
+                for tool, args in [("read_page", {"role": "../../etc/passwd"}), ("search_memory", {"query": "x",
+                                   "limit": "many"}), ("remember", {"text": "x", "type": "gossip"}),
+                                   ("dispatch", {"role": token(4), "task": "x"}), ("brief", {"agent": "lee"})]:
+                    bad[tool] = await c.call_tool(tool, args)
+                for name, args in [("orchestrate", {}), ("orchestrate", {"role": "backend"}), ("nope", {})]:
+                    with pytest.raises(MCPError) as e:
+                        await c.get_prompt(name, args)
+                    bad[f"prompt {name} {sorted(args)}"] = str(e.value)
+                with pytest.raises(MCPError) as e:
+                    await c.read_resource("vault://agents/nobody")
+                bad["resource"] = str(e.value)
+        return got, bad
 
-    tools, d, s, bad = anyio.run(main)
-    assert tools == TOOLS and ok(d)["page_created"] is True and ok(s)["pages"] == 1
-    assert failed(bad).startswith("error: ")
+    got, bad = anyio.run(main)
+    assert got["tools"] == TOOLS and set(TOOLS) <= set(got)
+    for tool in TOOLS:
+        ok(got[tool])
+    assert got["dispatch"].structured_content["page_created"] is True
+    assert "8080" in got["brief"].structured_content["markdown"] and got["search_memory"].structured_content["hits"]
+    assert got["read_note"].structured_content["frontmatter"]["type"] == "fact"
+    assert got["remember"].structured_content["action"] == "propose"  # an agent's fact waits for review
+    assert got["resources"] == ["vault://MEMORY.md"] and "port 8080 is fixed" in got["vault://agents/backend"]
+    assert got["vault://identity/lee"] == (vault.root / "identity/lee.md").read_text(encoding="utf-8")
+    assert "dispatch(" in got["prompt"]
+    for tool, r in bad.items():
+        if not isinstance(r, str):
+            assert failed(r).startswith("error: "), tool
+    assert bad["dispatch"].structured_content["error"]["type"] == "name_refused"
+    assert bad["prompt orchestrate []"] == "orchestrate: missing the arguments role, task"
+    assert bad["prompt orchestrate ['role']"] == "orchestrate: missing the argument task"
+    assert "no prompt 'nope'" in bad["prompt nope []"] and "no page for role 'nobody'" in bad["resource"]
+    stderr = errlog.read_text(encoding="utf-8")
+    assert "Traceback" not in stderr and len(stderr.splitlines()) <= 1, stderr
     assert (vault.root / "agents/backend.md").is_file()
 
     # what the server writes on stdout is JSON-RPC and nothing else
@@ -505,3 +568,78 @@ def test_huge_text_is_refused_with_the_limit_and_nothing_is_written(vault):
     assert "max_note_bytes" in texts[0] and "max_body_bytes" in texts[2]
     assert git(vault.root, "rev-parse", "HEAD") == head and not list((vault.root / "inbox").glob("*.md"))
     assert len(text_of(results[3])) < 5000  # a huge query is answered or refused, never echoed whole
+
+
+# -- a token-like name is bad input, not a vaultmem bug ----------------------------------------
+
+
+def test_a_role_name_that_reads_like_a_secret_is_refused_as_bad_input_in_the_cli_and_through_mcp(vault):
+    """The name check let it through, the writer's last guard then refused the page's file
+    as "a vaultmem bug"; it is the caller's input: a name_refused error, naming no secret."""
+    secret = token(3)
+    head = git(vault.root, "rev-parse", "HEAD")
+    r = run_vaultmem("--vault", vault.root, "dispatch", secret, "--task", "deploy")
+    assert r.returncode == 2 and "vaultmem bug" not in r.stderr and secret not in r.stderr + r.stdout, r.stderr
+    assert "reads like a secret" in r.stderr and "role name" in r.stderr
+
+    async def steps(c):
+        return [await c.call_tool("dispatch", {"role": secret, "task": "deploy"}),
+                await c.call_tool("page_add", {"role": secret, "text": "x"}),
+                await c.call_tool("delegate", {"role": secret, "task": "deploy"})]
+
+    for result in session(VaultServer(vault, agent="lee"), steps):
+        err = result.structured_content["error"]
+        assert err["type"] == "name_refused" and "reads like a secret" in err["message"], err
+        assert "vaultmem bug" not in failed(result) and secret not in json.dumps(result.structured_content)
+    assert git(vault.root, "rev-parse", "HEAD") == head and not list((vault.root / "agents").glob("*.md"))
+
+
+# -- following file-system events instead of walking the vault before each answer ---------------
+
+
+@pytest.mark.usefixtures("both_engines")
+def test_with_file_events_followed_every_change_made_before_a_search_is_in_its_answer(vault):
+    """`vaultmem mcp` follows inotify events so that a search re-reads only what changed
+    instead of walking the vault first; a change made just before a search — in place, by
+    replace, a delete, a folder renamed — is in that search's answer, with no wait."""
+    server = VaultServer(vault, watch=True)
+    if server.monitor is None:
+        pytest.skip("no inotify here: the server walks the vault before each answer, as the CLI does")
+    mem = vault.root / "memories"
+
+    def note(path, text):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"---\nname: {path.stem}\ntype: fact\nscope: global\n---\n{text}\n", encoding="utf-8")
+
+    def hits(c, q):
+        async def go():
+            return sorted(h["path"] for h in ok(await c.call_tool("search_memory", {"query": q}))["hits"])
+        return go()
+
+    try:
+        async def steps(c):
+            seen = {"start": await hits(c, "kumquat")}
+            note(mem / "k.md", "The kumquat tree stands by the gate")
+            seen["new"] = await hits(c, "kumquat")
+            (mem / "k.md").write_text((mem / "k.md").read_text(encoding="utf-8").replace("kumquat", "quince"),
+                                      encoding="utf-8")
+            seen["edited"] = (await hits(c, "kumquat"), await hits(c, "quince"))
+            note(mem / ".k.tmp", "The durian is in the cellar")
+            os.replace(mem / ".k.tmp", mem / "k.md")
+            seen["replaced"] = (await hits(c, "quince"), await hits(c, "durian"))
+            note(vault.root / "wiki" / "fruit" / "f.md", "The lychee season is short")
+            seen["folder"] = await hits(c, "lychee")
+            os.rename(vault.root / "wiki" / "fruit", vault.root / "wiki" / "fruits")
+            seen["renamed"] = await hits(c, "lychee")
+            (mem / "k.md").unlink()
+            seen["deleted"] = await hits(c, "durian")
+            seen["quiet"] = server.monitor.changed()  # nothing since: the next answer walks nothing
+            return seen
+
+        seen = session(server, steps)
+    finally:
+        server.close()
+    assert seen["start"] == [] and seen["new"] == ["memories/k.md"]
+    assert seen["edited"] == ([], ["memories/k.md"]) and seen["replaced"] == ([], ["memories/k.md"])
+    assert seen["folder"] == ["wiki/fruit/f.md"] and seen["renamed"] == ["wiki/fruits/f.md"]
+    assert seen["deleted"] == [] and seen["quiet"] == []

@@ -81,3 +81,31 @@ def test_slugify_keeps_words_and_cjk(text, slug):
 def test_slugify_cuts_long_text_at_a_word():
     slug = slugify("word " * 40)
     assert len(slug) <= 60 and not slug.endswith("-") and slug.startswith("word-word")
+
+
+@pytest.mark.parametrize("name", [
+    "ghp_Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0UvWx12", "ｇｈｐ＿Ａｂ１Ｃｄ２Ｅｆ３Ｇｈ４Ｉｊ５Ｋｌ６Ｍｎ７Ｏｐ８Ｑｒ９Ｓｔ０ＵｖＷｘ１２",
+    "AKIAIOSFODNN7EXAMPLE", "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx",
+    "sk-proj-Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0UvWx12",
+])
+def test_a_name_that_reads_like_a_secret_is_refused_without_repeating_it(name):
+    """The name check's own cheap gate lets through to the detector every name the
+    detector's gate would read; the refusal never quotes the name."""
+    from vaultmem import guard
+    from vaultmem.names import _MAYBE_SECRET  # the gate this module keeps for itself
+
+    import unicodedata
+    assert guard.might_hold_secret(name) and _MAYBE_SECRET.search(unicodedata.normalize("NFKC", name))
+    with pytest.raises(NameRefused) as err:
+        check_name(name, "role name", field="role")
+    assert "reads like a secret" in err.value.message and name not in str(err.value) and err.value.field == "role"
+
+
+def test_a_plain_name_is_checked_without_loading_the_secret_detector():
+    import subprocess
+    import sys
+
+    code = ("import sys; from vaultmem.names import check_name\n"
+            "for n in ('前端审查', 'code-reviewer', 'backend', 'infra-sre'): check_name(n)\n"
+            "print('vaultmem.guard' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"

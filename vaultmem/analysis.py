@@ -122,6 +122,7 @@ def cjk_chars(text: str) -> list[str]:
 CHARS_PER_TOKEN = 3  # for non-CJK text; conservative next to the usual ~4
 
 
+@lru_cache(maxsize=16384)  # a warm process briefs the same MEMORY.md lines again and again
 def token_counts(text: str) -> tuple[int, int]:
     """(characters counted one token each or more, ASCII characters) — the inputs of
     :func:`tokens_for`. Every non-ASCII character counts: CJK as one token, anything else

@@ -101,7 +101,32 @@ def check_name(raw: str, what: str = "name", *, field: str | None = None) -> str
             f"it is {len(name.encode('utf-8'))} bytes long in UTF-8; at most {MAX_NAME_BYTES} fit in a file name",
             "shorten it",
         )
+    _refuse_secret(name, what, field)
     return name
+
+
+# What could hold a secret, for a name (the gate of vaultmem.guard, read on the NFKC form):
+# a long token-like run or a secret's keyword. Only then is the detector loaded — importing
+# it costs a command that checks a plain name such as 前端审查 ~7 ms and ~5 MB.
+_MAYBE_SECRET = re.compile(r"[A-Za-z0-9_\-+/=.~]{16,}|密码|口令|密钥|令牌|"
+                           r"(?i:pass|pwd|secret|token|key|auth|cred|private|api|bearer)")
+
+
+def _refuse_secret(name: str, what: str, field: str | None) -> None:
+    """A name that reads like a secret (a token, a key) would become a file name, a link
+    and a commit message: refused as the caller's input, without repeating it. The cheap
+    gate first: the detector runs only on a name that could hold one."""
+    if not _MAYBE_SECRET.search(unicodedata.normalize("NFKC", name)):
+        return
+    from .guard import might_hold_secret, secret_lines
+
+    if not might_hold_secret(name):
+        return
+    found = secret_lines(name)
+    if found:
+        raise NameRefused(f"the {what} is refused: it reads like a secret (a {found[0][1]}), and a name becomes "
+                          "a file name, a link and a commit message", field=field,
+                          hint=f"give a plain {what} such as 前端审查 or code-reviewer; keep secrets out of the vault")
 
 
 def collision_key(name: str) -> str:

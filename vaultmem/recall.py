@@ -88,7 +88,6 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
     page among them, or its identity, is also said in the brief itself."""
     from .brief import BriefParts, build_brief, unread_notice
     from .index import Filters
-    from .parse.note import index_block_lines
     from .retrieve import is_relevant, rank
     from .retrieve import search as ranked
 
@@ -144,10 +143,9 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
             unread(identity_rel, exc, f"the identity of {agent}")
         else:
             identity = "".join(doc.lines[doc.body_start:])
-    text = read(layout.MEMORY_INDEX, "the memory index")
+    text = _memory_index(root, lambda: read(layout.MEMORY_INDEX, "the memory index"))
     # at most as many lines as could fit (an index line costs well over 8 tokens)
-    index_lines = (index_block_lines(text, layout.MEMORY_INDEX, agent, owners=index.owners(), limit=budget // 8 + 1)
-                   if text is not None else [])
+    index_lines = (_index_lines(text, agent, index.owners(), budget // 8 + 1) if text is not None else [])
     live = [f"- {e.ts[:16]}Z {e.id} #{e.channel} {e.type}: {e.summary} [[{e.log_path}]]" for e in unseen]
     parts = BriefParts(agent=agent, task=task, identity=identity, hits=relevant, index_lines=index_lines,
                        live=live, lang=config.lang, max_items=config.brief_max_items, notices=notices)
@@ -155,6 +153,62 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
     result.page, result.skipped_files = page, skipped
     result.warnings = warnings + result.warnings
     return result
+
+
+class _MemoryIndex:
+    """The last MEMORY.md read, by the file's stat (as the index tells files apart)."""
+    key: tuple | None = None
+    text: str | None = None
+
+
+def _memory_index(root: Path, read) -> str | None:
+    """MEMORY.md's text (``read()``: the brief's reader), reused while the file's stat —
+    modification and change time, size, inode — is the one it was read at: a long-lived
+    process briefs from a MEMORY.md of several megabytes at 50,000 notes, whose decoding
+    alone costs more than the rest of a warm brief. A link is read each time."""
+    import os
+    import stat
+
+    try:
+        st = os.lstat(root / layout.MEMORY_INDEX)
+    except OSError:
+        return read()
+    if not stat.S_ISREG(st.st_mode):
+        return read()
+    key = (str(root), st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev)
+    memo = _MemoryIndex
+    if memo.key == key and memo.text is not None:
+        return memo.text
+    text = read()
+    memo.key, memo.text = (key, text) if text is not None else (None, None)
+    return text
+
+
+class _IndexLines:
+    """The last MEMORY.md text briefed from, and the lines each (agent, limit) got of it."""
+    text: str | None = None
+    lines: dict[tuple[str, int], tuple[dict, list[str]]] = {}
+
+
+def _index_lines(text: str, agent: str, owners: dict[str, str], limit: int) -> list[str]:
+    """The MEMORY.md lines of ``agent``'s brief (see ``index_block_lines``), remembered for
+    the same text and owners: a long-lived process (the MCP server) briefs from a
+    MEMORY.md of 10,000 lines that rarely changes between two briefs, and comparing the
+    text costs far less than splitting and filtering it again. One text is kept."""
+    from .parse.note import index_block_lines
+
+    memo = _IndexLines
+    if text != memo.text:
+        memo.text, memo.lines = None, {}
+    key = (agent, limit)
+    last = memo.lines.get(key)
+    if last is not None and last[0] == owners:
+        return list(last[1])
+    lines = index_block_lines(text, layout.MEMORY_INDEX, agent, owners=owners, limit=limit)
+    if len(memo.lines) >= 64:
+        memo.lines = {}
+    memo.text, memo.lines[key] = text, (owners, lines)
+    return list(lines)
 
 
 def _where(problem: dict) -> str:

@@ -87,6 +87,7 @@ class Vault:
         self._index = None
         self._shared = None
         self._written: set[str] = set()  # files this process changed: indexed before the next answer
+        self._changes = None  # a long-lived process's record of what changed (see follow_changes)
         self.writer = Writer(self.root, self.config, on_write=self._about_to_write)
 
     def _about_to_write(self, paths: list[str]) -> None:
@@ -324,21 +325,54 @@ class Vault:
         whoosh, tantivy, or auto to choose by the vault's size)."""
         return self.index.rebuild(progress=progress, engine=engine)
 
+    def index_status(self) -> dict:
+        """The index as a search would answer from it (brought up to date first, as
+        for a search): ``{"engine", "files", "problems"}``."""
+        self._fresh()
+        return self.index.status()
+
+    def follow_changes(self, changes) -> None:
+        """Let a long-lived process (the MCP server) say what changed in the vault, so
+        that a search or brief re-reads only those files instead of walking the whole
+        vault first. ``changes.changed()``: the vault-relative paths changed since its
+        last call (empty: nothing), or None when it cannot vouch for that (then the
+        vault is walked, as without it); ``changes.unsure()``: what it handed out could
+        not be indexed, so the next call must walk."""
+        self._changes = changes
+
     def _fresh(self) -> None:
         """Before answering: refresh stale entries — unless a watcher is keeping up (it is
         alive and has no changes waiting), or another process is indexing right now, or
         the index cannot be written (then answer from the index as it is). Files this
-        process changed are indexed first."""
+        process changed are indexed first; with :meth:`follow_changes`, only the files
+        that changed are looked at."""
+        changes = self._changes
+        changed = changes.changed() if changes is not None else None
         try:
             if self._written:
                 self.index.refresh(paths=sorted(self._written), wait=0)
                 self._written.clear()
             if not self.watcher_alive(idle=True):
-                self.index.refresh(wait=0)
+                if changed is None:
+                    report = self.index.refresh(wait=0)
+                elif changed:
+                    report = self.index.refresh(paths=changed, wait=0)
+                else:
+                    return
+                if report.skipped and changes is not None:
+                    changes.unsure()
         except Busy:
-            pass  # the index cannot be written right now: answer from it as it is
+            if changes is not None:
+                changes.unsure()
+            # the index cannot be written right now: answer from it as it is
         except OSError as exc:  # a full disk: the index cannot be brought up to date
+            if changes is not None:
+                changes.unsure()
             raise from_os_error(exc, path=layout.INDEX_DIR, writing=True) from None
+        except BaseException:
+            if changes is not None:
+                changes.unsure()
+            raise
 
     def search(self, query: str, agent: str | None = None, kinds: tuple[str, ...] = (),
                types: tuple[str, ...] = (), limit: int = 10):

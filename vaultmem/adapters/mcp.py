@@ -22,7 +22,8 @@ from typing import Annotated, Any, Callable, Optional
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 
 from .. import files, layout
 from ..errors import BadInput, NotFound
@@ -84,6 +85,32 @@ def _result(text: str, data: dict[str, Any], warnings: list[str] | None = None,
                           structured_content=data)
 
 
+_NOTES_COUNTED: dict[str, tuple[tuple, int]] = {}  # folder → (its stat, how many notes it held)
+
+
+def _count_notes(folder) -> int:
+    """How many memory notes (``*.md`` files) ``folder`` holds; 0 when there is none.
+    Listing 50,000 names costs tens of milliseconds: the count is kept while the folder's
+    own stat is unchanged (a file added, removed or renamed in it changes its mtime)."""
+    import os
+
+    try:
+        st = os.stat(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return 0
+    key = (st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+    last = _NOTES_COUNTED.get(str(folder))
+    if last is not None and last[0] == key:
+        return last[1]
+    try:
+        names = os.listdir(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return 0
+    count = len([n for n in names if n.endswith(".md") and n[:1] != "."])
+    _NOTES_COUNTED[str(folder)] = (key, count)
+    return count
+
+
 def _call_error(name: str, exc: ToolError) -> edge.UsageError:
     """A call the SDK refused — arguments that do not fit the tool's schema, an unknown
     tool — as a usage error worded without the values given (the SDK's own text quotes
@@ -102,14 +129,32 @@ class VaultServer(MCPServer):
     """An MCP server over one open vault. ``agent``: who its writes are by (``--as``;
     None: ``$VAULTMEM_AGENT``, else the human, as for the CLI)."""
 
-    def __init__(self, vault: Vault, agent: str | None = None) -> None:
+    def __init__(self, vault: Vault, agent: str | None = None, watch: bool = False) -> None:
+        """``watch``: follow file-system events (:class:`ChangeMonitor`, Linux) so that a
+        search or brief re-reads only the files that changed instead of walking the vault
+        first; ``vaultmem mcp`` does. Stop it with :meth:`close`."""
         super().__init__("vaultmem", instructions=INSTRUCTIONS, log_level="WARNING")
         self.vault = vault
         self.agent = agent
         self.vault.actor(agent)  # a bad --as fails now, not at the first write
         self._settings = self._settings_stamp()
         self._lock = threading.Lock()  # tools run on worker threads: one call at a time
+        self.monitor = None
+        if watch:
+            from .watch import ChangeMonitor
+
+            monitor = ChangeMonitor(vault.root)
+            if monitor.start():
+                self.monitor = monitor
+                vault.follow_changes(monitor)
         _register(self)
+
+    def close(self) -> None:
+        """Stop following file-system events; the vault's index is closed."""
+        if self.monitor is not None:
+            self.monitor.stop()
+            self.monitor = None
+        self.vault.index.close()
 
     def _settings_stamp(self) -> tuple | None:
         try:
@@ -128,6 +173,9 @@ class VaultServer(MCPServer):
             fresh = Vault(self.vault.root)  # a broken settings file is the call's error
             self.vault.index.close()
             self.vault, self._settings = fresh, stamp
+            if self.monitor is not None:
+                self.monitor.unsure()  # the engine may have changed: the first refresh walks
+                fresh.follow_changes(self.monitor)
         return self.vault
 
     def run_call(self, fn: Callable[[Vault], CallToolResult]) -> CallToolResult:
@@ -149,6 +197,23 @@ class VaultServer(MCPServer):
                 if isinstance(edge.as_error(exc), edge.Unexpected):
                     log.error("unexpected error reading a resource", exc_info=exc)
                 raise ResourceError(without_secrets(edge.one_line(exc))) from None
+
+    async def get_prompt(self, name, arguments=None, context=None):
+        """The prompt, or an invalid-params error that says what is missing — never a
+        traceback on stderr (the SDK's own error for a missing argument is one)."""
+        try:
+            return await super().get_prompt(name, arguments, context)
+        except ValueError as exc:
+            prompts = {p.name: p for p in await self.list_prompts()}
+            if name not in prompts:
+                message = f"no prompt {name!r}"
+                hint = f"the prompts: {', '.join(prompts)} (list_prompts shows their arguments)"
+            else:
+                missing = [a.name for a in prompts[name].arguments or () if a.required and a.name not in (arguments or {})]
+                message = f"{name}: " + (f"missing the argument{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
+                                         if missing else str(exc))
+                hint = "give every required argument (list_prompts shows them)"
+            raise MCPError(INVALID_PARAMS, without_secrets(message), data={"hint": hint}) from None
 
     async def call_tool(self, name, arguments, context=None):
         try:
@@ -267,18 +332,15 @@ def _register(server: VaultServer) -> None:
         """The vault at a glance: memory notes, role pages, inbox items waiting for
         review, and the search index (its engine and how many files it holds)."""
         def call(v: Vault) -> CallToolResult:
-            report = v.refresh_index()
-            notes_dir = v.root / layout.MEMORIES_DIR
-            notes = sum(1 for _ in notes_dir.glob("*.md")) if notes_dir.is_dir() else 0
-            pages = v.list_pages()
+            index = v.index_status()
+            notes = _count_notes(v.root / layout.MEMORIES_DIR)
+            pages = v.roles()  # the pages' names: parsing 20 pages would cost more than the rest
             pending = len(v.inbox.items("pending"))
-            indexed = report.unchanged + len(report.new) + len(report.modified)
             data = {"vault": str(v.root), "notes": notes, "pages": len(pages), "inbox_pending": pending,
-                    "index": {"engine": v.index.engine_name(), "files": indexed, "problems": len(report.problems)},
-                    "orchestrator": v.config.orchestrator, "acting_as": actor(v).name}
+                    "index": index, "orchestrator": v.config.orchestrator, "acting_as": actor(v).name}
             text = (f"{v.root}: {notes} notes, {len(pages)} role pages, {pending} inbox items waiting; "
-                    f"index {data['index']['engine']} with {indexed} files"
-                    + (f" ({len(report.problems)} not readable)" if report.problems else ""))
+                    f"index {index['engine']} with {index['files']} files"
+                    + (f" ({index['problems']} not readable)" if index["problems"] else ""))
             return _result(text, data)
         return run(call)
 
@@ -428,9 +490,17 @@ def _register(server: VaultServer) -> None:
         )
 
 
-def serve(vault: Vault, agent: str | None = None) -> None:
-    """Run the server on stdio until the client closes it. Logs go to stderr."""
+def serve(vault: Vault, agent: str | None = None, watch: bool = True) -> None:
+    """Run the server on stdio until the client closes it. Logs go to stderr. ``watch``:
+    follow file events between calls (see :class:`VaultServer`)."""
     import sys
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="vaultmem mcp: %(levelname)s %(message)s")
-    VaultServer(vault, agent).run("stdio")
+    server = VaultServer(vault, agent, watch=watch)
+    # the secret detector's plugins take ~0.2 s to import: load them now, beside the
+    # handshake, rather than in the first call whose text could hold a secret
+    threading.Thread(target=without_secrets, args=("ghp_" + "x1" * 18,), daemon=True).start()
+    try:
+        server.run("stdio")
+    finally:
+        server.close()

@@ -300,3 +300,132 @@ class Watcher:
                 Path(self.root / WATCH_HEARTBEAT).unlink()
         except (OSError, ValueError, VaultmemError):
             pass
+
+
+class ChangeMonitor:
+    """What changed in a vault since the last question, for a long-lived process (the
+    MCP server) that answers from one open index: with it a search or brief re-reads the
+    files that changed instead of walking the whole vault first (the walk is about 0.1 s
+    at 10,000 notes). Given to :meth:`Vault.follow_changes`.
+
+    One inotify watch on the vault's root, recursive (one kernel queue, so events come in
+    the order they happened). :meth:`changed` first drops a marker file into
+    ``.vaultmem/local/`` and waits until its own event comes back: every change made
+    before the question was asked has then been seen. It cannot vouch — and says None, so
+    the vault is walked as without it — at the first question, after a folder event (a
+    ``git checkout``, a moved folder), a queue overflow, when the marker does not come back
+    within ``wait`` seconds, when the observer stopped, and ``reconcile_every`` seconds
+    after the last walk. Linux (inotify) only: elsewhere :meth:`start` returns False."""
+
+    def __init__(self, root: Path, wait: float = 1.0, reconcile_every: float = 300.0) -> None:
+        self.root = Path(root)
+        self.wait = wait
+        self.reconcile_every = reconcile_every
+        self._cond = threading.Condition()
+        self._paths: set[str] = set()
+        self._sure = False  # False: the next question walks the vault
+        self._walked = 0.0
+        self._seen: set[int] = set()
+        self._next = 0
+        self._observer = None
+        self._spy = _OverflowSpy(self.unsure)
+
+    def start(self) -> bool:
+        """Start watching; False (and nothing started) where inotify is not available."""
+        import sys
+
+        if not sys.platform.startswith("linux"):
+            return False
+        try:
+            from watchdog.events import FileSystemEventHandler
+            from watchdog.observers.inotify import InotifyObserver
+
+            from ..layout import LOCAL_DIR
+
+            self._local = os.path.join(str(self.root), *LOCAL_DIR.split("/"))
+            files.own_folder(self.root, LOCAL_DIR).mkdir(parents=True, exist_ok=True)  # the markers' folder
+            self._prefix = f"mcp-{os.getpid()}-"
+            handler = FileSystemEventHandler()
+            handler.on_any_event = self._on_event
+            logging.getLogger("watchdog").addHandler(self._spy)
+            observer = InotifyObserver()
+            observer.schedule(handler, str(self.root), recursive=True)
+            observer.start()
+        except Exception:  # noqa: BLE001 - no inotify, too many watches: walk as before
+            logging.getLogger("watchdog").removeHandler(self._spy)
+            return False
+        self._observer = observer
+        return True
+
+    def stop(self) -> None:
+        if self._observer is not None:
+            self._observer.stop()
+            self._observer.join(timeout=5)
+            self._observer = None
+        logging.getLogger("watchdog").removeHandler(self._spy)
+
+    def _rel(self, path) -> str | None:
+        rel = os.path.relpath(os.fsdecode(path), self.root).replace(os.sep, "/")
+        parts = rel.split("/")
+        if rel.startswith("..") or any(p in IGNORED_DIRS or p.startswith(".") for p in parts):
+            return None
+        return rel
+
+    def _on_event(self, event) -> None:
+        if event.event_type in ("opened", "closed", "closed_no_write"):
+            return
+        src = os.fsdecode(event.src_path)
+        if os.path.dirname(src) == self._local and os.path.basename(src).startswith(self._prefix):
+            if event.event_type == "created":
+                with self._cond:
+                    self._seen.add(int(os.path.basename(src)[len(self._prefix):]))
+                    self._cond.notify_all()
+            return
+        rels = [self._rel(p) for p in (event.src_path, getattr(event, "dest_path", None)) if p]
+        rels = [r for r in rels if r is not None]
+        if not rels:
+            return
+        with self._cond:
+            if event.is_directory:
+                if event.event_type in ("created", "deleted", "moved"):
+                    self._sure = False  # a folder came, went or moved: its files with it
+            else:
+                self._paths.update(r for r in rels if r.endswith(".md"))
+
+    def unsure(self) -> None:
+        """The next question walks the vault (what was handed out was not indexed)."""
+        with self._cond:
+            self._sure = False
+
+    def _caught_up(self) -> bool:
+        """Drop a marker and wait for its event: every earlier event has then arrived."""
+        with self._cond:
+            self._next += 1
+            token = self._next
+        mark = os.path.join(self._local, f"{self._prefix}{token}")
+        try:
+            fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            os.close(fd)
+        except OSError:
+            return False
+        try:
+            with self._cond:
+                return self._cond.wait_for(lambda: token in self._seen, timeout=self.wait)
+        finally:
+            with self._cond:
+                self._seen.discard(token)
+            with contextlib.suppress(OSError):
+                os.unlink(mark)
+
+    def changed(self) -> list[str] | None:
+        """The Markdown files changed since the last call (sorted), or None: walk."""
+        if self._observer is None or not self._observer.is_alive():
+            return None
+        caught_up = self._caught_up()
+        now = time.monotonic()
+        with self._cond:
+            paths, self._paths = sorted(self._paths), set()
+            if not caught_up or not self._sure or now - self._walked > self.reconcile_every:
+                self._sure, self._walked = True, now
+                return None
+            return paths

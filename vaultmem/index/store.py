@@ -113,6 +113,13 @@ class IndexStore:
         facts = self._facts(current_generation(self.base))
         return dict(facts["owners"]) if facts else {}
 
+    def status(self) -> dict:
+        """The live generation at a glance: ``{"engine", "files", "problems"}`` (how many
+        files it holds, how many it could not read), from its manifest's facts."""
+        facts = self._facts(current_generation(self.base)) or {}
+        return {"engine": facts.get("engine") or self.engine_name(), "files": facts.get("count", 0),
+                "problems": len(facts.get("problems", ()))}
+
     def problems(self) -> list[dict]:
         """The files the live generation could not read (broken YAML, a missing section…),
         each ``{"path", "line", "message", "hint"}``, as the last refresh found them."""

@@ -8,14 +8,20 @@ from ._common import AsOpt, JsonOpt, VaultOpt, handles_errors, session
 
 
 @handles_errors
-def mcp(ctx: typer.Context, vault: VaultOpt = None, as_: AsOpt = None, json_: JsonOpt = False) -> None:
+def mcp(ctx: typer.Context, vault: VaultOpt = None, as_: AsOpt = None, json_: JsonOpt = False,
+        watch: bool = typer.Option(True, "--watch/--no-watch",
+                                   help="Follow file events (Linux) so that a search or brief re-reads only the "
+                                        "files that changed; --no-watch walks the vault before each one, as the "
+                                        "CLI does (for a vault on a network drive another machine edits)")) -> None:
     """Run an MCP server on standard input and output for an agent runtime (Claude Code,
     Claude Desktop, Cursor, Hermes …) until it closes the connection.
 
     The server keeps the vault and its index open between calls. Its writes are by --as
     (or $VAULTMEM_AGENT), so an agent's facts and page entries wait in the review inbox,
     as with every other command. Logs go to standard error; standard output carries the
-    protocol only. See docs/mcp.md.
+    protocol only. Between calls it follows the vault's file events (Linux), so each
+    search or brief re-reads only what changed; --no-watch walks the vault first instead.
+    See docs/mcp.md.
 
     Example: claude mcp add vaultmem -- /path/to/vaultmem mcp --vault /path/to/vault --as lee
     """
@@ -24,4 +30,4 @@ def mcp(ctx: typer.Context, vault: VaultOpt = None, as_: AsOpt = None, json_: Js
     v.actor(s.agent)
     from ..mcp import serve
 
-    serve(v, s.agent)
+    serve(v, s.agent, watch=watch)
