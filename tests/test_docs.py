@@ -240,6 +240,18 @@ def test_readme_tour_does_what_its_comments_say(tmp_path):
                                 capture_output=True, text=True, check=True).stdout
         assert "decision" in pushed or "log" in pushed
 
+    def sub_start(r):  # Claude Code: the sub-agent's brief
+        import json
+
+        out = json.loads(r["out"])["hookSpecificOutput"]
+        assert out["hookEventName"] == "SubagentStart" and "[记忆简报 - 前端审查]" in out["additionalContext"]
+
+    def sub_stop(r):  # its report → 子Agent记录
+        assert r["out"] == ""
+        records = page.read_text(encoding="utf-8").split("## 子Agent记录", 1)[1]
+        assert "- **结论**：缺少服务端校验" in records and "- **关键决策**：用zod统一校验" in records
+        assert any(line.startswith("lee: harvest: d-") and "into agents/前端审查.md" in line for line in git_log())
+
     def json_page(r):  # stable JSON for programs
         import json
 
@@ -265,6 +277,8 @@ def test_readme_tour_does_what_its_comments_say(tmp_path):
         ("vaultmem review reject ", reject), ("vaultmem review -i", walk), ("vaultmem keys new ", keys),
         ("vaultmem log append ", append), ("vaultmem log tail ", tail), ("vaultmem decide ", decide),
         ("git init -q --bare ", remote), ("vaultmem log verify && vaultmem sync", verify_sync),
+        ("echo '{\"session_id\":\"s-43\",\"hook_event_name\":\"SubagentStart\"", sub_start),
+        ("echo '{\"session_id\":\"s-43\",\"hook_event_name\":\"SubagentStop\"", sub_stop),
         ("vaultmem --json page show ", json_page), ("git -C ~/team-memory log ", who),
     ]
     assert [c.split("\n")[0][:40] for c, _ in tour] and len(results) == len(claims), \
