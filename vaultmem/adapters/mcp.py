@@ -91,8 +91,11 @@ _NOTES_COUNTED: dict[str, tuple[tuple, int]] = {}  # folder → (its stat, how m
 def _count_notes(folder) -> int:
     """How many memory notes (``*.md`` files) ``folder`` holds; 0 when there is none.
     Listing 50,000 names costs tens of milliseconds: the count is kept while the folder's
-    own stat is unchanged (a file added, removed or renamed in it changes its mtime)."""
+    own stat is unchanged (a file added, removed or renamed in it changes its mtime) —
+    but only once that stat is two seconds old: a file added within the same clock tick
+    as the listing would leave the stat as it was."""
     import os
+    import time
 
     try:
         st = os.stat(folder)
@@ -107,7 +110,8 @@ def _count_notes(folder) -> int:
     except (FileNotFoundError, NotADirectoryError):
         return 0
     count = len([n for n in names if n.endswith(".md") and n[:1] != "."])
-    _NOTES_COUNTED[str(folder)] = (key, count)
+    if time.time_ns() - st.st_mtime_ns > 2_000_000_000:
+        _NOTES_COUNTED[str(folder)] = (key, count)
     return count
 
 
