@@ -33,6 +33,7 @@ ALLOWED = {
     "transaction": {"errors", "models", "files", "gitstore", "layout", "guard", "config"},
     # index → retrieve → brief
     "analysis": set(),
+    "sessions": set(),  # what a session's text holds worth keeping: reports' elements, users' facts (pure)
     "index": {"errors", "models", "files", "parse", "analysis", "walk", "layout"},
     "retrieve": {"analysis", "index", "models"},
     "brief": {"analysis", "errors", "models"},
@@ -51,8 +52,8 @@ ALLOWED = {
     "vault": STORAGE | RECALL | {"recall", "template", "notes", "pages", "lifecycle", "inbox", "shared", "livelog",
                                  "importers", "staged"},
     # adapters: the CLI, the watcher and the edge they share (edge.py needs only errors)
-    "adapters": {"errors", "models", "names", "parse", "vault", "walk", "layout", "files", "livelog", "adapters",
-                 "__init__"},
+    "adapters": {"errors", "models", "names", "parse", "vault", "walk", "layout", "files", "livelog", "sessions",
+                 "adapters", "__init__"},
 }
 
 

@@ -74,6 +74,27 @@ def test_vaultmem_works_without_either_sdk_and_each_backend_names_its_extra(vaul
     assert lines[0] == "1" and "pip install 'vaultmem[anthropic]'" in lines[1] and "[langgraph]" in lines[2]
 
 
+def test_both_backends_find_the_vault_and_their_agent_the_same_way(vault, monkeypatch):
+    """The vault (a path, an open Vault, or found as the CLI does) and the agent (the
+    argument, else $VAULTMEM_AGENT, checked, never the human): one helper for both SDKs,
+    which works without either installed."""
+    from vaultmem.adapters.sdk import vault_and_agent
+    from vaultmem.errors import BadInput, VaultmemError
+
+    monkeypatch.delenv("VAULTMEM_AGENT", raising=False)
+    with pytest.raises(BadInput) as info:
+        vault_and_agent(vault.root, None, "the store")
+    assert info.value.field == "agent" and info.value.message.startswith("the store writes as an agent")
+    assert "VAULTMEM_AGENT" in info.value.hint
+    with pytest.raises(VaultmemError, match="agent name"):
+        vault_and_agent(vault.root, "../lee", "the store")
+    assert vault_and_agent(vault, "ella", "the store") == (vault.root, "ella")
+    monkeypatch.setenv("VAULTMEM_AGENT", "max")
+    assert vault_and_agent(str(vault.root), "", "the memory tool") == (vault.root, "max")
+    monkeypatch.setenv("VAULTMEM_VAULT", str(vault.root))
+    assert vault_and_agent(None, None, "the store")[0] == vault.root
+
+
 # -- the Anthropic memory tool ---------------------------------------------------------------------
 def memory_tool(v: Vault, agent: str = "ella"):
     from vaultmem.adapters.anthropic_memory import VaultMemoryTool

@@ -302,3 +302,19 @@ def test_a_new_top_level_folder_is_watched_too(vault, watcher):
     (vault.root / "projects" / "p.md").write_text(NOTE.format(w="projectword"))
     heard(watcher, "projects/p.md")  # through the new watch: not only by the reconcile the folder asked for
     assert sync_until(watcher, vault, "projectword")
+
+
+def test_the_watcher_and_the_change_monitor_name_an_event_s_path_alike(tmp_path):
+    """One reading of an event's path for both (the watcher, the MCP server's
+    ChangeMonitor): vault-relative with '/', bytes as str; None for a path outside the
+    vault, inside a hidden or ignored folder, or no path at all."""
+    from vaultmem.adapters.watch import vault_relative
+
+    root = tmp_path / "vault"
+    assert vault_relative(root, str(root / "memories" / "a.md")) == "memories/a.md"
+    assert vault_relative(str(root), os.fsencode(root / "agents" / "ella.md")) == "agents/ella.md"
+    assert vault_relative(root, str(tmp_path / "elsewhere.md")) is None
+    for hidden in (".git/HEAD", ".vaultmem/local/txn.json", ".obsidian/app.json", "memories/.draft.md",
+                   "node_modules/x/README.md"):
+        assert vault_relative(root, str(root / hidden)) is None, hidden
+    assert vault_relative(root, "") is None

@@ -63,8 +63,9 @@ from .. import files, layout
 from ..errors import BadInput, NotFound, PermissionRefused, UnsafePath, VaultmemError
 from ..models import NoteInfo
 from ..names import check_name, slugify
-from ..vault import ENV_AGENT, Vault, locate, without_secrets
+from ..vault import Vault, without_secrets
 from . import edge
+from .sdk import vault_and_agent
 
 log = logging.getLogger("vaultmem.anthropic_memory")
 
@@ -184,13 +185,7 @@ class VaultMemoryTool(BetaAbstractMemoryTool):
     def __init__(self, vault: str | os.PathLike | Vault | None = None, agent: str | None = None,
                  note_type: str = "fact", *, cache_control: Any = None) -> None:
         super().__init__(cache_control=cache_control)
-        self.root = vault.root if isinstance(vault, Vault) else locate(vault)
-        opened = Vault(self.root)
-        name = agent if agent not in (None, "") else os.environ.get(ENV_AGENT) or None
-        if name is None:
-            raise BadInput("the memory tool writes as an agent, whose writes wait for review: name it",
-                           field="agent", hint=f"give agent=NAME, or set ${ENV_AGENT}")
-        self.agent = opened.actor(name).name
+        self.root, self.agent = vault_and_agent(vault, agent, "the memory tool")
         self.note_type = note_type
 
     # -- the SDK's entry point ----------------------------------------------------------------

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import fcntl
-import functools
 import json
 import os
 import re
@@ -46,7 +45,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import files, layout
+from .. import files, layout, sessions
 from ..errors import BadInput, NotFound, PermissionRefused, SecretRefused, VaultmemError, VaultNotFound
 from ..walk import ENV_VAULT, find_vault, is_vault
 from . import edge
@@ -63,48 +62,8 @@ MAX_PAYLOAD_BYTES = 16 * 1024 * 1024  # more than any payload Claude Code sends:
 MAX_TRANSCRIPT_BYTES = 64 * 1024 * 1024  # a transcript is read up to this much (the start of it)
 TAIL_BYTES = 512 * 1024  # what "the transcript's tail" means (PreCompact, the task of a sub-agent)
 DRAIN_WAIT = 120.0  # seconds a background filer waits for another one before leaving its spool
-FIELDS = ("task", "conclusion", "output", "decision")
-# labelled lines of a sub-agent's report, English and Chinese, in a list or bold or plain
-LABELS = {
-    "task": ("task", "任务"),
-    "conclusion": ("conclusion", "结论"),
-    "output": ("output", "产出", "输出"),
-    "decision": ("key decision", "decision", "关键决策", "决策"),
-}
-_LABEL_PATTERN = (
-    r"^\s*(?:[-*+]\s+|\d+[.)]\s+)?(?:\*\*|__)?\s*(" + "|".join(
-        re.escape(w) for ws in LABELS.values() for w in sorted(ws, key=len, reverse=True)) +
-    r")\s*(?:\*\*|__)?\s*[:：]\s*(?:\*\*|__)?\s*(.*)$")
-_WORD_FIELD = {w: k for k, ws in LABELS.items() for w in ws}
 SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-MAX_FACT_CHARS = 500
-
-# What a user says that is worth keeping beyond the session (English and Chinese). Only
-# the user's own sentences are matched; the type is the vault's note type it files as.
-USER_FACT_PATTERNS = (
-    ("preference", (
-        r"\bI (?:prefer|like|want|always|never|usually|hate)\b|\bwe (?:prefer|always|never|usually)\b"
-        r"|\bplease (?:always|never|don't|do not)\b|^(?:always|never|don't ever)\b|\bfrom now on\b"
-        r"|我(?:喜欢|偏好|更喜欢|希望|习惯|讨厌)|以后|总是|永远不要|不要再|请始终|请不要")),
-    ("decision", (
-        r"\b(?:we|I)(?:'ve| have)? decided\b|\blet'?s (?:go with|use|keep|stick with)\b|\bwe(?:'ll| will) use\b"
-        r"|\bthe decision is\b|决定|就用|定了|采用|选定")),
-    ("fact", (
-        r"^(?:no|nope|actually|wrong)\b[,!. ]|\bthat'?s (?:wrong|not right|incorrect)\b|\bit should be\b"
-        r"|\bis actually\b|不对|其实|错了|应该是|不是.{1,40}而是")),
-)
 ASSISTANT_FACTS = {"conclusion": "episode", "decision": "decision"}
-
-
-@functools.lru_cache(maxsize=1)
-def _label_re() -> re.Pattern:
-    return re.compile(_LABEL_PATTERN, re.IGNORECASE)
-
-
-@functools.lru_cache(maxsize=1)
-def _user_facts() -> tuple[tuple[str, re.Pattern], ...]:
-    """Compiled on first use: a hook that files no facts never pays for them."""
-    return tuple((kind, re.compile(pattern, re.IGNORECASE)) for kind, pattern in USER_FACT_PATTERNS)
 
 
 class HookError(VaultmemError):
@@ -439,38 +398,6 @@ def subagent_start(v: Vault, actor: Actor, payload: dict) -> str | None:
 # -- SubagentStop: the harvest ---------------------------------------------------------------------------
 
 
-def extract(message: str) -> dict[str, str]:
-    """The labelled elements of a sub-agent's report (``Task:``/``任务：``,
-    ``Conclusion:``/``结论：``, ``Output:``/``产出：``, ``Decision:``/``关键决策：``): a label's
-    text runs to the end of its line, or, when the line holds the label alone, over the
-    lines below it up to a blank line or the next label. Nothing is guessed."""
-    found: dict[str, str] = {}
-    current, buf = None, []
-
-    def close() -> None:
-        if current and current not in found:
-            text = " ".join(" ".join(buf).split()).strip("*_ ")
-            if text:
-                found[current] = text
-
-    for line in (message or "").splitlines():
-        m = _label_re().match(line)
-        if m:
-            close()
-            current, buf = _WORD_FIELD[m.group(1).lower()], [m.group(2)]
-            if m.group(2).strip():
-                close()
-                current, buf = None, []
-        elif current is not None:
-            if not line.strip():
-                close()
-                current, buf = None, []
-            else:
-                buf.append(line.strip().lstrip("-*+ "))
-    close()
-    return found
-
-
 def subagent_stop(v: Vault, actor: Actor, payload: dict) -> str | None:
     role = role_name(payload.get("agent_type"))
     agent_id = _id(payload, "agent_id", required=True)
@@ -482,12 +409,12 @@ def subagent_stop(v: Vault, actor: Actor, payload: dict) -> str | None:
     sub_transcript = payload.get("agent_transcript_path")
     if not isinstance(message, str) or not message.strip():
         message = last_assistant_text(sub_transcript) or ""
-    fields = extract(message)
+    fields = sessions.report_fields(message)
     if not fields.get("task"):
         task = (record or {}).get("task") or first_user_text(sub_transcript)
         if task:
             fields["task"] = " ".join(task.split())[:1000]
-    missing = [k for k in FIELDS if not fields.get(k)]
+    missing = [k for k in sessions.FIELDS if not fields.get(k)]
     record = dict(record or {"agent_id": agent_id, "role": role, "session": session})
     if not message.strip():
         raise BadInput(f"sub-agent {agent_id} ({role}) ended without a message; nothing to harvest",
@@ -500,7 +427,7 @@ def subagent_stop(v: Vault, actor: Actor, payload: dict) -> str | None:
         except PermissionRefused:
             did = None
     if not missing and did is not None:
-        v.lifecycle.harvest(role, did, {k: fields[k] for k in FIELDS}, actor)
+        v.lifecycle.harvest(role, did, {k: fields[k] for k in sessions.FIELDS}, actor)
     else:
         why = f"missing {', '.join(missing)}" if missing else "no delegation could be recorded"
         where = "; ".join(f"{k} {x}" for k, x in (("session", session), ("agent_id", agent_id),
@@ -560,24 +487,21 @@ def candidate_facts(v: Vault, actor: Actor, item: dict) -> list[dict]:
 
     def add(kind: str, text: str, author: str, author_kind: str, source: str) -> None:
         text = " ".join(text.split()).strip()
-        if kind not in types or len(text) < 8 or text.lower() in seen:
+        if kind not in types or len(text) < sessions.MIN_FACT_CHARS or text.lower() in seen:
             return
         seen.add(text.lower())
-        out.append({"type": kind, "text": text[:MAX_FACT_CHARS], "author": author, "author_kind": author_kind,
-                    "source": source})
+        out.append({"type": kind, "text": text[:sessions.MAX_FACT_CHARS], "author": author,
+                    "author_kind": author_kind, "source": source})
 
     for line, text in user_texts(entries):
-        for sentence in sentences(text):
-            for kind, pattern in _user_facts():
-                if pattern.search(sentence):
-                    add(kind, sentence, "user", "user", f"{path}:{line}")
-                    break
+        for kind, sentence in sessions.fact_candidates(text):
+            add(kind, sentence, "user", "user", f"{path}:{line}")
     assistant = assistant_texts(entries)
     last = item.get("last_assistant_message")
     if isinstance(last, str) and last.strip() and not any(last.strip() == t.strip() for _, t in assistant[-3:]):
         assistant.append((None, last))
-    for line, text in assistant:
-        for key, value in extract(text).items():
+    for line, text in assistant:  # a turn's own labels only: its "## Summary" is no conclusion to file each turn
+        for key, value in sessions.report_fields(text, synonyms=False).items():
             if key in ASSISTANT_FACTS:
                 source = f"{path}:{line}" if line else f"{path or 'the session'} (last assistant message)"
                 add(ASSISTANT_FACTS[key], value, actor.name, "agent", source)
@@ -591,11 +515,6 @@ def session_transcript(session: Any) -> str | None:
         return None
     found = sorted(Path.home().glob(f".claude/projects/*/{session}.jsonl"))
     return str(found[0]) if found else None
-
-
-def sentences(text: str) -> list[str]:
-    parts = re.split(r"(?<=[.!?。！？])\s+|\n+|(?<=[。！？；])", text)
-    return [p.strip() for p in parts if p and p.strip() and len(p.strip()) <= 2 * MAX_FACT_CHARS]
 
 
 def filed_before(v: Vault, session: str | None) -> set[str]:

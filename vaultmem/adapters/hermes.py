@@ -58,6 +58,7 @@ from .. import files, layout
 from ..errors import BadInput, Busy, NotFound, PermissionRefused, SecretRefused, VaultmemError, VaultNotFound
 from ..names import check_name
 from ..parse.page import SUBAGENT_FIELDS
+from ..sessions import FIELDS, MAX_FACT_CHARS, fact_candidates, report_fields, without_code
 from ..vault import ENV_AGENT, Vault, locate, without_secrets
 from ..walk import ENV_VAULT, is_vault
 from . import edge
@@ -84,7 +85,6 @@ DEFAULTS: dict[str, Any] = {
 }
 WRITING_CONTEXTS = ("primary", "")  # agent_context values that write; subagent, cron, flush do not
 MAX_TURN_TEXT = 64 * 1024  # of each side of a turn, what is read for facts
-MAX_FACT_CHARS = 500
 MAX_RESULT_CHARS = 4000  # of a sub-agent's result kept in an inbox item when it could not be harvested
 CHECKPOINT_CHARS = 6000
 _LOCK_NAME = "owner.lock"
@@ -181,34 +181,12 @@ def agent_name(settings: dict[str, Any]) -> str:
 
 # -- what is worth keeping: facts said in a conversation ----------------------------------------
 
-# A sentence that states something lasting, by its words (English and Chinese); the type
-# it suggests. Everything found is only proposed: a human decides in the review inbox.
-_FACT_MARKERS: list[tuple[str, re.Pattern]] = [
-    ("preference", re.compile(r"\b(?:i|we) (?:prefer|like|want|always|never|don't want|do not want)\b|"
-                              r"\bfrom now on\b|\bplease (?:always|never)\b|我(?:更)?喜欢|我希望|以后(?:都|请)?|总是|不要再", re.I)),
-    ("decision", re.compile(r"\b(?:we|i)(?:'ve| have)? (?:decided|agreed|chose|chosen|settled on)\b|"
-                            r"\bdecision\s*[:：]|决定|定下来|采用了", re.I)),
-    ("failure+fix", re.compile(r"\b(?:root cause|the fix (?:is|was)|fixed (?:it|by)|workaround)\b|根本原因|修复了|解决办法", re.I)),
-    ("fact", re.compile(r"\b(?:remember that|note that|keep in mind|fyi|for the record)\b|记住|注意[:：]", re.I)),
-]
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
-_FENCE = re.compile(r"```.*?(?:```|$)", re.S)
-
-
 def facts_in(text: str, kind: str) -> list[dict[str, str]]:
-    """The sentences of ``text`` that state something lasting, as retain items without
-    author: ``{"type", "text", "author_kind": kind}`` (code blocks are skipped)."""
-    text = _FENCE.sub(" ", (text or "")[:MAX_TURN_TEXT])
-    out = []
-    for raw in _SENTENCE_END.split(text):
-        sentence = " ".join(raw.split()).strip(" -*>#")
-        if len(sentence) < 12:
-            continue
-        for type_, pattern in _FACT_MARKERS:
-            if pattern.search(sentence):
-                out.append({"type": type_, "text": sentence[:MAX_FACT_CHARS], "author_kind": kind})
-                break
-    return out
+    """The sentences of ``text`` that state something lasting (:func:`vaultmem.sessions.fact_candidates`),
+    as retain items without author: ``{"type", "text", "author_kind": kind}``. Everything
+    found is only proposed: a human decides in the review inbox."""
+    return [{"type": type_, "text": sentence, "author_kind": kind}
+            for type_, sentence in fact_candidates((text or "")[:MAX_TURN_TEXT])]
 
 
 def message_text(message: Any) -> str:
@@ -235,24 +213,6 @@ def facts_in_messages(messages: Any) -> list[dict[str, str]]:
 # -- a sub-agent's result: the four elements of its record ------------------------------------
 
 _ROLE_LINE = re.compile(r"^\s*(?:role|角色)\s*[:：]\s*(\S[^\n]*?)\s*$", re.I | re.M)
-_LABELS = {
-    "conclusion": ["conclusion", "conclusions", "result", "results", "finding", "findings", "outcome", "outcomes",
-                   "what i found", "what i found or accomplished", "found", "accomplished", "summary",
-                   *[SUBAGENT_FIELDS["conclusion"][0], "发现", "结果"]],
-    "output": ["output", "outputs", "deliverable", "deliverables", "files", "files created", "files modified",
-               "files changed", "files created or modified", "files created modified", "artifacts", "artefacts",
-               *[SUBAGENT_FIELDS["output"][0], "输出", "文件"]],
-    "decision": ["decision", "decisions", "key decision", "key decisions", "decided",
-                 *[SUBAGENT_FIELDS["decision"][0], "决策", "决定"]],
-}
-_LABEL_OF = {label: key for key, labels in _LABELS.items() for label in labels}
-_LABEL_LINE = re.compile(r"^\s*(?P<mark>(?:#{1,6}|[-*+>]|\d+[.)])\s*)?(?:\*\*|__)?(?P<label>[^:：*_\n]{1,40}?)"
-                         r"(?:\*\*|__)?\s*(?P<colon>[:：])(?:\*\*|__)?\s*(?P<rest>.*)$")
-_HEADING = re.compile(r"^\s*#{1,6}\s+(?:\*\*|__)?(?P<label>[^\n]{1,40}?)(?:\*\*|__)?\s*[:：]?\s*$")
-
-
-def _fold(label: str) -> str:
-    return " ".join(re.sub(r"[^\w]+", " ", label.lower()).split())
 
 
 def split_task(task: str, default_role: str) -> tuple[str, str]:
@@ -267,27 +227,10 @@ def split_task(task: str, default_role: str) -> tuple[str, str]:
 
 def record_fields(result: str) -> dict[str, str]:
     """The conclusion, output and key decision a sub-agent's result states under a label
-    (``Conclusion: …``, ``**Files created:** …``, ``## Decision`` with lines below it, 结论：…);
-    the first of each. An element not stated is absent: nothing is guessed."""
-    found: dict[str, list[str]] = {}
-    current: str | None = None
-    for line in _FENCE.sub(" ", result or "").splitlines():
-        m = _LABEL_LINE.match(line)
-        h = None if m else _HEADING.match(line)
-        key = _LABEL_OF.get(_fold((m or h).group("label"))) if (m or h) else None
-        if key is not None:
-            current = key if key not in found else None
-            if current:
-                found[current] = [m.group("rest")] if m else []
-            continue
-        if h or (m and m.group("mark") and m.group("mark").strip().startswith("#")):
-            current = None  # another heading ends the element
-            continue
-        if current and line.strip():
-            found[current].append(line.strip(" -*+>"))
-        elif current and not line.strip() and found[current] and found[current] != [""]:
-            current = None  # a blank line after some text ends it
-    return {k: " ".join(" ".join(v).split()) for k, v in found.items() if " ".join(v).strip()}
+    (``Conclusion: …``, ``**Files created:** …``, ``## Decision`` with lines below it, 结论：…;
+    :func:`vaultmem.sessions.report_fields`); the first of each. An element not stated is
+    absent: nothing is guessed. The task is the delegated goal's, never the result's."""
+    return {k: v for k, v in report_fields(result).items() if k != "task"}
 
 
 # -- the outbox: what a session handed over, until it is in the vault ---------------------------
@@ -862,7 +805,7 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
             return
         did, role = change.details["id"], change.details["role"]
         record = {"task": task, **fields}
-        missing = [k for k in ("task", "conclusion", "output", "decision") if not str(record.get(k) or "").strip()]
+        missing = [k for k in FIELDS if not str(record.get(k) or "").strip()]
         if not missing and job["task"]:
             v.lifecycle.harvest(role, did, record, actor)
             return
@@ -931,7 +874,7 @@ def _now() -> str:
 
 
 def first_line(text: str, limit: int = 160) -> str:
-    for line in _FENCE.sub(" ", text or "").splitlines():
+    for line in without_code(text).splitlines():
         line = " ".join(line.split()).strip(" -*>#")
         if line:
             return line if len(line) <= limit else line[:limit - 1] + "…"

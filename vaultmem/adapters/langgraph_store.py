@@ -48,7 +48,8 @@ from .. import layout
 from ..errors import BadInput, NotFound, PermissionRefused, VaultmemError
 from ..models import NoteInfo
 from ..names import check_name, slugify
-from ..vault import ENV_AGENT, Vault, locate, without_secrets
+from ..vault import Vault, without_secrets
+from .sdk import vault_and_agent
 
 NOTES = ("memories",)
 PAGES = "agents"
@@ -69,13 +70,7 @@ class VaultStore(BaseStore):
 
     def __init__(self, vault: str | os.PathLike | Vault | None = None, agent: str | None = None,
                  note_type: str = "fact") -> None:
-        self.root = vault.root if isinstance(vault, Vault) else locate(vault)
-        opened = Vault(self.root)
-        name = agent if agent not in (None, "") else os.environ.get(ENV_AGENT) or None
-        if name is None:
-            raise BadInput("the store writes as an agent, whose writes wait for review: name it",
-                           field="agent", hint=f"give agent=NAME, or set ${ENV_AGENT}")
-        self.agent = opened.actor(name).name
+        self.root, self.agent = vault_and_agent(vault, agent, "the store")
         self.note_type = note_type
         self.last_changes: list = []  # what the last batch's puts filed or wrote (vaultmem Changes)
 

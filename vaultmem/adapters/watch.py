@@ -32,6 +32,20 @@ from ..walk import IGNORED_DIRS, WATCH_HEARTBEAT
 HEARTBEAT_EVERY = 5.0
 
 
+def vault_relative(root: str | os.PathLike, path: str | bytes) -> str | None:
+    """An event's path relative to the vault ``root``, with ``/``; None for a path outside
+    it, inside a hidden or ignored folder (``.git``, ``.vaultmem``, ``.obsidian`` …), a
+    hidden file, or no path at all: what neither the watcher nor the change monitor reads."""
+    try:
+        rel = os.path.relpath(os.fsdecode(path), root).replace(os.sep, "/")
+    except ValueError:  # no path, or (on Windows) another drive
+        return None
+    parts = rel.split("/")
+    if rel.startswith("..") or any(p in IGNORED_DIRS or p.startswith(".") for p in parts):
+        return None
+    return rel
+
+
 class _OverflowSpy(logging.Handler):
     """watchdog logs a queue overflow and carries on; we turn that into a reconcile."""
 
@@ -70,30 +84,20 @@ class Watcher:
         self.on_error = on_error
 
     # -- events --------------------------------------------------------------------------
-    def _rel(self, path: str | bytes) -> str | None:
-        path = os.fsdecode(path)
-        try:
-            rel = os.path.relpath(path, self.root).replace(os.sep, "/")
-        except ValueError:
-            return None
-        parts = rel.split("/")
-        if rel.startswith("..") or any(p in IGNORED_DIRS or p.startswith(".") for p in parts):
-            return None
-        return rel
-
     def _on_event(self, event) -> None:
         if event.event_type in ("opened", "closed", "closed_no_write"):
             return
         if event.is_directory:
-            if event.event_type in ("created", "deleted", "moved") and self._rel(event.src_path) is not None:
+            inside = vault_relative(self.root, event.src_path) is not None
+            if event.event_type in ("created", "deleted", "moved") and inside:
                 for p in (event.src_path, getattr(event, "dest_path", None)):
                     if p and Path(os.fsdecode(p)).parent == self.root:
                         self._watch_folder(Path(os.fsdecode(p)))  # a top-level folder came or went
                 self.request_full()
             return
-        paths = [self._rel(event.src_path)]
+        paths = [vault_relative(self.root, event.src_path)]
         if getattr(event, "dest_path", None):
-            paths.append(self._rel(event.dest_path))
+            paths.append(vault_relative(self.root, event.dest_path))
         paths = [p for p in paths if p and p.endswith(".md")]
         if paths:
             with self._cond:
@@ -364,13 +368,6 @@ class ChangeMonitor:
             self._observer = None
         logging.getLogger("watchdog").removeHandler(self._spy)
 
-    def _rel(self, path) -> str | None:
-        rel = os.path.relpath(os.fsdecode(path), self.root).replace(os.sep, "/")
-        parts = rel.split("/")
-        if rel.startswith("..") or any(p in IGNORED_DIRS or p.startswith(".") for p in parts):
-            return None
-        return rel
-
     def _on_event(self, event) -> None:
         if event.event_type in ("opened", "closed", "closed_no_write"):
             return
@@ -381,7 +378,7 @@ class ChangeMonitor:
                     self._seen.add(int(os.path.basename(src)[len(self._prefix):]))
                     self._cond.notify_all()
             return
-        rels = [self._rel(p) for p in (event.src_path, getattr(event, "dest_path", None)) if p]
+        rels = [vault_relative(self.root, p) for p in (event.src_path, getattr(event, "dest_path", None)) if p]
         rels = [r for r in rels if r is not None]
         if not rels:
             return
