@@ -171,6 +171,51 @@ def test_session_end_files_in_the_background(project):
     assert all(i.meta["session"] == "sess-1" for i in inbox_items(v))
 
 
+def test_the_background_filer_never_runs_code_from_the_vault(project, tmp_path):
+    """A folder named vaultmem in the vault (committed by anyone who can push to it) is
+    not imported by SessionEnd's filer: it runs outside the vault, and files the spool."""
+    v, transcript = project
+    marker = tmp_path / "ran"
+    (v.root / "vaultmem").mkdir()
+    (v.root / "vaultmem" / "__init__.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    r = hook("SessionEnd", payload("SessionEnd", reason="other", transcript_path=str(transcript)), v.root)
+    assert (r.returncode, r.stderr) == (0, "")
+    wait_until(lambda: len(inbox_items(v)) == 4 and not claude.pending_spools(v.root), what="the spool filed")
+    assert not marker.exists()
+
+
+def test_a_link_planted_for_the_hooks_folder_is_never_written_through(project, tmp_path, capsys):
+    v, transcript = project
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    local = v.root / ".vaultmem" / "local"
+    local.mkdir(parents=True, exist_ok=True)
+    os.symlink(outside, local / "claude")
+    code, _, err = in_process("Stop", payload("Stop", transcript_path=str(transcript), stop_hook_active=False),
+                              capsys, vault=v.root)
+    assert (code, err) == (0, "")
+    assert list(outside.iterdir()) == []  # nothing written where the link led
+    assert (local / "claude").is_dir() and not (local / "claude").is_symlink()
+    assert len(inbox_items(v)) == 4
+
+
+def test_stop_leaves_its_spool_to_a_busy_filer_within_its_timeout(project, monkeypatch, capsys):
+    v, transcript = project
+    monkeypatch.setattr(claude, "STOP_WAIT", 0.2)
+    lock = v.root / ".vaultmem/local/claude/drain.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # another filer at work
+    try:
+        code, _, err = in_process("Stop", payload("Stop", transcript_path=str(transcript), stop_hook_active=False),
+                                  capsys, vault=v.root)
+        assert (code, err) == (0, "") and len(claude.pending_spools(v.root)) == 1 and inbox_items(v) == []
+    finally:
+        os.close(fd)
+    code, _, err = in_process("PreCompact", payload("PreCompact", trigger="auto"), capsys, vault=v.root)
+    assert (code, err) == (0, "") and len(inbox_items(v)) == 4 and not claude.pending_spools(v.root)
+
+
 def test_a_killed_session_end_filer_loses_nothing(project, monkeypatch, capsys):
     v, transcript = project
     monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(v.root))

@@ -61,6 +61,7 @@ ENV_PROJECT = "CLAUDE_PROJECT_DIR"
 MAX_PAYLOAD_BYTES = 16 * 1024 * 1024  # more than any payload Claude Code sends: read no further
 MAX_TRANSCRIPT_BYTES = 64 * 1024 * 1024  # a transcript is read up to this much (the start of it)
 TAIL_BYTES = 512 * 1024  # what "the transcript's tail" means (PreCompact, the task of a sub-agent)
+STOP_WAIT = 5.0  # seconds Stop waits for another filer before leaving its spool to it
 DRAIN_WAIT = 120.0  # seconds a background filer waits for another one before leaving its spool
 SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 ASSISTANT_FACTS = {"conclusion": "episode", "decision": "decision"}
@@ -205,7 +206,9 @@ def handle(event: str, payload: dict, vault_opt=None, agent_opt: str | None = No
         return HANDLERS[event](v, actor, payload)
     if event == "Stop":
         spool(root, event, payload, agent_opt)
-        drain(root, wait=30.0)
+        # within the hook's installed timeout (10 s): when another filer holds the spool
+        # that long, this turn's spool stays for it or for the next hook
+        drain(root, wait=STOP_WAIT)
         return None
     out = HANDLERS[event](v, actor, payload)
     if leftovers:
@@ -587,8 +590,8 @@ def spool(root: Path, event: str, payload: dict, agent_opt: str | None) -> Path:
 
 
 def pending_spools(root: Path) -> list[Path]:
-    folder = root / layout.CLAUDE_SPOOL_DIR
     try:
+        folder = _own(root, layout.CLAUDE_SPOOL_DIR)
         return sorted(p for p in folder.iterdir() if p.suffix == ".json" and not p.name.startswith("."))
     except OSError:
         return []
@@ -664,9 +667,11 @@ def spawn_drainer(root: Path) -> None:
     folder = _own(root, layout.CLAUDE_DIR)
     log = open(folder / Path(layout.CLAUDE_DRAIN_LOG).name, "ab")
     try:
+        # run from the root folder, never from the vault: "python -m" puts its working
+        # folder first on the import path, and a vault may hold a folder named vaultmem
         subprocess.Popen([sys.executable, "-m", "vaultmem.adapters.claude", "drain", str(root)],
                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, close_fds=True,
-                         start_new_session=True, cwd=str(root))
+                         start_new_session=True, cwd=os.path.abspath(os.sep))
     finally:
         log.close()
 
@@ -687,7 +692,13 @@ def drainer_main(root: str) -> int:
 
 
 def _own(root: Path, rel: str) -> Path:
+    """The per-machine folder ``rel`` under ``.vaultmem/local``, made if need be: each
+    folder on the way a real folder of the vault (a link standing there — committed by
+    someone, or planted — is removed, never written through)."""
+    parts = Path(rel).relative_to(layout.LOCAL_DIR).parts
     files.own_folder(root, layout.LOCAL_DIR)
+    for n in range(1, len(parts) + 1):
+        files.own_folder(root, str(Path(layout.LOCAL_DIR, *parts[:n])))
     folder = root / rel
     folder.mkdir(parents=True, exist_ok=True)
     files.ensure_gitignore(root / layout.LOCAL_DIR,
@@ -702,8 +713,8 @@ def save_agent_record(root: Path, agent_id: str, record: dict) -> None:
 
 def load_agent_record(root: Path, agent_id: str) -> dict | None:
     try:
-        data = json.loads((root / layout.CLAUDE_AGENTS_DIR / f"{agent_id}.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(files.read_vault_text(root, f"{layout.CLAUDE_AGENTS_DIR}/{agent_id}.json"))
+    except (OSError, ValueError, VaultmemError):
         return None
     return data if isinstance(data, dict) else None
 
@@ -713,7 +724,10 @@ RECORD_DAYS = 7  # a finished sub-agent's record is kept this long (a late repea
 
 def agent_records(root: Path) -> list[dict]:
     """The sub-agents' records; those finished more than :data:`RECORD_DAYS` ago go."""
-    folder = root / layout.CLAUDE_AGENTS_DIR
+    try:
+        folder = _own(root, layout.CLAUDE_AGENTS_DIR)
+    except OSError:
+        return []
     out = []
     old = time.time() - RECORD_DAYS * 86400
     for p in sorted(folder.glob("*.json")) if folder.is_dir() else []:
