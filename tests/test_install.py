@@ -57,7 +57,7 @@ def test_the_plugin_bundle_declares_every_event_and_the_mcp_server():
         assert 0 < hook["timeout"] <= 30
     assert hooks["SessionEnd"][0]["hooks"][0]["timeout"] <= 1.5  # the host's budget for SessionEnd
     server = json.loads((PLUGIN / ".mcp.json").read_text())["mcpServers"]["vaultmem"]
-    assert server["args"] == ["${CLAUDE_PLUGIN_ROOT}/bin/vaultmem-launch", "mcp"]
+    assert server["args"] == ["${CLAUDE_PLUGIN_ROOT}/bin/vaultmem-launch", "mcp", "--claude"]
     market = json.loads((REPO / "hooks" / ".claude-plugin" / "marketplace.json").read_text())
     assert market["plugins"][0]["source"] == "./claude-code"
     # git keeps the launcher and the git hook executable (a checkout can run them as they are)
@@ -107,6 +107,47 @@ def test_the_launcher_runs_this_vaultmem_on_the_vault_it_is_given(tmp_path, en_v
     assert "additionalContext" in json.loads(started.stdout)["hookSpecificOutput"]
 
 
+def test_the_launchers_python_fallback_never_imports_from_the_project_folder(tmp_path, en_vault):
+    """With only python3 on PATH, the launcher runs vaultmem from that Python — not a
+    folder named vaultmem in the project (the vault), which python3 -c would put first."""
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    os.symlink(sys.executable, bare / "python3")
+    marker = tmp_path / "ran"
+    (en_vault.root / "vaultmem").mkdir()
+    (en_vault.root / "vaultmem" / "__init__.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    env = {"PATH": f"{bare}:/usr/bin:/bin", "CLAUDE_PROJECT_DIR": str(en_vault.root), "HOME": str(tmp_path)}
+    shown = subprocess.run(["/bin/sh", str(LAUNCHER), "config", "show", "--json"], capture_output=True, text=True,
+                           env=env, timeout=120, cwd=en_vault.root)
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["lang"] == "en" and not marker.exists()
+
+
+def test_the_installed_mcp_server_acts_as_the_sessions_agent_never_as_the_human(cli, project, en_vault):
+    """Installed without --as, the server Claude Code starts (a real process over stdio,
+    with no VAULTMEM_AGENT) acts as the hooks do — the orchestrator here: its remember
+    waits in the inbox instead of becoming a note at once, authored by the human."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    assert cli("install", "claude", "--vault", en_vault.root).exit_code == 0
+    server = json.loads((project / ".mcp.json").read_text())["mcpServers"]["vaultmem"]
+    env = {k: v for k, v in os.environ.items() if k not in ("VAULTMEM_AGENT", "VAULTMEM_VAULT")}
+    params = StdioServerParameters(command=server["command"], args=server["args"], env=env)
+
+    async def main():
+        async with Client(stdio_client(params)) as c:
+            stats = await c.call_tool("get_stats", {})
+            kept = await c.call_tool("remember", {"text": "From now on deploy to prod-eu-9", "type": "decision"})
+            return stats.structured_content, kept.structured_content
+
+    stats, kept = anyio.run(main)
+    assert stats["acting_as"] == en_vault.config.orchestrator
+    assert not list((en_vault.root / "memories").glob("*.md"))  # nothing became memory without review
+    assert len(list((en_vault.root / "inbox").glob("i-*.md"))) == 1, kept
+
+
 # -- install / uninstall claude --------------------------------------------------------------------
 USER_HOOK = {"hooks": [{"type": "command", "command": "echo mine", "timeout": 3}]}
 
@@ -128,7 +169,7 @@ def test_install_merges_into_what_is_there_and_uninstall_removes_exactly_it(cli,
     assert list(mcp) == ["mcpServers", "zzz"] and list(mcp["mcpServers"]) == ["other", "vaultmem"]
     server = mcp["mcpServers"]["vaultmem"]
     assert Path(server["command"]).is_absolute() and os.access(server["command"], os.X_OK)
-    assert server["args"][-5:] == ["mcp", "--vault", str(en_vault.root), "--as", "lee"]
+    assert server["args"][-6:] == ["mcp", "--claude", "--vault", str(en_vault.root), "--as", "lee"]
     settings_text = (project / ".claude" / "settings.json").read_text()
     assert settings_text.endswith("}\n")
     settings = json.loads(settings_text)
@@ -165,7 +206,7 @@ def test_a_fresh_project_gets_both_files_and_uninstall_leaves_nothing(cli, proje
     assert cli("install", "claude", "--dry-run").exit_code == 0
     assert not (project / ".mcp.json").exists() and not (project / ".claude").exists()  # a dry run writes nothing
     assert cli("install", "claude").exit_code == 0
-    assert json.loads((project / ".mcp.json").read_text())["mcpServers"]["vaultmem"]["args"][-1] == "mcp"
+    assert json.loads((project / ".mcp.json").read_text())["mcpServers"]["vaultmem"]["args"][-2:] == ["mcp", "--claude"]
     assert sorted(json.loads((project / ".claude" / "settings.json").read_text())["hooks"]) == sorted(EVENTS)
     assert cli("uninstall", "claude").exit_code == 0
     assert list(project.iterdir()) == []

@@ -217,7 +217,10 @@ def hook_command(command: list[str], event: str, vault: str | None, agent: str |
 
 
 def server_entry(command: list[str], vault: str | None, agent: str | None) -> dict:
-    args = [*command[1:], "mcp", *(["--vault", vault] if vault else []), *(["--as", agent] if agent else [])]
+    """The MCP server's entry: ``--claude``, so that without ``--as`` it acts as the
+    session's agent, as the hooks do — never as the human, whose writes skip review."""
+    args = [*command[1:], "mcp", "--claude", *(["--vault", vault] if vault else []),
+            *(["--as", agent] if agent else [])]
     return {"type": "stdio", "command": command[0], "args": args, "env": {SERVER_MARK[0]: SERVER_MARK[1]}}
 
 

@@ -12,7 +12,12 @@ def mcp(ctx: typer.Context, vault: VaultOpt = None, as_: AsOpt = None, json_: Js
         watch: bool = typer.Option(True, "--watch/--no-watch",
                                    help="Follow file events (Linux) so that a search or brief re-reads only the "
                                         "files that changed; --no-watch walks the vault before each one, as the "
-                                        "CLI does (for a vault on a network drive another machine edits)")) -> None:
+                                        "CLI does (for a vault on a network drive another machine edits)"),
+        claude: bool = typer.Option(False, "--claude",
+                                    help="Act as a Claude Code session's agent, as 'vaultmem hook claude' does: "
+                                         "--as, else $VAULTMEM_AGENT, else the setting hooks.claude.agent, else "
+                                         "the orchestrator — never as the human (whose writes skip review). "
+                                         "'vaultmem install claude' and the plugin start the server so.")) -> None:
     """Run an MCP server on standard input and output for an agent runtime (Claude Code,
     Claude Desktop, Cursor, Hermes …) until it closes the connection.
 
@@ -27,7 +32,11 @@ def mcp(ctx: typer.Context, vault: VaultOpt = None, as_: AsOpt = None, json_: Js
     """
     s = session(ctx, vault, as_, json_)
     v = s.open()  # a missing vault or a bad --as is said here, before the protocol starts
-    v.actor(s.agent)
+    agent = v.actor(s.agent).name if s.agent else None
+    if claude:
+        from ..claude import acting
+
+        agent = acting(v, s.agent).name
     from ..mcp import serve
 
-    serve(v, s.agent, watch=watch)
+    serve(v, agent, watch=watch)
