@@ -344,3 +344,19 @@ def test_the_vault_itself_is_never_imported(cli, tmp_path):
     assert any("team-vault" in n for n in done["notes"])
     r = cli("--vault", vault, "import", "basic-memory", vault / "memories")
     assert r.exit_code == 2 and "inside the vault" in r.stderr
+
+
+def test_what_an_import_says_never_repeats_a_secret(cli, en_vault, tmp_path):
+    """A JSON line whose ignored field's name, or a bad field's value, holds a secret: the
+    note and the warning about it say its placeholder, in text and in JSON."""
+    token = "ghp_" + "abcdefghijklmnopqrstuvwxyz0123456789"
+    src = tmp_path / "export.jsonl"
+    src.write_text(json.dumps({"memory": "Deploys use blue-green switching", "importance": token}) + "\n"
+                   + json.dumps({"memory": "Staging has two replicas", "password=hunter2hunter2": 1}) + "\n",
+                   encoding="utf-8")
+    for args in (("import", "jsonl", str(src), "--dry-run"), ("--json", "import", "jsonl", str(src), "--dry-run"),
+                 ("import", "jsonl", str(src))):
+        r = cli("--vault", str(en_vault.root), *args)
+        assert r.exit_code == 0, r.output
+        said = r.stdout + r.stderr
+        assert token not in said and "hunter2hunter2" not in said, said

@@ -638,7 +638,8 @@ def read_jsonl(path: Path | None, types: tuple[str, ...]) -> Read:
         if problem is not None:
             out.problems.append(Problem(str(file), shown_line, problem if where == "line" else f"item {n}: {problem}"))
     if ignored:
-        out.notes.append("fields not imported: " + ", ".join(f"{k} ({v}×)" for k, v in sorted(ignored.items())))
+        out.notes.append(guard.without_secrets(
+            "fields not imported: " + ", ".join(f"{k} ({v}×)" for k, v in sorted(ignored.items()))))
     return out
 
 
@@ -753,7 +754,8 @@ def run(vault, source: str, path: str | Path | None, actor: Actor, dry_run: bool
     if total >= PROGRESS_EVERY:
         say(f"read {total:,} items from {got.root}")
     scrub = vault.writer.scrubber()
-    problems = list(got.problems)
+    # a problem quotes what it could not take (a field's value, a key): never a secret
+    problems = [Problem(p.path, p.line, guard.without_secrets(p.message)) for p in got.problems]
     with contextlib.nullcontext() if dry_run else vault.writer.locked():
         existing = filed_keys(vault.root)
         proposals: list[dict] = []
@@ -779,7 +781,7 @@ def run(vault, source: str, path: str | Path | None, actor: Actor, dry_run: bool
                                     said=item.said)
                 meta, body = notes.prepare(item.text, actor, fields, config, scrub)
             except VaultmemError as exc:
-                problems.append(Problem(item.path, item.line, _field_error(exc)))
+                problems.append(Problem(item.path, item.line, guard.without_secrets(_field_error(exc))))
                 continue
             key = _key(source, item, body)
             if key in existing or key in seen:

@@ -434,15 +434,8 @@ def git_hooks_dir(root: Path) -> Path:
 
 def without_secrets(text: str) -> str:
     """``text`` with every secret the detector finds replaced by a placeholder (for what
-    an adapter says back: an error message that quotes its input). The placeholders'
-    hashes are keyed per process, so they match nothing stored."""
+    an adapter says back: an error message that quotes its input); see
+    :func:`vaultmem.guard.without_secrets`."""
     from . import guard
 
-    if not guard.might_hold_secret(text):
-        return text
-    return guard.scrub(text, "message", _message_key())[0]
-
-
-@functools.lru_cache(maxsize=1)
-def _message_key() -> bytes:
-    return os.urandom(16)
+    return guard.without_secrets(text)
