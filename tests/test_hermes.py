@@ -430,6 +430,39 @@ def test_sync_turn_returns_at_once_while_another_process_holds_the_lock_and_noth
     assert outbox_files(root) == []
 
 
+def test_turns_handed_over_while_the_vault_is_busy_are_on_disk_before_it_frees(home):
+    """The writer blocked on a busy vault (another process holds its lock) with a
+    delegation: the turns that come in meanwhile are written to the outbox at once, not
+    held in memory — a provider killed then loses none of them."""
+    from conftest import wait_until
+
+    root = home / "vault"
+    lock = root / ".vaultmem/write.lock"
+    holder = subprocess.Popen([sys.executable, "-c", LOCK_HOLDER, str(lock)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    provider = VaultmemProvider()
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        provider.initialize("s1", hermes_home=str(home), platform="cli", agent_context="primary")
+        provider.on_delegation("role: backend\ncheck the port", "Conclusion: 8080\nOutput: notes\nDecision: keep it",
+                               child_session_id="c1")
+        for n in range(3):
+            provider.sync_turn(f"I prefer dark mode in every editor number {n}.", "Noted.", session_id="s1")
+        wait_until(lambda: sum(1 for p in outbox_files(root) if p.name.endswith("-facts.json")) == 3,
+                   what="the three turns in the outbox while the vault is busy")
+        kept = " ".join(p.read_text(encoding="utf-8") for p in outbox_files(root))
+        assert all(f"editor number {n}" in kept for n in range(3))
+    finally:
+        holder.stdin.write("\n")
+        holder.stdin.close()
+        holder.wait(30)
+    provider.on_session_end([])
+    assert provider.flush(60)
+    provider.shutdown()
+    texts = sorted(i["text"] for i in inbox(root))
+    assert [t for t in texts if "dark mode" in t] == [f"I prefer dark mode in every editor number {n}." for n in range(3)]
+
+
 def test_a_running_providers_outbox_is_never_taken_over(home):
     first = VaultmemProvider()
     first.initialize("s1", hermes_home=str(home))

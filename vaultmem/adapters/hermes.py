@@ -325,6 +325,8 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
         self._user = "user"
         self._lock = threading.RLock()  # one tool call or prefetch at a time on the reader vault
         self._jobs: queue.Queue = queue.Queue()
+        self._ahead: list = []  # a control job taken off the queue while spilling, done next
+        self._spilled: list[Path] = []  # outbox files written while the vault was busy, done next
         self._worker: threading.Thread | None = None
         self._outbox: Outbox | None = None
         self._stamp: tuple | None = None
@@ -534,7 +536,7 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
         if self._worker is None:
             return True
         with self._idle:
-            done = self._idle.wait_for(lambda: self._jobs.unfinished_tasks == 0, timeout)
+            done = self._idle.wait_for(lambda: self._jobs.unfinished_tasks == 0 and not self._spilled, timeout)
         self._waited_out = self._waited_out or not done
         return done
 
@@ -645,7 +647,7 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
             log.error("vaultmem writer cannot open the vault: %s", edge.one_line(exc))
             writer = None
         while True:
-            kind, data = self._jobs.get()
+            kind, data = self._ahead.pop(0) if self._ahead else self._jobs.get()
             try:
                 if kind == "stop":
                     return
@@ -658,6 +660,8 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
                 else:
                     paths = [self._outbox.put(k, d) for k, d in self._prepare(writer, kind, data)]
                     self._carry_out(writer, paths)
+                while self._spilled:  # what came in while the vault was busy, in order
+                    self._carry_out(writer, [self._spilled.pop(0)])
             except Exception as exc:  # noqa: BLE001
                 log.error("vaultmem writer: %s", edge.one_line(exc), exc_info=not isinstance(exc, VaultmemError))
             finally:
@@ -736,6 +740,7 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
                 break
             except Busy:
                 attempt += 1
+                self._spill_waiting(v)  # meanwhile, what came in goes to the outbox: a kill loses nothing
                 if self._stopping:
                     return  # shutting down: the file stays for the next provider
                 threading.Event().wait(min(0.05 * attempt, 1.0))
@@ -743,6 +748,25 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
                 self._failed(path, exc)
                 return
         path.unlink(missing_ok=True)
+
+    def _spill_waiting(self, v: Vault) -> None:
+        """While the vault is busy: write the work waiting in the queue to the outbox (in
+        order, secrets replaced), to be carried out after the job at hand. A control job
+        (stop, adopt, final) stops the spill and is done next, in its turn."""
+        while not self._ahead:
+            try:
+                kind, data = self._jobs.get_nowait()
+            except queue.Empty:
+                return
+            if kind in ("stop", "adopt", "final"):
+                self._ahead.append((kind, data))  # still unfinished: the writer's loop marks it done
+                return
+            try:
+                self._spilled += [self._outbox.put(k, d) for k, d in self._prepare(v, kind, data)]
+            except Exception as exc:  # noqa: BLE001
+                log.error("vaultmem writer: %s", edge.one_line(exc), exc_info=not isinstance(exc, VaultmemError))
+            finally:
+                self._jobs.task_done()
 
     def _failed(self, path: Path, exc: BaseException) -> None:
         log.error("vaultmem provider could not write %s: %s", path.name, edge.one_line(exc))
