@@ -6,6 +6,7 @@ The vault is checked afterwards: files, commits and their authors, inbox items."
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -461,6 +462,23 @@ def test_turns_handed_over_while_the_vault_is_busy_are_on_disk_before_it_frees(h
     provider.shutdown()
     texts = sorted(i["text"] for i in inbox(root))
     assert [t for t in texts if "dark mode" in t] == [f"I prefer dark mode in every editor number {n}." for n in range(3)]
+
+
+def test_a_link_planted_for_the_outbox_folder_is_never_written_through(home, tmp_path):
+    root = home / "vault"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / ".vaultmem" / "local").mkdir(parents=True, exist_ok=True)
+    os.symlink(outside, root / ".vaultmem" / "local" / "hermes")
+    provider = VaultmemProvider()
+    provider.initialize("s1", hermes_home=str(home), platform="cli", agent_context="primary")
+    provider.sync_turn("I prefer release notes in English.", "Noted.", session_id="s1")
+    provider.on_session_end([])
+    assert provider.flush(60)
+    provider.shutdown()
+    assert list(outside.iterdir()) == []
+    assert not (root / ".vaultmem" / "local" / "hermes").is_symlink()
+    assert [i["text"] for i in inbox(root)] == ["I prefer release notes in English."]
 
 
 def test_a_running_providers_outbox_is_never_taken_over(home):

@@ -254,6 +254,7 @@ class Outbox:
         base.mkdir(parents=True, exist_ok=True)
         files.ensure_gitignore(base, "# per-machine state (watcher heartbeat, read cursors, caches): never committed\n*\n")
         name = f"{_dt.datetime.now(_dt.timezone.utc):%Y%m%dT%H%M%S}-{os.getpid()}-{secrets.token_hex(3)}"
+        files.own_folder(root, layout.HERMES_OUTBOX_DIR)  # a link planted there is removed, never followed
         folder = root / layout.HERMES_OUTBOX_DIR / name
         folder.mkdir(parents=True, exist_ok=True)
         fd = os.open(folder / _LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
@@ -287,7 +288,7 @@ class Outbox:
     @staticmethod
     def orphans(root: Path, own: Path | None) -> list[Path]:
         """Folders of providers that are gone (their lock is free), oldest first."""
-        base = root / layout.HERMES_OUTBOX_DIR
+        base = files.own_folder(root, layout.HERMES_OUTBOX_DIR)
         out = []
         for folder in sorted(base.iterdir()) if base.is_dir() else []:
             if folder == own or not folder.is_dir():
