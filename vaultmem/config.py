@@ -108,13 +108,20 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
     lang = _get(raw, "lang", "en")
     if lang not in ("zh", "en"):
         raise bad("lang", f"is {lang!r}; it must be zh or en")
-    orchestrator = _get(raw, "orchestrator", "orchestrator")
-    if not isinstance(orchestrator, str):
-        raise bad("orchestrator", "must name the orchestrator agent")
-    try:
-        check_name(orchestrator, "orchestrator name")
-    except BadInput as exc:
-        raise bad("orchestrator", exc.message.replace("the orchestrator name ", "")) from None
+    def agent_name(key: str, default: str | None, what: str, must: str) -> str | None:
+        """The agent a setting names, checked as a name; None when it is not set."""
+        value = _get(raw, key, default)
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise bad(key, must)
+        try:
+            check_name(value, what)
+        except BadInput as exc:
+            raise bad(key, exc.message.replace(f"the {what} ", "")) from None
+        return value
+
+    orchestrator = agent_name("orchestrator", "orchestrator", "orchestrator name", "must name the orchestrator agent")
     for group in ("git", "memory", "brief", "index", "checkpoint", "lifecycle", "safety", "review", "log", "hooks"):
         if group in raw and not isinstance(raw[group], dict):
             raise bad(group, "must be a group of settings (key: value lines indented below it)")
@@ -153,14 +160,8 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
         raise bad("review.orchestrator_approves", f"is {orchestrator_approves!r}; it must be true or false")
     if "hooks" in raw and "claude" in raw["hooks"] and not isinstance(raw["hooks"]["claude"], dict):
         raise bad("hooks.claude", "must be a group of settings (key: value lines indented below it)")
-    claude_agent = _get(raw, "hooks.claude.agent", None)
-    if claude_agent is not None:
-        if not isinstance(claude_agent, str):
-            raise bad("hooks.claude.agent", "must name the agent the Claude Code hooks act as")
-        try:
-            check_name(claude_agent, "agent name")
-        except BadInput as exc:
-            raise bad("hooks.claude.agent", exc.message.replace("the agent name ", "")) from None
+    claude_agent = agent_name("hooks.claude.agent", None, "agent name",
+                              "must name the agent the Claude Code hooks act as")
     claude_prompt_log = _get(raw, "hooks.claude.prompt_log", False)
     if not isinstance(claude_prompt_log, bool):
         raise bad("hooks.claude.prompt_log", f"is {claude_prompt_log!r}; it must be true or false")
