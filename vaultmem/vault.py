@@ -432,6 +432,24 @@ def git_hooks_dir(root: Path) -> Path:
     return gitstore.hooks_dir(root)
 
 
+LEFT_OUT = "[a line that reads like an instruction was left out]"
+
+
+def without_instructions(text: str) -> tuple[str, list[str]]:
+    """``text`` with each line that reads like an instruction (the guard's flags) left
+    out, a marker in its place, and the phrases found: for what an adapter copies from a
+    conversation into memory no review gates (a checkpoint before a compaction), so that
+    a pasted "ignore all previous instructions" does not ride into the next brief."""
+    from . import guard
+
+    kept, found = [], []
+    for line in text.splitlines():
+        flags = guard.instruction_flags(line)
+        found += flags
+        kept.append(LEFT_OUT if flags else line)
+    return "\n".join(kept), found
+
+
 def without_secrets(text: str) -> str:
     """``text`` with every secret the detector finds replaced by a placeholder (for what
     an adapter says back: an error message that quotes its input); see

@@ -59,7 +59,7 @@ from ..errors import BadInput, Busy, NotFound, PermissionRefused, SecretRefused,
 from ..names import check_name
 from ..parse.page import SUBAGENT_FIELDS
 from ..sessions import FIELDS, MAX_FACT_CHARS, fact_candidates, report_fields, without_code
-from ..vault import ENV_AGENT, Vault, locate, without_secrets
+from ..vault import ENV_AGENT, Vault, locate, without_instructions, without_secrets
 from ..walk import ENV_VAULT, is_vault
 from . import edge
 
@@ -922,7 +922,9 @@ def checkpoint_of(messages: list[dict[str, Any]]) -> dict[str, str]:
         lines.append(line)
         size += len(line)
     step = f"context compression of {len(messages)} messages"
-    return {"task": task, "step": step, "text": "\n".join(reversed(lines))}
+    # copied from the conversation into a checkpoint no review gates: instruction-like lines left out
+    return {"task": without_instructions(task)[0], "step": step,
+            "text": without_instructions("\n".join(reversed(lines)))[0]}
 
 
 def error_json(exc: BaseException) -> str:
