@@ -435,7 +435,6 @@ def test_turns_handed_over_while_the_vault_is_busy_are_on_disk_before_it_frees(h
     """The writer blocked on a busy vault (another process holds its lock) with a
     delegation: the turns that come in meanwhile are written to the outbox at once, not
     held in memory — a provider killed then loses none of them."""
-    from conftest import wait_until
 
     root = home / "vault"
     lock = root / ".vaultmem/write.lock"

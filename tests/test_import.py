@@ -179,8 +179,8 @@ def test_hermes_memory_and_user_profile(cli, vault, tmp_path):
     assert user["note"]["source"].startswith(f"hermes {home}/memories/USER.md:3 ")
     agent = by_text["Deploys go through\nthe staging branch first"]
     assert (agent["note"]["type"], agent["note"]["author_kind"], agent["quarantined"]) == ("fact", "third_party", True)
-    assert agent["note"]["author"] == "hermes" and f"MEMORY.md:3 " in agent["note"]["source"]
-    assert f"MEMORY.md:6 " in by_text["部署前先跑测试，§ 号在句中不算分隔"]["note"]["source"]
+    assert agent["note"]["author"] == "hermes" and "MEMORY.md:3 " in agent["note"]["source"]
+    assert "MEMORY.md:6 " in by_text["部署前先跑测试，§ 号在句中不算分隔"]["note"]["source"]
     # HERMES_HOME is the default, and the entries are recognised there too
     r = cli("--vault", vault.root, "import", "hermes", "--json", env={"HERMES_HOME": str(home)})
     assert r.exit_code == 0, r.output
@@ -230,7 +230,7 @@ Notes from the tasting.
     assert by_text["Pour over provides more flavor clarity than French press"]["type"] == "procedure"
     assert by_text["喜欢浅烘焙 #咖啡"]["type"] == "preference" and "咖啡" in by_text["喜欢浅烘焙 #咖啡"]["tags"]
     water = by_text["Water at 205°F extracts optimal compounds #brewing"]
-    assert {"technique", "brewing", "coffee"} <= set(water["tags"]) and f"coffee.md:13 " in water["source"]
+    assert {"technique", "brewing", "coffee"} <= set(water["tags"]) and "coffee.md:13 " in water["source"]
     assert all(n["author_kind"] == "third_party" for n in by_text.values())
     assert all(i["quarantined"] for i in done["items"])
 

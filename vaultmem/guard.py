@@ -28,10 +28,10 @@ text to the review inbox instead of memory.
 from __future__ import annotations
 
 import functools
-import os
 import hashlib
 import hmac
 import math
+import os
 import re
 import string
 import unicodedata

@@ -11,7 +11,6 @@ lock, one journal, one commit of exactly the changed paths, nothing a kill can l
 
 from __future__ import annotations
 
-import functools
 import os
 from pathlib import Path
 

@@ -542,7 +542,6 @@ def filed_before(v: Vault, session: str | None) -> set[str]:
             except (OSError, VaultmemError):
                 continue
             if item.meta.get("session") == session:
-                note = item.meta.get("note") if isinstance(item.meta.get("note"), dict) else {}
                 done.add(" ".join(item.text.split()).lower())
     return done
 

@@ -401,8 +401,8 @@ def plan_git_hooks(root: Path, hooks_dir: Path, *, install: bool, command: list[
                                 f"have to put one of them aside over the other", path=str(target),
                                 hint=f"merge them into one hook (or remove {chained.name}), then run the command again")
         else:
-            changes.append(FileChange(chained, None, current, added=[f"your pre-commit hook, moved here and run "
-                                                                     f"after vaultmem's check"], moved_from=target))
+            changes.append(FileChange(chained, None, current, added=["your pre-commit hook, moved here and run "
+                                                                     "after vaultmem's check"], moved_from=target))
             changes.append(FileChange(target, current, ours, added=["pre-commit hook"], mode=0o755))
     elif _is_our_git_hook(current):
         changes.append(FileChange(target, current, None, removed=["pre-commit hook"]))
