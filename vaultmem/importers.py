@@ -217,12 +217,16 @@ class Folder:
             return None
 
 
-def _document(text: str, shown: str, problems: list[Problem]):
-    """The file as a Document (frontmatter optional), or None with the broken YAML named."""
+def _document(folder: "Folder", path: Path, problems: list[Problem]):
+    """The file read from ``folder`` as a Document (frontmatter optional), or None: not
+    readable (said by the folder) or broken YAML (named with its line)."""
+    text = folder.read(path)
+    if text is None:
+        return None
     try:
-        return parse_document(text, shown, require_frontmatter=False, fast=True)
+        return parse_document(text, str(path), require_frontmatter=False, fast=True)
     except ParseError as exc:
-        problems.append(Problem(shown, exc.line, f"{exc.message}: skipped"))
+        problems.append(Problem(str(path), exc.line, f"{exc.message}: skipped"))
         return None
 
 
@@ -416,10 +420,7 @@ def _claude_memory(folder: Folder, top: Path, belongs: str, role: str | None, ty
     for path in folder.markdown(top):
         if path == index:
             continue
-        text = folder.read(path)
-        if text is None:
-            continue
-        doc = _document(text, str(path), out.problems)
+        doc = _document(folder, path, out.problems)
         if doc is None:
             continue
         meta = doc.meta if isinstance(doc.meta, dict) else {}
@@ -445,10 +446,7 @@ def _claude_md(folder: Folder, path: Path, rel: str, types: tuple[str, ...], out
     """CLAUDE.md: the project's instructions, a document — one item per paragraph or
     list item, quarantined (third-party) like any document; ``@path`` imports are kept
     as text, never followed."""
-    text = folder.read(path)
-    if text is None:
-        return
-    doc = _document(text, str(path), out.problems)
+    doc = _document(folder, path, out.problems)
     if doc is None:
         return
     body = [x.rstrip("\n") for x in doc.lines[doc.body_start:]]
@@ -522,10 +520,7 @@ def read_basic_memory(path: Path | None, types: tuple[str, ...], vault_root: Pat
     count = 0
     for note in folder.markdown(folder.root):
         count += 1
-        text = folder.read(note)
-        if text is None:
-            continue
-        doc = _document(text, str(note), out.problems)
+        doc = _document(folder, note, out.problems)
         if doc is None:
             continue
         _basic_note(doc, note, note.relative_to(folder.root).as_posix(), types, out)
