@@ -182,6 +182,13 @@ class IndexDoc:
     project: str | None = None
     line: int | None = None
     key: str | None = None
+    tags: list[str] = field(default_factory=list)
+    # a note's scalar frontmatter, as text (``--where key=value`` filters on it)
+    meta: dict[str, str] = field(default_factory=dict)
+    # the conversation a note belongs to (frontmatter ``session``) and its place in it
+    # (``turn``): notes of one session are each other's neighbours (the ``near`` field)
+    session: str | None = None
+    turn: float | None = None
 
     @property
     def link(self) -> str:
@@ -201,12 +208,21 @@ class Hit:
     coverage: float = 0.0
     snippet: str = ""
     rank_score: float | None = None
+    # which ranking found it: "lexical", "semantic" or "both" (hybrid search fuses them)
+    channel: str = "lexical"
+    similarity: float | None = None  # cosine similarity to the query (semantic channel)
+    relevant: bool | None = None  # whether it passes the relevance cut (None: not judged)
 
     def to_dict(self) -> dict[str, Any]:
         d = self.doc
         out = {"id": d.id, "path": d.path, "kind": d.kind, "entry_id": d.entry_id, "link": d.link,
                "title": d.title, "agent": d.agent, "section": d.section, "type": d.type, "date": d.date,
-               "score": round(self.score, 4), "coverage": round(self.coverage, 3), "snippet": self.snippet}
+               "score": round(self.score, 4), "coverage": round(self.coverage, 3), "snippet": self.snippet,
+               "channel": self.channel}
+        if self.similarity is not None:
+            out["similarity"] = round(self.similarity, 4)
+        if self.relevant is not None:
+            out["relevant"] = self.relevant
         if self.rank_score is not None:
             out["rank_score"] = round(self.rank_score, 4)
         return out

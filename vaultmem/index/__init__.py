@@ -51,12 +51,64 @@ class Filters:
     and shared memory); other agents' page entries and notes are never returned.
     ``kinds``/``types``: keep only these. ``kinds`` defaults to everything but the inbox
     (quarantine) and the archive; inactive (archived, superseded) notes are left out
-    unless ``include_inactive``."""
+    unless ``include_inactive``. The rest narrow further, all of them together:
+    ``tags`` (every one of them), ``statuses``, ``author_kinds``, ``since``/``until``
+    (ISO dates, inclusive, on the document's date), ``where`` ((key, value) pairs a
+    note's scalar frontmatter must hold, compared as case-folded text)."""
 
     agent: str | None = None
     kinds: tuple[str, ...] = ()
     types: tuple[str, ...] = ()
     include_inactive: bool = False
+    tags: tuple[str, ...] = ()
+    statuses: tuple[str, ...] = ()
+    author_kinds: tuple[str, ...] = ()
+    since: str | None = None
+    until: str | None = None
+    where: tuple[tuple[str, str], ...] = ()
+
+    def admits(self, doc: IndexDoc) -> bool:
+        """Whether ``doc`` may be returned — the same decision every engine makes, for
+        callers that hold documents themselves (the semantic channel)."""
+        if self.agent is not None and doc.agent not in (None, self.agent):
+            return False
+        if self.kinds:
+            if doc.kind not in self.kinds:
+                return False
+        elif doc.kind in DEFAULT_EXCLUDED_KINDS:
+            return False
+        status = doc.status or "active"
+        if self.statuses:
+            if status not in self.statuses:
+                return False
+        elif not self.include_inactive and status in INACTIVE:
+            return False
+        if self.types and doc.type not in self.types:
+            return False
+        if self.tags and not set(map(fold, self.tags)) <= set(map(fold, doc.tags)):
+            return False
+        if self.author_kinds and doc.author_kind not in self.author_kinds:
+            return False
+        if (self.since or self.until) and not doc.date:
+            return False
+        if self.since and doc.date[:10] < self.since:
+            return False
+        if self.until and doc.date[:10] > self.until:
+            return False
+        meta = {fold(k): fold(v) for k, v in doc.meta.items()}
+        return all(meta.get(fold(k)) == fold(v) for k, v in self.where)
+
+    @property
+    def narrowing(self) -> bool:
+        """Whether any of the filters beyond scope, kind and type is set."""
+        return bool(self.tags or self.statuses or self.author_kinds or self.since or self.until or self.where)
+
+
+def fold(text: str) -> str:
+    """How filter values are compared: NFKC, case-folded, outer spaces dropped."""
+    import unicodedata
+
+    return unicodedata.normalize("NFKC", str(text)).casefold().strip()
 
 
 @dataclass
