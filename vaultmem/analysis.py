@@ -16,7 +16,7 @@ import unicodedata
 from collections.abc import Iterator
 from functools import lru_cache
 
-ANALYZER_VERSION = "bigram-snowball-2"  # stored in the index; a change forces a rebuild
+ANALYZER_VERSION = "bigram-snowball-dates-3"  # stored in the index; a change forces a rebuild
 
 _CJK = (
     "\u3040-\u30ff"  # hiragana, katakana
@@ -92,17 +92,26 @@ def tokens(text: str) -> list[str]:
     return out
 
 
-def query_tokens(text: str) -> list[str]:
-    """Distinct terms of a query, in order of first appearance."""
+def query_tokens(text: str, today=None) -> list[str]:
+    """Distinct terms of a query, in order of first appearance; a date written in it
+    is one date term instead of its digits and month words (``yesterday`` counts from
+    ``today``, default the current day)."""
+    if any(c.isdigit() for c in text) or _RELATIVE_RE.search(text) or any(m in text.lower() for m in _MONTHS):
+        import datetime as dt
+
+        rest, found = split_dates(text, today or dt.date.today())
+        if found:
+            return list(dict.fromkeys([*tokens(rest), *found]))
     return list(dict.fromkeys(tokens(text)))
 
 
-def coverage(query: list[str], text: str) -> float:
+def coverage(query: list[str], text: str, dates: list[str] | tuple[str, ...] = ()) -> float:
     """The share of the query's distinct terms that occur in ``text`` (0..1). A
-    one-character CJK term counts when that character occurs anywhere in the text."""
+    one-character CJK term counts when that character occurs anywhere in the text, a
+    date term when it is among ``dates`` (the document's date terms)."""
     if not query:
         return 0.0
-    have = set(tokens(text))
+    have = set(tokens(text)) | set(dates)
     flat = normalize(text)
     return sum(1 for t in query if t in have or (is_cjk_char(t) and t in flat)) / len(query)
 
@@ -115,6 +124,127 @@ def cjk_chars(text: str) -> list[str]:
     """Every CJK character of ``text`` (for the unigram field that answers one-character
     queries; normal terms are bigrams)."""
     return list("".join(_CJK_RUN.findall(normalize(text))))
+
+
+# -- dates ---------------------------------------------------------------------------------
+# A date is indexed and searched as normalised terms of its own, in a field of its own:
+# ``@2023-05-04`` (the day), ``@05-04`` (the day without its year: "5月4号" names no year)
+# and ``@2023-05`` (the month). Written out, a date is digits and month words that meet
+# nothing — ``5月4日`` is the terms ``5 月 4 日``, ``2023-05-04`` in frontmatter the terms
+# ``2023 05 04`` — and its bare numbers match turn numbers and counts.
+DATE_PREFIX = "@"
+_MONTHS = {m: n for n, names in enumerate((
+    ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
+    ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"),
+    ("november", "nov"), ("december", "dec")), 1) for m in names}
+_MONTH = r"(?P<mon>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
+_YEAR = r"(?P<year>(?:19|20)\d\d)"
+_DATE_PATTERNS = [re.compile(p, re.I) for p in (
+    r"(?<!\d)" + _YEAR + r"[-/.](?P<m>[01]?\d)[-/.](?P<d>[0-3]?\d)(?!\d)",          # 2023-05-04, 2023/5/4
+    r"(?:" + _YEAR + r"\s*年\s*)?(?<!\d)(?P<m>[01]?\d)\s*月\s*(?P<d>[0-3]?\d)\s*[日号號]",  # 2023年5月4日, 5月4号
+    r"(?<![\w])" + _MONTH + r"\s+" + _DAY + r"(?:,?\s+" + _YEAR + r")?(?![\w])",   # May 4, May 4th, 2023
+    r"(?<![\w])" + _DAY + r"(?:\s+of)?\s+" + _MONTH + r"(?:,?\s+" + _YEAR + r")?(?![\w])",  # 4 May 2023
+    r"(?<!\d)" + _YEAR + r"\s*年\s*(?P<m>[01]?\d)\s*月(?!\s*[0-3]?\d\s*[日号號])",     # 2023年5月
+    r"(?<![\w])" + _MONTH + r"\s+" + _YEAR + r"(?![\w])",                            # May 2023
+)]
+_RELATIVE = {"today": 0, "yesterday": -1, "tomorrow": 1, "今天": 0, "今日": 0, "昨天": -1, "昨日": -1,
+             "前天": -2, "明天": 1, "后天": 2}
+_RELATIVE_RE = re.compile(r"(?<![\w])(?:today|yesterday|tomorrow)(?![\w])|今天|今日|昨天|昨日|前天|明天|后天", re.I)
+
+
+def date_terms_of(day) -> list[str]:
+    """The terms of one calendar day (a ``datetime.date``): day, day without year, month."""
+    return [f"{DATE_PREFIX}{day:%Y-%m-%d}", f"{DATE_PREFIX}{day:%m-%d}", f"{DATE_PREFIX}{day:%Y-%m}"]
+
+
+def _iso_day(value):
+    import datetime as dt
+
+    try:
+        return dt.date.fromisoformat(str(value)[:10])
+    except ValueError:
+        return None
+
+
+def find_dates(text: str, ref=None) -> list[tuple[int, int, list[str]]]:
+    """Each date written in ``text``: (start, end, its terms). A full date gives the
+    day's three terms; a day without a year gives ``@MM-DD``; a month ``@YYYY-MM``.
+    ``yesterday`` / ``昨天`` … are days relative to ``ref`` (a date, or an ISO string),
+    and are only understood when it is given."""
+    import datetime as dt
+
+    flat = unicodedata.normalize("NFKC", text)
+    found: list[tuple[int, int, list[str]]] = []
+    taken: list[tuple[int, int]] = []
+    for pattern in _DATE_PATTERNS:
+        for m in pattern.finditer(flat):
+            if any(s < m.end() and m.start() < e for s, e in taken):
+                continue
+            g = m.groupdict()
+            month = int(g["m"]) if g.get("m") else _MONTHS.get((g.get("mon") or "").lower())
+            day = int(g["d"] or 0) if "d" in g and g.get("d") else int(g["day"]) if g.get("day") else None
+            year = int(g["year"]) if g.get("year") else None
+            if not month or not 1 <= month <= 12:
+                continue
+            if day is None:
+                if year is None:
+                    continue
+                terms = [f"{DATE_PREFIX}{year:04d}-{month:02d}"]
+            elif not 1 <= day <= 31:
+                continue
+            elif year is not None:
+                try:
+                    terms = date_terms_of(dt.date(year, month, day))
+                except ValueError:
+                    continue
+            else:
+                terms = [f"{DATE_PREFIX}{month:02d}-{day:02d}"]
+            taken.append((m.start(), m.end()))
+            found.append((m.start(), m.end(), terms))
+    base = ref if isinstance(ref, dt.date) or ref is None else _iso_day(ref)
+    if base is not None:
+        for m in _RELATIVE_RE.finditer(flat):
+            if not any(s < m.end() and m.start() < e for s, e in taken):
+                found.append((m.start(), m.end(), date_terms_of(base + dt.timedelta(days=_RELATIVE[m.group(0).lower()]))))
+    return sorted(found)
+
+
+def date_terms(text: str, ref=None, dates=()) -> list[str]:
+    """The date terms of a document: of each day in ``dates`` (its frontmatter dates,
+    ISO), and of each date written in ``text`` (relative days against ``ref``)."""
+    out: list[str] = []
+    for value in dates:
+        day = _iso_day(value) if value else None
+        if day is not None:
+            out.extend(date_terms_of(day))
+    for _s, _e, terms in find_dates(text, ref):
+        out.extend(terms)
+    return out
+
+
+def document_date_terms(title: str, text: str, days: list[str]) -> list[str]:
+    """A document's date terms as the index holds them: of its days (``days``, ISO; the
+    first is what ``yesterday`` in its text counts from) and of the dates in its title
+    and text."""
+    return date_terms(f"{title}\n{text}", ref=days[0] if days else None, dates=days)
+
+
+def split_dates(query: str, today=None) -> tuple[str, list[str]]:
+    """A query without its written dates, and their terms: the date is searched by its
+    normalised terms, and its digits and month words no longer match numbers."""
+    found = find_dates(query, today)
+    if not found:
+        return query, []
+    rest, pos, terms = [], 0, []
+    for start, end, found_terms in found:
+        flat = unicodedata.normalize("NFKC", query)
+        rest.append(flat[pos:start])
+        rest.append(" ")
+        pos = end
+        terms.extend(found_terms[:1] if len(found_terms) == 3 else found_terms)  # a full date asks for its day
+    rest.append(unicodedata.normalize("NFKC", query)[pos:])
+    return "".join(rest), list(dict.fromkeys(terms))
 
 
 # -- token budget ---------------------------------------------------------------------------

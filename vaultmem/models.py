@@ -189,6 +189,7 @@ class IndexDoc:
     # (``turn``): notes of one session are each other's neighbours (the ``near`` field)
     session: str | None = None
     turn: float | None = None
+    days: list[str] = field(default_factory=list)  # ISO days it is dated by (said, created…): date terms
 
     @property
     def link(self) -> str:

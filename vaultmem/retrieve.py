@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 
-from .analysis import coverage, highlight, query_tokens
+from .analysis import DATE_PREFIX, coverage, document_date_terms, highlight, query_tokens
 from .index import Filters
 from .models import Hit
 
@@ -33,7 +33,8 @@ def search(store, query: str, filters: Filters = Filters(), limit: int = 10, sni
     out = []
     for doc, score in found:
         text = f"{doc.title}\n{doc.text}\n{' '.join(doc.aliases)}"
-        out.append(Hit(doc=doc, score=score, coverage=coverage(terms, text),
+        dates = document_date_terms(doc.title, doc.text, doc.days) if any(t.startswith(DATE_PREFIX) for t in terms) else ()
+        out.append(Hit(doc=doc, score=score, coverage=coverage(terms, text, dates),
                        snippet=highlight(doc.text, terms, width=snippet_width)))
     return out
 

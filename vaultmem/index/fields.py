@@ -11,12 +11,24 @@ from dataclasses import asdict
 from pathlib import Path
 
 from .. import files
-from ..analysis import cjk_chars, tokens
+from ..analysis import DATE_PREFIX, cjk_chars, document_date_terms, is_cjk_char, tokens
 from ..models import IndexDoc
 
 NONE = "#none"  # the agent field of docs that belong to no agent ('#' is never in a name)
-FIELDS = (("title", 2.0), ("body", 1.0), ("aliases", 1.5), ("near", 0.5))
+FIELDS = (("title", 2.0), ("body", 1.0), ("aliases", 1.5), ("near", 0.5), ("dates", 0.5))
 TEXT_FIELDS = (*(name for name, _boost in FIELDS), "chars")  # the fields that are scored
+WORD_FIELDS = tuple(name for name, _boost in FIELDS if name != "dates")  # where a word is looked for
+
+
+def fields_for(term: str) -> tuple[str, ...]:
+    """The fields a query term is looked for in: a CJK character in ``chars`` (the
+    unigrams kept for one-character queries), a date term in ``dates``, any other term
+    in each of :data:`WORD_FIELDS`."""
+    if term.startswith(DATE_PREFIX):
+        return ("dates",)
+    if is_cjk_char(term):
+        return ("chars",)
+    return WORD_FIELDS
 LENGTHS_FILE = "lengths.json"
 
 
@@ -33,6 +45,7 @@ def fields_of(doc: IndexDoc) -> dict:
         "body": " ".join(tokens(doc.text)),
         "aliases": " ".join(tokens(" ".join(doc.aliases))),
         "near": " ".join(tokens(doc.near)),
+        "dates": " ".join(document_date_terms(doc.title, doc.text, doc.days)),
         "chars": " ".join(dict.fromkeys(cjk_chars(f"{doc.title} {doc.text} {' '.join(doc.aliases)}"))),
     }
 

@@ -37,9 +37,13 @@ def owner_of(docs: list[IndexDoc]) -> str | None:
 
 def entry(stat: tuple, sha: str, problem: dict | None, docs: list[IndexDoc]) -> dict:
     """A file's manifest entry: its stat (mtime, size, change time, inode), checksum,
-    parse problem and owner."""
+    parse problem, owner and the session its note belongs to (if any)."""
     mtime, size, ctime, inode = stat
-    return {"m": mtime, "s": size, "c": ctime, "i": inode, "h": sha, "p": problem, "o": owner_of(docs)}
+    out = {"m": mtime, "s": size, "c": ctime, "i": inode, "h": sha, "p": problem, "o": owner_of(docs)}
+    session = next((d.session for d in docs if d.session), None)
+    if session:
+        out["g"] = session  # its notes' neighbours are the other notes of this session
+    return out
 
 
 def same_stat(old: dict, stat: tuple) -> bool:

@@ -270,8 +270,11 @@ class IndexStore:
         delete: list[str] = []
         deleted_hashes: dict[str, str] = {}
         touched: list[str] = []  # files whose stat moved without a content change
+        gone_sessions: set[str] = set()  # the sessions of files changed or deleted
         for rel in sorted(candidates):
             old = known.get(rel)
+            if old is not None and old.get("g"):
+                gone_sessions.add(old["g"])  # its neighbours lose or change a neighbour
             if rel not in seen:
                 if old is not None:
                     report.deleted.append(rel)
@@ -301,6 +304,9 @@ class IndexStore:
         # a move is a deleted path and a new path with the same checksum
         report.moved = [(deleted_hashes[known[rel]["h"]], rel) for rel in report.new
                         if known[rel]["h"] in deleted_hashes]
+        if sessions := {s for s in (*(d.session for d in add), *gone_sessions) if s}:
+            touched += self._relink_sessions(sessions, known, add, delete,
+                                             {*report.new, *report.modified, *report.deleted})
         if add or delete:
             try:
                 self.engine_for(gen).write(add, delete)
@@ -322,6 +328,29 @@ class IndexStore:
         if paths is None and manifest and self.manifests.summary(gen) is None:
             self.manifests.save_summary(gen, manifest)  # what the next command's quick check compares with
         return report
+
+    def _relink_sessions(self, sessions: set[str], known: dict, add: list[IndexDoc], delete: list[str],
+                         done: set[str]) -> list[str]:
+        """The notes of ``sessions`` hold their neighbours' text (``near``): when one
+        changes, comes or goes, the others of its session are indexed again with the new
+        neighbours — read afresh, added to ``add``/``delete`` — and every document of
+        those sessions gets its ``near`` anew. ``done``: the files already handled this
+        round. Returns the files re-read (their manifest entries updated)."""
+        from ..parse.records import session_neighbours
+
+        reread = []
+        for rel in sorted(r for r, v in known.items() if v.get("g") in sessions and r not in done):
+            got = read_file(self.root, rel)
+            st = path_stat(self.root, rel)
+            if got is None or st is None or got[2]:
+                continue
+            docs, problem = parse_file(rel, got[0])
+            delete.append(rel)
+            add.extend(docs)
+            known[rel] = entry(st, got[1], problem, docs)
+            reread.append(rel)
+        session_neighbours([d for d in add if d.session in sessions])
+        return reread
 
     def save_summary(self) -> bool:
         """Bring the live generation's summary up to date if updates of single paths (a

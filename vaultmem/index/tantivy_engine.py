@@ -39,11 +39,10 @@ from collections import Counter
 from math import log
 from pathlib import Path
 
-from ..analysis import is_cjk_char
 from ..errors import Busy
 from ..models import IndexDoc
 from . import DEFAULT_EXCLUDED_KINDS, INACTIVE, Filters, by_rank, rarest_terms
-from .fields import FIELDS, NONE, TEXT_FIELDS, fields_of, keep_lengths, kept_lengths, lengths_of
+from .fields import FIELDS, NONE, TEXT_FIELDS, fields_for, fields_of, keep_lengths, kept_lengths, lengths_of
 from .registry import EngineSpec, register
 
 RAW_FIELDS = ("id", "path", "kind", "agent", "type", "status")
@@ -211,10 +210,8 @@ class LiveStats:
 
 
 def clauses_of(terms: list[str]) -> list[tuple[str, str]]:
-    """The (field, term) pairs a query's terms are searched in: a CJK character in
-    ``chars``, any other term in each of :data:`FIELDS`."""
-    return [("chars", t) if is_cjk_char(t) else (name, t) for t in terms
-            for name, _boost in (FIELDS[:1] if is_cjk_char(t) else FIELDS)]
+    """The (field, term) pairs a query's terms are searched in (:func:`.fields.fields_for`)."""
+    return [(name, t) for t in terms for name in fields_for(t)]
 
 
 def _index_doc(stored) -> IndexDoc:

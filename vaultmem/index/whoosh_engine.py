@@ -23,10 +23,9 @@ import json
 from math import log
 from pathlib import Path
 
-from ..analysis import is_cjk_char
 from ..models import IndexDoc
 from . import DEFAULT_EXCLUDED_KINDS, INACTIVE, Filters, by_rank, complete_at, rarest_terms
-from .fields import FIELDS, NONE, TEXT_FIELDS, fields_of, keep_lengths, kept_lengths, lengths_of
+from .fields import FIELDS, NONE, TEXT_FIELDS, fields_for, fields_of, keep_lengths, kept_lengths, lengths_of
 from .registry import EngineSpec, register
 
 
@@ -218,8 +217,7 @@ class WhooshEngine:
         searcher = self._get_searcher()
         stats = self.live_stats(searcher)
         terms = rarest_terms(terms, lambda t: sum(stats.doc_frequency(name, t) for name, _b in FIELDS))
-        q = Q.Or([Q.Term("chars", t) if is_cjk_char(t) else Q.Term(name, t)
-                  for t in terms for name, _boost in (FIELDS[:1] if is_cjk_char(t) else FIELDS)])
+        q = Q.Or([Q.Term(name, t) for t in terms for name in fields_for(t)])
         # Everything is expressed as a mask (documents to leave out) built from the few
         # values to exclude: other agents, kinds not asked for, inactive notes. Masks of
         # small sets are cheap; an allow-filter such as "this agent or nobody" would

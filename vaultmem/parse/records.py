@@ -101,6 +101,7 @@ def _note_record(rel: str, kind: str, meta: dict, body: str) -> IndexDoc:
     if kind == "archive":
         status = "archived"
     created = meta.get("confirmed") or meta.get("created")
+    session = meta.get("session")
     return IndexDoc(
         id=rel, path=rel, kind=kind, text=body,
         title=str(meta.get("name") or _stem(rel)),
@@ -113,7 +114,52 @@ def _note_record(rel: str, kind: str, meta: dict, body: str) -> IndexDoc:
         aliases=_str_list(meta.get("aliases")) + _str_list(meta.get("description")),
         key=str(meta["key"]) if meta.get("key") else None,
         project=str(meta["project"]) if meta.get("project") else None,
+        session=str(session) if session not in (None, "") and not isinstance(session, (list, dict)) else None,
+        turn=_number(meta.get("turn")),
+        days=_days(meta.get("said"), meta.get("created"), meta.get("date")),
     )  # fmt: skip
+
+
+def _number(value) -> float | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return None
+    return f if f == f else None
+
+
+def _days(*values) -> list[str]:
+    """The distinct ISO days among frontmatter dates (a datetime's day), in order."""
+    out = []
+    for value in values:
+        day = str(value)[:10] if value not in (None, "") else ""
+        if re.fullmatch(r"\d{4}-\d\d-\d\d", day) and day not in out:
+            out.append(day)
+    return out
+
+
+def session_neighbours(docs: list[IndexDoc]) -> list[int]:
+    """Give each note of a session (``session`` in its frontmatter: the turns of one
+    conversation) the text of its ``NEAR`` neighbours on each side, ordered by ``turn``
+    (then day and id), as its ``near`` field — what page entries get from their section.
+    ``docs``: every document of those sessions (others are left alone). Returns the
+    positions of the documents whose ``near`` changed."""
+    groups: dict[str, list[int]] = {}
+    for n, d in enumerate(docs):
+        if d.session and d.kind == "note":
+            groups.setdefault(d.session, []).append(n)
+    changed = []
+    for members in groups.values():
+        members.sort(key=lambda n: (docs[n].turn is None, docs[n].turn or 0.0, docs[n].days[:1], docs[n].id))
+        for k, n in enumerate(members):
+            around = members[max(0, k - NEAR): k] + members[k + 1: k + 1 + NEAR]
+            near = " \n".join(docs[m].text for m in around)
+            if near != docs[n].near:
+                docs[n].near = near
+                changed.append(n)
+    return changed
 
 
 def _page_records(rel: str, text: str) -> list[IndexDoc]:
@@ -136,6 +182,7 @@ def _page_records(rel: str, text: str) -> list[IndexDoc]:
                 id=f"{rel}#^{e.id}" if e.id else f"{rel}#L{e.line}",
                 path=rel, kind="entry", text=body, title=title or (e.project or ""), agent=role,
                 section=section, status="active", author_kind="agent", importance=0.5, date=e.date,
+                days=_days(e.date),
                 near=" \n".join(x.text for x in neighbours), entry_id=e.id, project=e.project, line=e.line,
             ))  # fmt: skip
     return out
@@ -157,7 +204,7 @@ def _log_records(rel: str, text: str) -> list[IndexDoc]:
         out.append(IndexDoc(
             id=f"{rel}#{e.agent}-{e.seq}", path=rel, kind=kind, text=entry_text(e),
             title=f"{e.agent} {e.type} #{e.channel}", section=e.channel, type=e.type, author_kind="agent",
-            importance=0.7 if kind == "decision" else 0.4, date=e.ts[:10], line=n,
+            importance=0.7 if kind == "decision" else 0.4, date=e.ts[:10], line=n, days=_days(e.ts),
         ))  # fmt: skip
     return out
 
@@ -182,9 +229,9 @@ def _section_records(rel: str, kind: str, meta: dict, body: str) -> list[IndexDo
             author_kind=str(meta.get("author_kind") or "unknown"),
             importance=_float(meta.get("importance"), 0.3),
             date=str(meta.get("created") or meta.get("date") or "")[:10] or None,
-            aliases=_str_list(meta.get("aliases")),
+            aliases=_str_list(meta.get("aliases")), days=_days(meta.get("created"), meta.get("date")),
         ))  # fmt: skip
     return out
 
 
-__all__ = ["records", "kind_of", "ParseError"]
+__all__ = ["records", "kind_of", "session_neighbours", "ParseError"]
