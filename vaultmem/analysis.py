@@ -198,8 +198,10 @@ def find_dates(text: str, ref=None) -> list[tuple[int, int, list[str]]]:
                     terms = date_terms_of(dt.date(year, month, day))
                 except ValueError:
                     continue
-            else:
+            elif day <= (29 if month == 2 else 30 if month in (4, 6, 9, 11) else 31):
                 terms = [f"{DATE_PREFIX}{month:02d}-{day:02d}"]
+            else:
+                continue
             taken.append((m.start(), m.end()))
             found.append((m.start(), m.end(), terms))
     base = ref if isinstance(ref, dt.date) or ref is None else _iso_day(ref)

@@ -16,27 +16,60 @@ from .index import Filters
 from .models import Hit
 
 OWN_BOOST = 1.5  # searching as a role: its own page and notes weigh more than shared memory
+DATE_BOOST = 1.0  # a document of the day the question names (docs/recall.md: measured)
+ASKING = 0.6  # a question-shaped entry: it asks, it does not answer
 PROVENANCE = {"user": 1.0, "agent": 0.6, "unknown": 0.4, "third_party": 0.2}
 WEIGHTS = {"relevance": 0.6, "importance": 0.15, "recency": 0.1, "provenance": 0.15}
 HALF_LIFE_DAYS = 180
 
 
 def search(store, query: str, filters: Filters = Filters(), limit: int = 10, snippet_width: int = 160) -> list[Hit]:
-    """The best ``limit`` hits. Searching as a role (``filters.agent``), the role's own
-    documents' scores are multiplied by ``OWN_BOOST`` before the cut, so its own page
-    entries come before shared memory that matches as well."""
+    """The best ``limit`` hits. The engine ranks by the query's words; then scores are
+    multiplied: a role's own documents by ``OWN_BOOST`` when searching as that role
+    (``filters.agent``), so its own page entries come before shared memory that matches
+    as well; a document of the day the question names by ``1 + DATE_BOOST`` (a date
+    decides between matches but never brings in a document of that day that holds
+    none of the question's words); a question-shaped entry by ``ASKING`` (the turn that
+    asks is not the answer). The engine is asked for enough candidates to re-order."""
     terms = query_tokens(query)
-    found = store.search(terms, filters, limit * 2 if filters.agent else limit, text=query)
-    if filters.agent:
-        found = sorted(((d, s * OWN_BOOST if d.agent == filters.agent else s) for d, s in found),
-                       key=lambda x: x[1], reverse=True)[:limit]
-    out = []
+    words = [t for t in terms if not t.startswith(DATE_PREFIX)]
+    days = set(terms) - set(words)
+    pool = max(limit * 3, 30)
+    found = store.search(words or list(days), filters, pool, text=query)
+    rescored = []
     for doc, score in found:
+        dates = document_date_terms(doc.title, doc.text, doc.days) if days else ()
+        if filters.agent and doc.agent == filters.agent:
+            score *= OWN_BOOST
+        if words and days and days & set(dates):
+            score *= 1 + DATE_BOOST
+        if is_question(doc.text):
+            score *= ASKING
+        rescored.append((doc, score, dates))
+    rescored.sort(key=lambda x: (-x[1], x[0].id))
+    out = []
+    for doc, score, dates in rescored[:limit]:
         text = f"{doc.title}\n{doc.text}\n{' '.join(doc.aliases)}"
-        dates = document_date_terms(doc.title, doc.text, doc.days) if any(t.startswith(DATE_PREFIX) for t in terms) else ()
         out.append(Hit(doc=doc, score=score, coverage=coverage(terms, text, dates),
                        snippet=highlight(doc.text, terms, width=snippet_width)))
     return out
+
+
+_QUESTION_END = ("?", "？", "吗", "呢", "么")
+
+
+def is_question(text: str) -> bool:
+    """Whether an entry reads as a question rather than a statement: its last sentence
+    ends with a question mark (or 吗/呢 …) and it holds no statement of several words
+    before it — "Is it the pottery workshop?" is, "Yes, every Saturday. Why?" is not."""
+    flat = text.strip().rstrip("!！~～ .。…")
+    if not flat.endswith(_QUESTION_END):
+        return False
+    import re
+
+    sentences = [x for x in re.split(r"(?<=[.!?。！？])\s*", flat) if x.strip()]
+    statements = [x for x in sentences if not x.rstrip().endswith(_QUESTION_END)]
+    return sum(len(x.split()) if x.isascii() else len(x) // 3 for x in statements) < 6
 
 
 def has_terms(query: str) -> bool:

@@ -15,7 +15,7 @@ from ..analysis import DATE_PREFIX, cjk_chars, document_date_terms, is_cjk_char,
 from ..models import IndexDoc
 
 NONE = "#none"  # the agent field of docs that belong to no agent ('#' is never in a name)
-FIELDS = (("title", 2.0), ("body", 1.0), ("aliases", 1.5), ("near", 0.5), ("dates", 0.5))
+FIELDS = (("title", 2.0), ("body", 1.0), ("aliases", 1.5), ("near", 0.5), ("dates", 1.0))
 TEXT_FIELDS = (*(name for name, _boost in FIELDS), "chars")  # the fields that are scored
 WORD_FIELDS = tuple(name for name, _boost in FIELDS if name != "dates")  # where a word is looked for
 

@@ -1,0 +1,150 @@
+"""Recall of what was said: dates as terms, a session's neighbours, the turn that answers."""
+
+import pytest
+
+from vaultmem.analysis import find_dates, query_tokens
+
+pytestmark = pytest.mark.usefixtures("both_engines")  # every test on Whoosh and on tantivy
+
+TURN = """---
+name: "{speaker}, {session}, turn {turn}"
+description: "{speaker} on {day}: {text}"
+type: episode
+author_kind: user
+said: {day}
+created: {day}T12:00:00Z
+session: {session}
+turn: {turn}
+tags: [chat]
+---
+{text}
+"""
+
+
+def write_turns(root, session, day, turns):
+    """One note per turn of a conversation, as a chat import writes them."""
+    for n, (speaker, text) in enumerate(turns, 1):
+        (root / "memories" / f"{session}-t{n:02d}.md").write_text(
+            TURN.format(speaker=speaker, session=session, turn=n, day=day, text=text), encoding="utf-8")
+
+
+def ids(hits):
+    return [h.doc.id for h in hits]
+
+
+# -- dates ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("text, terms", [
+    ("我5月4号去了趟杭州", ["@05-04"]),
+    ("2023年5月4日，晴", ["@2023-05-04", "@05-04", "@2023-05"]),
+    ("we met on 4 May 2023", ["@2023-05-04", "@05-04", "@2023-05"]),
+    ("May 4th, 2023 it was", ["@2023-05-04", "@05-04", "@2023-05"]),
+    ("I started on May 4", ["@05-04"]),
+    ("back in May 2023", ["@2023-05"]),
+    ("2023年5月的事", ["@2023-05"]),
+    ("said: 2023-05-04T12:00:00Z", ["@2023-05-04", "@05-04", "@2023-05"]),
+])
+def test_dates_written_either_way_become_the_same_terms(text, terms):
+    assert [t for _s, _e, found in find_dates(text) for t in found] == terms
+
+
+def test_relative_days_count_from_the_notes_day_and_numbers_are_not_dates():
+    assert find_dates("昨天我们聊了", "2023-05-08")[0][2][0] == "@2023-05-07"
+    assert find_dates("what did you do yesterday?", "2023-05-08")[0][2][0] == "@2023-05-07"
+    assert find_dates("昨天我们聊了") == []  # no day to count from
+    assert find_dates("you may go 4 times, turn 12, 32 of 40") == []
+    assert find_dates("2023-13-45 and 2月30日") == []  # not days
+
+
+def test_a_questions_date_is_one_term_and_its_digits_are_gone():
+    terms = query_tokens("小雨5月4号去了哪里？")
+    assert "@05-04" in terms and "5" not in terms and "4" not in terms
+    terms = query_tokens("What did Melanie do on 8 May 2023?")
+    assert "@2023-05-08" in terms and "8" not in terms and "2023" not in terms and "may" not in terms
+
+
+def small_talk(root, days=("2023-04-02", "2023-04-20", "2023-05-30", "2023-07-01")):
+    """Sessions of other days, as a real history has them."""
+    for k, day in enumerate(days):
+        write_turns(root, f"talk{k}", day, [("小雨", "早上好呀，今天有点累"), ("阿哲", "多休息，晚上早点睡"),
+                                            ("小雨", "去了趟超市，买了水果"), ("阿哲", "不错，记得吃早饭")])
+
+
+def test_a_chinese_date_in_the_question_meets_the_notes_day(vault):
+    small_talk(vault.root)
+    write_turns(vault.root, "zh-a", "2023-05-04", [("小雨", "今天去了趟杭州，西湖人好多"), ("阿哲", "好玩吗？")])
+    write_turns(vault.root, "zh-b", "2023-06-10", [("小雨", "周末又去杭州了，这次去了灵隐寺"), ("阿哲", "真羡慕")])
+    for question in ("小雨5月4号去杭州做了什么？", "小雨2023年5月4日去杭州做了什么", "小雨5月4日在杭州"):
+        assert ids(vault.search(question))[0] == "memories/zh-a-t01.md", question
+    # the other session's visit wins when its date is asked for
+    assert ids(vault.search("小雨6月10号去杭州做了什么？"))[0] == "memories/zh-b-t01.md"
+
+
+def test_an_english_date_meets_a_date_written_in_chinese_and_the_reverse(vault):
+    write_turns(vault.root, "zh-c", "2023-05-20", [("小雨", "我5月4号去了趟杭州，吃了片儿川")])
+    write_turns(vault.root, "en-c", "2023-06-01", [("Mel", "On May 4 I finally went to the pottery class")])
+    write_turns(vault.root, "en-d", "2023-06-02", [("Mel", "The pottery class was fun, I might go again")])
+    assert ids(vault.search("杭州 4 May"))[0] == "memories/zh-c-t01.md"
+    assert ids(vault.search("pottery class 5月4日"))[0] == "memories/en-c-t01.md"
+
+
+def test_a_date_alone_does_not_flood_the_answer_out(vault):
+    """Eight turns of the asked-for day share its date; the one turn of another day that
+    holds the question's words is still among the first."""
+    write_turns(vault.root, "en-a", "2023-05-08", [("Mel", f"just chatting about nothing much, part {n}")
+                                                   for n in range(8)])
+    write_turns(vault.root, "en-b", "2023-05-09", [("Caro", "The charity run for the animal shelter went great")])
+    found = ids(vault.search("What happened at the charity run on 8 May 2023?"))
+    assert found[0] == "memories/en-b-t01.md"
+
+
+def test_numbers_in_the_question_no_longer_match_turn_numbers(vault):
+    write_turns(vault.root, "en-a", "2023-05-08", [("Mel", "hi")] * 11 + [("Mel", "small talk again")])
+    write_turns(vault.root, "en-b", "2023-05-09", [("Caro", "I adopted a cat on 12 May 2023, she is called Miso")])
+    found = ids(vault.search("What did Caro adopt on 12 May 2023?"))
+    assert found[0] == "memories/en-b-t01.md"
+
+
+# -- a session's neighbours ---------------------------------------------------------------------
+CHAT = [
+    ("Mel", "Guess what, I signed up for something new this week!"),
+    ("Caro", "Ooh, tell me! Is it the pottery workshop you mentioned?"),
+    ("Mel", "Yes! Every Saturday morning at the community centre."),
+    ("Caro", "That sounds lovely, send pictures."),
+    ("Mel", "Will do. How is your garden doing?"),
+    ("Caro", "The tomatoes are finally red."),
+]
+
+
+def test_a_turn_that_answers_without_the_questions_words_is_found_by_its_neighbours(vault):
+    write_turns(vault.root, "en-s1", "2023-05-08", CHAT)
+    write_turns(vault.root, "en-s2", "2023-05-15", [("Mel", "Saturday morning I sleep in, always"),
+                                                      ("Caro", "Same here, community life is exhausting")])
+    found = ids(vault.search("When does Mel go to the pottery workshop?"))
+    assert "memories/en-s1-t03.md" in found[:3]  # "Every Saturday morning…" holds neither word
+
+
+def test_neighbours_follow_edits_and_deletions_as_a_fresh_index_would(vault):
+    from vaultmem.index.store import IndexStore
+
+    write_turns(vault.root, "en-s1", "2023-05-08", CHAT)
+    question = "Mel pottery workshop"
+    vault.search(question)
+    # the neighbour that holds "pottery workshop" is rewritten; another is deleted
+    (vault.root / "memories" / "en-s1-t02.md").write_text(TURN.format(
+        speaker="Caro", session="en-s1", turn=2, day="2023-05-08", text="Ooh, tell me! Is it the salsa class?"),
+        encoding="utf-8")
+    (vault.root / "memories" / "en-s1-t05.md").unlink()
+    updated = [(h.doc.id, round(h.score, 6), h.doc.near) for h in vault.search(question)]
+    vault.index.rebuild()
+    fresh = [(h.doc.id, round(h.score, 6), h.doc.near) for h in vault.search(question)]
+    assert updated == fresh
+    near = {i: n for i, _s, n in fresh}
+    assert "pottery" not in near.get("memories/en-s1-t03.md", "")
+    # a note moved to another session leaves its old neighbours
+    (vault.root / "memories" / "en-s1-t06.md").write_text(TURN.format(
+        speaker="Caro", session="en-s9", turn=1, day="2023-05-08", text="The tomatoes are finally red."),
+        encoding="utf-8")
+    updated = sorted((h.doc.id, h.doc.near) for h in vault.search("tomatoes Saturday salsa"))
+    IndexStore(vault.root).rebuild()
+    vault.index.close()
+    assert updated == sorted((h.doc.id, h.doc.near) for h in vault.search("tomatoes Saturday salsa"))
