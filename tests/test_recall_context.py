@@ -148,3 +148,81 @@ def test_neighbours_follow_edits_and_deletions_as_a_fresh_index_would(vault):
     IndexStore(vault.root).rebuild()
     vault.index.close()
     assert updated == sorted((h.doc.id, h.doc.near) for h in vault.search("tomatoes Saturday salsa"))
+
+
+# -- the turn that answers, not the one that asks ------------------------------------------------
+def test_the_turn_that_answers_beats_the_turn_that_asks(vault):
+    small_talk(vault.root)
+    write_turns(vault.root, "zh-q", "2023-05-06", [("阿哲", "你喜欢哪种菜系呢？"), ("小雨", "我比较喜欢川菜和粤菜，辣一点的最好"),
+                                                  ("阿哲", "那下次一起去吃川菜")])
+    found = ids(vault.search("小雨喜欢哪种菜系？"))
+    assert found.index("memories/zh-q-t02.md") < found.index("memories/zh-q-t01.md")
+
+
+# -- the relevance signal ------------------------------------------------------------------------
+FACTS = {
+    "backend-port": "后端端口固定8080，本地、预发和生产环境一致。",
+    "deploy": "Deploys go through Argo CD: merge to main, then sync the prod cluster by hand.",
+    "email": "Transactional email is sent through Postmark; marketing mail through Mailchimp.",
+    "oncall": "The on-call rotation changes every Monday at 10:00; handover in #ops.",
+}
+
+
+@pytest.fixture
+def facts(vault):
+    small_talk(vault.root)
+    for slug, text in FACTS.items():
+        (vault.root / "memories" / f"{slug}.md").write_text(f"---\nname: {slug}\ntype: fact\n---\n{text}\n",
+                                                           encoding="utf-8")
+    return vault
+
+
+def test_search_says_which_hits_pass_the_relevance_cut_and_when_nothing_does(facts):
+    hits = facts.search("后端端口是多少")
+    assert hits[0].doc.id == "memories/backend-port.md" and hits[0].relevant and not hits.no_memory
+    data = hits.to_dict("后端端口是多少")
+    assert data["relevant"] >= 1 and data["no_memory"] is False and data["hits"][0]["relevant"] is True
+    assert 0 < data["hits"][0]["relevance"] <= 1
+    # "rotate" meets the on-call rotation, but the vault knows nothing of SSH keys or bastions
+    hits = facts.search("How do we rotate the SSH keys for the bastion host?")
+    assert hits and hits.no_memory and not any(h.relevant for h in hits)
+    assert hits.to_dict("q")["no_memory"] is True
+    # 短信 is a word the vault lacks, 服务 one it has
+    assert facts.search("短信验证码服务商是哪家").no_memory
+
+
+def test_the_cut_is_a_setting(facts):
+    from vaultmem import Vault
+
+    (facts.root / ".vaultmem" / "config.yaml").write_text(
+        (facts.root / ".vaultmem" / "config.yaml").read_text(encoding="utf-8") + "search:\n  min_relevance: 0.0\n",
+        encoding="utf-8")
+    loose = Vault(facts.root)
+    assert not loose.search("How do we rotate the SSH keys for the bastion host?").no_memory
+    assert loose.search("How do we rotate the SSH keys?").min_relevance == 0.0
+
+
+def test_the_cli_says_no_memory_of_this_and_marks_weak_hits(facts, cli):
+    out = cli("--vault", facts.root, "search", "How do we rotate the SSH keys for the bastion host?")
+    assert out.exit_code == 0
+    assert out.output.startswith("no memory of this") and "(weak)" in out.output
+    data = cli("--vault", facts.root, "search", "How do we rotate the SSH keys for the bastion host?", "--json").output
+    import json
+
+    got = json.loads(data)
+    assert got["no_memory"] is True and got["relevant"] == 0 and got["hits"]
+    out = cli("--vault", facts.root, "search", "Argo CD deploys")
+    assert "no memory of this" not in out.output and "(weak)" not in out.output.splitlines()[0]
+
+
+def test_a_long_chinese_turn_is_briefed_by_the_part_that_answers(vault):
+    from vaultmem.analysis import estimate_tokens
+
+    long = ("今天上午我们开了很长的会，讨论了很多事情，包括下个季度的预算、新同事的入职安排、办公室搬迁的时间表，"
+            "还有最重要的一件事：后端端口固定8080，本地、预发和生产环境一致。改端口要同步改网关的 upstream 配置。"
+            "会后大家一起去吃了午饭，吃的是川菜，味道不错，下午继续讨论了招聘计划和团建的安排。")
+    (vault.root / "memories" / "meeting.md").write_text(f"---\nname: 周会\ntype: episode\n---\n{long}\n",
+                                                       encoding="utf-8")
+    b = vault.brief("lee", "后端端口是多少", tokens=1500)
+    line = next(x for x in b.markdown.splitlines() if "meeting" in x)
+    assert "后端端口固定8080" in line and estimate_tokens(line) < estimate_tokens(long) * 0.75

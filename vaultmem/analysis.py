@@ -105,6 +105,39 @@ def query_tokens(text: str, today=None) -> list[str]:
     return list(dict.fromkeys(tokens(text)))
 
 
+# Characters that say how a Chinese question is asked, not what it is about: a
+# relevance judgement leaves them out (indexing and ranking keep them).
+QUESTION_CHARS = frozenset("什么哪吗呢怎谁几啥嘛")
+_QUESTION_WORDS = re.compile("多少|多久|多长|如何|是否|怎样|为何|是不是|有没有|能不能|会不会|要不要")
+FUNCTION_CHARS = frozenset("是的了在有和与及或我你他她它们这那个也都就还要会能吧呀啊把被给对从到为")
+
+
+def query_units(text: str, today=None) -> list[tuple[str, tuple[str, ...]]]:
+    """What a query asks for, unit by unit, for judging how much of it a document
+    answers: each word (its stem), each date (its term), and each content character of
+    a CJK run with the query's bigrams that hold it — a character is answered when a
+    document holds one of them, so the seam of two words ("州做" of "杭州做") costs
+    nothing while a word the vault lacks ("短信") does. (unit, terms) pairs, in order."""
+    import datetime as dt
+
+    rest, found = split_dates(text, today or dt.date.today()) if any(c.isdigit() for c in text) or \
+        _RELATIVE_RE.search(text) or any(m in text.lower() for m in _MONTHS) else (text, [])
+    units: list[tuple[str, tuple[str, ...]]] = [(t, (t,)) for t in found]
+    for i, part in enumerate(_CJK_RUN.split(_QUESTION_WORDS.sub(" ", normalize(rest)))):
+        if i % 2:
+            if len(part) == 1:
+                units.append((part, (part,)))
+                continue
+            for k, ch in enumerate(part):
+                if ch in QUESTION_CHARS or ch in FUNCTION_CHARS:
+                    continue
+                grams = tuple(part[j:j + 2] for j in (k - 1, k) if 0 <= j < len(part) - 1)
+                units.append((f"{ch}#{k}:{part}", grams))
+        elif part:
+            units.extend((stem(w), (stem(w),)) for w in _WORD.findall(part) if w not in STOPWORDS)
+    return list({u: (u, grams) for u, grams in units}.values())
+
+
 def coverage(query: list[str], text: str, dates: list[str] | tuple[str, ...] = ()) -> float:
     """The share of the query's distinct terms that occur in ``text`` (0..1). A
     one-character CJK term counts when that character occurs anywhere in the text, a

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .analysis import estimate_tokens, normalize, token_counts, tokens, tokens_for
+from .analysis import estimate_tokens, highlight, normalize, query_tokens, token_counts, tokens, tokens_for
 from .errors import BadInput
 from .models import Hit
 
@@ -69,6 +69,10 @@ class BriefParts:
     lang: str = "en"
     max_items: int = 10
     max_line_chars: int = 240
+    # a memory line's text, in estimated tokens: longer text is cut to the window around
+    # what matched the task (Chinese costs about a token a character: 240 characters of
+    # it would be a sixth of a 1,500-token brief)
+    max_line_tokens: int = 70
     notices: list[str] = field(default_factory=list)  # said after the task: what the brief lacks (unread_notice)
 
 
@@ -166,9 +170,25 @@ def _label(hit: Hit, labels: dict[str, str]) -> str:
     return labels["other"]
 
 
-def _line(hit: Hit, labels: dict[str, str], limit: int) -> str:
+def excerpt(text: str, terms: list[str], max_tokens: int, max_chars: int) -> str:
+    """``text`` on one line, or when it is longer than ``max_tokens`` (estimated) or
+    ``max_chars``, the window of it that holds the most of ``terms`` (the task's), cut
+    to fit: the part of a long entry that answers is what a brief needs."""
+    flat = " ".join(text.split())
+    cost = estimate_tokens(flat)
+    if cost <= max_tokens and len(flat) <= max_chars:
+        return flat
+    width = max(20, min(max_chars, int(len(flat) * max_tokens / max(cost, 1))))
+    window = highlight(flat, terms, width=width, mark=("", "")) if terms else shorten(flat, width)
+    while estimate_tokens(window) > max_tokens + 2 and width > 20:  # the ellipses and a dense stretch
+        width = int(width * 0.9)
+        window = highlight(flat, terms, width=width, mark=("", "")) if terms else shorten(flat, width)
+    return window
+
+
+def _line(hit: Hit, labels: dict[str, str], limit: int, terms: list[str] | None = None, max_tokens: int = 70) -> str:
     d = hit.doc
-    text = d.text
+    text = excerpt(d.text, terms or [], max_tokens, limit)
     if d.kind == "entry" and d.section == "subagents" and d.title:
         text = f"{d.title}: {text}"
     if d.kind == "entry" and d.date:
@@ -177,7 +197,7 @@ def _line(hit: Hit, labels: dict[str, str], limit: int) -> str:
     # who said it, for facts (user-stated ranks above agent-inferred above third-party)
     said = f" ({labels[d.author_kind]})" if d.kind == "note" and d.author_kind in labels else ""
     # the whole line is flattened — the link too: a file name may hold a newline
-    return " ".join(f"- {_label(hit, labels)}{sep}{shorten(text, limit)}{said} {d.link}".split())
+    return " ".join(f"- {_label(hit, labels)}{sep}{text}{said} {d.link}".split())
 
 
 def _dedupe(hits: list[Hit]) -> list[Hit]:
@@ -234,11 +254,13 @@ def build_brief(parts: BriefParts, budget: int) -> Brief:
     items: list[dict[str, Any]] = []
     chosen = _dedupe(parts.hits)[: parts.max_items]
     first_lines = []  # each section's first line, for the smallest budget that carries one
+    terms = query_tokens(parts.task)
     if chosen:
-        first_lines.append((labels["memory"], _safe(_line(chosen[0], labels, parts.max_line_chars))))
+        first_lines.append((labels["memory"], _safe(_line(chosen[0], labels, parts.max_line_chars, terms,
+                                                          parts.max_line_tokens))))
     if chosen and opens(*first_lines[0]):
         for hit in chosen:
-            line = _safe(_line(hit, labels, parts.max_line_chars))
+            line = _safe(_line(hit, labels, parts.max_line_chars, terms, parts.max_line_tokens))
             if b.add(line, reserve=close_cost):
                 items.append({**hit.to_dict(), "label": _label(hit, labels), "line": line})
 

@@ -38,7 +38,7 @@ class Config:
     brief_window: int = 128000
     brief_ratio: float = 0.3
     brief_max_items: int = 10
-    brief_min_coverage: float = 0.3
+    min_relevance: float = 0.4  # search.min_relevance: the relevance cut of search, brief and eval
     index_lock_timeout: float = 30.0
     index_engine: str = "auto"
     checkpoint_fresh_minutes: float = 120.0
@@ -122,7 +122,8 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
         return value
 
     orchestrator = agent_name("orchestrator", "orchestrator", "orchestrator name", "must name the orchestrator agent")
-    for group in ("git", "memory", "brief", "index", "checkpoint", "lifecycle", "safety", "review", "log", "hooks"):
+    for group in ("git", "memory", "brief", "index", "checkpoint", "lifecycle", "safety", "review", "log", "hooks",
+                  "search"):
         if group in raw and not isinstance(raw[group], dict):
             raise bad(group, "must be a group of settings (key: value lines indented below it)")
     timeout = number("git.lock_timeout", 10, 0, 3600)
@@ -137,7 +138,8 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
     window = number("brief.window", 128000, 1000, 10_000_000)
     ratio = number("brief.ratio", 0.3, 0.01, 1)
     max_items = number("brief.max_items", 10, 0, 200)
-    min_coverage = number("brief.min_coverage", 0.3, 0, 1)
+    # brief.min_coverage: the cut's older name (a share of the task's terms), read when the new one is not set
+    min_relevance = number("search.min_relevance", number("brief.min_coverage", 0.4, 0, 1), 0, 1)
     index_timeout = number("index.lock_timeout", 30, 0, 3600)
     index_engine = _get(raw, "index.engine", "auto")
     if index_engine not in ("whoosh", "tantivy", "auto"):
@@ -175,7 +177,7 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
         brief_window=int(window),
         brief_ratio=ratio,
         brief_max_items=int(max_items),
-        brief_min_coverage=min_coverage,
+        min_relevance=min_relevance,
         index_lock_timeout=index_timeout,
         index_engine=str(index_engine),
         checkpoint_fresh_minutes=fresh,

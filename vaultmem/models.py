@@ -213,6 +213,8 @@ class Hit:
     channel: str = "lexical"
     similarity: float | None = None  # cosine similarity to the query (semantic channel)
     relevant: bool | None = None  # whether it passes the relevance cut (None: not judged)
+    # how much of the query it answers, 0..1: its terms weighted by rarity (retrieve.search)
+    relevance: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = self.doc
@@ -222,6 +224,8 @@ class Hit:
                "channel": self.channel}
         if self.similarity is not None:
             out["similarity"] = round(self.similarity, 4)
+        if self.relevance is not None:
+            out["relevance"] = round(self.relevance, 3)
         if self.relevant is not None:
             out["relevant"] = self.relevant
         if self.rank_score is not None:
@@ -240,3 +244,21 @@ class Hits(list):
         super().__init__(hits)
         self.skipped_files: list[dict[str, Any]] = list(skipped_files)
         self.warnings: list[str] = list(warnings)
+        self.min_relevance: float | None = None  # the relevance cut the hits were judged by
+
+    @property
+    def relevant(self) -> list[Hit]:
+        """The hits that pass the relevance cut."""
+        return [h for h in self if h.relevant]
+
+    @property
+    def no_memory(self) -> bool:
+        """Whether nothing relevant was found: no hit passes the relevance cut ("no memory
+        of this"), though some may share a word with the query."""
+        return not self.relevant
+
+    def to_dict(self, query: str) -> dict[str, Any]:
+        """The JSON of a search: the query, the hits, how many pass the relevance cut and
+        whether none does."""
+        return {"query": query, "hits": [h.to_dict() for h in self], "relevant": len(self.relevant),
+                "no_memory": self.no_memory, "min_relevance": self.min_relevance}

@@ -57,19 +57,26 @@ def common_words_only(query: str) -> str | None:
     return COMMON_WORDS_ONLY.format(words=words[:60])
 
 
-def search(index, query: str, agent: str | None, kinds: tuple[str, ...], types: tuple[str, ...], limit: int):
+def search(index, query: str, agent: str | None, kinds: tuple[str, ...], types: tuple[str, ...], limit: int,
+           min_relevance: float):
     """Ranked hits (:class:`~vaultmem.models.Hits`); with ``agent`` and no ``kinds``, what
-    an agent may see (never the inbox or the archive, never another role's page). The
-    files in that scope the index could not read come with them, and so does why a query
-    of common words only finds nothing."""
+    an agent may see (never the inbox or the archive, never another role's page). Each
+    hit says whether it passes the relevance cut ``min_relevance``. The files in that
+    scope the index could not read come with them, and so does why a query of common
+    words only finds nothing."""
     from .index import Filters
     from .models import Hits
+    from .retrieve import is_relevant
     from .retrieve import search as ranked
 
     scope = tuple(kinds) or (layout.AGENT_KINDS if agent else ())
     warning = common_words_only(query)
     found = [] if warning else ranked(index, query, Filters(agent=agent, kinds=scope, types=tuple(types)), limit)
-    return Hits(found, skipped_files(index.problems(), agent, scope), [warning] if warning else [])
+    for hit in found:
+        hit.relevant = is_relevant(hit, query, min_relevance)
+    hits = Hits(found, skipped_files(index.problems(), agent, scope), [warning] if warning else [])
+    hits.min_relevance = min_relevance
+    return hits
 
 
 def check_brief(agent: str, task: str) -> str:
@@ -108,7 +115,7 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
         warnings.append(warning.replace("the query", "the task"))
     hits = [] if warning else ranked(index, task, Filters(agent=agent, kinds=layout.BRIEF_KINDS),
                                      limit=max(30, config.brief_max_items * 3))
-    relevant = rank([h for h in hits if is_relevant(h, task, config.brief_min_coverage)], today)
+    relevant = rank([h for h in hits if is_relevant(h, task, config.min_relevance)], today)
     from .errors import VaultmemError
     from .parse.document import parse_document
 
@@ -238,7 +245,7 @@ def evaluate(root: Path, config, queries_path: str | Path, at: str | None, engin
     except FileNotFoundError:
         raise NotFound(f"no queries file {path}", path=str(path)) from None
     queries = load_queries(text, str(path))
-    cutoff = config.brief_min_coverage
+    cutoff = config.min_relevance
     with tempfile.TemporaryDirectory(prefix="vaultmem-eval-") as tmp:
         frozen_root = Path(tmp) / "vault"
         frozen = snapshot(root, frozen_root, at)

@@ -11,13 +11,15 @@ from __future__ import annotations
 import datetime as _dt
 import math
 
-from .analysis import DATE_PREFIX, coverage, document_date_terms, highlight, query_tokens
+from .analysis import (DATE_PREFIX, coverage, document_date_terms, highlight, is_cjk_char, normalize,
+                       query_tokens, query_units, tokens)
 from .index import Filters
 from .models import Hit
 
 OWN_BOOST = 1.5  # searching as a role: its own page and notes weigh more than shared memory
 DATE_BOOST = 1.0  # a document of the day the question names (docs/recall.md: measured)
-ASKING = 0.6  # a question-shaped entry: it asks, it does not answer
+ASKING = 0.35  # a question-shaped entry: it asks, it does not answer
+REPLY_CREDIT = 0.9  # the next turn after a question that matches scores at least this share of it
 PROVENANCE = {"user": 1.0, "agent": 0.6, "unknown": 0.4, "third_party": 0.2}
 WEIGHTS = {"relevance": 0.6, "importance": 0.15, "recency": 0.1, "provenance": 0.15}
 HALF_LIFE_DAYS = 180
@@ -30,7 +32,9 @@ def search(store, query: str, filters: Filters = Filters(), limit: int = 10, sni
     as well; a document of the day the question names by ``1 + DATE_BOOST`` (a date
     decides between matches but never brings in a document of that day that holds
     none of the question's words); a question-shaped entry by ``ASKING`` (the turn that
-    asks is not the answer). The engine is asked for enough candidates to re-order."""
+    asks is not the answer), while the turn after it in its session — the reply, when it
+    is a candidate — scores at least ``REPLY_CREDIT`` of what the question scored. The
+    engine is asked for enough candidates to re-order."""
     terms = query_tokens(query)
     words = [t for t in terms if not t.startswith(DATE_PREFIX)]
     days = set(terms) - set(words)
@@ -43,15 +47,25 @@ def search(store, query: str, filters: Filters = Filters(), limit: int = 10, sni
             score *= OWN_BOOST
         if words and days and days & set(dates):
             score *= 1 + DATE_BOOST
-        if is_question(doc.text):
-            score *= ASKING
-        rescored.append((doc, score, dates))
+        rescored.append([doc, score, dates])
+    asking = [is_question(doc.text) for doc, _s, _d in rescored]
+    # the reply to a question that matches (the next turn of its session) is what answers it
+    turns = {(d.session, d.turn): n for n, (d, _s, _d) in enumerate(rescored) if d.session and d.turn is not None}
+    for n, (doc, score, _d) in enumerate(rescored):
+        reply = turns.get((doc.session, doc.turn + 1)) if asking[n] and doc.session and doc.turn is not None else None
+        if reply is not None and not asking[reply]:
+            rescored[reply][1] = max(rescored[reply][1], score * REPLY_CREDIT)
+    for n, hit in enumerate(rescored):
+        if asking[n]:
+            hit[1] *= ASKING
     rescored.sort(key=lambda x: (-x[1], x[0].id))
+    units = unit_weights(store, query) if rescored else []
     out = []
     for doc, score, dates in rescored[:limit]:
         text = f"{doc.title}\n{doc.text}\n{' '.join(doc.aliases)}"
         out.append(Hit(doc=doc, score=score, coverage=coverage(terms, text, dates),
-                       snippet=highlight(doc.text, terms, width=snippet_width)))
+                       snippet=highlight(doc.text, terms, width=snippet_width),
+                       relevance=relevance(units, text, dates, doc.near)))
     return out
 
 
@@ -70,6 +84,47 @@ def is_question(text: str) -> bool:
     sentences = [x for x in re.split(r"(?<=[.!?。！？])\s*", flat) if x.strip()]
     statements = [x for x in sentences if not x.rstrip().endswith(_QUESTION_END)]
     return sum(len(x.split()) if x.isascii() else len(x) // 3 for x in statements) < 6
+
+
+NEAR_CREDIT = 0.5  # a term found only in the neighbours' text counts for this much of its weight
+CJK_CHAR_WEIGHT = 0.5  # a CJK character is half a unit: a two-character word weighs as one word
+
+
+def unit_weights(store, query: str) -> list[tuple[tuple[str, ...], float]]:
+    """Each unit of the query (``analysis.query_units``) with its weight: the inverse
+    document frequency in the live index, ``log(1 + N / (df + 1))``, of its rarest term
+    that any document holds (``df`` 0 when none does) — a rare word says more about what
+    the question is after than a common one, and a word the vault lacks says most."""
+    import math
+
+    units = query_units(query)
+    total, df = store.term_weights(sorted({t for _u, grams in units for t in grams}))
+    out = []
+    for unit, grams in units:
+        present = [df[t] for t in grams if df.get(t)]
+        w = math.log(1 + (total or 1) / ((min(present) if present else 0) + 1))
+        out.append((grams, w * CJK_CHAR_WEIGHT if "#" in unit else w))
+    return out
+
+
+def relevance(units: list[tuple[tuple[str, ...], float]], text: str, dates, near: str) -> float:
+    """How much of the query a document answers (0..1): the weight of the query's units
+    it holds (:func:`unit_weights`: a unit is held when the document holds one of its
+    terms), a unit found only in its neighbours' text at ``NEAR_CREDIT``, over the
+    weight of all of them."""
+    whole = sum(w for _g, w in units)
+    if not whole:
+        return 0.0
+    have = set(tokens(text)) | set(dates)
+    flat = normalize(text)
+    near_have = set(tokens(near)) if near else set()
+    got = 0.0
+    for grams, w in units:
+        if any(t in have or (is_cjk_char(t) and t in flat) for t in grams):
+            got += w
+        elif any(t in near_have for t in grams):
+            got += NEAR_CREDIT * w
+    return got / whole
 
 
 def has_terms(query: str) -> bool:
@@ -107,13 +162,15 @@ def rank(hits: list[Hit], today: _dt.date | None = None) -> list[Hit]:
     return sorted(hits, key=lambda h: h.rank_score, reverse=True)
 
 
-def is_relevant(hit: Hit, query: str, min_coverage: float) -> bool:
-    """Whether a hit matches enough of the query to be worth injecting (or to count as a
-    hit in an evaluation): at least ``min_coverage`` of the query's terms, counted on at
-    most six terms, so a long task text needs a couple of matching terms, not a third of
-    all its words."""
+def is_relevant(hit: Hit, query: str, min_relevance: float) -> bool:
+    """Whether a hit answers enough of the query to be worth injecting (or to count as
+    a hit in an evaluation): its ``relevance`` (the rarity-weighted share of the query's
+    terms it holds) at least ``min_relevance``. A hit without one (made elsewhere) is
+    judged by its plain coverage, counted on at most six terms."""
+    if hit.relevance is not None:
+        return hit.relevance >= min_relevance - 1e-9
     terms = query_tokens(query)
     if not terms:
         return False
-    need = max(1, math.ceil(min_coverage * min(len(terms), 6) - 1e-9))
+    need = max(1, math.ceil(min_relevance * min(len(terms), 6) - 1e-9))
     return round(hit.coverage * len(terms)) >= need

@@ -380,7 +380,7 @@ class Vault:
         review inbox unless ``kinds`` names it."""
         agent = recall.check_query(query, agent, limit)
         self._fresh()
-        return recall.search(self.index, query, agent, kinds, types, limit)
+        return recall.search(self.index, query, agent, kinds, types, limit, self.config.min_relevance)
 
     def brief(self, agent: str, task: str, window: int | None = None, ratio: float | None = None,
               tokens: int | None = None):

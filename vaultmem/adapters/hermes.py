@@ -998,7 +998,7 @@ REQUIRED = object()
 
 def _search(v: Vault, actor, query, agent, limit, kind, type) -> dict:
     hits = v.search(query, agent=agent, kinds=tuple(kind or ()), types=tuple(type or ()), limit=limit)
-    return _with(hits, {"query": without_secrets(query), "hits": [h.to_dict() for h in hits]})
+    return _with(hits, hits.to_dict(without_secrets(query)))
 
 
 def _with(result, data: dict) -> dict:

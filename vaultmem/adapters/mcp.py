@@ -268,7 +268,7 @@ def _register(server: VaultServer) -> None:
         shared, checkpoint, inbox, archive, doc. TYPE: only notes of these types."""
         def call(v: Vault) -> CallToolResult:
             hits = v.search(query, agent=agent, kinds=tuple(kind or ()), types=tuple(type or ()), limit=limit)
-            data = {"query": without_secrets(query), "hits": [h.to_dict() for h in hits]}
+            data = hits.to_dict(without_secrets(query))
             return _result(render.search_hits(hits), data, hits.warnings, hits.skipped_files)
         return run(call)
 

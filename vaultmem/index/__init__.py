@@ -161,6 +161,10 @@ class SearchEngine(Protocol):
         scores by id. ``terms``: the query's analysed terms (``analysis.query_tokens``);
         ``text``: the query as it was asked."""
 
+    def doc_frequency(self, term: str) -> int:
+        """In how many live documents the analysed ``term`` occurs (the most of any one
+        field it is searched in): what a relevance judgement weighs terms by."""
+
     def doc_count(self) -> int:
         """How many documents are live in the index."""
 

@@ -172,6 +172,16 @@ class IndexStore:
             self.rebuild(unreadable=broken)
             return self.engine().search(terms, filters, limit, text=text)
 
+    def term_weights(self, terms: list[str]) -> tuple[int, dict[str, int]]:
+        """(live documents, each term's document frequency) of the live index."""
+        engine = self.engine()
+        try:
+            return engine.doc_count(), {t: engine.doc_frequency(t) for t in terms}
+        except VaultmemError:
+            raise
+        except Exception:
+            return 0, {}
+
     def close(self) -> None:
         if self._engine is not None:
             try:

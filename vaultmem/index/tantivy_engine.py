@@ -397,6 +397,11 @@ class TantivyEngine:
         kept = [(_index_doc(stored), score) for score, stored in scored.values() if score >= cut]
         return by_rank(kept)[:limit]  # the documents are parsed only for those that can be in
 
+    def doc_frequency(self, term: str) -> int:
+        """In how many live documents ``term`` occurs (most of any one of its fields)."""
+        stats = self.live_stats()
+        return max(stats.doc_frequency(name, term) for name in fields_for(term))
+
     def doc_count(self) -> int:
         return self._get_searcher().num_docs
 

@@ -267,6 +267,11 @@ class WhooshEngine:
         """The distinct values of an ID field (a handful: agents, kinds)."""
         return [v.decode("utf-8") if isinstance(v, bytes) else v for v in searcher.lexicon(field)]
 
+    def doc_frequency(self, term: str) -> int:
+        """In how many live documents ``term`` occurs (most of any one of its fields)."""
+        stats = self.live_stats(self._get_searcher())
+        return max(stats.doc_frequency(name, term) for name in fields_for(term))
+
     def doc_count(self) -> int:
         return self.ix.doc_count()  # live documents only
 

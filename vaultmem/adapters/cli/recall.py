@@ -74,7 +74,7 @@ def search(
     s = session(ctx, vault, as_, json_)
     hits = s.open().search(query, agent=agent, kinds=tuple(kind or ()), types=tuple(type_ or ()), limit=n)
 
-    s.emit(hits, render.search_hits, data={"query": query, "hits": [h.to_dict() for h in hits]})
+    s.emit(hits, render.search_hits, data=hits.to_dict(query))
 
 
 @handles_errors

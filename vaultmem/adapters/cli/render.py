@@ -184,14 +184,22 @@ def index_report(r) -> str:
 
 
 def search_hits(hits) -> str:
+    """Each hit with its source, kind, score and snippet; a hit below the relevance cut
+    is marked ``(weak)``, and when none passes it the first line says there is no memory
+    of this."""
     if not hits:
         return "no hits"
     out = []
+    cut = getattr(hits, "min_relevance", None)
+    if cut is not None and not any(h.relevant for h in hits):
+        out.append(f"no memory of this: none of these {len(hits)} hits passes the relevance cut "
+                   f"(search.min_relevance {cut:g}); they only share words with the query")
     for i, h in enumerate(hits, 1):
         d = h.doc
         where = d.id + (f"  (line {d.line})" if d.line else "")
+        weak = "  (weak)" if h.relevant is False else ""
         out.append(f"{i:>2}. {where}  [{d.kind}{'/' + (d.type or d.section) if (d.type or d.section) else ''}]"
-                   f"  score {h.score:.2f}\n    {h.snippet}")
+                   f"  score {h.score:.2f}{weak}\n    {h.snippet}")
     return "\n".join(out)
 
 
