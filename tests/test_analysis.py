@@ -38,9 +38,10 @@ def test_highlight_windows_long_text_around_the_matches():
 
 
 def test_token_estimate_counts_cjk_characters_one_each():
-    assert estimate_tokens("端口") == 2
+    assert estimate_tokens("端口") == 3  # 1.25 a character, rounded up
+    assert estimate_tokens("端口固定") == 5
     assert estimate_tokens("abcdef") == 2
-    assert estimate_tokens("端口abc") == 3
+    assert estimate_tokens("端口abc") == 4
     assert estimate_tokens("") == 0
 
 
@@ -83,7 +84,7 @@ def test_the_single_cjk_pattern_gives_what_the_one_pass_patterns_gave(text):
     assert analysis.cjk_chars(text) == _CJK_CHAR.findall(analysis.normalize(text))
     weighted, ascii_chars = analysis.token_counts(text)
     cjk = len(_CJK_CHAR.findall(text))
-    assert (weighted, ascii_chars) == (cjk + 2 * (len(text) - ascii_chars - cjk), len(text.encode("ascii", "ignore")))
+    assert (weighted, ascii_chars) == (5 * cjk + 8 * (len(text) - ascii_chars - cjk), len(text.encode("ascii", "ignore")))
     for ch in text:
         assert analysis.is_cjk_char(ch) == bool(_CJK_CHAR.match(ch))
 
