@@ -226,3 +226,17 @@ def test_a_long_chinese_turn_is_briefed_by_the_part_that_answers(vault):
     b = vault.brief("lee", "后端端口是多少", tokens=1500)
     line = next(x for x in b.markdown.splitlines() if "meeting" in x)
     assert "后端端口固定8080" in line and estimate_tokens(line) < estimate_tokens(long) * 0.75
+
+
+def test_turns_dated_by_their_session_are_neighbours_without_a_session_key(vault):
+    """An import that gives each turn its session's time (said) and no session key."""
+    for n, (speaker, text) in enumerate(CHAT, 1):
+        (vault.root / "memories" / f"chat-{n:02d}.md").write_text(
+            f"---\nname: {speaker} {n}\ntype: episode\nsource: chat-import\nsaid: 2023-05-08T13:56:00Z\n"
+            f"created: 2023-06-01T10:00:{n:02d}Z\n---\n{text}\n", encoding="utf-8")
+    (vault.root / "memories" / "other.md").write_text(
+        "---\nname: other\ntype: episode\nsource: chat-import\nsaid: 2023-05-09T09:00:00Z\n---\n"
+        "Saturday morning I sleep in, always\n", encoding="utf-8")
+    hits = {h.doc.id: h for h in vault.search("pottery workshop Saturday morning")}
+    assert "pottery workshop" in hits["memories/chat-03.md"].doc.near
+    assert hits["memories/other.md"].doc.near == ""

@@ -190,6 +190,7 @@ class IndexDoc:
     session: str | None = None
     turn: float | None = None
     days: list[str] = field(default_factory=list)  # ISO days it is dated by (said, created…): date terms
+    speaker: str | None = None  # who said it (a note's speaker or author): not what it is about
 
     @property
     def link(self) -> str:

@@ -101,7 +101,11 @@ def _note_record(rel: str, kind: str, meta: dict, body: str) -> IndexDoc:
     if kind == "archive":
         status = "archived"
     created = meta.get("confirmed") or meta.get("created")
+    # the conversation it is part of: its session, or else what was said at the same
+    # moment from the same source (an import that dates each turn by its session)
     session = meta.get("session")
+    if session in (None, "") and meta.get("said") not in (None, ""):
+        session = f"said:{meta.get('source') or ''}:{meta['said']}"
     return IndexDoc(
         id=rel, path=rel, kind=kind, text=body,
         title=str(meta.get("name") or _stem(rel)),
@@ -117,6 +121,7 @@ def _note_record(rel: str, kind: str, meta: dict, body: str) -> IndexDoc:
         session=str(session) if session not in (None, "") and not isinstance(session, (list, dict)) else None,
         turn=_number(meta.get("turn")),
         days=_days(meta.get("said"), meta.get("created"), meta.get("date")),
+        speaker=str(speaker) if (speaker := meta.get("speaker") or meta.get("author")) else None,
     )  # fmt: skip
 
 
