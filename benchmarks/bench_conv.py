@@ -499,7 +499,7 @@ def run_vault(root: Path, queries: list[dict]) -> list[dict]:
     from vaultmem.vault import Vault
 
     vault = Vault.open(root)
-    cut = vault.config.brief_min_coverage
+    cut = vault.config.min_relevance
     rows = []
     for q in queries:
         hits = list(vault.search(q["query"], limit=SEARCH_LIMIT))
