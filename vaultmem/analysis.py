@@ -138,13 +138,15 @@ def query_units(text: str, today=None) -> list[tuple[str, tuple[str, ...]]]:
     return list({u: (u, grams) for u, grams in units}.values())
 
 
-def coverage(query: list[str], text: str, dates: list[str] | tuple[str, ...] = ()) -> float:
+def coverage(query: list[str], text: str, dates: list[str] | tuple[str, ...] = (), have: set[str] | None = None
+             ) -> float:
     """The share of the query's distinct terms that occur in ``text`` (0..1). A
     one-character CJK term counts when that character occurs anywhere in the text, a
-    date term when it is among ``dates`` (the document's date terms)."""
+    date term when it is among ``dates`` (the document's date terms). ``have``: the
+    terms of ``text`` and ``dates``, when the caller has them already."""
     if not query:
         return 0.0
-    have = set(tokens(text)) | set(dates)
+    have = (set(tokens(text)) | set(dates)) if have is None else have
     flat = normalize(text)
     return sum(1 for t in query if t in have or (is_cjk_char(t) and t in flat)) / len(query)
 

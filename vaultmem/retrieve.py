@@ -38,7 +38,7 @@ def search(store, query: str, filters: Filters = Filters(), limit: int = 10, sni
     terms = query_tokens(query)
     words = [t for t in terms if not t.startswith(DATE_PREFIX)]
     days = set(terms) - set(words)
-    pool = max(limit * 3, 30)
+    pool = max(limit * 3, 30) if days or filters.agent else limit * 2
     found = store.search(words or list(days), filters, pool, text=query)
     rescored = []
     for doc, score in found:
@@ -63,9 +63,10 @@ def search(store, query: str, filters: Filters = Filters(), limit: int = 10, sni
     out = []
     for doc, score, dates in rescored[:limit]:
         text = f"{doc.title}\n{doc.text}\n{' '.join(doc.aliases)}"
-        out.append(Hit(doc=doc, score=score, coverage=coverage(terms, text, dates),
+        have = set(tokens(text)) | set(dates)
+        out.append(Hit(doc=doc, score=score, coverage=coverage(terms, text, dates, have=have),
                        snippet=highlight(doc.text, terms, width=snippet_width),
-                       relevance=relevance(units, text, dates, doc.near)))
+                       relevance=relevance(units, text, have, doc.near)))
     return out
 
 
@@ -107,23 +108,30 @@ def unit_weights(store, query: str) -> list[tuple[tuple[str, ...], float]]:
     return out
 
 
-def relevance(units: list[tuple[tuple[str, ...], float]], text: str, dates, near: str) -> float:
+def relevance(units: list[tuple[tuple[str, ...], float]], text: str, have: set[str], near: str) -> float:
     """How much of the query a document answers (0..1): the weight of the query's units
     it holds (:func:`unit_weights`: a unit is held when the document holds one of its
-    terms), a unit found only in its neighbours' text at ``NEAR_CREDIT``, over the
-    weight of all of them."""
+    terms; ``have``: the terms of its ``text`` and its date terms), a unit found only in
+    its neighbours' text at ``NEAR_CREDIT``, over the weight of all of them."""
     whole = sum(w for _g, w in units)
     if not whole:
         return 0.0
-    have = set(tokens(text)) | set(dates)
-    flat = normalize(text)
-    near_have = set(tokens(near)) if near else set()
+    flat = None
+    near_have = None
     got = 0.0
     for grams, w in units:
-        if any(t in have or (is_cjk_char(t) and t in flat) for t in grams):
+        if any(t in have for t in grams):
             got += w
-        elif any(t in near_have for t in grams):
-            got += NEAR_CREDIT * w
+            continue
+        if any(is_cjk_char(t) for t in grams):
+            flat = normalize(text) if flat is None else flat
+            if any(is_cjk_char(t) and t in flat for t in grams):
+                got += w
+                continue
+        if near:
+            near_have = set(tokens(near)) if near_have is None else near_have
+            if any(t in near_have for t in grams):
+                got += NEAR_CREDIT * w
     return got / whole
 
 
