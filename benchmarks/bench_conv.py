@@ -499,7 +499,7 @@ def run_vault(root: Path, queries: list[dict]) -> list[dict]:
     from vaultmem.vault import Vault
 
     vault = Vault.open(root)
-    cut = getattr(vault.config, "min_relevance", None) or getattr(vault.config, "brief_min_coverage", 0.3)
+    cut = getattr(vault.config, "min_relevance", getattr(vault.config, "brief_min_coverage", 0.3))
     rows = []
     for q in queries:
         hits = list(vault.search(q["query"], limit=SEARCH_LIMIT))
