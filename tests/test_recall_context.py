@@ -51,6 +51,13 @@ def test_relative_days_count_from_the_notes_day_and_numbers_are_not_dates():
     assert find_dates("昨天我们聊了", "2023-05-08")[0][2][0] == "@2023-05-07"
     assert find_dates("what did you do yesterday?", "2023-05-08")[0][2][0] == "@2023-05-07"
     assert find_dates("昨天我们聊了") == []  # no day to count from
+    # weekdays of this or the last week (2023-05-10 is a Wednesday; weeks start on Monday)
+    assert find_dates("上周五我去了医院", "2023-05-10")[0][2][0] == "@2023-05-05"
+    assert find_dates("这周三开会", "2023-05-10")[0][2][0] == "@2023-05-10"
+    assert find_dates("上个星期二", "2023-05-10")[0][2][0] == "@2023-05-02"
+    assert find_dates("last Friday we went hiking", "2023-05-10")[0][2][0] == "@2023-05-05"
+    assert find_dates("last Wednesday", "2023-05-10")[0][2][0] == "@2023-05-03"
+    assert find_dates("周五见", "2023-05-10") == []  # which Friday is not said
     assert find_dates("you may go 4 times, turn 12, 32 of 40") == []
     assert find_dates("2023-13-45 and 2月30日") == []  # not days
 

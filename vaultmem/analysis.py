@@ -96,7 +96,8 @@ def query_tokens(text: str, today=None) -> list[str]:
     """Distinct terms of a query, in order of first appearance; a date written in it
     is one date term instead of its digits and month words (``yesterday`` counts from
     ``today``, default the current day)."""
-    if any(c.isdigit() for c in text) or _RELATIVE_RE.search(text) or any(m in text.lower() for m in _MONTHS):
+    if any(c.isdigit() for c in text) or _RELATIVE_RE.search(text) or _WEEKDAY_RE.search(text) or \
+            any(m in text.lower() for m in _MONTHS):
         import datetime as dt
 
         rest, found = split_dates(text, today or dt.date.today())
@@ -121,7 +122,8 @@ def query_units(text: str, today=None) -> list[tuple[str, tuple[str, ...]]]:
     import datetime as dt
 
     rest, found = split_dates(text, today or dt.date.today()) if any(c.isdigit() for c in text) or \
-        _RELATIVE_RE.search(text) or any(m in text.lower() for m in _MONTHS) else (text, [])
+        _RELATIVE_RE.search(text) or _WEEKDAY_RE.search(text) or any(m in text.lower() for m in _MONTHS) \
+        else (text, [])
     units: list[tuple[str, tuple[str, ...]]] = [(t, (t,)) for t in found]
     for i, part in enumerate(_CJK_RUN.split(_QUESTION_WORDS.sub(" ", normalize(rest)))):
         if i % 2:
@@ -186,6 +188,12 @@ _DATE_PATTERNS = [re.compile(p, re.I) for p in (
 _RELATIVE = {"today": 0, "yesterday": -1, "tomorrow": 1, "今天": 0, "今日": 0, "昨天": -1, "昨日": -1,
              "前天": -2, "明天": 1, "后天": 2}
 _RELATIVE_RE = re.compile(r"(?<![\w])(?:today|yesterday|tomorrow)(?![\w])|今天|今日|昨天|昨日|前天|明天|后天", re.I)
+_ZH_DAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
+_EN_DAYS = {d: n for n, d in enumerate(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))}
+# 上周五 / 上星期五 / 这周三 / 本周日; last Friday (the most recent Friday before the day)
+_WEEKDAY_RE = re.compile(r"(?P<zh>上|这|本)(?:个)?(?:周|星期|礼拜)(?P<zd>[一二三四五六日天])"
+                         r"|(?<![\w])last\s+(?P<en>monday|tuesday|wednesday|thursday|friday|saturday|sunday)(?![\w])",
+                         re.I)
 
 
 def date_terms_of(day) -> list[str]:
@@ -205,8 +213,9 @@ def _iso_day(value):
 def find_dates(text: str, ref=None) -> list[tuple[int, int, list[str]]]:
     """Each date written in ``text``: (start, end, its terms). A full date gives the
     day's three terms; a day without a year gives ``@MM-DD``; a month ``@YYYY-MM``.
-    ``yesterday`` / ``昨天`` … are days relative to ``ref`` (a date, or an ISO string),
-    and are only understood when it is given."""
+    ``yesterday`` / ``昨天``, ``上周五`` / ``这周三`` and ``last Friday`` are days relative to
+    ``ref`` (a date, or an ISO string; weeks start on Monday), understood only when it is
+    given."""
     import datetime as dt
 
     flat = unicodedata.normalize("NFKC", text)
@@ -244,6 +253,14 @@ def find_dates(text: str, ref=None) -> list[tuple[int, int, list[str]]]:
         for m in _RELATIVE_RE.finditer(flat):
             if not any(s < m.end() and m.start() < e for s, e in taken):
                 found.append((m.start(), m.end(), date_terms_of(base + dt.timedelta(days=_RELATIVE[m.group(0).lower()]))))
+        for m in _WEEKDAY_RE.finditer(flat):
+            if m.group("zh"):
+                monday = base - dt.timedelta(days=base.weekday()) - dt.timedelta(days=7 if m.group("zh") == "上" else 0)
+                day = monday + dt.timedelta(days=_ZH_DAYS[m.group("zd")])
+            else:
+                back = (base.weekday() - _EN_DAYS[m.group("en").lower()]) % 7 or 7
+                day = base - dt.timedelta(days=back)
+            found.append((m.start(), m.end(), date_terms_of(day)))
     return sorted(found)
 
 
