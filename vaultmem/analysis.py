@@ -38,7 +38,8 @@ STOPWORDS = frozenset(
     me more most my myself no nor not now of off on once only or other our ours ourselves out over
     own same she should so some such than that the their theirs them themselves then there these
     they this those through to too under until up very was we were what when where which while who
-    whom why will with would you your yours yourself yourselves""".split()
+    whom why will with would you your yours yourself yourselves
+    s t d ll m re ve""".split()  # what "Tom's", "don't", "I'll", "we're" leave once split at the apostrophe
 )
 
 
