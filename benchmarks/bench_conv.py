@@ -35,7 +35,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -472,7 +472,7 @@ def semantic_known() -> bool:
     """Whether the installed vaultmem reads ``search.semantic``."""
     import inspect
 
-    import vaultmem.config as config
+    from vaultmem import config
 
     try:
         return "search.semantic" in inspect.getsource(config)
