@@ -487,7 +487,7 @@ def parse_value(text: str):
 
 
 def judged_relevant(hit, question: str, min_coverage: float) -> bool:
-    if hit.relevant is not None:
+    if getattr(hit, "relevant", None) is not None:  # (the code before the relevance cut has none)
         return bool(hit.relevant)
     from vaultmem.retrieve import is_relevant
 
@@ -499,7 +499,7 @@ def run_vault(root: Path, queries: list[dict]) -> list[dict]:
     from vaultmem.vault import Vault
 
     vault = Vault.open(root)
-    cut = vault.config.brief_min_coverage
+    cut = getattr(vault.config, "min_relevance", getattr(vault.config, "brief_min_coverage", 0.3))
     rows = []
     for q in queries:
         hits = list(vault.search(q["query"], limit=SEARCH_LIMIT))
@@ -516,7 +516,7 @@ def run_vault(root: Path, queries: list[dict]) -> list[dict]:
             "any_relevant": any(relevant),
             "evidence_cut": bool(ranks) and not any(relevant[n - 1] for n in ranks),
             "brief_covers": any(p in expected for p in cited), "brief_items": len(cited),
-            "brief_tokens": brief.tokens, "top3": ids[:3], "channels": [h.channel for h in hits[:3]],
+            "brief_tokens": brief.tokens, "top3": ids[:3], "channels": [getattr(h, "channel", "lexical") for h in hits[:3]],
         })  # fmt: skip
     return rows
 
