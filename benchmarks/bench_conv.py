@@ -35,7 +35,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -472,7 +472,7 @@ def semantic_known() -> bool:
     """Whether the installed vaultmem reads ``search.semantic``."""
     import inspect
 
-    import vaultmem.config as config
+    from vaultmem import config
 
     try:
         return "search.semantic" in inspect.getsource(config)
@@ -565,13 +565,14 @@ class Result:
     mode: str
     engine: str
     available: bool = True
+    reason: str = ""  # why not available
     rows: list[dict] = field(default_factory=list)
     seconds: float = 0.0
     notes: int = 0
 
     def summary(self) -> dict:
         out = {"split": self.split, "lang": self.lang, "layout": self.layout, "mode": self.mode,
-               "engine": self.engine, "available": self.available, "notes": self.notes,
+               "engine": self.engine, "available": self.available, "reason": self.reason, "notes": self.notes,
                "seconds": round(self.seconds, 2)}
         if self.available:
             m = metrics(self.rows)
@@ -583,27 +584,49 @@ class Result:
 
 
 def run_one(split: str, lang: str, layout: str, mode: str, engine: str, settings: dict) -> Result:
+    from vaultmem.errors import VaultmemError
+
     res = Result(split, lang, layout, mode, engine)
     if not conversations(split, lang):
-        res.available = False
+        res.available, res.reason = False, f"no data in conv/{split}/"
         return res
     extra = dict(settings)
     extra["index.engine"] = engine
-    if mode in MODES:
-        if not semantic_known():
-            if mode != "lexical":
-                res.available = False
-                return res
-        else:
-            extra["search.semantic"] = MODES[mode]
+    if not semantic_known():
+        if mode != "lexical":  # lexical is what such a vaultmem does anyway
+            res.available, res.reason = False, "not available (this vaultmem has no search.semantic)"
+            return res
+    else:
+        extra["search.semantic"] = MODES[mode]
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix=f"conv-{split}-{lang}-{layout}-") as tmp:
         root = Path(tmp) / "vault"
-        queries = build(root, split, lang, layout, settings=extra, git=False)
+        try:
+            queries = build(root, split, lang, layout, settings=extra, git=False)
+        except VaultmemError as exc:  # a vaultmem that refuses the mode's value
+            if "search.semantic" not in str(getattr(exc, "message", exc)):
+                raise
+            res.available, res.reason = False, f"not available ({getattr(exc, 'message', exc)})"
+            return res
         res.notes = len(list((root / "memories").glob("*.md")))
         res.rows = run_vault(root, queries)
     res.seconds = time.perf_counter() - start
     return res
+
+
+def code_version() -> str:
+    """The commit of the vaultmem source measured, when it is a git checkout."""
+    import subprocess
+
+    import vaultmem
+
+    src = Path(vaultmem.__file__).resolve().parent.parent
+    try:
+        out = subprocess.run(["git", "-C", str(src), "log", "-1", "--format=%h %cs"], capture_output=True,
+                             text=True, timeout=10, check=False).stdout.strip()
+    except OSError:
+        out = ""
+    return f"commit {out}" if out else "not a git checkout"
 
 
 def fmt(value) -> str:
@@ -618,7 +641,7 @@ def markdown(results: list[Result], details: bool, settings: dict) -> str:
     out = ["# Conversational recall (benchmarks/bench_conv.py)", ""]
     import vaultmem
 
-    out.append(f"vaultmem {getattr(vaultmem, '__version__', '?')}; search limit {SEARCH_LIMIT}, brief "
+    out.append(f"vaultmem {getattr(vaultmem, '__version__', '?')} ({code_version()}); search limit {SEARCH_LIMIT}, brief "
                f"{BRIEF_TOKENS} tokens; settings: {settings or 'defaults'}.")
     out.append("false_hits: no-answer questions with any hit that passes the relevance cut; evidence_cut: "
                "answerable questions whose evidence is in the top 10 but every evidence hit fails the cut; "
@@ -628,7 +651,7 @@ def markdown(results: list[Result], details: bool, settings: dict) -> str:
     for r in results:
         head = f"| {r.split} | {r.lang} | {r.layout} | {r.mode} | {r.engine} |"
         if not r.available:
-            out.append(head + " not available |" + " |" * len(COLUMNS))
+            out.append(head + f" {r.reason} |" + " |" * len(COLUMNS))
             continue
         m = metrics(r.rows)
         out.append(head + f" {m['questions']} | " + " | ".join(fmt(m[c]) for c in COLUMNS) + f" | {r.seconds:.1f} |")
@@ -711,7 +734,8 @@ def main(argv: list[str] | None = None) -> int:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(text, encoding="utf-8")
     if args.json:
-        print(json.dumps([{**r.summary(), **({"details": r.rows} if args.details else {})} for r in results],
+        print(json.dumps([{**r.summary(), "settings": settings, **({"details": r.rows} if args.details else {})}
+                          for r in results],
                          ensure_ascii=False, indent=1))
     else:
         print(text, end="")
