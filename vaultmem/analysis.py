@@ -110,7 +110,8 @@ def query_tokens(text: str, today=None) -> list[str]:
 # Characters that say how a Chinese question is asked, not what it is about: a
 # relevance judgement leaves them out (indexing and ranking keep them).
 QUESTION_CHARS = frozenset("什么哪吗呢怎谁几啥嘛")
-_QUESTION_WORDS = re.compile("多少|多久|多长|如何|是否|怎样|为何|是不是|有没有|能不能|会不会|要不要")
+_QUESTION_WORDS = re.compile("为什么|怎么样|怎么办|什么样|什么|怎么|怎样|如何|为何|哪里|哪儿|哪个|哪些|哪种|哪家|哪天|"
+                             "多少|多久|多长|几个|几次|是否|是不是|有没有|能不能|会不会|要不要|应该|可以|的时候")
 FUNCTION_CHARS = frozenset("是的了在有和与及或我你他她它们这那个也都就还要会能吧呀啊把被给对从到为")
 
 
