@@ -240,3 +240,5 @@ class Hits(list):
         super().__init__(hits)
         self.skipped_files: list[dict[str, Any]] = list(skipped_files)
         self.warnings: list[str] = list(warnings)
+        self.parsed: dict[str, Any] | None = None  # the query as its syntax was read (Query.to_dict)
+        self.filters: dict[str, Any] | None = None  # every filter the search applied
