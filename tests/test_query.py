@@ -114,6 +114,9 @@ def test_an_exclusion_leaves_out_what_holds_it_inside_the_engine(corpus):
     hits = corpus.search("caching -filler", limit=3)
     assert len(hits) == 3 and not any(i.startswith("filler-") and int(i[-2:]) % 10 for i in ids(hits))
     assert ids(corpus.search('caching -"caching caching"', limit=40)) == ids(corpus.search("caching -filler", limit=40))
+    # checked on the hits: the 27 best candidates hold the phrase, more are fetched until two remain
+    two = ids(corpus.search('caching -"caching caching"', limit=2))
+    assert len(two) == 2 and two == ids(corpus.search("caching -filler", limit=2))
     assert ids(corpus.search('端口 -"端口固定"')) == ["port-loose"]
     assert ids(corpus.search("端口 -后端")) == []  # both hold 后端
 
@@ -229,7 +232,7 @@ def test_an_index_built_before_the_filter_fields_is_rebuilt_on_first_use(tmp_pat
     assert (base / "CURRENT").read_text().strip() != gen
 
 
-def test_the_cli_reads_syntax_and_filters_and_refuses_bad_input_with_exit_2(corpus):
+def test_the_cli_reads_syntax_and_filters_and_refuses_bad_input_with_exit_2(corpus, cli):
     r = run_vaultmem("--vault", corpus.root, "search", '"端口固定" OR redis*', "--tag", "backend",
                      "--since", "2026-01-01", "--where", "project=billing", "--json")
     assert r.returncode == 0, r.stderr
@@ -239,9 +242,9 @@ def test_the_cli_reads_syntax_and_filters_and_refuses_bad_input_with_exit_2(corp
     assert data["filters"]["since"] == "2026-01-01" and data["filters"]["where"] == [["project", "billing"]]
     for args, flag in ((["caching", "--where", "project"], "--where"), (['"caching'], "QUERY"),
                        (["caching", "--author-kind", "robot"], "--author-kind"), (["x", "--since", "May"], "--since")):
-        bad = run_vaultmem("--vault", corpus.root, "search", *args)
-        assert bad.returncode == 2 and flag in bad.stderr and "Traceback" not in bad.stderr, (args, bad.stderr)
-    helped = run_vaultmem("search", "--help")
+        bad = cli("--vault", corpus.root, "search", *args)
+        assert bad.exit_code == 2 and flag in bad.stderr and "Traceback" not in bad.stderr, (args, bad.stderr)
+    helped = cli("search", "--help")
     assert '"exact phrase"' in helped.stdout and "prefix*" in helped.stdout and "--where" in helped.stdout
 
 
