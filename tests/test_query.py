@@ -141,6 +141,14 @@ def test_a_prefix_stands_for_the_index_terms_that_begin_with_it(corpus):
     assert q.prefixes[0].terms and all(t.startswith("deploy") for t in q.prefixes[0].terms)
 
 
+def test_natural_language_callers_search_plain_words(corpus):
+    # a question (ask, LangGraph's store) is not syntax: its quote and dash are text
+    hits = corpus.search('"端口固定 -后端', syntax=False)
+    assert set(ids(hits)) == {"port", "port-loose"} and hits.parsed["syntax"] is False
+    with pytest.raises(BadInput):
+        corpus.search('"端口固定 -后端')
+
+
 @pytest.mark.parametrize("query, what", [
     ('"端口', "not closed"), ("-redis -cache", "only leaves things out"), ('redis -"the"', "common words"),
     ('"the of"', "common words"), ("-redis OR memcached", "exclusion cannot be an alternative"),

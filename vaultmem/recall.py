@@ -117,19 +117,19 @@ def check_filters(tags=(), statuses=(), author_kinds=(), since=None, until=None,
 
 
 def search(index, query: str, agent: str | None, kinds: tuple[str, ...], types: tuple[str, ...], limit: int,
-           narrowing: dict | None = None):
+           narrowing: dict | None = None, syntax: bool = True):
     """Ranked hits (:class:`~vaultmem.models.Hits`); with ``agent`` and no ``kinds``, what
     an agent may see (never the inbox or the archive, never another role's page). The
     query's syntax is read (:func:`vaultmem.query.parse`); ``narrowing``: the further
-    filters, as :func:`check_filters` returns them. The files in that scope the index
+    filters, as :func:`check_filters` returns them; ``syntax`` False: plain words only. The files in that scope the index
     could not read come with them, and so does why a query of common words only finds
     nothing; and so do the parsed query and the filters."""
     from .index import Filters
     from .models import Hits
-    from .query import parse
+    from .query import parse, plain
     from .retrieve import search as ranked
 
-    parsed = parse(query)
+    parsed = parse(query) if syntax else plain(query)
     scope = tuple(kinds) or (layout.AGENT_KINDS if agent else ())
     filters = Filters(agent=agent, kinds=scope, types=tuple(types), **(narrowing or {}))
     warning = None if parsed.syntax else common_words_only(query)

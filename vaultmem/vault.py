@@ -377,7 +377,7 @@ class Vault:
     def search(self, query: str, agent: str | None = None, kinds: tuple[str, ...] = (),
                types: tuple[str, ...] = (), limit: int = 10, *, tags: tuple[str, ...] = (),
                statuses: tuple[str, ...] = (), author_kinds: tuple[str, ...] = (), since=None, until=None,
-               where=()):
+               where=(), syntax: bool = True):
         """Ranked hits for ``query`` — plain words, ``"exact phrase"``, ``-word``,
         ``a OR b``, ``prefix*`` (see :mod:`vaultmem.query`). With ``agent``, only that
         agent's own memory plus global and shared memory are searched — never another
@@ -385,12 +385,15 @@ class Vault:
         narrow further, all together: ``tags`` (every one), ``statuses`` (naming
         ``superseded`` or ``archived`` includes them), ``author_kinds``, ``since``/``until``
         (ISO days, inclusive, on the document's date), ``where`` (``key=value`` texts or
-        pairs a note's scalar frontmatter holds, compared as case-folded text)."""
+        pairs a note's scalar frontmatter holds, compared as case-folded text). ``syntax``
+        False: the query is plain words, quotes and dashes included (a question in natural
+        language, as a brief's task is)."""
         agent = recall.check_query(query, agent, limit)
         narrowing = recall.check_filters(tags, statuses, author_kinds, since, until, where)
-        parse_query(query)  # a syntax error is bad input before the index is touched
+        if syntax:
+            parse_query(query)  # a syntax error is bad input before the index is touched
         self._fresh()
-        return recall.search(self.index, query, agent, kinds, types, limit, narrowing)
+        return recall.search(self.index, query, agent, kinds, types, limit, narrowing, syntax=syntax)
 
     def brief(self, agent: str, task: str, window: int | None = None, ratio: float | None = None,
               tokens: int | None = None):
