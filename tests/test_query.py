@@ -134,6 +134,9 @@ def test_or_requires_one_alternative_and_counts_as_one_term_for_relevance(corpus
 def test_a_prefix_stands_for_the_index_terms_that_begin_with_it(corpus):
     assert ids(corpus.search("deploy*")) == ["deploy"]  # deployment, deployments: a tag is not text
     assert ids(corpus.search("postgr*")) == ["db"]
+    # a whole word with a star finds the word too, though the index holds its stem (redi, cach)
+    assert set(ids(corpus.search("redis*", statuses=("active", "superseded")))) == {"redis", "redis-old"}
+    assert set(ids(corpus.search("caching*", tags=("cache",)))) == {"redis"}
     assert ids(corpus.search("zzzq*")) == []  # nothing begins with it: no hits, no error
     assert set(ids(corpus.search("端*"))) == {"port", "port-loose"}  # the bigrams beginning with 端
     assert "review-pr" not in ids(corpus.search("PR -review*"))

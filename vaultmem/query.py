@@ -13,7 +13,8 @@
   term in coverage and in the relevance cut, covered by any alternative;
 - ``prefix*`` — the index terms beginning with the prefix (normalised, not stemmed), at
   most :data:`MAX_EXPANSIONS` of them, most frequent first, any of which may match
-  (``端*``: the bigrams that begin with 端).
+  (``端*``: the bigrams that begin with 端), and the prefix's own stem (``redis*`` finds
+  "redis", which the index holds as ``redi``).
 
 A query of exclusions only, an unclosed quote, or a phrase or exclusion of common words
 only is a :class:`~vaultmem.errors.BadInput` (``field="query"``). A query without any of
@@ -25,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
-from .analysis import is_cjk_char, normalize, query_tokens, tokens
+from .analysis import is_cjk_char, normalize, query_tokens, stem, tokens
 from .errors import BadInput
 
 MAX_EXPANSIONS = 50  # index terms a prefix stands for, at most
@@ -101,7 +102,10 @@ class Query:
             if p.kind != "prefix":
                 return p
             if p.prefix not in memo:
-                memo[p.prefix] = tuple(dict.fromkeys(lookup(p.prefix)))[:MAX_EXPANSIONS]
+                # the word itself as the index holds it: redis* finds "redis", indexed as its stem "redi"
+                own = stem(p.prefix)
+                found = ([own] if own != p.prefix else []) + list(lookup(p.prefix))
+                memo[p.prefix] = tuple(dict.fromkeys(found))[:MAX_EXPANSIONS]
             return replace(p, terms=memo[p.prefix])
 
         return replace(self, phrases=self.phrases, excluded=tuple(map(fill, self.excluded)),
