@@ -127,6 +127,7 @@ def test_or_requires_one_alternative_and_counts_as_one_term_for_relevance(corpus
     assert set(ids(corpus.search('"reviewed the PR" OR 端口固定'))) == {"review-pr", "port"}
     q = parse("redis OR memcached sessions")
     assert q.syntax and len(q.units) == 2 and q.units[1] == (("redi",), ("memcach",))
+    assert q.words == "sessions" and q.syntax_units() == [("redis OR memcached", ("redi", "memcach"))]
     hit = next(h for h in ranked(corpus.index, q, Filters(statuses=("archived",))) if h.doc.id.endswith("memcached.md"))
     assert hit.coverage == 1.0 and is_relevant(hit, q, 1.0)  # one alternative covers the group
 

@@ -73,6 +73,7 @@ class Query:
 
     text: str
     terms: tuple[str, ...] = ()
+    words: str = ""  # the plain words as written (a query without syntax: all of it)
     phrases: tuple[Part, ...] = ()
     excluded: tuple[Part, ...] = ()
     groups: tuple[tuple[Part, ...], ...] = ()
@@ -130,6 +131,15 @@ class Query:
         out += [p.alternatives() for p in self.phrases]
         out += [tuple(a for p in g for a in p.alternatives()) for g in self.groups]
         out += [p.alternatives() for p in self.prefixes]
+        return out
+
+    def syntax_units(self) -> list[tuple[str, tuple[str, ...]]]:
+        """The phrases, OR groups and prefixes as (label, terms) units, a unit held when a
+        document holds any of its terms (for a relevance measure that counts units that
+        way: every hit holds each phrase and one alternative of each group already)."""
+        out = [(p.text, p.terms) for p in self.phrases]
+        out += [(" OR ".join(p.text for p in g), tuple(t for p in g for t in p.terms)) for g in self.groups]
+        out += [(p.text, p.terms) for p in self.prefixes]
         return out
 
     @property
@@ -190,7 +200,7 @@ class Query:
         return sum(1 for u in units if any(alt and all(map(held, alt)) for alt in u)) / len(units)
 
     def to_dict(self) -> dict:
-        return {"text": self.text, "syntax": self.syntax, "terms": list(self.terms),
+        return {"text": self.text, "syntax": self.syntax, "words": self.words, "terms": list(self.terms),
                 "phrases": [p.to_dict() for p in self.phrases],
                 "excluded": [p.to_dict() for p in self.excluded],
                 "groups": [[p.to_dict() for p in g] for g in self.groups],
@@ -205,7 +215,7 @@ def _in_a_row(terms: tuple[str, ...], run: list[str]) -> bool:
 
 def plain(text: str) -> Query:
     """``text`` as plain words, no syntax read (a brief's task): its analysed terms."""
-    return Query(text=text, terms=tuple(query_tokens(text)))
+    return Query(text=text, terms=tuple(query_tokens(text)), words=text)
 
 
 def _bad(message: str, hint: str) -> BadInput:
@@ -306,7 +316,7 @@ def parse(text: str) -> Query:
             what = "the exclusion" if p in excluded else "the phrase" if p.kind == "phrase" else "the alternative"
             raise _bad(f"{what} {p.text} has only common words, which are not indexed",
                        "add a word that says what to look for, or leave it out")
-    query = Query(text=text, terms=tuple(query_tokens(" ".join(words))), phrases=tuple(phrases),
+    query = Query(text=text, terms=tuple(query_tokens(" ".join(words))), words=" ".join(words), phrases=tuple(phrases),
                   excluded=tuple(excluded), groups=tuple(groups), prefixes=tuple(prefixes), syntax=True)
     if excluded and not (query.terms or phrases or groups or prefixes):
         raise _bad("the query only leaves things out: " + " ".join(f"-{p.text}" for p in excluded),
