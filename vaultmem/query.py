@@ -137,9 +137,9 @@ class Query:
         """The phrases, OR groups and prefixes as (label, terms) units, a unit held when a
         document holds any of its terms (for a relevance measure that counts units that
         way: every hit holds each phrase and one alternative of each group already)."""
-        out = [(p.text, p.terms) for p in self.phrases]
-        out += [(" OR ".join(p.text for p in g), tuple(t for p in g for t in p.terms)) for g in self.groups]
-        out += [(p.text, p.terms) for p in self.prefixes]
+        out = [(p.text.replace("#", ""), p.terms) for p in self.phrases]  # "#" marks CJK units elsewhere
+        out += [(" OR ".join(p.text.replace("#", "") for p in g), tuple(t for p in g for t in p.terms)) for g in self.groups]
+        out += [(p.text.replace("#", ""), p.terms) for p in self.prefixes]
         return out
 
     @property
