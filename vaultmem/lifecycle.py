@@ -146,9 +146,10 @@ class Lifecycle:
     def ask(self, role: str, question: str, limit: int = 5):
         """Quick Q&A about a role's memory: what its brief draws on — its own entries and
         notes, and global and shared memory (never another role's page) — most relevant to
-        the question, its own first when they match as well. Returns the search's hits."""
+        the question, its own first when they match as well. Returns the search's hits. The
+        question is plain words (no query syntax: its quotes and dashes are text)."""
         name = pages.resolve(self.root, role)
-        return self.vault.search(question, agent=name, kinds=layout.BRIEF_KINDS, limit=limit)
+        return self.vault.search(question, agent=name, kinds=layout.BRIEF_KINDS, limit=limit, syntax=False)
 
     def todo(self, role: str) -> dict:
         """Open items recorded for a role — entries that say work is still to do (see

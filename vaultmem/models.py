@@ -245,6 +245,8 @@ class Hits(list):
         super().__init__(hits)
         self.skipped_files: list[dict[str, Any]] = list(skipped_files)
         self.warnings: list[str] = list(warnings)
+        self.parsed: dict[str, Any] | None = None  # the query as its syntax was read (Query.to_dict)
+        self.filters: dict[str, Any] | None = None  # every filter the search applied
         self.min_relevance: float | None = None  # the relevance cut the hits were judged by
 
     @property
@@ -261,5 +263,10 @@ class Hits(list):
     def to_dict(self, query: str) -> dict[str, Any]:
         """The JSON of a search: the query, the hits, how many pass the relevance cut and
         whether none does."""
-        return {"query": query, "hits": [h.to_dict() for h in self], "relevant": len(self.relevant),
-                "no_memory": self.no_memory, "min_relevance": self.min_relevance}
+        out = {"query": query, "hits": [h.to_dict() for h in self], "relevant": len(self.relevant),
+               "no_memory": self.no_memory, "min_relevance": self.min_relevance}
+        if self.parsed is not None and self.parsed.get("text") == query:  # a query shown redacted: not its terms
+            out["parsed"] = self.parsed
+        if self.filters is not None:
+            out["filters"] = self.filters
+        return out

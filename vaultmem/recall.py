@@ -57,25 +57,93 @@ def common_words_only(query: str) -> str | None:
     return COMMON_WORDS_ONLY.format(words=words[:60])
 
 
+def check_filters(tags=(), statuses=(), author_kinds=(), since=None, until=None, where=()) -> dict:
+    """The narrowing filters of a search, checked and normalised (see
+    :class:`~vaultmem.index.Filters`): ``since``/``until`` ISO days (a ``datetime.date``
+    too), ``where`` ``key=value`` texts, (key, value) pairs or a mapping."""
+    import datetime as dt
+    import re
+
+    from .models import AUTHOR_KINDS
+
+    def texts(values, field: str, what: str) -> tuple[str, ...]:
+        values = (values,) if isinstance(values, str) else tuple(values or ())
+        out = []
+        for v in values:
+            if not isinstance(v, str) or not v.strip():
+                raise BadInput(f"{what} is empty", field=field, hint=f"give a {what} or leave the filter out")
+            out.append(v.strip())
+        return tuple(dict.fromkeys(out))
+
+    kinds = texts(author_kinds, "author_kinds", "author kind")
+    for k in kinds:
+        if k not in AUTHOR_KINDS:
+            raise BadInput(f"{k!r} is not an author kind", field="author_kinds",
+                           hint="one of " + ", ".join(AUTHOR_KINDS))
+
+    def day(value, field: str) -> str | None:
+        if value is None or value == "":
+            return None
+        if isinstance(value, dt.date):
+            return value.isoformat()[:10]
+        text = str(value).strip()
+        try:
+            if not re.fullmatch(r"\d{4}-\d\d-\d\d", text):
+                raise ValueError
+            dt.date.fromisoformat(text)
+        except ValueError:
+            raise BadInput(f"{text!r} is not a date", field=field, hint="write the day as YYYY-MM-DD, e.g. 2026-05-04") from None
+        return text
+
+    first, last = day(since, "since"), day(until, "until")
+    if first and last and first > last:
+        raise BadInput(f"the range {first} … {last} holds no day: it ends before it begins", field="since",
+                       hint="give the earlier day as the start")
+    pairs = []
+    items = where.items() if isinstance(where, dict) else ((where,) if isinstance(where, str) else where or ())
+    for item in items:
+        if isinstance(item, str):
+            key, eq, value = item.partition("=")
+            if not eq:
+                raise BadInput(f"{item!r} is not key=value", field="where",
+                               hint="name a frontmatter field and its value, e.g. project=billing")
+        else:
+            key, value = item
+        if not str(key).strip():
+            raise BadInput(f"{item!r} names no field", field="where", hint="e.g. project=billing")
+        pairs.append((str(key).strip(), str(value).strip()))
+    return {"tags": texts(tags, "tags", "tag"), "statuses": texts(statuses, "statuses", "status"),
+            "author_kinds": kinds, "since": first, "until": last, "where": tuple(pairs)}
+
+
 def search(index, query: str, agent: str | None, kinds: tuple[str, ...], types: tuple[str, ...], limit: int,
-           min_relevance: float):
+           min_relevance: float, narrowing: dict | None = None, syntax: bool = True):
     """Ranked hits (:class:`~vaultmem.models.Hits`); with ``agent`` and no ``kinds``, what
     an agent may see (never the inbox or the archive, never another role's page). Each
-    hit says whether it passes the relevance cut ``min_relevance``. The files in that
-    scope the index could not read come with them, and so does why a query of common
-    words only finds nothing."""
+    hit says whether it passes the relevance cut ``min_relevance``. The query's syntax is
+    read (:func:`vaultmem.query.parse`); ``narrowing``: the further filters, as
+    :func:`check_filters` returns them; ``syntax`` False: plain words only. The files in
+    that scope the index could not read come with them, and so does why a query of common
+    words only finds nothing; and so do the parsed query and the filters."""
     from .index import Filters
     from .models import Hits
+    from .query import parse, plain
     from .retrieve import is_relevant
     from .retrieve import search as ranked
 
+    parsed = parse(query) if syntax else plain(query)
     scope = tuple(kinds) or (layout.AGENT_KINDS if agent else ())
-    warning = common_words_only(query)
-    found = [] if warning else ranked(index, query, Filters(agent=agent, kinds=scope, types=tuple(types)), limit)
+    filters = Filters(agent=agent, kinds=scope, types=tuple(types), **(narrowing or {}))
+    warning = None if parsed.syntax else common_words_only(query)
+    found = [] if warning else ranked(index, parsed, filters, limit)
     for hit in found:
-        hit.relevant = is_relevant(hit, query, min_relevance)
+        hit.relevant = is_relevant(hit, parsed, min_relevance)
     hits = Hits(found, skipped_files(index.problems(), agent, scope), [warning] if warning else [])
     hits.min_relevance = min_relevance
+    hits.parsed = parsed.to_dict()
+    hits.filters = {"agent": agent, "kinds": list(scope), "types": list(types),
+                    **{k: (list(map(list, v)) if k == "where" else list(v) if isinstance(v, tuple) else v)
+                       for k, v in (narrowing or check_filters()).items()}}
     return hits
 
 

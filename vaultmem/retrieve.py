@@ -13,8 +13,9 @@ import math
 
 from .analysis import (DATE_PREFIX, coverage, document_date_terms, highlight, is_cjk_char, normalize,
                        query_tokens, query_units, tokens)
-from .index import Filters
+from .index import Filters, Match
 from .models import Hit
+from .query import MAX_EXPANSIONS, Query
 
 OWN_BOOST = 1.5  # searching as a role: its own page and notes weigh more than shared memory
 DATE_BOOST = 1.0  # a document of the day the question names (docs/recall.md: measured)
@@ -25,8 +26,12 @@ WEIGHTS = {"relevance": 0.6, "importance": 0.15, "recency": 0.1, "provenance": 0
 HALF_LIFE_DAYS = 180
 
 
-def search(store, query: str, filters: Filters = Filters(), limit: int = 10, snippet_width: int = 160) -> list[Hit]:
-    """The best ``limit`` hits. The engine ranks by the query's words; then scores are
+def search(store, query: str | Query, filters: Filters = Filters(), limit: int = 10,
+           snippet_width: int = 160) -> list[Hit]:
+    """The best ``limit`` hits. ``query``: text, searched as plain words (a brief's task),
+    or a :class:`~vaultmem.query.Query` (``query.parse``: phrases, exclusions, OR,
+    prefixes: the engine requires and excludes, a phrase's order is checked on each hit).
+    The engine ranks by the query's words; then scores are
     multiplied: a role's own documents by ``OWN_BOOST`` when searching as that role
     (``filters.agent``), so its own page entries come before shared memory that matches
     as well; a document of the day the question names by ``1 + DATE_BOOST`` (a date
@@ -35,11 +40,26 @@ def search(store, query: str, filters: Filters = Filters(), limit: int = 10, sni
     asks is not the answer), while the turn after it in its session — the reply, when it
     is a candidate — scores at least ``REPLY_CREDIT`` of what the question scored. The
     engine is asked for enough candidates to re-order."""
-    terms = query_tokens(query)
+    if isinstance(query, Query) and query.syntax:
+        parsed = query.expand(lambda prefix: store.terms_with_prefix(prefix, MAX_EXPANSIONS))
+        text, terms = parsed.text, parsed.scoring_terms
+        match = Match(required=parsed.required, excluded=parsed.excluded_terms)
+    else:
+        text = query.text if isinstance(query, Query) else query
+        parsed, terms, match = None, query_tokens(text), None
     words = [t for t in terms if not t.startswith(DATE_PREFIX)]
     days = set(terms) - set(words)
     pool = max(limit * 3, 30) if days or filters.agent else limit * 2
-    found = store.search(words or list(days), filters, pool, text=query)
+    found = store.search(words or list(days), filters, pool, text=text, match=match)
+    if parsed is not None and parsed.checks_hits:  # a phrase's terms in a row: checked on each hit
+        asked = pool
+        while True:
+            kept = [(d, s) for d, s in found if parsed.holds(d.title, d.text, d.aliases)]
+            if len(kept) >= pool or len(found) < asked:
+                found = kept[:pool]
+                break
+            asked *= 4
+            found = store.search(words or list(days), filters, asked, text=text, match=match)
     rescored = []
     for doc, score in found:
         dates = document_date_terms(doc.title, doc.text, doc.days) if days else ()
@@ -59,12 +79,13 @@ def search(store, query: str, filters: Filters = Filters(), limit: int = 10, sni
         if asking[n]:
             hit[1] *= ASKING
     rescored.sort(key=lambda x: (-x[1], x[0].id))
-    units = unit_weights(store, query) if rescored else []
+    units = unit_weights(store, parsed if parsed is not None else text) if rescored else []
     out = []
     for doc, score, dates in rescored[:limit]:
         text = f"{doc.title}\n{doc.text}\n{' '.join(doc.aliases)}"
         have = set(tokens(text)) | set(dates)
-        out.append(Hit(doc=doc, score=score, coverage=coverage(terms, text, dates, have=have),
+        held = parsed.coverage(text, dates) if parsed is not None else coverage(terms, text, dates, have=have)
+        out.append(Hit(doc=doc, score=score, coverage=held,
                        snippet=highlight(doc.text, terms, width=snippet_width),
                        relevance=relevance(units, text, have, doc.near)))
     return out
@@ -91,14 +112,16 @@ NEAR_CREDIT = 0.5  # a term found only in the neighbours' text counts for this m
 CJK_CHAR_WEIGHT = 0.5  # a CJK character is half a unit: a two-character word weighs as one word
 
 
-def unit_weights(store, query: str) -> list[tuple[tuple[str, ...], float]]:
+def unit_weights(store, query: str | Query) -> list[tuple[tuple[str, ...], float]]:
     """Each unit of the query (``analysis.query_units``) with its weight: the inverse
     document frequency in the live index, ``log(1 + N / (df + 1))``, of its rarest term
     that any document holds (``df`` 0 when none does) — a rare word says more about what
     the question is after than a common one, and a word the vault lacks says most."""
     import math
 
-    units = query_units(query)
+    # a query with syntax: its plain words' units, then each phrase, OR group and prefix as one
+    # (an excluded word is no part of what it asks for)
+    units = query_units(query) if isinstance(query, str) else query_units(query.words) + query.syntax_units()
     total, df = store.term_weights(sorted({t for _u, grams in units for t in grams}))
     out = []
     for unit, grams in units:
@@ -170,14 +193,15 @@ def rank(hits: list[Hit], today: _dt.date | None = None) -> list[Hit]:
     return sorted(hits, key=lambda h: h.rank_score, reverse=True)
 
 
-def is_relevant(hit: Hit, query: str, min_relevance: float) -> bool:
+def is_relevant(hit: Hit, query: str | Query, min_relevance: float) -> bool:
     """Whether a hit answers enough of the query to be worth injecting (or to count as
     a hit in an evaluation): its ``relevance`` (the rarity-weighted share of the query's
     terms it holds) at least ``min_relevance``. A hit without one (made elsewhere) is
-    judged by its plain coverage, counted on at most six terms."""
+    judged by its plain coverage, counted on at most six terms (units: a phrase, an OR
+    group, a prefix one each)."""
     if hit.relevance is not None:
         return hit.relevance >= min_relevance - 1e-9
-    terms = query_tokens(query)
+    terms = query.units if isinstance(query, Query) else query_tokens(query)
     if not terms:
         return False
     need = max(1, math.ceil(min_relevance * min(len(terms), 6) - 1e-9))

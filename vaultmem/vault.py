@@ -19,6 +19,7 @@ from .config import Config, load_config, load_raw, parse_config, set_value
 from .errors import BadInput, Busy, PermissionRefused, VaultNotFound, from_os_error
 from .models import Actor, Change, NoteFields, NoteInfo, PageInfo
 from .names import check_name, check_new_name
+from .query import parse as parse_query  # noqa: F401  (re-exported for adapters: how a search's text reads)
 from .transaction import Writer
 from .walk import ENV_VAULT, find_vault, is_vault, watcher_alive
 
@@ -374,13 +375,26 @@ class Vault:
             raise
 
     def search(self, query: str, agent: str | None = None, kinds: tuple[str, ...] = (),
-               types: tuple[str, ...] = (), limit: int = 10):
-        """Ranked hits for ``query``. With ``agent``, only that agent's own memory plus
-        global and shared memory are searched — never another role's page, and never the
-        review inbox unless ``kinds`` names it."""
+               types: tuple[str, ...] = (), limit: int = 10, *, tags: tuple[str, ...] = (),
+               statuses: tuple[str, ...] = (), author_kinds: tuple[str, ...] = (), since=None, until=None,
+               where=(), syntax: bool = True):
+        """Ranked hits for ``query`` — plain words, ``"exact phrase"``, ``-word``,
+        ``a OR b``, ``prefix*`` (see :mod:`vaultmem.query`). With ``agent``, only that
+        agent's own memory plus global and shared memory are searched — never another
+        role's page, and never the review inbox unless ``kinds`` names it. The filters
+        narrow further, all together: ``tags`` (every one), ``statuses`` (naming
+        ``superseded`` or ``archived`` includes them), ``author_kinds``, ``since``/``until``
+        (ISO days, inclusive, on the document's date), ``where`` (``key=value`` texts or
+        pairs a note's scalar frontmatter holds, compared as case-folded text). ``syntax``
+        False: the query is plain words, quotes and dashes included (a question in natural
+        language, as a brief's task is)."""
         agent = recall.check_query(query, agent, limit)
+        narrowing = recall.check_filters(tags, statuses, author_kinds, since, until, where)
+        if syntax:
+            parse_query(query)  # a syntax error is bad input before the index is touched
         self._fresh()
-        return recall.search(self.index, query, agent, kinds, types, limit, self.config.min_relevance)
+        return recall.search(self.index, query, agent, kinds, types, limit, self.config.min_relevance,
+                             narrowing, syntax=syntax)
 
     def brief(self, agent: str, task: str, window: int | None = None, ratio: float | None = None,
               tokens: int | None = None):

@@ -194,7 +194,9 @@ class VaultStore(BaseStore):
         if op.query:
             kinds = (("note",) if want_notes else ()) + (("entry",) if roles else ())
             wanted = max(1, op.offset + op.limit) * 3 + 10  # room for what the filter drops
-            hits = v.search(op.query, agent=None if self._sees_all(v) else self.agent, kinds=kinds, limit=wanted)
+            # a store's query is natural language (LangGraph's semantic search): plain words
+            hits = v.search(op.query, agent=None if self._sees_all(v) else self.agent, kinds=kinds, limit=wanted,
+                            syntax=False)
             pages: dict[str, dict] = {}
             for hit in hits:
                 d = hit.doc

@@ -26,9 +26,9 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 
 from .. import files, layout
-from ..errors import BadInput, NotFound
+from ..errors import BadInput, NotFound, VaultmemError
 from ..names import check_name
-from ..vault import Vault, without_secrets
+from ..vault import Vault, parse_query, without_secrets
 from . import edge
 from .cli import render
 
@@ -83,6 +83,15 @@ def _result(text: str, data: dict[str, Any], warnings: list[str] | None = None,
                   for p in problems[:10]]
     return CallToolResult(content=[TextContent(type="text", text="\n".join(lines) or "(nothing)")],
                           structured_content=data)
+
+
+def _parsed(query: str) -> dict | None:
+    """How the query with its secrets replaced reads (what a search echoes: never the
+    secret, nor its words as terms)."""
+    try:
+        return parse_query(query).to_dict()
+    except VaultmemError:
+        return None
 
 
 _NOTES_COUNTED: dict[str, tuple[tuple, int]] = {}  # folder → (its stat, how many notes it held)
@@ -261,14 +270,29 @@ def _register(server: VaultServer) -> None:
 
     @server.tool(annotations=READ)
     def search_memory(query: str, agent: Optional[str] = None, limit: int = 10,
-                      kind: Optional[list[str]] = None, type: Optional[list[str]] = None) -> Result:
+                      kind: Optional[list[str]] = None, type: Optional[list[str]] = None,
+                      tag: Optional[list[str]] = None, status: Optional[list[str]] = None,
+                      author_kind: Optional[list[str]] = None, since: Optional[str] = None,
+                      until: Optional[str] = None, where: Optional[list[str]] = None) -> Result:
         """Ranked hits for QUERY (Chinese, English or both), each with its source, entry
-        id, a snippet and its score. With AGENT: only that role's own page and memory plus
-        global and shared memory. KIND: note, entry, identity, wiki, skill, journal,
-        shared, checkpoint, inbox, archive, doc. TYPE: only notes of these types."""
+        id, a snippet and its score. QUERY syntax: "exact phrase", -word (left out),
+        a OR b (one of them), prefix* (words beginning with it); plain words are ranked,
+        any may match. With AGENT: only that role's own page and memory plus global and
+        shared memory. KIND: note, entry, identity, wiki, skill, journal, shared,
+        checkpoint, inbox, archive, doc. TYPE: only notes of these types. TAG: notes with
+        every one of these tags. STATUS: only these statuses (superseded, archived …
+        included when named). AUTHOR_KIND: user, agent, third_party, unknown. SINCE /
+        UNTIL: YYYY-MM-DD, inclusive, on the note's or entry's date. WHERE: key=value
+        pairs the note's frontmatter holds (case-insensitive)."""
         def call(v: Vault) -> CallToolResult:
-            hits = v.search(query, agent=agent, kinds=tuple(kind or ()), types=tuple(type or ()), limit=limit)
-            data = hits.to_dict(without_secrets(query))
+            hits = v.search(query, agent=agent, kinds=tuple(kind or ()), types=tuple(type or ()), limit=limit,
+                            tags=tuple(tag or ()), statuses=tuple(status or ()),
+                            author_kinds=tuple(author_kind or ()), since=since, until=until,
+                            where=tuple(where or ()))
+            clean = without_secrets(query)
+            data = hits.to_dict(clean)
+            if clean != query:  # the parse of the query with its secrets replaced: never a secret's words
+                data["parsed"] = _parsed(clean)
             return _result(render.search_hits(hits), data, hits.warnings, hits.skipped_files)
         return run(call)
 

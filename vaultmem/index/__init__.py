@@ -44,6 +44,27 @@ def complete_at(scores: list[float], limit: int, asked: int) -> bool:
 
 
 @dataclass(frozen=True)
+class Match:
+    """What a query's syntax asks of every hit beyond its ranked terms (built by
+    :mod:`vaultmem.query`): ``required``, per phrase or OR group, its alternatives — a
+    hit holds every term of at least one, in its own title, text or aliases
+    (:func:`.fields.holding_fields`); ``excluded``, terms no hit holds there. Engines
+    enforce both in the index, so a selective one still fills ``limit``; the order of a
+    phrase's terms is checked on the hits (the index keeps no positions). With a match,
+    every scoring term is searched (a syntax query is short, and a prefix's expansions
+    must all match)."""
+
+    required: tuple[tuple[tuple[str, ...], ...], ...] = ()
+    excluded: tuple[str, ...] = ()
+
+    @property
+    def impossible(self) -> bool:
+        """Whether no document can match (a requirement without any alternative: a
+        prefix that begins no index term)."""
+        return any(not any(alt) for alt in self.required)
+
+
+@dataclass(frozen=True)
 class Filters:
     """Which documents a query may return.
 
@@ -156,10 +177,17 @@ class SearchEngine(Protocol):
         """Delete every doc of ``delete_paths``, then add ``add``: one atomic commit.
         ``prepared``: ``fields.fields_of`` of each doc of ``add``, if already computed."""
 
-    def search(self, terms: list[str], filters: Filters, limit: int, *, text: str) -> list[tuple[IndexDoc, float]]:
+    def search(self, terms: list[str], filters: Filters, limit: int, *, text: str,
+               match: Match | None = None) -> list[tuple[IndexDoc, float]]:
         """The best ``limit`` docs for the query (any term may match), best first, equal
-        scores by id. ``terms``: the query's analysed terms (``analysis.query_tokens``);
-        ``text``: the query as it was asked."""
+        scores by id, each admitted by ``filters`` (every one of them, in the index).
+        ``terms``: the query's analysed terms (``analysis.query_tokens``); ``text``: the
+        query as it was asked; ``match``: what its syntax requires and excludes."""
+
+    def terms_with_prefix(self, prefix: str, limit: int) -> list[str]:
+        """At most ``limit`` index terms of the documents' own text (title, body,
+        aliases) that begin with ``prefix``, those in most documents first (then by
+        term)."""
 
     def doc_frequency(self, term: str) -> int:
         """In how many live documents the analysed ``term`` occurs (the most of any one

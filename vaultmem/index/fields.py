@@ -29,6 +29,51 @@ def fields_for(term: str) -> tuple[str, ...]:
     if is_cjk_char(term):
         return ("chars",)
     return WORD_FIELDS
+
+
+OWN_FIELDS = ("title", "body", "aliases")  # what a document itself says (not its neighbours)
+FILTER_FIELDS = ("tags", "author_kind", "date", "meta")  # what the filters beyond scope read
+SEPARATOR = "\x1f"  # between the values of a many-valued filter field (tags, meta)
+MAX_VALUE = 200  # a longer frontmatter value is indexed (and looked for) by its digest
+
+
+def holding_fields(term: str) -> tuple[str, ...]:
+    """The fields in which a document holds a term itself (a required or excluded term
+    of a query's syntax): a CJK character in ``chars``, a date term in ``dates``, any
+    other in :data:`OWN_FIELDS` — never in the neighbours' text."""
+    if term.startswith(DATE_PREFIX):
+        return ("dates",)
+    if is_cjk_char(term):
+        return ("chars",)
+    return OWN_FIELDS
+
+
+def meta_term(key: str, value: str) -> str:
+    """The ``meta`` field's term for frontmatter ``key: value`` (both folded), as a
+    ``where`` filter looks it up."""
+    from . import fold
+
+    key, value = fold(key), fold(value)
+    if len(value) > MAX_VALUE:
+        import hashlib
+
+        value = "#" + hashlib.sha1(value.encode("utf-8")).hexdigest()
+    return f"{key}={value}"
+
+
+def filter_values(doc: IndexDoc) -> dict[str, list[str]]:
+    """The terms of a document's filter fields: its folded tags, author kind, day (the
+    first ten characters of its date; :data:`NONE` without one) and ``key=value`` of
+    each scalar frontmatter value — what :meth:`Filters.admits` compares."""
+    from . import fold
+
+    meta = {fold(k): v for k, v in doc.meta.items()}  # as admits() folds them: the last of equal keys
+    return {"tags": list(dict.fromkeys(fold(t) for t in doc.tags)) or [NONE],
+            "author_kind": [doc.author_kind or NONE],
+            "date": [doc.date[:10] if doc.date else NONE],
+            "meta": [meta_term(k, v) for k, v in meta.items()] or [NONE]}
+
+
 LENGTHS_FILE = "lengths.json"
 
 
@@ -63,6 +108,7 @@ def fields_of(doc: IndexDoc) -> dict:
         "near": " ".join([*tokens(doc.near), *(sorted(said_by) if SPEAKER == "near" else ())]),
         "dates": " ".join(document_date_terms(doc.title, doc.text, doc.days)),
         "chars": " ".join(dict.fromkeys(cjk_chars(f"{doc.title} {doc.text} {' '.join(doc.aliases)}"))),
+        **{name: SEPARATOR.join(values) for name, values in filter_values(doc).items()},
     }
 
 

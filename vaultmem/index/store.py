@@ -23,7 +23,7 @@ from .. import files, layout
 from ..errors import BadInput, Busy, VaultmemError
 from ..models import IndexDoc
 from ..walk import path_stat, scan, stat_digest
-from . import Filters, SearchEngine, SyncReport, registry
+from . import Filters, Match, SearchEngine, SyncReport, registry
 from .build import (Progress, build_generation, current_generation, has_links, parse_file, read_file,
                     remove_generations, stale_generations)
 from .manifest import Manifests, entry, same_stat
@@ -156,13 +156,21 @@ class IndexStore:
             return self._engine
         return registry.open_engine((self._facts(gen) or {}).get("engine", registry.LEGACY_ENGINE), self.base / gen)
 
-    def search(self, terms: list[str], filters: Filters, limit: int, text: str | None = None
-               ) -> list[tuple[IndexDoc, float]]:
+    def search(self, terms: list[str], filters: Filters, limit: int, text: str | None = None,
+               match: Match | None = None) -> list[tuple[IndexDoc, float]]:
         """The best ``limit`` docs for the analysed ``terms`` of the query ``text`` (the
-        raw query, for engines that read it themselves; the terms joined if not given)."""
+        raw query, for engines that read it themselves; the terms joined if not given),
+        with what its syntax requires and excludes (``match``)."""
         text = " ".join(terms) if text is None else text
+        return self._reading(lambda engine: engine.search(terms, filters, limit, text=text, match=match))
+
+    def terms_with_prefix(self, prefix: str, limit: int) -> list[str]:
+        """The index terms beginning with ``prefix`` (see the engines)."""
+        return self._reading(lambda engine: engine.terms_with_prefix(prefix, limit))
+
+    def _reading(self, call):
         try:
-            return self.engine().search(terms, filters, limit, text=text)
+            return call(self.engine())
         except VaultmemError:
             raise
         except Exception:
@@ -170,7 +178,7 @@ class IndexStore:
             broken = self._engine_gen
             self.close()
             self.rebuild(unreadable=broken)
-            return self.engine().search(terms, filters, limit, text=text)
+            return call(self.engine())
 
     def term_weights(self, terms: list[str]) -> tuple[int, dict[str, int]]:
         """(live documents, each term's document frequency) of the live index."""

@@ -41,12 +41,13 @@ from pathlib import Path
 
 from ..errors import Busy
 from ..models import IndexDoc
-from . import DEFAULT_EXCLUDED_KINDS, INACTIVE, Filters, by_rank, rarest_terms
-from .fields import FIELDS, NONE, TEXT_FIELDS, fields_for, fields_of, keep_lengths, kept_lengths, lengths_of
+from . import DEFAULT_EXCLUDED_KINDS, INACTIVE, Filters, Match, by_rank, fold, rarest_terms
+from .fields import (FIELDS, FILTER_FIELDS, NONE, OWN_FIELDS, SEPARATOR, TEXT_FIELDS, fields_for, fields_of,
+                     holding_fields, keep_lengths, kept_lengths, lengths_of, meta_term)
 from .registry import EngineSpec, register
 
 RAW_FIELDS = ("id", "path", "kind", "agent", "type", "status")
-FIELD_NAMES = (*RAW_FIELDS, *TEXT_FIELDS, "doc", "terms")  # in schema order: a field's number is its place here
+FIELD_NAMES = (*RAW_FIELDS, *TEXT_FIELDS, "doc", "terms", *FILTER_FIELDS)  # in schema order: a field's number is its place here
 WEIGHTS = {**dict(FIELDS), "chars": 1.0}
 TEXT_AT = {name: n for n, name in enumerate(TEXT_FIELDS)}
 K1, B = 1.2, 0.75  # tantivy's BM25 constants
@@ -68,6 +69,8 @@ def _schema():
         sb.add_text_field(name, stored=False, tokenizer_name="whitespace", index_option="freq")
     sb.add_bytes_field("doc", stored=True, indexed=False)
     sb.add_bytes_field("terms", stored=True, indexed=False)  # the text fields' terms: what scoring reads
+    for name in FILTER_FIELDS:  # tags and meta hold several values: one raw term each
+        sb.add_text_field(name, stored=False, tokenizer_name="raw", index_option="basic")
     return sb.build()
 
 
@@ -269,6 +272,9 @@ class TantivyEngine:
                         tdoc.add_text(name, fields[name])
                 tdoc.add_bytes("doc", fields["doc"].encode("utf-8"))
                 tdoc.add_bytes("terms", stored_terms(fields))
+                for name in FILTER_FIELDS:
+                    for value in fields[name].split(SEPARATOR):
+                        tdoc.add_text(name, value)
                 writer.add_document(tdoc)
                 lengths = [a + b for a, b in zip(lengths, lengths_of(fields))]
             opstamp = writer.commit()
@@ -348,22 +354,31 @@ class TantivyEngine:
         self._stats = LiveStats(searcher, self.schema, meta, lengths)
         return self._stats
 
-    def search(self, terms: list[str], filters: Filters, limit: int, *, text: str = "") -> list[tuple[IndexDoc, float]]:
+    def search(self, terms: list[str], filters: Filters, limit: int, *, text: str = "",
+               match: Match | None = None) -> list[tuple[IndexDoc, float]]:
         from tantivy import Occur, Query
 
-        if not terms or limit <= 0:
+        if not terms or limit <= 0 or (match is not None and match.impossible):
             return []
         stats = self.live_stats()
         searcher = stats.searcher
-        terms = rarest_terms(terms, lambda t: sum(stats.doc_frequency(name, t) for name, _b in FIELDS))
+        if match is None:
+            terms = rarest_terms(terms, lambda t: sum(stats.doc_frequency(name, t) for name, _b in FIELDS))
         s = self.schema
         clauses = clauses_of(terms)
         should = [(Occur.Should, Query.boost_query(Query.term_query(s, field, t), WEIGHTS[field]))
                   for field, t in clauses]
         parts = [(Occur.Must, Query.boolean_query(should))]
 
+        def unscored(query) -> Query:
+            return Query.const_score_query(query, 0.0)
+
         def any_of(field: str, values) -> Query:
-            return Query.const_score_query(Query.term_set_query(s, field, list(values)), 0.0)
+            return unscored(Query.term_set_query(s, field, list(values)))
+
+        def held(term: str) -> Query:  # in the document's own text
+            return Query.boolean_query([(Occur.Should, Query.term_query(s, name, term))
+                                        for name in holding_fields(term)])
 
         if filters.agent is not None:
             parts.append((Occur.Must, any_of("agent", (filters.agent, NONE))))
@@ -371,10 +386,32 @@ class TantivyEngine:
             parts.append((Occur.Must, any_of("kind", filters.kinds)))
         else:
             parts.append((Occur.MustNot, any_of("kind", DEFAULT_EXCLUDED_KINDS)))
-        if not filters.include_inactive:
+        if filters.statuses:
+            parts.append((Occur.Must, any_of("status", filters.statuses)))
+        elif not filters.include_inactive:
             parts.append((Occur.MustNot, any_of("status", INACTIVE)))
         if filters.types:
             parts.append((Occur.Must, any_of("type", filters.types)))
+        if filters.author_kinds:
+            parts.append((Occur.Must, any_of("author_kind", filters.author_kinds)))
+        if filters.since or filters.until:
+            days = [day for day, _n in searcher.terms_with_prefix("date", "")  # the distinct days: a few hundred
+                    if day != NONE and not (filters.since and day < filters.since)
+                    and not (filters.until and day > filters.until)]
+            if not days:
+                return []
+            parts.append((Occur.Must, any_of("date", days)))
+        for tag in filters.tags:
+            parts.append((Occur.Must, any_of("tags", (fold(tag),))))
+        for key, value in filters.where:
+            parts.append((Occur.Must, any_of("meta", (meta_term(key, value),))))
+        if match is not None:
+            for alternatives in match.required:
+                parts.append((Occur.Must, unscored(Query.boolean_query(
+                    [(Occur.Should, Query.boolean_query([(Occur.Must, held(t)) for t in alt]))
+                     for alt in alternatives if alt]))))
+            for t in match.excluded:
+                parts.append((Occur.MustNot, held(t)))
         query = Query.boolean_query(parts)
         bound = stats.bound(clauses)
         weighed = stats.weighed(clauses)
@@ -396,6 +433,16 @@ class TantivyEngine:
         cut = best[min(limit, len(best)) - 1] if best else 0.0
         kept = [(_index_doc(stored), score) for score, stored in scored.values() if score >= cut]
         return by_rank(kept)[:limit]  # the documents are parsed only for those that can be in
+
+    def terms_with_prefix(self, prefix: str, limit: int) -> list[str]:
+        """The term dictionary's own walk (tantivy's ``terms_with_prefix``): counts
+        include deleted documents until a merge — they order the expansions only."""
+        searcher = self._get_searcher()
+        counts: dict[str, int] = {}
+        for name in OWN_FIELDS:
+            for term, n in searcher.terms_with_prefix(name, prefix):
+                counts[term] = counts.get(term, 0) + n
+        return sorted(counts, key=lambda t: (-counts[t], t))[:limit]
 
     def doc_frequency(self, term: str) -> int:
         """In how many live documents ``term`` occurs (most of any one of its fields)."""

@@ -24,8 +24,9 @@ from math import log
 from pathlib import Path
 
 from ..models import IndexDoc
-from . import DEFAULT_EXCLUDED_KINDS, INACTIVE, Filters, by_rank, complete_at, rarest_terms
-from .fields import FIELDS, NONE, TEXT_FIELDS, fields_for, fields_of, keep_lengths, kept_lengths, lengths_of
+from . import DEFAULT_EXCLUDED_KINDS, INACTIVE, Filters, Match, by_rank, complete_at, fold, rarest_terms
+from .fields import (FIELDS, NONE, OWN_FIELDS, SEPARATOR, TEXT_FIELDS, fields_for, fields_of, holding_fields,
+                     keep_lengths, kept_lengths, lengths_of, meta_term)
 from .registry import EngineSpec, register
 
 
@@ -34,6 +35,11 @@ def schema():
     from whoosh.fields import ID, STORED, TEXT, Schema
 
     terms = RegexTokenizer(r"[^ ]+")
+    def values():  # the values of a many-valued filter field, each whole; filters only, never scored
+        f = TEXT(analyzer=RegexTokenizer(f"[^{SEPARATOR}]+"), phrase=False)
+        f.scorable = False
+        return f
+
     return Schema(
         id=ID(stored=False, unique=True),
         path=ID(),
@@ -41,6 +47,10 @@ def schema():
         agent=ID(),
         type=ID(),
         status=ID(),
+        author_kind=ID(),
+        date=ID(),  # the document's day (YYYY-MM-DD), or NONE
+        tags=values(),
+        meta=values(),  # key=value of each scalar frontmatter value
         doc=STORED(),
         lengths=STORED(),  # each text field's number of terms (the statistics of deleted docs)
         chars=TEXT(analyzer=terms, phrase=False),  # CJK unigrams: only for one-character queries
@@ -209,14 +219,16 @@ class WhooshEngine:
             self._searcher = self.ix.searcher(weighting=live_bm25f(self.live_stats))
         return self._searcher
 
-    def search(self, terms: list[str], filters: Filters, limit: int, *, text: str = "") -> list[tuple[IndexDoc, float]]:
+    def search(self, terms: list[str], filters: Filters, limit: int, *, text: str = "",
+               match: Match | None = None) -> list[tuple[IndexDoc, float]]:
         from whoosh import query as Q
 
-        if not terms:
+        if not terms or (match is not None and match.impossible):
             return []
         searcher = self._get_searcher()
         stats = self.live_stats(searcher)
-        terms = rarest_terms(terms, lambda t: sum(stats.doc_frequency(name, t) for name, _b in FIELDS))
+        if match is None:
+            terms = rarest_terms(terms, lambda t: sum(stats.doc_frequency(name, t) for name, _b in FIELDS))
         q = Q.Or([Q.Term(name, t) for t in terms for name in fields_for(t)])
         # Everything is expressed as a mask (documents to leave out) built from the few
         # values to exclude: other agents, kinds not asked for, inactive notes. Masks of
@@ -234,10 +246,30 @@ class WhooshEngine:
         else:
             for k in DEFAULT_EXCLUDED_KINDS:
                 deny |= self._docs(searcher, "kind", k)
-        if not filters.include_inactive:
+        if filters.statuses:
+            for st in self._values(searcher, "status"):
+                if st not in filters.statuses:
+                    deny |= self._docs(searcher, "status", st)
+        elif not filters.include_inactive:
             for st in INACTIVE:
                 deny |= self._docs(searcher, "status", st)
+        if filters.author_kinds:
+            for a in self._values(searcher, "author_kind"):
+                if a not in filters.author_kinds:
+                    deny |= self._docs(searcher, "author_kind", a)
+        if filters.since or filters.until:
+            for day in self._values(searcher, "date"):  # the distinct days: a few hundred
+                if day == NONE or (filters.since and day < filters.since) or (filters.until and day > filters.until):
+                    deny |= self._docs(searcher, "date", day)
+        for t in (match.excluded if match is not None else ()):
+            for name in holding_fields(t):
+                deny |= self._docs(searcher, name, t)
         allow = [Q.Or([Q.Term("type", t) for t in filters.types])] if filters.types else []
+        allow += [Q.Term("tags", fold(t)) for t in filters.tags]
+        allow += [Q.Term("meta", meta_term(k, v)) for k, v in filters.where]
+        for alternatives in (match.required if match is not None else ()):
+            allow.append(Q.Or([Q.And([Q.Or([Q.Term(name, t) for name in holding_fields(t)]) for t in alt])
+                               for alt in alternatives if alt]))
         asked = limit + 10
         while True:  # until every document tying with the last place is in (ties go by id)
             results = searcher.search(q, limit=asked, filter=Q.And(allow) if allow else None, mask=deny or None)
@@ -247,6 +279,16 @@ class WhooshEngine:
             asked *= 2
         found = [(IndexDoc(**json.loads(searcher.stored_fields(docnum)["doc"])), float(score)) for score, docnum in top]
         return by_rank(found)[:limit]
+
+    def terms_with_prefix(self, prefix: str, limit: int) -> list[str]:
+        searcher = self._get_searcher()
+        reader = searcher.reader()
+        counts: dict[str, int] = {}
+        for name in OWN_FIELDS:
+            for term in reader.expand_prefix(name, prefix):
+                term = term.decode("utf-8") if isinstance(term, bytes) else term
+                counts[term] = counts.get(term, 0) + reader.doc_frequency(name, term)
+        return sorted(counts, key=lambda t: (-counts[t], t))[:limit]
 
     def _docs(self, searcher, field: str, value: str) -> frozenset[int]:
         """Document numbers holding ``field == value``, read from the posting list once

@@ -122,7 +122,25 @@ def _note_record(rel: str, kind: str, meta: dict, body: str) -> IndexDoc:
         turn=_number(meta.get("turn")),
         days=_days(meta.get("said"), meta.get("created"), meta.get("date")),
         speaker=str(speaker) if (speaker := meta.get("speaker") or meta.get("author")) else None,
+        tags=_str_list(meta.get("tags")), meta=scalars(meta),
     )  # fmt: skip
+
+
+def scalars(meta: dict) -> dict[str, str]:
+    """Each scalar frontmatter value as text (``--where key=value`` compares it): strings,
+    numbers, booleans (``true``/``false``), dates (ISO); lists, maps and empty values are
+    left out."""
+    import datetime as dt
+
+    out = {}
+    for key, value in meta.items():
+        if isinstance(value, bool):
+            out[str(key)] = "true" if value else "false"
+        elif isinstance(value, (dt.date, dt.datetime)):
+            out[str(key)] = value.isoformat()
+        elif isinstance(value, (str, int, float)) and value != "":
+            out[str(key)] = str(value)
+    return out
 
 
 def _number(value) -> float | None:
@@ -235,6 +253,7 @@ def _section_records(rel: str, kind: str, meta: dict, body: str) -> list[IndexDo
             importance=_float(meta.get("importance"), 0.3),
             date=str(meta.get("created") or meta.get("date") or "")[:10] or None,
             aliases=_str_list(meta.get("aliases")), days=_days(meta.get("created"), meta.get("date")),
+            tags=_str_list(meta.get("tags")), meta=scalars(meta),
         ))  # fmt: skip
     return out
 

@@ -28,6 +28,8 @@ FLAGS: dict[str, str] = {
     "aliases": "--alias",
     "kinds": "--kind",
     "types": "--type",
+    "statuses": "--status",
+    "author_kinds": "--author-kind",
     "actor": "--as",  # the agent making the change
     "limit": "-n",
     "max_count": "-n",

@@ -58,10 +58,16 @@ def _with_progress(s, fn):
 @handles_errors
 def search(
     ctx: typer.Context,
-    query: Annotated[str, typer.Argument(help="Words to look for, in Chinese, English or both.", show_default=False)],
+    query: Annotated[str, typer.Argument(help='Words to look for, in Chinese, English or both; "exact phrase", -word, a OR b, prefix*.', show_default=False)],
     agent: Annotated[Optional[str], typer.Option(help="Search as this role: its own page and memory plus global and shared memory.")] = None,
     kind: Annotated[Optional[list[str]], typer.Option(help="Only these kinds: note, entry, identity, wiki, skill, journal, shared, checkpoint, inbox, archive, doc (repeatable).")] = None,
     type_: Annotated[Optional[list[str]], typer.Option("--type", help="Only notes of this type (repeatable).")] = None,
+    tag: Annotated[Optional[list[str]], typer.Option("--tag", help="Only notes with this tag (repeatable: all of them).")] = None,
+    status: Annotated[Optional[list[str]], typer.Option("--status", help="Only this status (repeatable); naming superseded or archived includes them.")] = None,
+    author_kind: Annotated[Optional[list[str]], typer.Option("--author-kind", help="Only what this kind of author said: user, agent, third_party, unknown (repeatable).")] = None,
+    since: Annotated[Optional[str], typer.Option(help="Only documents dated this day (YYYY-MM-DD) or later.")] = None,
+    until: Annotated[Optional[str], typer.Option(help="Only documents dated this day (YYYY-MM-DD) or earlier.")] = None,
+    where: Annotated[Optional[list[str]], typer.Option("--where", help="Only notes whose frontmatter holds KEY=VALUE, case-insensitive (repeatable: all of them).")] = None,
     n: Annotated[int, typer.Option("-n", help="How many hits.")] = 10,
     vault: VaultOpt = None,
     as_: AsOpt = None,
@@ -69,10 +75,27 @@ def search(
 ) -> None:
     """Ranked hits with their source, entry id, a highlighted snippet and the score.
 
-    Each role-page entry is its own hit. Example: vaultmem search 端口 --agent 后端架构
+    Each role-page entry is its own hit. Plain words are ranked and any may match;
+    the query can also hold:
+
+    \b
+      "exact phrase"   its words in a row (stems: "reviewed the PR" finds "review the pr")
+      -word, -"a b"    leave out what holds it (billing-api is one word, not an exclusion)
+      a OR b           one of them must be there; counts as one word for relevance
+      prefix*          words beginning with it (at most 50), e.g. deploy* or 端*
+
+    \b
+    Examples:
+      vaultmem search 端口 --agent 后端架构
+      vaultmem search '"端口固定" -测试' --tag backend
+      vaultmem search 'redis OR memcached -cluster' --since 2026-01-01
+      vaultmem search 'deploy*' --author-kind user --where project=billing
     """
     s = session(ctx, vault, as_, json_)
-    hits = s.open().search(query, agent=agent, kinds=tuple(kind or ()), types=tuple(type_ or ()), limit=n)
+    hits = s.open().search(query, agent=agent, kinds=tuple(kind or ()), types=tuple(type_ or ()), limit=n,
+                           tags=tuple(tag or ()), statuses=tuple(status or ()),
+                           author_kinds=tuple(author_kind or ()), since=since, until=until,
+                           where=tuple(where or ()))
 
     s.emit(hits, render.search_hits, data=hits.to_dict(query))
 
