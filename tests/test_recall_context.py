@@ -201,9 +201,9 @@ def test_search_says_which_hits_pass_the_relevance_cut_and_when_nothing_does(fac
 def test_the_cut_is_a_setting(facts):
     from vaultmem import Vault
 
-    (facts.root / ".vaultmem" / "config.yaml").write_text(
-        (facts.root / ".vaultmem" / "config.yaml").read_text(encoding="utf-8") + "search:\n  min_relevance: 0.0\n",
-        encoding="utf-8")
+    config = facts.root / ".vaultmem" / "config.yaml"
+    config.write_text(config.read_text(encoding="utf-8").replace("min_relevance: 0.4", "min_relevance: 0.0"),
+                      encoding="utf-8")
     loose = Vault(facts.root)
     assert not loose.search("How do we rotate the SSH keys for the bastion host?").no_memory
     assert loose.search("How do we rotate the SSH keys?").min_relevance == 0.0
@@ -247,3 +247,19 @@ def test_turns_dated_by_their_session_are_neighbours_without_a_session_key(vault
     hits = {h.doc.id: h for h in vault.search("pottery workshop Saturday morning")}
     assert "pottery workshop" in hits["memories/chat-03.md"].doc.near
     assert hits["memories/other.md"].doc.near == ""
+
+
+def test_a_new_vault_has_the_cut_and_an_older_vaults_setting_still_counts(tmp_path):
+    from vaultmem import Vault
+
+    v, _ = Vault.init(tmp_path / "fresh", lang="en", orchestrator="orch")
+    assert "min_relevance: 0.4" in (v.root / ".vaultmem" / "config.yaml").read_text(encoding="utf-8")
+    assert v.config.min_relevance == 0.4
+    config = v.root / ".vaultmem" / "config.yaml"
+    import re
+
+    text = re.sub(r"\nsearch:\n(?:  .*\n)*", "\n", config.read_text(encoding="utf-8"))  # as a vault made before
+    text = text.replace("  min_relevance: 0.3\n", "")
+    assert "\n  min_relevance:" not in text
+    config.write_text(text.replace("brief:\n", "brief:\n  min_coverage: 0.25\n", 1), encoding="utf-8")
+    assert Vault(v.root).config.brief_min_relevance == 0.25 and Vault(v.root).config.min_relevance == 0.4

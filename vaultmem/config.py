@@ -38,7 +38,8 @@ class Config:
     brief_window: int = 128000
     brief_ratio: float = 0.3
     brief_max_items: int = 10
-    min_relevance: float = 0.4  # search.min_relevance: the relevance cut of search, brief and eval
+    min_relevance: float = 0.4  # search.min_relevance: the relevance cut of search and eval
+    brief_min_relevance: float = 0.3  # brief.min_relevance: what joins a brief (a task, not a question)
     index_lock_timeout: float = 30.0
     index_engine: str = "auto"
     checkpoint_fresh_minutes: float = 120.0
@@ -138,8 +139,9 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
     window = number("brief.window", 128000, 1000, 10_000_000)
     ratio = number("brief.ratio", 0.3, 0.01, 1)
     max_items = number("brief.max_items", 10, 0, 200)
-    # brief.min_coverage: the cut's older name (a share of the task's terms), read when the new one is not set
-    min_relevance = number("search.min_relevance", number("brief.min_coverage", 0.4, 0, 1), 0, 1)
+    min_relevance = number("search.min_relevance", 0.4, 0, 1)
+    # brief.min_coverage: the brief's cut under its older name (a share of the task's terms)
+    brief_min_relevance = number("brief.min_relevance", number("brief.min_coverage", 0.3, 0, 1), 0, 1)
     index_timeout = number("index.lock_timeout", 30, 0, 3600)
     index_engine = _get(raw, "index.engine", "auto")
     if index_engine not in ("whoosh", "tantivy", "auto"):
@@ -178,6 +180,7 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
         brief_ratio=ratio,
         brief_max_items=int(max_items),
         min_relevance=min_relevance,
+        brief_min_relevance=brief_min_relevance,
         index_lock_timeout=index_timeout,
         index_engine=str(index_engine),
         checkpoint_fresh_minutes=fresh,

@@ -183,7 +183,7 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
         warnings.append(warning.replace("the query", "the task"))
     hits = [] if warning else ranked(index, task, Filters(agent=agent, kinds=layout.BRIEF_KINDS),
                                      limit=max(30, config.brief_max_items * 3))
-    relevant = rank([h for h in hits if is_relevant(h, task, config.min_relevance)], today)
+    relevant = rank([h for h in hits if is_relevant(h, task, config.brief_min_relevance)], today)
     from .errors import VaultmemError
     from .parse.document import parse_document
 
