@@ -69,7 +69,8 @@ def search(index, query: str, agent: str | None, kinds: tuple[str, ...], types: 
     scope = tuple(kinds) or (layout.AGENT_KINDS if agent else ())
     warning = common_words_only(query)
     found = [] if warning else ranked(index, query, Filters(agent=agent, kinds=scope, types=tuple(types)), limit)
-    return Hits(found, skipped_files(index.problems(), agent, scope), [warning] if warning else [])
+    warnings = [warning] if warning else list(getattr(found, "warnings", ()))  # the semantic channel's
+    return Hits(found, skipped_files(index.problems(), agent, scope), warnings)
 
 
 def check_brief(agent: str, task: str) -> str:
@@ -108,6 +109,7 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
         warnings.append(warning.replace("the query", "the task"))
     hits = [] if warning else ranked(index, task, Filters(agent=agent, kinds=layout.BRIEF_KINDS),
                                      limit=max(30, config.brief_max_items * 3))
+    warnings += getattr(hits, "warnings", [])  # the semantic channel could not open
     relevant = rank([h for h in hits if is_relevant(h, task, config.brief_min_coverage)], today)
     from .errors import VaultmemError
     from .parse.document import parse_document
@@ -242,8 +244,9 @@ def evaluate(root: Path, config, queries_path: str | Path, at: str | None, engin
     with tempfile.TemporaryDirectory(prefix="vaultmem-eval-") as tmp:
         frozen_root = Path(tmp) / "vault"
         frozen = snapshot(root, frozen_root, at)
-        store = (IndexStore(frozen_root, engine=config.index_engine) if engine in (None, "auto")
-                 else IndexStore(frozen_root, engine=engine, env=False))  # --engine beats the environment
+        semantic = {"semantic": config.search_semantic, "model": config.search_model}
+        store = (IndexStore(frozen_root, engine=config.index_engine, **semantic) if engine in (None, "auto")
+                 else IndexStore(frozen_root, engine=engine, env=False, **semantic))  # --engine beats the environment
         store.rebuild(engine=engine)
         frozen = f"{frozen} (engine {store.engine_name()})"
         try:
