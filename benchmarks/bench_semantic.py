@@ -5,7 +5,7 @@
 
 ``devset``: builds the dev-set vault (benchmarks/devset/make_vault.py) once and answers
 every query of benchmarks/devset/queries.yaml in this process, through
-``vaultmem.retrieve.search`` (the path ``vaultmem search`` takes), as lexical alone
+``vaultmem.retrieve.hybrid_search`` (the path ``vaultmem search`` takes), as lexical alone
 (``search.semantic: off``), semantic alone (``only``), hybrid on every query (``always``)
 and hybrid behind the gate (``auto``) at several gate thresholds; also the embedded text
 with and without ``near`` and the fusion depth. Prints Hit@1/Hit@5/MRR@10/Recall@5 and
@@ -54,7 +54,7 @@ def _metrics_row(name: str, report) -> dict:
 
 def run_devset(store: IndexStore, queries, mode: str) -> object:
     store.semantic_mode = mode
-    return evaluate(queries, lambda q: retrieve.search(store, q.query, Filters(agent=q.agent), limit=10),
+    return evaluate(queries, lambda q: retrieve.hybrid_search(store, q.query, Filters(agent=q.agent), limit=10),
                     lambda hit, query: retrieve.is_relevant(hit, query, MIN_COVERAGE))
 
 
@@ -139,11 +139,11 @@ def speed(args) -> dict:
         store.refresh()
         for mode in ("off", "always"):
             store.semantic_mode = mode
-            retrieve.search(store, queries[0], Filters(), 10)  # warm: model loaded, files mapped
+            retrieve.hybrid_search(store, queries[0], Filters(), 10)  # warm: model loaded, files mapped
             times = []
             for q in queries:
                 t = time.perf_counter()
-                retrieve.search(store, q, Filters(), 10)
+                retrieve.hybrid_search(store, q, Filters(), 10)
                 times.append((time.perf_counter() - t) * 1000)
             out[f"warm search {mode}"] = {"median_ms": round(statistics.median(times), 2),
                                           "p95_ms": round(_pct(times, 0.95), 2)}

@@ -15,7 +15,7 @@ from conftest import out_json, run_vaultmem
 from vaultmem import Vault
 from vaultmem.index import Filters, embedders, vectors
 from vaultmem.index.store import IndexStore
-from vaultmem.retrieve import search
+from vaultmem.retrieve import hybrid_search as search
 
 pytest.importorskip("wordllama")
 model2vec = pytest.importorskip("model2vec")

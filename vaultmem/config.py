@@ -126,8 +126,8 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
         return value
 
     orchestrator = agent_name("orchestrator", "orchestrator", "orchestrator name", "must name the orchestrator agent")
-    for group in ("git", "memory", "brief", "index", "search", "checkpoint", "lifecycle", "safety", "review", "log",
-                  "hooks"):
+    for group in ("git", "memory", "brief", "index", "checkpoint", "lifecycle", "safety", "review", "log", "hooks",
+                  "search"):
         if group in raw and not isinstance(raw[group], dict):
             raise bad(group, "must be a group of settings (key: value lines indented below it)")
     timeout = number("git.lock_timeout", 10, 0, 3600)

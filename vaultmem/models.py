@@ -238,5 +238,6 @@ class Hits(list):
 
     def __init__(self, hits=(), skipped_files=(), warnings=()) -> None:
         super().__init__(hits)
+        warnings = [*warnings, *(w for w in getattr(hits, "warnings", ()) if w not in warnings)]  # the search's own
         self.skipped_files: list[dict[str, Any]] = list(skipped_files)
         self.warnings: list[str] = list(warnings)

@@ -64,13 +64,12 @@ def search(index, query: str, agent: str | None, kinds: tuple[str, ...], types: 
     of common words only finds nothing."""
     from .index import Filters
     from .models import Hits
-    from .retrieve import search as ranked
+    from .retrieve import hybrid_search as ranked
 
     scope = tuple(kinds) or (layout.AGENT_KINDS if agent else ())
     warning = common_words_only(query)
     found = [] if warning else ranked(index, query, Filters(agent=agent, kinds=scope, types=tuple(types)), limit)
-    warnings = [warning] if warning else list(getattr(found, "warnings", ()))  # the semantic channel's
-    return Hits(found, skipped_files(index.problems(), agent, scope), warnings)
+    return Hits(found, skipped_files(index.problems(), agent, scope), [warning] if warning else [])
 
 
 def check_brief(agent: str, task: str) -> str:
@@ -89,8 +88,8 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
     page among them, or its identity, is also said in the brief itself."""
     from .brief import BriefParts, build_brief, unread_notice
     from .index import Filters
+    from .retrieve import hybrid_search as ranked
     from .retrieve import is_relevant, rank
-    from .retrieve import search as ranked
 
     warnings = []
     skipped = skipped_files(index.problems(), agent, layout.BRIEF_KINDS)
@@ -109,10 +108,11 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
         warnings.append(warning.replace("the query", "the task"))
     hits = [] if warning else ranked(index, task, Filters(agent=agent, kinds=layout.BRIEF_KINDS),
                                      limit=max(30, config.brief_max_items * 3))
-    warnings += getattr(hits, "warnings", [])  # the semantic channel could not open
     relevant = rank([h for h in hits if is_relevant(h, task, config.brief_min_coverage)], today)
     from .errors import VaultmemError
     from .parse.document import parse_document
+
+    warnings += getattr(hits, "warnings", [])  # why the semantic channel could not open
 
     def unread(rel: str, exc: VaultmemError, what: str) -> None:
         """A file the brief draws on directly could not be read: named in the brief, on
@@ -231,8 +231,8 @@ def evaluate(root: Path, config, queries_path: str | Path, at: str | None, engin
     from .evaluate import evaluate as run, load_queries, snapshot
     from .index import Filters
     from .index.store import IndexStore
+    from .retrieve import hybrid_search as ranked
     from .retrieve import is_relevant
-    from .retrieve import search as ranked
 
     path = Path(queries_path)
     try:

@@ -11,40 +11,50 @@ from __future__ import annotations
 import datetime as _dt
 import math
 
-from .analysis import DATE_PREFIX, cjk_chars, coverage, document_date_terms, highlight, query_tokens
+from .analysis import DATE_PREFIX, coverage, document_date_terms, highlight, query_tokens
 from .index import Filters
-from .index.embedders import ModelUnavailable, english_only
-from .models import Hit, Hits
+from .models import Hit
 
 OWN_BOOST = 1.5  # searching as a role: its own page and notes weigh more than shared memory
 PROVENANCE = {"user": 1.0, "agent": 0.6, "unknown": 0.4, "third_party": 0.2}
 WEIGHTS = {"relevance": 0.6, "importance": 0.15, "recency": 0.1, "provenance": 0.15}
 HALF_LIFE_DAYS = 180
-# Hybrid search (docs/recall.md "Hybrid search"): under search.semantic auto, the semantic
-# channel opens when no lexical hit holds GATE_COVERAGE of the query's terms; each channel
-# gives its FUSE_DEPTH best and Reciprocal Rank Fusion (k = RRF_K) orders their union.
-GATE_COVERAGE = 0.5
-FUSE_DEPTH = 50
-RRF_K = 60
-# a semantic candidate less similar than this to the query is dropped: on the dev set,
-# wordllama's best match for a no-answer query scores 0.19-0.5, an answer 0.18-0.9, and
-# unrelated notes fall to 0 and below
-MIN_SIMILARITY = 0.2
 
 
-def _lexical(store, terms: list[str], query: str, filters: Filters, limit: int) -> list[tuple]:
+def search(store, query: str, filters: Filters = Filters(), limit: int = 10, snippet_width: int = 160) -> list[Hit]:
+    """The best ``limit`` hits. Searching as a role (``filters.agent``), the role's own
+    documents' scores are multiplied by ``OWN_BOOST`` before the cut, so its own page
+    entries come before shared memory that matches as well."""
+    terms = query_tokens(query)
     found = store.search(terms, filters, limit * 2 if filters.agent else limit, text=query)
     if filters.agent:
         found = sorted(((d, s * OWN_BOOST if d.agent == filters.agent else s) for d, s in found),
                        key=lambda x: x[1], reverse=True)[:limit]
-    return found
+    out = []
+    for doc, score in found:
+        text = f"{doc.title}\n{doc.text}\n{' '.join(doc.aliases)}"
+        dates = document_date_terms(doc.title, doc.text, doc.days) if any(t.startswith(DATE_PREFIX) for t in terms) else ()
+        out.append(Hit(doc=doc, score=score, coverage=coverage(terms, text, dates),
+                       snippet=highlight(doc.text, terms, width=snippet_width)))
+    return out
 
 
-def _hit(doc, score: float, terms: list[str], snippet_width: int, **more) -> Hit:
-    text = f"{doc.title}\n{doc.text}\n{' '.join(doc.aliases)}"
-    dates = document_date_terms(doc.title, doc.text, doc.days) if any(t.startswith(DATE_PREFIX) for t in terms) else ()
-    return Hit(doc=doc, score=score, coverage=coverage(terms, text, dates),
-               snippet=highlight(doc.text, terms, width=snippet_width), **more)
+def has_terms(query: str) -> bool:
+    """Whether the query has a term the index holds: common words ("the", "of", "what")
+    are not indexed, so a query of them alone matches nothing."""
+    return bool(query_tokens(query))
+
+
+# -- hybrid search: the semantic channel fused with the lexical ranking (docs/recall.md) ----------
+# Under search.semantic auto, the semantic channel opens when no lexical hit holds
+# GATE_COVERAGE of the query's terms; each channel gives its FUSE_DEPTH best and
+# Reciprocal Rank Fusion (k = RRF_K) orders their union. A semantic candidate less similar
+# than MIN_SIMILARITY to the query is dropped: on the dev set, wordllama's best match for a
+# no-answer query scores 0.19-0.5, the first answer 0.18-0.9, unrelated notes 0 and below.
+GATE_COVERAGE = 0.5
+FUSE_DEPTH = 50
+RRF_K = 60
+MIN_SIMILARITY = 0.2
 
 
 def fuse(lexical: list[tuple], semantic: list[tuple], k: int = RRF_K) -> list[tuple]:
@@ -53,60 +63,72 @@ def fuse(lexical: list[tuple], semantic: list[tuple], k: int = RRF_K) -> list[tu
     first). Returns ``(doc, fused score, channel)`` best first, equal scores by id."""
     fused: dict[str, list] = {}
     for channel, ranking in (("lexical", lexical), ("semantic", semantic)):
-        for rank, (doc, _score) in enumerate(ranking, start=1):
+        for rank_, (doc, _score) in enumerate(ranking, start=1):
             got = fused.get(doc.id)
             if got is None:
-                fused[doc.id] = [doc, 1.0 / (k + rank), channel]
+                fused[doc.id] = [doc, 1.0 / (k + rank_), channel]
             else:
-                got[1] += 1.0 / (k + rank)
+                got[1] += 1.0 / (k + rank_)
                 got[2] = "both"
     return sorted((tuple(v) for v in fused.values()), key=lambda x: (-x[1], x[0].id))
 
 
-def search(store, query: str, filters: Filters = Filters(), limit: int = 10, snippet_width: int = 160) -> list[Hit]:
-    """The best ``limit`` hits. Searching as a role (``filters.agent``), the role's own
-    documents' scores are multiplied by ``OWN_BOOST`` before the cut, so its own page
-    entries come before shared memory that matches as well.
-
-    With the semantic channel (the store's ``semantic_mode``): ``off`` is lexical only;
-    ``auto`` fuses when the lexical hits cover the query poorly (none holds
-    ``GATE_COVERAGE`` of its terms) and the model reads the query's language (an
-    English-only model never opens for a query with Chinese in it); ``always`` fuses every query; ``only`` ranks by
-    similarity alone. A fused hit's ``score`` is its RRF score, its ``channel`` says which
-    rankings held it and ``similarity`` is its cosine similarity to the query. When the
-    model cannot be used the answer is lexical and ``warnings`` says why."""
+def semantic_hit(doc, similarity: float, query: str, snippet_width: int = 160) -> Hit:
+    """A hit the semantic channel alone found: coverage and snippet as for any hit."""
     terms = query_tokens(query)
+    text = f"{doc.title}\n{doc.text}\n{' '.join(doc.aliases)}"
+    dates = document_date_terms(doc.title, doc.text, doc.days) if any(t.startswith(DATE_PREFIX) for t in terms) else ()
+    return Hit(doc=doc, score=similarity, coverage=coverage(terms, text, dates),
+               snippet=highlight(doc.text, terms, width=snippet_width), channel="semantic", similarity=similarity)
+
+
+def hybrid_search(store, query: str, filters: Filters = Filters(), limit: int = 10, snippet_width: int = 160):
+    """:func:`search`, with the semantic channel as the store's ``semantic_mode`` says:
+    ``off`` is :func:`search` alone; ``auto`` fuses when the lexical hits cover the query
+    poorly (none holds ``GATE_COVERAGE`` of its terms) and the model reads the query's
+    language (an English-only model never opens for a query with Chinese in it);
+    ``always`` fuses every query; ``only`` ranks by similarity alone (for measurement).
+    A fused hit's ``score`` is its RRF score, ``channel`` says which rankings held it
+    ("lexical", "semantic", "both") and ``similarity`` is its cosine similarity to the
+    query. Returns :class:`~vaultmem.models.Hits`; when the model cannot be used the hits
+    are lexical and ``warnings`` says why. A search that does not fuse imports no numpy
+    and loads no model."""
+    from .analysis import cjk_chars
+    from .index.embedders import ModelUnavailable, english_only
+    from .models import Hits
+
     mode = getattr(store, "semantic_mode", "off")
     warnings: list[str] = []
-    if mode != "off" and store.semantic_off_because() is not None:
-        if mode in ("always", "only") or store.model_chosen:
-            warnings.append(f"semantic search is off ({store.semantic_off_because()}): these are lexical hits only")
+    why = store.semantic_off_because() if mode != "off" else None
+    if why is not None:
+        if mode in ("always", "only") or store.model_chosen:  # the default model, not installed: as before
+            warnings.append(f"semantic search is off ({why}): these are lexical hits only")
         mode = "off"
-    found = [] if mode == "only" else _lexical(store, terms, query, filters, FUSE_DEPTH if mode == "always" else limit)
-    out = [_hit(doc, score, terms, snippet_width) for doc, score in found[:limit]]
-    if mode == "off" or (mode == "auto" and (any(h.coverage >= GATE_COVERAGE for h in out)
-                                             or (english_only(store.model_spec) and cjk_chars(query)))):
-        return Hits(out, warnings=warnings)
-    try:
-        if mode == "auto":
-            found = _lexical(store, terms, query, filters, FUSE_DEPTH)
-        semantic, similarity = store.semantic_search(query, filters, FUSE_DEPTH if mode != "only" else limit,
-                                                     also=[d.id for d, _ in found])
-    except ModelUnavailable as exc:
-        return Hits(out, warnings=warnings + [f"{exc.message}: these are lexical hits only"])
     if mode == "only":
-        return Hits([_hit(doc, sim, terms, snippet_width, channel="semantic", similarity=sim)
-                     for doc, sim in semantic[:limit] if sim >= MIN_SIMILARITY], warnings=warnings)
+        lexical = []
+    else:
+        lexical = search(store, query, filters, FUSE_DEPTH if mode == "always" else limit, snippet_width)
+        if mode == "off" or (mode == "auto" and (any(h.coverage >= GATE_COVERAGE for h in lexical)
+                                                 or (english_only(store.model_spec) and cjk_chars(query)))):
+            return Hits(lexical[:limit], warnings=warnings)
+        if mode == "auto":
+            lexical = search(store, query, filters, FUSE_DEPTH, snippet_width)
+    try:
+        semantic, similarity = store.semantic_search(query, filters, FUSE_DEPTH if mode != "only" else limit,
+                                                     also=[h.doc.id for h in lexical])
+    except ModelUnavailable as exc:
+        return Hits(lexical[:limit], warnings=warnings + [f"{exc.message}: these are lexical hits only"])
     semantic = [(d, sim) for d, sim in semantic if sim >= MIN_SIMILARITY]
+    if mode == "only":
+        return Hits([semantic_hit(d, sim, query, snippet_width) for d, sim in semantic[:limit]], warnings=warnings)
     similarity.update((d.id, sim) for d, sim in semantic)
-    return Hits([_hit(doc, score, terms, snippet_width, channel=channel, similarity=similarity.get(doc.id))
-                 for doc, score, channel in fuse(found, semantic)[:limit]], warnings=warnings)
-
-
-def has_terms(query: str) -> bool:
-    """Whether the query has a term the index holds: common words ("the", "of", "what")
-    are not indexed, so a query of them alone matches nothing."""
-    return bool(query_tokens(query))
+    by_id = {h.doc.id: h for h in lexical}
+    out = []
+    for doc, score, channel in fuse([(h.doc, h.score) for h in lexical], semantic)[:limit]:
+        hit = by_id.get(doc.id) or semantic_hit(doc, score, query, snippet_width)
+        hit.score, hit.channel, hit.similarity = score, channel, similarity.get(doc.id)
+        out.append(hit)
+    return Hits(out, warnings=warnings)
 
 
 def _recency(date: str | None, today: _dt.date) -> float:
