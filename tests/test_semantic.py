@@ -240,3 +240,60 @@ def test_index_embeds_and_says_so(tmp_path):
     sem = json.loads(res.stdout)["semantic"]
     assert sem["on"] and sem["vectors"] >= len(NOTES) and sem["embedded"] == sem["vectors"]
     assert sys.modules.get("numpy") is not None  # (this process: the test imported it)
+
+
+# -- a real SIGKILL at each step of making vectors ----------------------------------------------
+KILLPOINTS = Path(__file__).resolve().parent / "killpoints"
+
+
+def _consistent(root: Path, spec: str) -> int:
+    """Every row of the live vector set holds its own document's vector; returns the count."""
+    base = root / ".vaultmem" / "index"
+    gen = base / (base / "CURRENT").read_text().strip()
+    state = vectors.read_state(gen)
+    if state is None:
+        return 0
+    vs = vectors.VectorSet.open(gen, state)
+    model = embedders.load(spec)
+    docs = [vs.doc(n) for n in range(vs.count)]
+    assert [d.id for d in docs] == [r[0] for r in vs.rows]
+    expected = model.embed([vectors.embed_text(d) for d in docs])
+    assert np.allclose(np.asarray(vs.matrix), expected, atol=1e-5)
+    count = vs.count
+    vs.close()
+    return count
+
+
+def test_a_kill_at_any_step_of_an_embedding_leaves_right_vectors_or_the_old_ones(tmp_path):
+    import shutil
+
+    spec = tiny_model(tmp_path / "m")
+    first = make_vault(tmp_path / "start", model=spec)
+    assert run_vaultmem("index", "--vault", str(first.root)).returncode == 0  # vectors of every note
+    write_note(first.root, "car", "A vehicle, an automobile: the cat's car.")
+    (first.root / "memories" / "tax.md").unlink()
+    log = tmp_path / "steps.log"
+    probe = tmp_path / "probe"
+    shutil.copytree(first.root, probe, symlinks=True)
+    env = {"PYTHONPATH": str(KILLPOINTS), "VAULTMEM_TEST_KILL_LOG": str(log)}
+    assert run_vaultmem("index", "--vault", str(probe), env=env).returncode == 0
+    steps: dict[str, int] = {}
+    points = []
+    for line in log.read_text().splitlines():
+        op, path = line.split("\t", 1)
+        steps[op] = steps.get(op, 0) + 1
+        if f"/{vectors.layout.INDEX_VECTORS}/" in path:
+            points.append(f"{op}:{steps[op]}")
+    assert points, "making vectors takes no step the test can kill"
+    for point in (points[0], points[0] + "+", points[-1]):
+        root = tmp_path / point.replace(":", "-").replace("+", "p")
+        shutil.copytree(first.root, root, symlinks=True)
+        killed = run_vaultmem("index", "--vault", str(root),
+                              env={"PYTHONPATH": str(KILLPOINTS), "VAULTMEM_TEST_KILL_AT": point})
+        assert killed.returncode == -9, (point, killed.stderr)
+        _consistent(root, spec)  # the old vectors, or the new: never a row with another's vector
+        res = run_vaultmem("search", "feline nap", "--json", "--vault", str(root))  # opens the channel
+        assert res.returncode == 0, res.stderr
+        assert out_json(res)["hits"][0]["id"] == "memories/kitten.md"
+        assert out_json(res)["hits"][0]["channel"] == "semantic"
+        assert _consistent(root, spec) == _consistent(probe, spec)
