@@ -167,18 +167,22 @@ class WordLlama:
         self.fingerprint = f"wordllama:l2_supercat_256:{_stamp([weights, tokenizer_file])}"
 
     def embed(self, texts: list[str]):
+        """Each text's tokens' vectors, averaged, as ``WordLlamaInference.embed`` does (the
+        same vectors); texts go in batches of similar length, so that little is padded."""
         import numpy as np
 
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for i in range(0, len(texts), self.BATCH):
-            encoded = self.tokenizer.encode_batch(list(texts[i:i + self.BATCH]), add_special_tokens=False)
+        order = sorted(range(len(texts)), key=lambda n: len(texts[n]))
+        for i in range(0, len(order), self.BATCH):
+            rows = order[i:i + self.BATCH]
+            encoded = self.tokenizer.encode_batch([texts[n] for n in rows], add_special_tokens=False)
             ids = np.array([e.ids for e in encoded], dtype=np.int64)
             if ids.size == 0:
                 continue
             mask = np.array([e.attention_mask for e in encoded], dtype=np.float32)
             np.clip(ids, 0, self.table.shape[0] - 1, out=ids)
-            summed = np.einsum("bt,btd->bd", mask, self.table[ids], dtype=np.float32)
-            out[i:i + len(encoded)] = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1.0)
+            summed = np.einsum("bt,btd->bd", mask, self.table[ids])
+            out[rows] = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1.0)
         return _normalised(out)
 
 
