@@ -95,7 +95,7 @@ def test_a_query_the_words_answer_stays_lexical_and_never_loads_a_model(shipped)
 
 
 def test_chinese_never_opens_the_english_only_model(shipped):
-    hits = shipped.search("宠物")  # no shared bigram: lexical finds nothing, wordllama would be noise
+    hits = shipped.search("宠物在哪")  # no shared bigram: lexical finds nothing, wordllama would be noise
     assert [h for h in hits if h.channel != "lexical"] == []
 
 
@@ -112,10 +112,11 @@ def test_cold_search_that_does_not_fuse_imports_no_numpy_or_model(shipped):
 @pytest.mark.usefixtures("both_engines")
 def test_tiny_model_finds_chinese_and_english_paraphrases(tmp_path):
     v = make_vault(tmp_path / "vault", model=tiny_model(tmp_path / "m"))
-    hits = v.search("宠物")  # "pet": shares no character with 家里的猫咪…
+    hits = v.search("宠物在哪")  # "where is the pet": shares no bigram with 家里的猫咪…
     assert "memories/猫咪.md" in {h.doc.path for h in hits[:2]} and {h.channel for h in hits} == {"semantic"}
-    hits = v.search("vehicle")
+    hits = v.search("vehicle colour")
     assert hits[0].doc.path == "memories/car.md" and hits[0].channel == "semantic"
+    assert [h.channel for h in v.search("vehicle")] == []  # one word: a lookup, answered by its letters
     both = IndexStore(v.root, semantic="always", model=v.config.search_model)
     fused = search(both, "kitten feline", Filters())
     assert fused[0].doc.path == "memories/kitten.md" and fused[0].channel == "both"
@@ -162,7 +163,7 @@ def test_an_edit_re_embeds_only_its_file_a_deletion_drops_it_a_new_model_re_embe
 
 def test_a_damaged_vector_set_is_never_read_the_index_is_rebuilt(tmp_path):
     v = make_vault(tmp_path / "vault", model=tiny_model(tmp_path / "m"))
-    assert v.search("vehicle")[0].doc.path == "memories/car.md"
+    assert v.search("vehicle colour")[0].doc.path == "memories/car.md"
     gen = v.index.base / (v.index.base / "CURRENT").read_text().strip()
     state = vectors.read_state(gen)
     (vectors.folder(gen) / state["set"] / "vectors.npy").write_bytes(b"torn")  # a crash, a disk error
@@ -170,7 +171,7 @@ def test_a_damaged_vector_set_is_never_read_the_index_is_rebuilt(tmp_path):
     # a set a killed sync left half-written beside the live one is never named by state.json
     (vectors.folder(gen) / "set-1").mkdir()
     again = Vault(v.root)
-    hits = again.search("vehicle")
+    hits = again.search("vehicle colour")
     assert hits[0].doc.path == "memories/car.md" and hits[0].channel == "semantic"
     live = again.index.base / (again.index.base / "CURRENT").read_text().strip()
     assert vectors.read_state(live)["count"] == len(_rows(live))
@@ -297,3 +298,27 @@ def test_a_kill_at_any_step_of_an_embedding_leaves_right_vectors_or_the_old_ones
         assert out_json(res)["hits"][0]["id"] == "memories/kitten.md"
         assert out_json(res)["hits"][0]["channel"] == "semantic"
         assert _consistent(root, spec) == _consistent(probe, spec)
+
+
+def test_vectors_never_made_stop_being_journaled_past_a_cap_and_come_back_with_the_engine_kept(
+        tmp_path, monkeypatch):
+    spec = tiny_model(tmp_path / "m")
+    v = make_vault(tmp_path / "vault", semantic="off", model=spec)
+    v.rebuild_index(engine="whoosh")  # chosen by hand: kept by every rebuild after
+    base = v.index.base
+    gen = base / (base / "CURRENT").read_text().strip()
+    assert not vectors.started(gen)  # off: nothing journaled
+    on = IndexStore(v.root, semantic="auto", model=spec)
+    assert search(on, "vehicle colour")[0].doc.path == "memories/car.md"  # the first opening rebuilds, once
+    gen = base / (base / "CURRENT").read_text().strip()
+    assert vectors.read_state(gen)["count"] and on.engine_name() == "whoosh"
+    monkeypatch.setattr(vectors, "MAX_JOURNAL_BYTES", 10)
+    write_note(v.root, "car", "A vehicle.")
+    on.refresh()
+    write_note(v.root, "car", "A red vehicle.")
+    on.refresh()  # the journal holds more than the cap beyond what the vectors hold
+    assert not vectors.started(gen)
+    monkeypatch.setattr(vectors, "MAX_JOURNAL_BYTES", 64 * 1024 * 1024)
+    assert search(on, "automobile colour")[0].doc.path == "memories/car.md"
+    assert on.engine_name() == "whoosh"
+    on.close()

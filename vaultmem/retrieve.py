@@ -82,19 +82,31 @@ def semantic_hit(doc, similarity: float, query: str, snippet_width: int = 160) -
                snippet=highlight(doc.text, terms, width=snippet_width), channel="semantic", similarity=similarity)
 
 
+def _gate_opens(store, query: str, lexical: list[Hit]) -> bool:
+    """Under ``auto``: whether the semantic channel opens — the query says something in
+    words (two terms at least that are neither dates nor numbers or codes: a lookup of one
+    word, a port, a token is answered by its letters, and a paraphrase of it finds only
+    look-alikes), no lexical hit holds ``GATE_COVERAGE`` of its terms, and the model reads
+    its language (an English-only model never opens for a query with Chinese in it)."""
+    from .analysis import cjk_chars
+    from .index.embedders import english_only
+
+    words = [t for t in query_tokens(query) if not t.startswith(DATE_PREFIX) and not any(c.isdigit() for c in t)]
+    if len(words) < 2 or any(h.coverage >= GATE_COVERAGE for h in lexical):
+        return False
+    return not (english_only(store.model_spec) and cjk_chars(query))
+
+
 def hybrid_search(store, query: str, filters: Filters = Filters(), limit: int = 10, snippet_width: int = 160):
     """:func:`search`, with the semantic channel as the store's ``semantic_mode`` says:
-    ``off`` is :func:`search` alone; ``auto`` fuses when the lexical hits cover the query
-    poorly (none holds ``GATE_COVERAGE`` of its terms) and the model reads the query's
-    language (an English-only model never opens for a query with Chinese in it);
-    ``always`` fuses every query; ``only`` ranks by similarity alone (for measurement).
+    ``off`` is :func:`search` alone; ``auto`` fuses when the query is words the lexical
+    hits cover poorly and the model reads (:func:`_gate_opens`); ``always`` fuses every query; ``only`` ranks by similarity alone (for measurement).
     A fused hit's ``score`` is its RRF score, ``channel`` says which rankings held it
     ("lexical", "semantic", "both") and ``similarity`` is its cosine similarity to the
     query. Returns :class:`~vaultmem.models.Hits`; when the model cannot be used the hits
     are lexical and ``warnings`` says why. A search that does not fuse imports no numpy
     and loads no model."""
-    from .analysis import cjk_chars
-    from .index.embedders import ModelUnavailable, english_only
+    from .index.embedders import ModelUnavailable
     from .models import Hits
 
     mode = getattr(store, "semantic_mode", "off")
@@ -108,8 +120,7 @@ def hybrid_search(store, query: str, filters: Filters = Filters(), limit: int = 
         lexical = []
     else:
         lexical = search(store, query, filters, FUSE_DEPTH if mode == "always" else limit, snippet_width)
-        if mode == "off" or (mode == "auto" and (any(h.coverage >= GATE_COVERAGE for h in lexical)
-                                                 or (english_only(store.model_spec) and cjk_chars(query)))):
+        if mode == "off" or (mode == "auto" and not _gate_opens(store, query, lexical)):
             return Hits(lexical[:limit], warnings=warnings)
         if mode == "auto":
             lexical = search(store, query, filters, FUSE_DEPTH, snippet_width)

@@ -235,10 +235,7 @@ class IndexStore:
         model = embedders.load(self.model_spec)
         self.engine()  # a live generation, repaired or built if need be
         gen = current_generation(self.base)
-        if not vectors.started(self.base / gen):
-            self.rebuild()  # made while the channel was off: its documents were not journaled
-            gen = current_generation(self.base)
-        if not vectors.pending(self.base / gen, model.fingerprint):
+        if vectors.started(self.base / gen) and not vectors.pending(self.base / gen, model.fingerprint):
             return {"embedded": 0, "count": (vectors.read_state(self.base / gen) or {}).get("count", 0)}
         from filelock import Timeout
 
@@ -249,16 +246,27 @@ class IndexStore:
             return None
         try:
             gen = current_generation(self.base)
+            rebuilt = False
+            if not vectors.started(self.base / gen):  # made while the channel was off: nothing journaled
+                self._rebuild_keeping_engine()
+                gen, rebuilt = current_generation(self.base), True
             try:
-                return vectors.sync(self.base / gen, model)
-            except vectors.Lost:
-                report = self._rebuild_locked(None)  # journals every document afresh
-                gen = current_generation(self.base)
                 done = vectors.sync(self.base / gen, model)
-                done["rebuilt"] = report.rebuilt
-                return done
+            except vectors.Lost:
+                self._rebuild_keeping_engine()  # journals every document afresh
+                done = vectors.sync(self.base / current_generation(self.base), model)
+                rebuilt = True
+            done["rebuilt"] = rebuilt
+            return done
         finally:
             lock.release()
+
+    def _rebuild_keeping_engine(self) -> SyncReport:
+        """A rebuild with the index lock held, on the engine chosen by hand if one was."""
+        gen = current_generation(self.base)
+        manifest = self.manifests.load(gen) if gen else None
+        pinned = manifest.get("engine") if manifest is not None and manifest.get("pinned") else None
+        return self._rebuild_locked(None, pinned)
 
     def _rebuild_vectors(self, model) -> bool:
         """Build the index afresh (its journal holds every document) and its vectors;
@@ -273,7 +281,7 @@ class IndexStore:
         except Timeout:
             return False
         try:
-            self._rebuild_locked(None)
+            self._rebuild_keeping_engine()
             vectors.sync(self.base / current_generation(self.base), model)
             return True
         finally:

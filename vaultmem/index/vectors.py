@@ -39,6 +39,9 @@ STATE = "state.json"
 SET_PREFIX = "set-"
 JOURNAL_PREFIX = "journal-"
 ROTATE_BYTES = 4 * 1024 * 1024  # a fully applied journal beyond this starts afresh
+# a journal the channel never folds in (it never opens) grows with every change: beyond this
+# the generation stops keeping vectors (its folder goes), and the next opening rebuilds
+MAX_JOURNAL_BYTES = 64 * 1024 * 1024
 MAX_EMBED_CHARS = 2000  # what of a document is embedded: its beginning (title first)
 _DOC_FIELDS = {f.name for f in fields(IndexDoc)}
 
@@ -90,10 +93,14 @@ def record(gen_dir: Path, add: list[IndexDoc], delete_paths: list[str]) -> None:
     base.mkdir(parents=True, exist_ok=True)
     line = json.dumps({"del": sorted(set(delete_paths)), "add": [asdict(d) for d in add]},
                       ensure_ascii=False, separators=(",", ":")) + "\n"
-    path = base / _journal_name(read_state(gen_dir))
+    state = read_state(gen_dir)
+    path = base / _journal_name(state)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
     try:
         size = os.fstat(fd).st_size
+        if size - (state or {}).get("applied", 0) > MAX_JOURNAL_BYTES:
+            shutil.rmtree(base, ignore_errors=True)  # readers keep what they have open
+            return
         if size and os.pread(fd, 1, size - 1) != b"\n":
             line = "\n" + line  # after a line a crash cut off (never read: not valid JSON)
         os.write(fd, line.encode("utf-8"))
