@@ -46,7 +46,9 @@ MIN_COVERAGE = 0.3  # brief.min_coverage: how vaultmem eval counts false hits
 
 def _metrics_row(name: str, report) -> dict:
     m = report.metrics
+    opened = getattr(report, "opened", None)
     return {"setting": name, **{k: m[k] for k in ("hit@1", "hit@5", "mrr@10", "recall@5", "hit@10", "false_hit_rate")},
+            "semantic_opened": opened,
             "by_kind": {k: {x: v[x] for x in ("hit@1", "hit@5", "mrr@10", "recall@5", "queries")}
                         for k, v in report.by_kind.items()},
             "problems": report.problems}
@@ -54,8 +56,16 @@ def _metrics_row(name: str, report) -> dict:
 
 def run_devset(store: IndexStore, queries, mode: str) -> object:
     store.semantic_mode = mode
-    return evaluate(queries, lambda q: retrieve.hybrid_search(store, q.query, Filters(agent=q.agent), limit=10),
-                    lambda hit, query: retrieve.is_relevant(hit, query, MIN_COVERAGE))
+    opened = []
+
+    def run(q):
+        hits = retrieve.hybrid_search(store, q.query, Filters(agent=q.agent), limit=10)
+        opened.append(any(h.channel != "lexical" for h in hits))
+        return hits
+
+    report = evaluate(queries, run, lambda hit, query: retrieve.is_relevant(hit, query, MIN_COVERAGE))
+    report.opened = sum(opened)  # queries whose answer holds a hit of the semantic channel
+    return report
 
 
 def devset(args) -> dict:
@@ -177,10 +187,10 @@ def main() -> None:
     args = ap.parse_args()
     result = devset(args) if args.cmd == "devset" else speed(args)
     if args.cmd == "devset":
-        print(f"{'setting':60} hit@1  hit@5  mrr@10 rec@5  false")
+        print(f"{'setting':60} hit@1  hit@5  mrr@10 rec@5  false  fused")
         for r in result["rows"]:
             print(f"{r['setting']:60} {r['hit@1']:.3f}  {r['hit@5']:.3f}  {r['mrr@10']:.3f}  {r['recall@5']:.3f}  "
-                  f"{r['false_hit_rate']:.3f}")
+                  f"{r['false_hit_rate']:.3f}  {r['semantic_opened']}")
         print("\nby kind (hit@1 / hit@5):")
         kinds = sorted(result["rows"][0]["by_kind"])
         print(f"{'setting':60} " + " ".join(f"{k[:12]:>13}" for k in kinds))
