@@ -51,7 +51,7 @@ def has_terms(query: str) -> bool:
 # Reciprocal Rank Fusion (k = RRF_K) orders their union. A semantic candidate less similar
 # than MIN_SIMILARITY to the query is dropped: on the dev set, wordllama's best match for a
 # no-answer query scores 0.19-0.5, the first answer 0.18-0.9, unrelated notes 0 and below.
-GATE_COVERAGE = 0.5
+GATE_COVERAGE = 0.3
 FUSE_DEPTH = 50
 RRF_K = 60
 MIN_SIMILARITY = 0.2
