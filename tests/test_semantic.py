@@ -322,3 +322,4 @@ def test_vectors_never_made_stop_being_journaled_past_a_cap_and_come_back_with_t
     assert search(on, "automobile colour")[0].doc.path == "memories/car.md"
     assert on.engine_name() == "whoosh"
     on.close()
+

@@ -97,11 +97,14 @@ def _gate_opens(store, query: str, lexical: list[Hit]) -> bool:
     return not (english_only(store.model_spec) and cjk_chars(query))
 
 
-def hybrid_search(store, query: str, filters: Filters = Filters(), limit: int = 10, snippet_width: int = 160):
-    """:func:`search`, with the semantic channel as the store's ``semantic_mode`` says:
-    ``off`` is :func:`search` alone; ``auto`` fuses when the query is words the lexical
-    hits cover poorly and the model reads (:func:`_gate_opens`); ``always`` fuses every query; ``only`` ranks by similarity alone (for measurement).
-    A fused hit's ``score`` is its RRF score, ``channel`` says which rankings held it
+def hybrid_search(store, query, filters: Filters = Filters(), limit: int = 10, snippet_width: int = 160):
+    """:func:`search`, with the semantic channel as the store's ``semantic_mode`` says
+    (``query``: the text, or a parsed query whose ``text`` is what was asked; one that
+    uses syntax — phrases, exclusions, OR, prefixes — is lexical only, since the semantic
+    channel cannot keep those constraints): ``off`` is :func:`search` alone; ``auto``
+    fuses when the query is words the lexical hits cover poorly and the model reads
+    (:func:`_gate_opens`); ``always`` fuses every query; ``only`` ranks by similarity
+    alone (for measurement). A fused hit's ``score`` is its RRF score, ``channel`` says which rankings held it
     ("lexical", "semantic", "both") and ``similarity`` is its cosine similarity to the
     query. Returns :class:`~vaultmem.models.Hits`; when the model cannot be used the hits
     are lexical and ``warnings`` says why. A search that does not fuse imports no numpy
@@ -110,6 +113,9 @@ def hybrid_search(store, query: str, filters: Filters = Filters(), limit: int = 
     from .models import Hits
 
     mode = getattr(store, "semantic_mode", "off")
+    if not isinstance(query, str) and getattr(query, "syntax", False):
+        mode = "off"  # phrases, exclusions, OR, prefixes: constraints only the lexical engines keep
+    text = query if isinstance(query, str) else query.text  # a parsed query: what was asked
     warnings: list[str] = []
     why = store.semantic_off_because() if mode != "off" else None
     if why is not None:
@@ -120,23 +126,23 @@ def hybrid_search(store, query: str, filters: Filters = Filters(), limit: int = 
         lexical = []
     else:
         lexical = search(store, query, filters, FUSE_DEPTH if mode == "always" else limit, snippet_width)
-        if mode == "off" or (mode == "auto" and not _gate_opens(store, query, lexical)):
+        if mode == "off" or (mode == "auto" and not _gate_opens(store, text, lexical)):
             return Hits(lexical[:limit], warnings=warnings)
         if mode == "auto":
             lexical = search(store, query, filters, FUSE_DEPTH, snippet_width)
     try:
-        semantic, similarity = store.semantic_search(query, filters, FUSE_DEPTH if mode != "only" else limit,
+        semantic, similarity = store.semantic_search(text, filters, FUSE_DEPTH if mode != "only" else limit,
                                                      also=[h.doc.id for h in lexical])
     except ModelUnavailable as exc:
         return Hits(lexical[:limit], warnings=warnings + [f"{exc.message}: these are lexical hits only"])
     semantic = [(d, sim) for d, sim in semantic if sim >= MIN_SIMILARITY]
     if mode == "only":
-        return Hits([semantic_hit(d, sim, query, snippet_width) for d, sim in semantic[:limit]], warnings=warnings)
+        return Hits([semantic_hit(d, sim, text, snippet_width) for d, sim in semantic[:limit]], warnings=warnings)
     similarity.update((d.id, sim) for d, sim in semantic)
     by_id = {h.doc.id: h for h in lexical}
     out = []
     for doc, score, channel in fuse([(h.doc, h.score) for h in lexical], semantic)[:limit]:
-        hit = by_id.get(doc.id) or semantic_hit(doc, score, query, snippet_width)
+        hit = by_id.get(doc.id) or semantic_hit(doc, score, text, snippet_width)
         hit.score, hit.channel, hit.similarity = score, channel, similarity.get(doc.id)
         out.append(hit)
     return Hits(out, warnings=warnings)
