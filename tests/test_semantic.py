@@ -199,6 +199,14 @@ def test_a_missing_or_broken_model_answers_lexically_and_names_the_folder(tmp_pa
     hits = v.search("PostgreSQL")
     assert hits[0].doc.path == "memories/database.md" and hits[0].channel == "lexical"
     assert any(str(missing) in w for w in hits.warnings)
+    for spec, library in ((f"sentence-transformers:{missing}", "sentence-transformers"),
+                          (f"fastembed:BAAI/bge-small-zh-v1.5@{missing}", "fastembed")):
+        store = IndexStore(v.root, semantic="always", model=spec)
+        hits = search(store, "PostgreSQL")
+        assert hits[0].channel == "lexical"
+        assert any(f"the {library} library is not installed (for the model at" in w and str(missing) in w
+                   for w in hits.warnings), hits.warnings
+        store.close()
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "config.json").write_text("{not json", encoding="utf-8")
