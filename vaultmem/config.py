@@ -42,6 +42,8 @@ class Config:
     brief_min_relevance: float = 0.3  # brief.min_relevance: what joins a brief (a task, not a question)
     index_lock_timeout: float = 30.0
     index_engine: str = "auto"
+    search_semantic: str = "auto"  # search.semantic: off | auto | always | only
+    search_model: str | None = None  # search.model: None is wordllama, when it is installed
     checkpoint_fresh_minutes: float = 120.0
     delegation_max_age_hours: float = 24.0
     secrets: str = "redact"
@@ -69,6 +71,8 @@ def _get(raw: Any, dotted: str, default: Any = None) -> Any:
 
 CONFIG_HINT = "fix the YAML in .vaultmem/config.yaml (indent with spaces; 'key: value' per line)"
 TYPE_NAME = re.compile(r"[a-z][a-z0-9_+\-]*")
+# search.model: the shipped model, or a backend and a local folder (checked when it is loaded)
+MODEL_SPEC = re.compile(r"wordllama|(model2vec|sentence-transformers):\S.*|fastembed:[^@\s]+@\S.*")
 
 
 def _load(text: str, path: str) -> Any:
@@ -146,6 +150,15 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
     index_engine = _get(raw, "index.engine", "auto")
     if index_engine not in ("whoosh", "tantivy", "auto"):
         raise bad("index.engine", f"is {index_engine!r}; it must be whoosh, tantivy or auto")
+    semantic = _get(raw, "search.semantic", "auto")
+    if semantic is False:  # YAML reads a bare off as false
+        semantic = "off"
+    if semantic not in ("off", "auto", "always", "only"):
+        raise bad("search.semantic", f"is {semantic!r}; it must be off, auto, always or only")
+    model = _get(raw, "search.model", None)
+    if model is not None and not (isinstance(model, str) and MODEL_SPEC.fullmatch(model.strip())):
+        raise bad("search.model", f"is {model!r}; it must be wordllama, model2vec:PATH, "
+                                  "sentence-transformers:PATH or fastembed:NAME@PATH (a local model folder)")
     fresh = number("checkpoint.fresh_minutes", 120, 1, 525600)
     delegation_age = number("lifecycle.delegation_max_age_hours", 24, 0, 87600)
     secrets = _get(raw, "safety.secrets", "redact")
@@ -183,6 +196,8 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
         brief_min_relevance=brief_min_relevance,
         index_lock_timeout=index_timeout,
         index_engine=str(index_engine),
+        search_semantic=str(semantic),
+        search_model=str(model).strip() if model is not None else None,
         checkpoint_fresh_minutes=fresh,
         delegation_max_age_hours=delegation_age,
         secrets=str(secrets),

@@ -131,6 +131,13 @@ class GitError(VaultmemError):
     kind = "git_error"
 
 
+class ModelUnavailable(VaultmemError):
+    """The configured embedding model cannot be used (its library missing, its folder
+    absent or not loading): search answers from the lexical index alone and says why."""
+
+    kind = "model_unavailable"
+
+
 class StorageError(VaultmemError):
     """The operating system could not store a change (no space left, a read-only disk,
     a quota): nothing was changed, the files are as they were."""

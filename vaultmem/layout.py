@@ -36,6 +36,7 @@ WRITE_LOCK = f"{META_DIR}/write.lock"  # one writer at a time (an OS lock: freed
 PRIVATE_KEYS_DIR = f"{META_DIR}/keys"  # private keys: <agent>.key, mode 0600, git-ignored
 INDEX_DIR = f"{META_DIR}/index"  # derived: rebuilt on demand, git-ignored
 INDEX_LOCK = f"{META_DIR}/index.lock"
+INDEX_VECTORS = "vectors"  # inside each index generation (INDEX_DIR/gen-<n>/): the semantic channel's vectors
 LOCAL_DIR = f"{META_DIR}/local"  # per-machine state and caches, git-ignored
 # The Hermes memory provider's outbox: what a Hermes session handed over, kept here until it
 # is in the vault (one folder per running provider; a dead one's folder is taken over)

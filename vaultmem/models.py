@@ -243,6 +243,7 @@ class Hits(list):
 
     def __init__(self, hits=(), skipped_files=(), warnings=()) -> None:
         super().__init__(hits)
+        warnings = [*warnings, *(w for w in getattr(hits, "warnings", ()) if w not in warnings)]  # the search's own
         self.skipped_files: list[dict[str, Any]] = list(skipped_files)
         self.warnings: list[str] = list(warnings)
         self.parsed: dict[str, Any] | None = None  # the query as its syntax was read (Query.to_dict)

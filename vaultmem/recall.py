@@ -128,8 +128,8 @@ def search(index, query: str, agent: str | None, kinds: tuple[str, ...], types: 
     from .index import Filters
     from .models import Hits
     from .query import parse, plain
+    from .retrieve import hybrid_search as ranked
     from .retrieve import is_relevant
-    from .retrieve import search as ranked
 
     parsed = parse(query) if syntax else plain(query)
     scope = tuple(kinds) or (layout.AGENT_KINDS if agent else ())
@@ -163,8 +163,8 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
     page among them, or its identity, is also said in the brief itself."""
     from .brief import BriefParts, build_brief, unread_notice
     from .index import Filters
+    from .retrieve import hybrid_search as ranked
     from .retrieve import is_relevant, rank
-    from .retrieve import search as ranked
 
     warnings = []
     skipped = skipped_files(index.problems(), agent, layout.BRIEF_KINDS)
@@ -186,6 +186,8 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
     relevant = rank([h for h in hits if is_relevant(h, task, config.brief_min_relevance)], today)
     from .errors import VaultmemError
     from .parse.document import parse_document
+
+    warnings += getattr(hits, "warnings", [])  # why the semantic channel could not open
 
     def unread(rel: str, exc: VaultmemError, what: str) -> None:
         """A file the brief draws on directly could not be read: named in the brief, on
@@ -304,8 +306,8 @@ def evaluate(root: Path, config, queries_path: str | Path, at: str | None, engin
     from .evaluate import evaluate as run, load_queries, snapshot
     from .index import Filters
     from .index.store import IndexStore
+    from .retrieve import hybrid_search as ranked
     from .retrieve import is_relevant
-    from .retrieve import search as ranked
 
     path = Path(queries_path)
     try:
@@ -317,8 +319,9 @@ def evaluate(root: Path, config, queries_path: str | Path, at: str | None, engin
     with tempfile.TemporaryDirectory(prefix="vaultmem-eval-") as tmp:
         frozen_root = Path(tmp) / "vault"
         frozen = snapshot(root, frozen_root, at)
-        store = (IndexStore(frozen_root, engine=config.index_engine) if engine in (None, "auto")
-                 else IndexStore(frozen_root, engine=engine, env=False))  # --engine beats the environment
+        semantic = {"semantic": config.search_semantic, "model": config.search_model}
+        store = (IndexStore(frozen_root, engine=config.index_engine, **semantic) if engine in (None, "auto")
+                 else IndexStore(frozen_root, engine=engine, env=False, **semantic))  # --engine beats the environment
         store.rebuild(engine=engine)
         frozen = f"{frozen} (engine {store.engine_name()})"
         try:

@@ -308,7 +308,8 @@ class Vault:
             from .index.store import IndexStore
 
             self._index = IndexStore(self.root, lock_timeout=self.config.index_lock_timeout,
-                                     engine=self.config.index_engine, ahead=self._ahead)
+                                     engine=self.config.index_engine, ahead=self._ahead,
+                                     semantic=self.config.search_semantic, model=self.config.search_model)
         return self._index
 
     def watcher_alive(self, idle: bool = False) -> bool:
@@ -327,9 +328,29 @@ class Vault:
 
     def index_status(self) -> dict:
         """The index as a search would answer from it (brought up to date first, as
-        for a search): ``{"engine", "files", "problems"}``."""
+        for a search): ``{"engine", "files", "problems", "semantic"}`` — the last
+        whether the semantic channel can open, and why not (see
+        :meth:`IndexStore.semantic_status`)."""
         self._fresh()
-        return self.index.status()
+        return {**self.index.status(), "semantic": self.index.semantic_status()}
+
+    def sync_vectors(self, wait: float | None = None) -> dict:
+        """Embed what changed since the semantic channel's vectors were made (loads the
+        model); the channel's status after it, with ``embedded`` (how many documents were
+        embedded now). A model that cannot be used turns the channel off and says why."""
+        from .errors import ModelUnavailable
+
+        status = self.index.semantic_status()
+        if not status["on"]:
+            return status
+        try:
+            done = self.index.sync_vectors(wait=wait)
+        except ModelUnavailable as exc:
+            return {**status, "on": False, "why": exc.message}
+        status = self.index.semantic_status()
+        if done is None:
+            return {**status, "embedded": 0, "skipped": "another process is updating the index"}
+        return {**status, "embedded": done.get("embedded", 0)}
 
     def follow_changes(self, changes) -> None:
         """Let a long-lived process (the MCP server) say what changed in the vault, so

@@ -210,6 +210,17 @@ class Watcher:
             except Exception as exc:  # noqa: BLE001
                 if self.on_error:
                     self.on_error(exc)
+            if report.changed:
+                # vectors made before (the semantic channel has opened) are kept up to date
+                # here, where the model stays loaded, so that a command whose search opens
+                # the channel embeds nothing itself
+                try:
+                    semantic = self.vault.index.semantic_status()
+                    if semantic["on"] and (semantic["vectors"] or semantic["mode"] in ("always", "only")):
+                        self.vault.sync_vectors(wait=0)
+                except Exception as exc:  # noqa: BLE001
+                    if self.on_error:
+                        self.on_error(exc)
         if self.on_sync:
             self.on_sync(report)
 

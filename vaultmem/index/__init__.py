@@ -147,6 +147,7 @@ class SyncReport:
     skipped: str | None = None  # why nothing was done (e.g. another process is indexing)
     seconds: float = 0.0
     engine: str | None = None  # the engine of the generation that was updated or built
+    semantic: dict | None = None  # the semantic channel after the refresh (``IndexStore.semantic_status``)
 
     @property
     def changed(self) -> bool:
@@ -156,7 +157,7 @@ class SyncReport:
         return {"new": self.new, "modified": self.modified, "deleted": self.deleted,
                 "moved": [list(m) for m in self.moved], "unchanged": self.unchanged, "docs": self.docs,
                 "problems": self.problems, "rebuilt": self.rebuilt, "skipped": self.skipped, "engine": self.engine,
-                "seconds": round(self.seconds, 3)}
+                "seconds": round(self.seconds, 3), **({"semantic": self.semantic} if self.semantic else {})}
 
 
 class SearchEngine(Protocol):

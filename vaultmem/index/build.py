@@ -210,9 +210,11 @@ def remove_generations(base: Path, names: list[str]) -> None:
 
 
 def build_generation(root: Path, base: Path, manifests: Manifests, seen: dict, engine: str, pinned: bool,
-                     progress: Progress | None = None) -> SyncReport:
+                     progress: Progress | None = None, vectors: bool = False) -> SyncReport:
     """Index every file of ``seen`` (rel → stat) into a new generation on ``engine`` and
-    make it the live one. Call with the index lock held."""
+    make it the live one. ``vectors``: the generation keeps the semantic channel's
+    journal (its documents, to embed when that channel opens). Call with the index lock
+    held."""
     report = SyncReport(rebuilt=True)
     base.mkdir(parents=True, exist_ok=True)
     # derived data: never committed, whatever the vault's .gitignore says
@@ -240,6 +242,11 @@ def build_generation(root: Path, base: Path, manifests: Manifests, seen: dict, e
         index.write(docs, [], prepared=fields)  # one commit: one segment, nothing to merge afterwards
     finally:
         index.close()
+    if vectors:
+        from . import vectors as semantic
+
+        semantic.start(base / gen)
+        semantic.record(base / gen, docs, [])
     manifests.save(gen, manifest, engine=engine, pinned=pinned)
     report.engine = engine
     files.atomic_write(base / CURRENT_FILE, gen + "\n")  # the swap

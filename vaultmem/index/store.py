@@ -32,19 +32,24 @@ INDEX_DIR = layout.INDEX_DIR
 LOCK_FILE = layout.INDEX_LOCK
 ENGINES = registry.names()
 ENV_ENGINE = "VAULTMEM_INDEX_ENGINE"  # overrides index.engine for one process (tests, benchmarks)
+ENV_SEMANTIC = "VAULTMEM_SEARCH_SEMANTIC"  # overrides search.semantic for one process (benchmarks)
+SEMANTIC_MODES = ("off", "auto", "always", "only")
 
-__all__ = ["ENGINES", "ENV_ENGINE", "INDEX_DIR", "LOCK_FILE", "IndexStore", "Progress"]
+__all__ = ["ENGINES", "ENV_ENGINE", "ENV_SEMANTIC", "INDEX_DIR", "LOCK_FILE", "SEMANTIC_MODES", "IndexStore",
+           "Progress"]
 
 
 class IndexStore:
     """The vault's index: open it, refresh it, rebuild it, search it."""
 
     def __init__(self, root: Path, lock_timeout: float = 30.0, engine: str = "auto", env: bool = True,
-                 ahead=None) -> None:
+                 ahead=None, semantic: str = "off", model: str | None = None) -> None:
         """``engine``: an engine's name or auto (the vault's ``index.engine``), unless
         ``$VAULTMEM_INDEX_ENGINE`` says otherwise (and ``env`` lets it). ``ahead``: the
         walk the launcher started for this vault (``walk.WalkAhead``), which the first
-        no-change check takes instead of walking."""
+        no-change check takes instead of walking. ``semantic``/``model``: the vault's
+        ``search.semantic`` and ``search.model`` (None: wordllama, if it is installed);
+        ``$VAULTMEM_SEARCH_SEMANTIC`` overrides the first (whatever ``env`` says)."""
         self.root = Path(root)
         self.base = self.root / INDEX_DIR
         self.lock_timeout = lock_timeout
@@ -53,6 +58,13 @@ class IndexStore:
         if self.choice != "auto" and not registry.known(self.choice):
             raise BadInput(f"the index engine {self.choice!r} is not {registry.choices()}",
                            hint=f"set index.engine in .vaultmem/config.yaml (or {ENV_ENGINE})")
+        self.semantic_mode = os.environ.get(ENV_SEMANTIC) or semantic
+        if self.semantic_mode not in SEMANTIC_MODES:
+            raise BadInput(f"the semantic search mode {self.semantic_mode!r} is not off, auto, always or only",
+                           hint=f"set search.semantic in .vaultmem/config.yaml (or {ENV_SEMANTIC})")
+        self.model_spec = model or "wordllama"
+        self.model_chosen = model is not None  # set by the user, not the default
+        self._vectors = None  # (generation, set name, VectorSet) of the last semantic search
         self.manifests = Manifests(self.base)
         self._engine: SearchEngine | None = None
         self._engine_gen: str | None = None
@@ -197,6 +209,135 @@ class IndexStore:
             except Exception:
                 pass
         self._engine, self._engine_gen = None, None
+        if self._vectors is not None:
+            self._vectors[2].close()
+            self._vectors = None
+
+    # -- the semantic channel ------------------------------------------------------------
+    def semantic_off_because(self) -> str | None:
+        """Why the semantic channel cannot open (the mode is off, the model's library is
+        missing, its folder absent), found without importing numpy or the model; None
+        when it can (the model may still fail to load: :meth:`semantic_search` says so)."""
+        if self.semantic_mode == "off":
+            return "search.semantic is off"
+        from .embedders import check_available
+
+        return check_available(self.model_spec)
+
+    def keeps_vectors(self) -> bool:
+        """Whether new generations journal their documents for the semantic channel."""
+        return self.semantic_off_because() is None
+
+    def semantic_status(self) -> dict:
+        """``{"mode", "model", "on", "why", "vectors"}``: whether the semantic channel can
+        open and why not, and how many documents have vectors (no model is loaded)."""
+        from . import vectors
+
+        why = self.semantic_off_because()
+        gen = current_generation(self.base)
+        state = vectors.read_state(self.base / gen) if gen else None
+        out = {"mode": self.semantic_mode, "model": self.model_spec, "on": why is None, "why": why,
+               "vectors": (state or {}).get("count", 0)}
+        if why is None and gen and state is not None and state.get("model") != self.model_spec:
+            out["vectors"] = 0  # made by another model: embedded again when the channel opens
+        return out
+
+    def sync_vectors(self, wait: float | None = None) -> dict | None:
+        """Embed what the live generation journaled since its vectors were made (all of
+        it under another model); None if the channel is off or another process holds the
+        index lock (with ``wait=0``). Loads the model (:class:`ModelUnavailable`)."""
+        if self.semantic_off_because() is not None:
+            return None
+        from . import embedders, vectors
+
+        model = embedders.load(self.model_spec)
+        self.engine()  # a live generation, repaired or built if need be
+        gen = current_generation(self.base)
+        if vectors.started(self.base / gen) and not vectors.pending(self.base / gen, model.fingerprint):
+            return {"embedded": 0, "count": (vectors.read_state(self.base / gen) or {}).get("count", 0)}
+        from filelock import Timeout
+
+        try:
+            lock = self._lock(self.lock_timeout if wait is None else wait)
+            lock.acquire()
+        except Timeout:
+            return None
+        try:
+            gen = current_generation(self.base)
+            rebuilt = False
+            if not vectors.started(self.base / gen):  # made while the channel was off: nothing journaled
+                self._rebuild_keeping_engine()
+                gen, rebuilt = current_generation(self.base), True
+            try:
+                done = vectors.sync(self.base / gen, model)
+            except vectors.Lost:
+                self._rebuild_keeping_engine()  # journals every document afresh
+                done = vectors.sync(self.base / current_generation(self.base), model)
+                rebuilt = True
+            done["rebuilt"] = rebuilt
+            return done
+        finally:
+            lock.release()
+
+    def _rebuild_keeping_engine(self) -> SyncReport:
+        """A rebuild with the index lock held, on the engine chosen by hand if one was."""
+        gen = current_generation(self.base)
+        manifest = self.manifests.load(gen) if gen else None
+        pinned = manifest.get("engine") if manifest is not None and manifest.get("pinned") else None
+        return self._rebuild_locked(None, pinned)
+
+    def _rebuild_vectors(self, model) -> bool:
+        """Build the index afresh (its journal holds every document) and its vectors;
+        False when another process holds the index lock."""
+        from filelock import Timeout
+
+        from . import vectors
+
+        try:
+            lock = self._lock(0)
+            lock.acquire()
+        except Timeout:
+            return False
+        try:
+            self._rebuild_keeping_engine()
+            vectors.sync(self.base / current_generation(self.base), model)
+            return True
+        finally:
+            lock.release()
+
+    def semantic_search(self, text: str, filters: Filters, limit: int, also: list[str] = ()
+                        ) -> tuple[list[tuple[IndexDoc, float]], dict[str, float]]:
+        """The ``limit`` documents most similar to ``text`` that ``filters`` admits, best
+        first, and the similarity of each id of ``also`` (lexical hits) that has a vector.
+        Brings the vectors up to date first (if no other process is indexing); raises
+        :class:`ModelUnavailable` when the model cannot be used."""
+        from . import embedders, vectors
+
+        model = embedders.load(self.model_spec)
+        self.sync_vectors(wait=0)
+        gen = current_generation(self.base)
+        state = vectors.read_state(self.base / gen) if gen else None
+        if state is None or state.get("fingerprint") != model.fingerprint:
+            return [], {}  # another process is making them right now
+        cached = self._vectors
+        if cached is None or cached[:2] != (gen, state["set"]):
+            if cached is not None:
+                cached[2].close()
+            found = vectors.VectorSet.open(self.base / gen, state)
+            if found is None:  # damaged (a disk error, a hand): never read, made afresh with the index
+                self._vectors = None
+                if not self._rebuild_vectors(model):
+                    return [], {}
+                gen = current_generation(self.base)
+                state = vectors.read_state(self.base / gen)
+                found = vectors.VectorSet.open(self.base / gen, state)
+                if found is None:
+                    return [], {}
+            self._vectors = cached = (gen, state["set"], found)
+        vset = cached[2]
+        query = model.embed([text])[0]
+        hits = vset.search(query, filters.admits, limit)
+        return hits, vset.similarity_of(list(also), query) if also else {}
 
     # -- writing -----------------------------------------------------------------------
     def refresh(self, paths: Iterable[str] | None = None, wait: float | None = None,
@@ -336,6 +477,10 @@ class IndexStore:
                 rebuilt = self._rebuild_locked(None)
                 rebuilt.modified, rebuilt.deleted, rebuilt.moved = report.modified, report.deleted, report.moved
                 return rebuilt
+            from . import vectors
+
+            if vectors.started(self.base / gen):  # after the engine's commit, before the manifest's
+                vectors.record(self.base / gen, add, delete)
         changed = report.new + report.modified + report.deleted + touched
         if changed:
             self.manifests.append(gen, known, changed)
@@ -421,7 +566,8 @@ class IndexStore:
     def _rebuild_locked(self, progress: Progress | None, requested: str | None = None) -> SyncReport:
         seen = scan(self.root)
         name, pinned = self._build_engine(len(seen), requested)
-        report = build_generation(self.root, self.base, self.manifests, seen, name, pinned, progress)
+        report = build_generation(self.root, self.base, self.manifests, seen, name, pinned, progress,
+                                  vectors=self.keeps_vectors())
         self.close()
         return report
 

@@ -29,6 +29,8 @@ def index(
 
     The index is derived data in .vaultmem/index/ (never committed). Files that cannot be
     read (broken YAML, a missing section) are skipped and listed with file and line.
+    With semantic search on (search.semantic, search.model), the documents that changed
+    are embedded too; the last line says whether semantic search is on, and why not.
     """
     s = session(ctx, vault, as_, json_)
     v = s.open()
@@ -40,6 +42,8 @@ def index(
         report = _with_progress(s, lambda progress=None: v.rebuild_index(progress=progress, engine=engine))
     else:
         report = v.refresh_index()
+    if not report.skipped:
+        report.semantic = v.sync_vectors()  # the vectors go with the index (the model is loaded here)
     s.emit(report, render.index_report)
 
 

@@ -180,6 +180,12 @@ def index_report(r) -> str:
         where = p["path"] + (f":{p['line']}" if p.get("line") else "")
         parts.append(f"  {'indexed in part' if p.get('partial') else 'skipped'} {where}: {p['message']}" +
                      (f" (hint: {p['hint']})" if p.get("hint") else ""))
+    if (sem := getattr(r, "semantic", None)) is not None:
+        if sem.get("on"):
+            parts.append(f"semantic search: {sem['mode']} ({sem['model']}, {_n(sem.get('vectors', 0), 'vector')}"
+                         f"{', ' + str(sem['embedded']) + ' embedded now' if sem.get('embedded') else ''})")
+        else:
+            parts.append(f"semantic search: off ({sem.get('why')})")
     return "\n".join(parts)
 
 

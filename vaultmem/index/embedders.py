@@ -1,0 +1,278 @@
+"""Embedding models for the semantic channel: one small protocol, a few local backends.
+
+An :class:`Embedder` turns texts into float32 vectors of unit length (``embed(texts)`` →
+``(n, dim)``); ``fingerprint`` names the model and the size and modification time of its
+files, so vectors made by another model — or by the same folder after its files changed —
+are never compared with a query embedded by this one.
+
+``search.model`` names the model:
+
+- ``wordllama`` — the 256-dimension English weights the ``wordllama`` wheel ships
+  (``wordllama/weights/l2_supercat_256.safetensors`` and its Llama-2 tokenizer), read here
+  directly: ``WordLlama.load()`` looks for the tokenizer elsewhere and then tries the
+  network. Tokens are embedded and mean-pooled as ``WordLlamaInference.embed`` does.
+- ``model2vec:PATH`` — a model2vec ``StaticModel`` folder;
+- ``sentence-transformers:PATH`` — a sentence-transformers model folder;
+- ``fastembed:NAME@PATH`` — a fastembed model (its name, which tells fastembed how to
+  pool) in a local folder.
+
+Nothing here is imported until the semantic channel opens: numpy, tokenizers and the
+model libraries are imported inside the loaders. Nothing is ever downloaded: a backend is
+given only local folders, and Hugging Face's libraries are told to stay offline.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+from typing import Protocol
+
+from ..errors import ModelUnavailable
+
+DEFAULT_MODEL = "wordllama"
+WORDLLAMA_WEIGHTS = "weights/l2_supercat_256.safetensors"
+WORDLLAMA_TOKENIZER = "tokenizers/l2_supercat_tokenizer_config.json"
+BACKENDS = ("wordllama", "model2vec", "sentence-transformers", "fastembed")
+# the library each backend needs (pip package, import name)
+LIBRARIES = {"wordllama": ("wordllama", "wordllama"), "model2vec": ("model2vec", "model2vec"),
+             "sentence-transformers": ("sentence-transformers", "sentence_transformers"),
+             "fastembed": ("fastembed", "fastembed")}
+
+
+class Embedder(Protocol):
+    name: str  # the model as configured (``wordllama``, ``model2vec:/path``…)
+    dim: int
+    fingerprint: str  # model identity + its files' sizes and mtimes
+
+    def embed(self, texts: list[str]):
+        """float32 ``(len(texts), dim)``, each row of unit length (or all zeros for a text
+        the model has nothing for)."""
+
+
+def split_spec(spec: str) -> tuple[str, str | None]:
+    """(backend, path) of a ``search.model`` value; ValueError when it names none."""
+    spec = str(spec).strip()
+    if spec == "wordllama":
+        return "wordllama", None
+    backend, sep, rest = spec.partition(":")
+    if not sep or backend not in BACKENDS or backend == "wordllama" or not rest.strip():
+        raise ValueError(f"{spec!r} is not wordllama, model2vec:PATH, sentence-transformers:PATH "
+                         f"or fastembed:NAME@PATH")
+    return backend, rest.strip()
+
+
+ENGLISH_ONLY = ("wordllama",)  # models whose similarities for Chinese text are noise (bytes)
+
+
+def english_only(spec: str) -> bool:
+    """Whether the model ``spec`` reads English only (its vectors of Chinese text are
+    made of byte tokens: noise)."""
+    return str(spec).strip() in ENGLISH_ONLY
+
+
+def library_installed(backend: str) -> bool:
+    """Whether the backend's library can be imported (looked up, not imported)."""
+    return importlib.util.find_spec(LIBRARIES[backend][1]) is not None
+
+
+def check_available(spec: str) -> str | None:
+    """Why the model ``spec`` cannot be used, found without importing anything heavy (its
+    library missing, its folder absent), or None when it looks usable."""
+    try:
+        backend, path = split_spec(spec)
+    except ValueError as exc:
+        return str(exc)
+    if not library_installed(backend):
+        package = LIBRARIES[backend][0]
+        where = f" (for the model at {path})" if path else ""
+        return f"the {package} library is not installed{where}: pip install {package}"
+    if path is not None:
+        folder = _folder_of(backend, path)
+        if not folder.is_dir():
+            return f"the model folder {folder} does not exist"
+    return None
+
+
+def _folder_of(backend: str, path: str) -> Path:
+    if backend == "fastembed":
+        path = path.rpartition("@")[2] if "@" in path else path
+    return Path(path).expanduser()
+
+
+def _stamp(paths: list[Path]) -> str:
+    parts = []
+    for p in sorted(paths):
+        try:
+            st = p.stat()
+        except OSError:
+            continue
+        parts.append(f"{p.name}:{st.st_size}:{st.st_mtime_ns}")
+    return ",".join(parts)
+
+
+def _folder_stamp(folder: Path) -> str:
+    """The sizes and mtimes of a model folder's files (two levels deep: sentence-
+    transformers keeps its pooling config in a subfolder)."""
+    found = []
+    for p in folder.iterdir():
+        if p.is_file():
+            found.append(p)
+        elif p.is_dir():
+            found += [q for q in p.iterdir() if q.is_file()]
+    return _stamp(found)
+
+
+def _offline() -> None:
+    """Hugging Face's libraries must never reach for the network here."""
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+        os.environ.setdefault(var, "1")
+
+
+def _normalised(vectors):
+    import numpy as np
+
+    vectors = np.ascontiguousarray(np.asarray(vectors, dtype=np.float32))
+    if vectors.ndim == 1:
+        vectors = vectors.reshape(1, -1)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    np.divide(vectors, norms, out=vectors, where=norms > 0)
+    return vectors
+
+
+class WordLlama:
+    """The English model the ``wordllama`` wheel ships, loaded from its own files."""
+
+    BATCH = 64
+
+    def __init__(self) -> None:
+        spec = importlib.util.find_spec("wordllama")
+        if spec is None or not spec.submodule_search_locations:
+            raise ModelUnavailable("the wordllama library is not installed", hint="pip install wordllama")
+        base = Path(list(spec.submodule_search_locations)[0])
+        weights, tokenizer_file = base / WORDLLAMA_WEIGHTS, base / WORDLLAMA_TOKENIZER
+        if not weights.is_file() or not tokenizer_file.is_file():
+            raise ModelUnavailable(f"the wordllama package at {base} does not hold {WORDLLAMA_WEIGHTS} and "
+                                   f"{WORDLLAMA_TOKENIZER}", hint="reinstall it: pip install --force-reinstall wordllama")
+        import numpy as np
+        from safetensors import safe_open
+        from tokenizers import Tokenizer
+
+        with safe_open(str(weights), framework="np") as fh:
+            self.table = np.ascontiguousarray(fh.get_tensor(next(iter(fh.keys()))).astype(np.float32))
+        self.tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        self.tokenizer.enable_padding()
+        self.tokenizer.no_truncation()
+        self.name, self.dim = "wordllama", int(self.table.shape[1])
+        self.fingerprint = f"wordllama:l2_supercat_256:{_stamp([weights, tokenizer_file])}"
+
+    def embed(self, texts: list[str]):
+        """Each text's tokens' vectors, averaged, as ``WordLlamaInference.embed`` does (the
+        same vectors); texts go in batches of similar length, so that little is padded."""
+        import numpy as np
+
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda n: len(texts[n]))
+        for i in range(0, len(order), self.BATCH):
+            rows = order[i:i + self.BATCH]
+            encoded = self.tokenizer.encode_batch([texts[n] for n in rows], add_special_tokens=False)
+            ids = np.array([e.ids for e in encoded], dtype=np.int64)
+            if ids.size == 0:
+                continue
+            mask = np.array([e.attention_mask for e in encoded], dtype=np.float32)
+            np.clip(ids, 0, self.table.shape[0] - 1, out=ids)
+            summed = np.einsum("bt,btd->bd", mask, self.table[ids])
+            out[rows] = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1.0)
+        return _normalised(out)
+
+
+class Model2Vec:
+    def __init__(self, path: str) -> None:
+        folder = _folder_of("model2vec", path)
+        _offline()
+        from model2vec import StaticModel
+
+        self.model = StaticModel.from_pretrained(str(folder), force_download=False)
+        self.name, self.dim = f"model2vec:{path}", int(self.model.dim)
+        self.fingerprint = f"model2vec:{folder.resolve()}:{_folder_stamp(folder)}"
+
+    def embed(self, texts: list[str]):
+        return _normalised(self.model.encode(list(texts), use_multiprocessing=False))
+
+
+class SentenceTransformers:
+    def __init__(self, path: str) -> None:
+        folder = _folder_of("sentence-transformers", path)
+        _offline()
+        from sentence_transformers import SentenceTransformer
+
+        self.model = SentenceTransformer(str(folder), device="cpu", local_files_only=True)
+        self.name = f"sentence-transformers:{path}"
+        self.dim = int(self.model.get_sentence_embedding_dimension())
+        self.fingerprint = f"sentence-transformers:{folder.resolve()}:{_folder_stamp(folder)}"
+
+    def embed(self, texts: list[str]):
+        return _normalised(self.model.encode(list(texts), normalize_embeddings=True, convert_to_numpy=True))
+
+
+class FastEmbed:
+    def __init__(self, spec: str) -> None:
+        name, sep, path = spec.rpartition("@")
+        if not sep or not name:
+            raise ModelUnavailable(f"fastembed:{spec} does not name the model: write fastembed:NAME@PATH",
+                                   hint="e.g. fastembed:BAAI/bge-small-zh-v1.5@/models/bge-small-zh")
+        folder = _folder_of("fastembed", path)
+        _offline()
+        from fastembed import TextEmbedding
+
+        self.model = TextEmbedding(model_name=name, specific_model_path=str(folder), local_files_only=True)
+        self.name = f"fastembed:{spec}"
+        self.dim = len(next(iter(self.model.embed(["x"]))))
+        self.fingerprint = f"fastembed:{name}:{folder.resolve()}:{_folder_stamp(folder)}"
+
+    def embed(self, texts: list[str]):
+        return _normalised(list(self.model.embed(list(texts))))
+
+
+_LOADED: dict[str, Embedder] = {}  # a long-lived process keeps its model
+
+
+def load(spec: str) -> Embedder:
+    """The model ``spec`` names, loaded once per process; :class:`ModelUnavailable`
+    naming the model, its folder and what is missing when it cannot be used."""
+    if spec in _LOADED:
+        return _LOADED[spec]
+    why = check_available(spec)
+    if why is not None:
+        raise ModelUnavailable(f"semantic search is off: {why}",
+                               hint="set search.model to a local model folder, or search.semantic to off")
+    backend, path = split_spec(spec)
+    try:
+        if backend == "wordllama":
+            model: Embedder = WordLlama()
+        elif backend == "model2vec":
+            model = Model2Vec(path)
+        elif backend == "sentence-transformers":
+            model = SentenceTransformers(path)
+        else:
+            model = FastEmbed(path)
+        probe = model.embed(["probe"])
+        if probe.shape != (1, model.dim):
+            raise ValueError(f"it gave vectors of shape {probe.shape}, not (1, {model.dim})")
+    except ModelUnavailable:
+        raise
+    except Exception as exc:  # a folder that is not a model of this kind, damaged files…
+        where = f"the model at {_folder_of(backend, path)}" if path else f"the {backend} model"
+        raise ModelUnavailable(f"semantic search is off: {where} does not load ({type(exc).__name__}: "
+                               f"{' '.join(str(exc).split())[:200]})",
+                               hint="fix or replace the model folder, or set search.semantic to off") from None
+    _LOADED[spec] = model
+    return model
+
+
+def forget(spec: str | None = None) -> None:
+    """Drop loaded models (all, or one) — tests, and a process whose config changed."""
+    if spec is None:
+        _LOADED.clear()
+    else:
+        _LOADED.pop(spec, None)
