@@ -174,6 +174,9 @@ GATE_COVERAGE = 0.3
 FUSE_DEPTH = 50
 RRF_K = 60
 MIN_SIMILARITY = 0.2
+# A hit the semantic channel found is relevant at this cosine similarity or more, whatever
+# words it shares (docs/recall.md: measured with the shipped model on the dev sets)
+SEMANTIC_RELEVANT = 0.6
 
 
 def fuse(lexical: list[tuple], semantic: list[tuple], k: int = RRF_K) -> list[tuple]:
@@ -301,9 +304,15 @@ def is_relevant(hit: Hit, query: str | Query, min_relevance: float) -> bool:
     a hit in an evaluation): its ``relevance`` (the rarity-weighted share of the query's
     terms it holds) at least ``min_relevance``. A hit without one (made elsewhere) is
     judged by its plain coverage, counted on at most six terms (units: a phrase, an OR
-    group, a prefix one each)."""
+    group, a prefix one each). A hit the semantic channel found is relevant too when its
+    similarity to the query is at least ``SEMANTIC_RELEVANT``; one that only it found
+    and that is less similar is not."""
+    if hit.similarity is not None and hit.channel != "lexical" and hit.similarity >= SEMANTIC_RELEVANT:
+        return True  # the semantic channel found it, and its meaning is close to the query's
     if hit.relevance is not None:
         return hit.relevance >= min_relevance - 1e-9
+    if hit.channel == "semantic":
+        return False
     terms = query.units if isinstance(query, Query) else query_tokens(query)
     if not terms:
         return False
