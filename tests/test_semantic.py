@@ -42,7 +42,7 @@ def make_vault(root: Path, semantic: str = "auto", model: str | None = None) -> 
         write_note(root, slug, text)
     config = root / ".vaultmem" / "config.yaml"
     extra = f"search:\n  semantic: {semantic}\n" + (f"  model: {model}\n" if model else "")
-    config.write_text(config.read_text(encoding="utf-8") + extra, encoding="utf-8")
+    config.write_text(config.read_text(encoding="utf-8").replace("search:\n", extra, 1), encoding="utf-8")
     return Vault(root)
 
 

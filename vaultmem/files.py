@@ -232,12 +232,17 @@ def decode(data: bytes, shown: str) -> str:
         ) from None
 
 
-def fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
+def fsync_path(path: Path) -> None:
+    """Flush a file, or a folder's entries, to disk."""
+    fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def fsync_dir(folder: Path) -> None:
+    fsync_path(folder)
 
 
 def atomic_write(path: Path, text: str | bytes, durable: bool = True, mode: int = 0o644) -> None:

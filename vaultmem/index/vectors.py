@@ -154,14 +154,6 @@ def as_doc(data: dict) -> IndexDoc:
     return IndexDoc(**{k: v for k, v in data.items() if k in _DOC_FIELDS})
 
 
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 class Lost(Exception):
     """The generation's vectors cannot be made from what it holds (its set is damaged and
     the journal no longer holds every document): the index must be built afresh."""
@@ -239,7 +231,7 @@ def sync(gen_dir: Path, model) -> dict:
     np.save(target / "offsets.npy", offsets)
     (target / "rows.json").write_text(json.dumps(rows, ensure_ascii=False), encoding="utf-8")
     for part in ("vectors.npy", "docs.jsonl", "offsets.npy", "rows.json"):
-        _fsync(target / part)
+        files.fsync_path(target / part)
     new_state = {"version": VERSION, "set": name, "fingerprint": model.fingerprint, "model": model.name,
                  "dim": model.dim, "count": count, "journal": journal.name, "applied": end}
     rotate = end > ROTATE_BYTES
