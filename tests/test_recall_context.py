@@ -263,3 +263,14 @@ def test_a_new_vault_has_the_cut_and_an_older_vaults_setting_still_counts(tmp_pa
     assert "\n  min_relevance:" not in text
     config.write_text(text.replace("brief:\n", "brief:\n  min_coverage: 0.25\n", 1), encoding="utf-8")
     assert Vault(v.root).config.brief_min_relevance == 0.25 and Vault(v.root).config.min_relevance == 0.4
+
+
+def test_a_note_scoped_to_a_role_lends_its_text_to_no_other_roles_neighbour(vault):
+    write_turns(vault.root, "s", "2023-05-08", [("Mel", "plain small talk"), ("Caro", "the vault code is 4711"),
+                                                ("Mel", "more small talk")])
+    scoped = vault.root / "memories" / "s-t02.md"
+    scoped.write_text(scoped.read_text(encoding="utf-8").replace("type: episode", "type: episode\nscope: agent\n"
+                                                                  "agent: 安全审计"), encoding="utf-8")
+    assert [h.doc.id for h in vault.search("vault code", agent="前端审查")] == []
+    near = {h.doc.id: h.doc.near for h in vault.search("small talk")}
+    assert "4711" not in near["memories/s-t01.md"] and "4711" not in near["memories/s-t03.md"]

@@ -167,12 +167,15 @@ def session_neighbours(docs: list[IndexDoc]) -> list[int]:
     """Give each note of a session (``session`` in its frontmatter: the turns of one
     conversation) the text of its ``NEAR`` neighbours on each side, ordered by ``turn``
     (then day and id), as its ``near`` field — what page entries get from their section.
+    Neighbours are the active notes of the same session and the same owner.
     ``docs``: every document of those sessions (others are left alone). Returns the
     positions of the documents whose ``near`` changed."""
-    groups: dict[str, list[int]] = {}
+    groups: dict[tuple, list[int]] = {}
     for n, d in enumerate(docs):
-        if d.session and d.kind == "note":
-            groups.setdefault(d.session, []).append(n)
+        # one owner's active notes only: a note scoped to a role never lends its text to a
+        # note every role can find, and a superseded or archived one lends it to none
+        if d.session and d.kind == "note" and d.status not in ("archived", "superseded"):
+            groups.setdefault((d.session, d.agent), []).append(n)
     changed = []
     for members in groups.values():
         members.sort(key=lambda n: (docs[n].turn is None, docs[n].turn or 0.0, docs[n].days[:1], docs[n].id))
