@@ -236,9 +236,11 @@ def test_a_note_another_process_writes_between_two_searches_is_found_by_the_seco
         return before, after, dock
 
     before, after, dock = session(server, steps)
-    assert ok(before)["hits"] == []
+    assert ok(before)["hits"] == [] and ok(before)["no_memory"] is True
     assert any("zeppelin" in h["snippet"].lower() for h in ok(after)["hits"])
     assert [h["path"] for h in ok(dock)["hits"]][:1] == ["memories/airship.md"]
+    # the relevance signal travels to the agent: the answer is relevant, the search is not empty-handed
+    assert ok(dock)["hits"][0]["relevant"] is True and ok(dock)["no_memory"] is False and ok(dock)["relevant"] >= 1
 
 
 @pytest.mark.usefixtures("both_engines")
