@@ -112,7 +112,10 @@ def test_the_launchers_python_fallback_never_imports_from_the_project_folder(tmp
     folder named vaultmem in the project (the vault), which python3 -c would put first."""
     bare = tmp_path / "bin"
     bare.mkdir()
-    os.symlink(sys.executable, bare / "python3")
+    # a wrapper, not a symlink: a link to a virtualenv's python, run from another folder,
+    # is the base interpreter (the venv is found next to the path it was started by)
+    (bare / "python3").write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
+    (bare / "python3").chmod(0o755)
     marker = tmp_path / "ran"
     (en_vault.root / "vaultmem").mkdir()
     (en_vault.root / "vaultmem" / "__init__.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
