@@ -1,15 +1,19 @@
 """Retrieve stage: a query → ranked, snippeted hits, through the index interface only.
 
-``search`` returns the engine's BM25 order with each hit's coverage (the share of the
-query's terms it holds) and a highlighted snippet. ``rank`` re-orders candidates for a
-brief by relevance, importance, recency and provenance (user-stated beats agent-inferred
-beats third-party).
+``search`` returns the engine's BM25 order, re-ordered by a role's own documents, the day
+a question names and the turn that answers rather than asks, with each hit's coverage
+(the share of the query's terms it holds), its relevance (the rarity-weighted share of
+what the query asks: ``is_relevant`` holds it to the cut) and a highlighted snippet.
+``hybrid_search`` fuses it with the semantic channel (Reciprocal Rank Fusion). ``rank``
+re-orders candidates for a brief by relevance, importance, recency and provenance
+(user-stated beats agent-inferred beats third-party).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import math
+import re
 
 from .analysis import (DATE_PREFIX, coverage, document_date_terms, highlight, is_cjk_char, normalize,
                        query_tokens, query_units, tokens)
@@ -101,8 +105,6 @@ def is_question(text: str) -> bool:
     flat = text.strip().rstrip("!！~～ .。…")
     if not flat.endswith(_QUESTION_END):
         return False
-    import re
-
     sentences = [x for x in re.split(r"(?<=[.!?。！？])\s*", flat) if x.strip()]
     statements = [x for x in sentences if not x.rstrip().endswith(_QUESTION_END)]
     return sum(len(x.split()) if x.isascii() else len(x) // 3 for x in statements) < 6
@@ -117,8 +119,6 @@ def unit_weights(store, query: str | Query) -> list[tuple[tuple[str, ...], float
     document frequency in the live index, ``log(1 + N / (df + 1))``, of its rarest term
     that any document holds (``df`` 0 when none does) — a rare word says more about what
     the question is after than a common one, and a word the vault lacks says most."""
-    import math
-
     # a query with syntax: its plain words' units, then each phrase, OR group and prefix as one
     # (an excluded word is no part of what it asks for)
     units = query_units(query) if isinstance(query, str) else query_units(query.words) + query.syntax_units()
