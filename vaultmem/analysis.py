@@ -292,14 +292,13 @@ def split_dates(query: str, today=None) -> tuple[str, list[str]]:
     found = find_dates(query, today)
     if not found:
         return query, []
+    flat = unicodedata.normalize("NFKC", query)  # what find_dates' positions are in
     rest, pos, terms = [], 0, []
     for start, end, found_terms in found:
-        flat = unicodedata.normalize("NFKC", query)
-        rest.append(flat[pos:start])
-        rest.append(" ")
+        rest += [flat[pos:start], " "]
         pos = end
         terms.extend(found_terms[:1] if len(found_terms) == 3 else found_terms)  # a full date asks for its day
-    rest.append(unicodedata.normalize("NFKC", query)[pos:])
+    rest.append(flat[pos:])
     return "".join(rest), list(dict.fromkeys(terms))
 
 
