@@ -259,10 +259,10 @@ def test_a_new_vault_has_the_cut_and_an_older_vaults_setting_still_counts(tmp_pa
     import re
 
     text = re.sub(r"\nsearch:\n(?:  .*\n)*", "\n", config.read_text(encoding="utf-8"))  # as a vault made before
-    text = text.replace("  min_relevance: 0.3\n", "")
+    text = text.replace("  min_relevance: 0.25\n", "")
     assert "\n  min_relevance:" not in text
-    config.write_text(text.replace("brief:\n", "brief:\n  min_coverage: 0.25\n", 1), encoding="utf-8")
-    assert Vault(v.root).config.brief_min_relevance == 0.25 and Vault(v.root).config.min_relevance == 0.4
+    config.write_text(text.replace("brief:\n", "brief:\n  min_coverage: 0.35\n", 1), encoding="utf-8")
+    assert Vault(v.root).config.brief_min_relevance == 0.35 and Vault(v.root).config.min_relevance == 0.4
 
 
 def test_a_note_scoped_to_a_role_lends_its_text_to_no_other_roles_neighbour(vault):

@@ -39,7 +39,7 @@ class Config:
     brief_ratio: float = 0.3
     brief_max_items: int = 10
     min_relevance: float = 0.4  # search.min_relevance: the relevance cut of search and eval
-    brief_min_relevance: float = 0.3  # brief.min_relevance: what joins a brief (a task, not a question)
+    brief_min_relevance: float = 0.25  # brief.min_relevance: what joins a brief (a task, not a question)
     index_lock_timeout: float = 30.0
     index_engine: str = "auto"
     search_semantic: str = "auto"  # search.semantic: off | auto | always | only
@@ -145,7 +145,7 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
     max_items = number("brief.max_items", 10, 0, 200)
     min_relevance = number("search.min_relevance", 0.4, 0, 1)
     # brief.min_coverage: the brief's cut under its older name (a share of the task's terms)
-    brief_min_relevance = number("brief.min_relevance", number("brief.min_coverage", 0.3, 0, 1), 0, 1)
+    brief_min_relevance = number("brief.min_relevance", number("brief.min_coverage", 0.25, 0, 1), 0, 1)
     index_timeout = number("index.lock_timeout", 30, 0, 3600)
     index_engine = _get(raw, "index.engine", "auto")
     if index_engine not in ("whoosh", "tantivy", "auto"):
