@@ -274,3 +274,16 @@ def test_a_note_scoped_to_a_role_lends_its_text_to_no_other_roles_neighbour(vaul
     assert [h.doc.id for h in vault.search("vault code", agent="前端审查")] == []
     near = {h.doc.id: h.doc.near for h in vault.search("small talk")}
     assert "4711" not in near["memories/s-t01.md"] and "4711" not in near["memories/s-t03.md"]
+
+
+def test_a_rebuild_fills_in_the_neighbours_exactly_as_analysing_the_note_afresh(vault):
+    from vaultmem.index.fields import fields_of, with_neighbours
+    from vaultmem.parse.records import records, session_neighbours
+
+    write_turns(vault.root, "en-s1", "2023-05-08", CHAT)
+    docs = [d for f in sorted((vault.root / "memories").glob("en-s1-*.md"))
+            for d in records(f"memories/{f.name}", f.read_text(encoding="utf-8"))]
+    before = [fields_of(d) for d in docs]
+    changed = session_neighbours(docs)
+    assert changed == list(range(len(CHAT)))
+    assert all(with_neighbours(before[n], docs[n]) == fields_of(docs[n]) for n in changed)

@@ -235,10 +235,10 @@ def build_generation(root: Path, base: Path, manifests: Manifests, seen: dict, e
             manifest[rel] = entry(seen[rel], sha, problem, found)
         report.docs = len(docs)
         from ..parse.records import session_neighbours
-        from .fields import fields_of
+        from .fields import with_neighbours
 
         for n in session_neighbours(docs):  # the notes of a session know each other's text
-            fields[n] = fields_of(docs[n])
+            fields[n] = with_neighbours(fields[n], docs[n])
         index.write(docs, [], prepared=fields)  # one commit: one segment, nothing to merge afterwards
     finally:
         index.close()

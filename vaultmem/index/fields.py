@@ -88,12 +88,18 @@ def without(terms: list[str], names: set[str]) -> list[str]:
     return [t for t in terms if t not in names] if names else terms
 
 
+def _said_by(doc: IndexDoc) -> set[str]:
+    return set(tokens(doc.speaker)) if doc.speaker and SPEAKER != "title" else set()
+
+
+def _near(doc: IndexDoc, said_by: set[str]) -> str:
+    return " ".join([*tokens(doc.near), *(sorted(said_by) if SPEAKER == "near" else ())])
+
+
 def fields_of(doc: IndexDoc) -> dict:
-    """The fields of a document. Who said a note (its speaker or author) is left out of
-    its title and description: a turn titled "Melanie, session 3" is by Melanie, not
-    about her, and with her name boosted there every turn of hers outranked what the
-    other speaker said about her."""
-    said_by = set(tokens(doc.speaker)) if doc.speaker and SPEAKER != "title" else set()
+    """The fields of a document. Where its speaker's name counts is :data:`SPEAKER`: a
+    turn titled "Melanie, session 3" is by Melanie, not about her."""
+    said_by = _said_by(doc)
     return {
         "id": doc.id,
         "path": doc.path,
@@ -105,11 +111,17 @@ def fields_of(doc: IndexDoc) -> dict:
         "title": " ".join(without(tokens(doc.title), said_by)),
         "body": " ".join(tokens(doc.text)),
         "aliases": " ".join(without(tokens(" ".join(doc.aliases)), said_by)),
-        "near": " ".join([*tokens(doc.near), *(sorted(said_by) if SPEAKER == "near" else ())]),
+        "near": _near(doc, said_by),
         "dates": " ".join(document_date_terms(doc.title, doc.text, doc.days)),
         "chars": " ".join(dict.fromkeys(cjk_chars(f"{doc.title} {doc.text} {' '.join(doc.aliases)}"))),
         **{name: SEPARATOR.join(values) for name, values in filter_values(doc).items()},
     }
+
+
+def with_neighbours(fields: dict, doc: IndexDoc) -> dict:
+    """``fields`` (``fields_of(doc)`` before ``doc.near`` was filled in) with the
+    neighbours' text: the same as ``fields_of(doc)`` now, without analysing the rest again."""
+    return {**fields, "doc": json.dumps(asdict(doc), ensure_ascii=False), "near": _near(doc, _said_by(doc))}
 
 
 def lengths_of(fields: dict) -> list[int]:
