@@ -97,14 +97,21 @@ def query_tokens(text: str, today=None) -> list[str]:
     """Distinct terms of a query, in order of first appearance; a date written in it
     is one date term instead of its digits and month words (``yesterday`` counts from
     ``today``, default the current day)."""
-    if any(c.isdigit() for c in text) or _RELATIVE_RE.search(text) or _WEEKDAY_RE.search(text) or \
-            any(m in text.lower() for m in _MONTHS):
-        import datetime as dt
+    rest, found = query_dates(text, today)
+    return list(dict.fromkeys([*tokens(rest), *found]))
 
-        rest, found = split_dates(text, today or dt.date.today())
-        if found:
-            return list(dict.fromkeys([*tokens(rest), *found]))
-    return list(dict.fromkeys(tokens(text)))
+
+def query_dates(text: str, today=None) -> tuple[str, list[str]]:
+    """A query without its written dates, and their terms (:func:`split_dates`, days
+    counted from ``today``, default the current day); most queries name no date, and a
+    glance for a digit, a month or a relative day says so without the date patterns."""
+    lowered = text.lower()
+    if not (any(c.isdigit() for c in text) or _RELATIVE_RE.search(text) or _WEEKDAY_RE.search(text)
+            or any(m in lowered for m in _MONTHS)):
+        return text, []
+    import datetime as dt
+
+    return split_dates(text, today or dt.date.today())
 
 
 # Characters that say how a Chinese question is asked, not what it is about: a
@@ -121,11 +128,7 @@ def query_units(text: str, today=None) -> list[tuple[str, tuple[str, ...]]]:
     a CJK run with the query's bigrams that hold it — a character is answered when a
     document holds one of them, so the seam of two words ("州做" of "杭州做") costs
     nothing while a word the vault lacks ("短信") does. (unit, terms) pairs, in order."""
-    import datetime as dt
-
-    rest, found = split_dates(text, today or dt.date.today()) if any(c.isdigit() for c in text) or \
-        _RELATIVE_RE.search(text) or _WEEKDAY_RE.search(text) or any(m in text.lower() for m in _MONTHS) \
-        else (text, [])
+    rest, found = query_dates(text, today)
     units: list[tuple[str, tuple[str, ...]]] = [(t, (t,)) for t in found]
     for i, part in enumerate(_CJK_RUN.split(_QUESTION_WORDS.sub(" ", normalize(rest)))):
         if i % 2:
