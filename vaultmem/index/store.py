@@ -194,13 +194,8 @@ class IndexStore:
 
     def term_weights(self, terms: list[str]) -> tuple[int, dict[str, int]]:
         """(live documents, each term's document frequency) of the live index."""
-        engine = self.engine()
-        try:
-            return engine.doc_count(), {t: engine.doc_frequency(t) for t in terms}
-        except VaultmemError:
-            raise
-        except Exception:
-            return 0, {}
+        engine = self.engine()  # the search just made answered from it: no repair is due here
+        return engine.doc_count(), {t: engine.doc_frequency(t) for t in terms}
 
     def close(self) -> None:
         if self._engine is not None:
