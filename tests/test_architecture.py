@@ -13,7 +13,7 @@ PKG = Path(vaultmem.__file__).parent
 
 FOUNDATION = {"errors", "models", "layout"}
 STORAGE = FOUNDATION | {"names", "files", "gitstore", "guard", "transaction", "config", "parse", "walk"}
-RECALL = {"analysis", "query", "index", "retrieve", "brief", "evaluate"}
+RECALL = {"analysis", "answers", "query", "index", "retrieve", "brief", "evaluate"}
 # module -> the vaultmem modules it may import (the stage table of docs/design.md)
 ALLOWED = {
     # foundations
@@ -33,10 +33,11 @@ ALLOWED = {
     "transaction": {"errors", "models", "files", "gitstore", "layout", "guard", "config"},
     # index → retrieve → brief
     "analysis": set(),
+    "answers": set(),  # the kind of answer a question asks for, and whether a text holds one (pure)
     "query": {"analysis", "errors"},  # a query's syntax: phrases, exclusions, OR, prefixes (pure)
     "sessions": set(),  # what a session's text holds worth keeping: reports' elements, users' facts (pure)
     "index": {"errors", "models", "files", "parse", "analysis", "walk", "layout"},
-    "retrieve": {"analysis", "query", "index", "models"},
+    "retrieve": {"analysis", "answers", "query", "index", "models"},
     "brief": {"analysis", "errors", "models"},
     "evaluate": {"errors", "models", "parse", "layout"},
     "recall": {"errors", "models", "names", "files", "layout", "parse", "query", "index", "retrieve", "brief",

@@ -198,6 +198,36 @@ def test_search_says_which_hits_pass_the_relevance_cut_and_when_nothing_does(fac
     assert facts.search("短信验证码服务商是哪家").no_memory
 
 
+def test_a_note_about_the_question_without_its_number_or_name_is_not_an_answer(vault):
+    write_turns(vault.root, "s1", "2023-05-04", [
+        ("Ben", "Also, I'm taking a woodworking class on Saturdays now, joinery and hand tools."),
+        ("Ana", "That sounds great, the kitchen table you made was lovely."),
+        ("Ben", "My parents' anniversary is in June and my brother wants a surprise dinner."),
+    ])
+    write_turns(vault.root, "s2", "2023-05-11", [
+        ("王蕾", "嗯，我明天约领导喝咖啡聊聊。"),
+        ("小北", "好啊，聊完告诉我。"),
+    ])
+    asked = {
+        "How much does Ben's woodworking class cost?": "memories/s1-t01.md",
+        "What is the name of Ben's brother?": "memories/s1-t03.md",
+        "王蕾的领导叫什么名字？": "memories/s2-t01.md",
+    }
+    for question, about in asked.items():
+        hits = vault.search(question)
+        # the note that is about it is still found first, but it is not called an answer
+        assert hits[0].doc.id == about, question
+        assert hits.no_memory and not hits[0].relevant, (question, hits[0].relevance)
+    # the same notes answer questions of another shape, and a note with the number answers
+    assert vault.search("Which days is Ben's woodworking class?")[0].relevant
+    (vault.root / "memories" / "s1-t01.md").write_text(
+        (vault.root / "memories" / "s1-t01.md").read_text(encoding="utf-8").replace(
+            "joinery and hand tools.", "joinery and hand tools, 120 dollars a month."), encoding="utf-8")
+    vault.refresh_index()
+    hits = vault.search("How much does Ben's woodworking class cost?")
+    assert hits[0].doc.id == "memories/s1-t01.md" and hits[0].relevant and not hits.no_memory
+
+
 def test_the_cut_is_a_setting(facts):
     from vaultmem import Vault
 

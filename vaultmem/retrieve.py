@@ -17,6 +17,7 @@ import re
 
 from .analysis import (DATE_PREFIX, coverage, document_date_terms, highlight, is_cjk_char, normalize,
                        query_tokens, query_units, tokens)
+from .answers import answer_kind, holds_answer
 from .index import Filters, Match
 from .models import Hit
 from .query import MAX_EXPANSIONS, Query
@@ -25,6 +26,7 @@ OWN_BOOST = 1.5  # searching as a role: its own page and notes weigh more than s
 DATE_BOOST = 1.0  # a document of the day the question names (docs/recall.md: measured)
 ASKING = 0.35  # a question-shaped entry: it asks, it does not answer
 REPLY_CREDIT = 0.9  # the next turn after a question that matches scores at least this share of it
+ANSWER_MISSING = 0.5  # relevance of a text without the number or name its question asks for (answers.py)
 PROVENANCE = {"user": 1.0, "agent": 0.6, "unknown": 0.4, "third_party": 0.2}
 WEIGHTS = {"relevance": 0.6, "importance": 0.15, "recency": 0.1, "provenance": 0.15}
 HALF_LIFE_DAYS = 180
@@ -43,7 +45,10 @@ def search(store, query: str | Query, filters: Filters = Filters(), limit: int =
     none of the question's words); a question-shaped entry by ``ASKING`` (the turn that
     asks is not the answer), while the turn after it in its session — the reply, when it
     is a candidate — scores at least ``REPLY_CREDIT`` of what the question scored. The
-    engine is asked for enough candidates to re-order."""
+    engine is asked for enough candidates to re-order. Each hit's ``relevance``
+    (:func:`relevance`) is multiplied by ``ANSWER_MISSING`` when the question asks for a
+    number or a name its text does not hold (``answers.py``): it is about the question
+    without answering it."""
     if isinstance(query, Query) and query.syntax:
         parsed = query.expand(lambda prefix: store.terms_with_prefix(prefix, MAX_EXPANSIONS))
         text, terms = parsed.text, parsed.scoring_terms
@@ -84,14 +89,17 @@ def search(store, query: str | Query, filters: Filters = Filters(), limit: int =
             hit[1] *= ASKING
     rescored.sort(key=lambda x: (-x[1], x[0].id))
     units = unit_weights(store, parsed if parsed is not None else text) if rescored else []
+    kind = answer_kind(text)
     out = []
     for doc, score, dates in rescored[:limit]:
-        text = f"{doc.title}\n{doc.text}\n{' '.join(doc.aliases)}"
-        have = set(tokens(text)) | set(dates)
-        held = parsed.coverage(text, dates) if parsed is not None else coverage(terms, text, dates, have=have)
+        whole = f"{doc.title}\n{doc.text}\n{' '.join(doc.aliases)}"
+        have = set(tokens(whole)) | set(dates)
+        held = parsed.coverage(whole, dates) if parsed is not None else coverage(terms, whole, dates, have=have)
+        share = relevance(units, whole, have, doc.near)
+        if not holds_answer(kind, doc.text, text):
+            share *= ANSWER_MISSING
         out.append(Hit(doc=doc, score=score, coverage=held,
-                       snippet=highlight(doc.text, terms, width=snippet_width),
-                       relevance=relevance(units, text, have, doc.near)))
+                       snippet=highlight(doc.text, terms, width=snippet_width), relevance=share))
     return out
 
 
@@ -306,9 +314,16 @@ def is_relevant(hit: Hit, query: str | Query, min_relevance: float) -> bool:
     judged by its plain coverage, counted on at most six terms (units: a phrase, an OR
     group, a prefix one each). A hit the semantic channel found is relevant too when its
     similarity to the query is at least ``SEMANTIC_RELEVANT``; one that only it found
-    and that is less similar is not."""
+    and that is less similar is not. A question that asks for a number or a name
+    (``answers.answer_kind``) is answered only by a hit whose text holds one: search
+    scores the relevance of one without it by ``ANSWER_MISSING``, and a close semantic
+    match without it is judged by its relevance like any other."""
     if hit.similarity is not None and hit.channel != "lexical" and hit.similarity >= SEMANTIC_RELEVANT:
-        return True  # the semantic channel found it, and its meaning is close to the query's
+        # the semantic channel found it, its meaning is close to the query's — and it holds
+        # the number or name the question asks for, if it asks for one (answers.py)
+        asked = query.text if isinstance(query, Query) else query
+        if holds_answer(answer_kind(asked), hit.doc.text, asked):
+            return True
     if hit.relevance is not None:
         return hit.relevance >= min_relevance - 1e-9
     if hit.channel == "semantic":
