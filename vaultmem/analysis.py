@@ -16,7 +16,7 @@ import unicodedata
 from collections.abc import Iterator
 from functools import lru_cache
 
-ANALYZER_VERSION = "bigram-snowball-dates-filters-4"  # stored in the index; a change forces a rebuild
+ANALYZER_VERSION = "bigram-snowball-dates-filters-5"  # stored in the index; a change forces a rebuild
 
 _CJK = (
     "\u3040-\u30ff"  # hiragana, katakana

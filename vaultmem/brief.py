@@ -200,6 +200,35 @@ def _line(hit: Hit, labels: dict[str, str], limit: int, terms: list[str] | None 
     return " ".join(f"- {_label(hit, labels)}{sep}{text}{said} {d.link}".split())
 
 
+def fact_key(hit: Hit) -> tuple | None:
+    """The fact a keyed note states — its ``key`` in its scope — or None."""
+    d = hit.doc
+    return (d.key, d.agent, d.project) if d.key and d.kind == "note" else None
+
+
+def _stated(hit: Hit) -> str:
+    meta = hit.doc.meta
+    return str(meta.get("confirmed") or meta.get("created") or hit.doc.date or "")
+
+
+def current_values(hits: list[Hit]) -> tuple[list[Hit], list[str]]:
+    """The hits without the older values of a fact: of several active notes with the same
+    key in the same scope (written by hand, or merged from two clones — vaultmem's own
+    writes supersede), only the most recently confirmed one is kept, in its place; and a
+    warning for each such key (``vaultmem conflicts`` reports them for a human)."""
+    newest: dict[tuple, Hit] = {}
+    count: dict[tuple, int] = {}
+    for h in hits:
+        if (k := fact_key(h)) is not None:
+            count[k] = count.get(k, 0) + 1
+            if k not in newest or _stated(h) > _stated(newest[k]):
+                newest[k] = h
+    kept = [h for h in hits if (k := fact_key(h)) is None or newest[k] is h]
+    warnings = [f"key {k[0]!r} has {n} active notes; the brief shows only the newest, {newest[k].doc.path} "
+                f"(see vaultmem conflicts)" for k, n in count.items() if n > 1]
+    return kept, warnings
+
+
 def _dedupe(hits: list[Hit]) -> list[Hit]:
     kept: list[Hit] = []
     seen_keys: set[str] = set()

@@ -539,7 +539,9 @@ class Inbox:
                                   supersede=target, actor=actor,
                                   taken=[p.rsplit("/", 1)[-1][:-3] for p in pending
                                          if p.startswith(f"{layout.MEMORIES_DIR}/")])
-            return plan.writes, plan.path, (f"replaces {target} with " if target else "") + plan.path
+            also = plan.superseded[1:] if target else plan.superseded  # what its key replaces, beside the target
+            return plan.writes, plan.path, ((f"replaces {target} with " if target else "") + plan.path
+                                            + (f", supersedes {', '.join(also)} (same key)" if also else ""))
         if item.op == "remove":
             name = notes.resolve(root, str(item.meta.get("target")))
             writes = notes.plan_archive(root, name, actor, item.text or None)

@@ -9,12 +9,13 @@ held, so what they read is still true when the writes land.
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import files, layout
-from .errors import BadInput, NameRefused, NotFound
+from .errors import BadInput, NameRefused, NotFound, VaultmemError
 from .models import AUTHOR_KINDS, SCOPES, Actor, NoteFields, NoteInfo
 from .names import check_name, collision_key, slugify
 from .parse import index_line, parse_note, render_note, set_note_fields, update_index
@@ -33,6 +34,7 @@ class NotePlan:
     slug: str
     path: str
     writes: dict[str, str | None]
+    superseded: list[str] = field(default_factory=list)  # the notes it replaces ([[memories/…]])
 
 
 # -- finding notes -----------------------------------------------------------------------------
@@ -57,6 +59,65 @@ def resolve(root: Path, slug: str) -> str:
 def read(root: Path, slug: str) -> NoteInfo:
     rel = layout.note_path(resolve(root, slug))
     return parse_note(files.read_vault_text(root, rel), rel)
+
+
+_KEY_LINE = re.compile(rb"^key:[ \t]*(.+?)[ \t]*$", re.M)
+
+
+def same_key(root: Path, meta: dict) -> list[str]:
+    """The active notes in ``memories/`` that hold the fact ``meta`` states: the same
+    ``key`` in the same scope (agent and project alike) — what a new note with that key
+    supersedes. Each file is read as bytes and parsed only when its frontmatter names the
+    key: a remember in a vault of 10,000 notes reads them in tens of milliseconds
+    (benchmarks/bench_forgetting.py). A note that cannot be parsed is left alone."""
+    key = meta.get("key")
+    folder = root / layout.MEMORIES_DIR
+    if not key or not folder.is_dir():
+        return []
+    want = (meta.get("scope") or "global", meta.get("agent"), meta.get("project"))
+    wanted = key.encode("utf-8")
+    found = []
+    for name in sorted(_frontmatter_names(folder, _KEY_LINE, lambda m: m.group(1).strip(b"'\"") == wanted)):
+        rel = f"{layout.MEMORIES_DIR}/{name}"
+        try:
+            note = parse_note(files.read_vault_text(root, rel), rel)
+        except VaultmemError:
+            continue
+        got = note.meta
+        if str(got.get("key") or "") != key or str(got.get("status") or "active") != "active":
+            continue
+        scope = (str(got.get("scope") or "global"), got.get("agent"), got.get("project"))
+        if scope == want:
+            found.append(name.removesuffix(".md"))
+    return found
+
+
+def _frontmatter_names(folder: Path, pattern: re.Pattern, holds) -> list[str]:
+    """The ``.md`` files in ``folder`` whose frontmatter has a line ``pattern`` matches
+    and ``holds`` accepts: each file's head read with one system call (the frontmatter
+    is whole in its first 4 KB, or it is read on to its closing line)."""
+    out = []
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if not entry.name.endswith(".md"):
+                continue
+            try:
+                fd = os.open(entry.path, os.O_RDONLY)
+            except OSError:
+                continue
+            try:
+                head = os.read(fd, 4096)
+                while head.startswith(b"---") and b"\n---" not in head[3:] and (more := os.read(fd, 65536)):
+                    head += more
+            except OSError:
+                continue
+            finally:
+                os.close(fd)
+            end = head.find(b"\n---", 3) if head.startswith(b"---") else -1
+            m = pattern.search(head, 0, end) if end > 0 else None
+            if m and holds(m):
+                out.append(entry.name)
+    return out
 
 
 def free_slug(base: str, taken: list[str]) -> str:
@@ -168,33 +229,42 @@ def memory_index_text(root: Path) -> str:
 
 def plan_add(root: Path, meta: dict, body: str, supersede: str | None = None, actor: Actor | None = None,
              index_text: str | None = None, taken: list[str] = ()) -> NotePlan:
-    """The new note, its MEMORY.md line and (with ``supersede``) the old note moved to
-    the archive as superseded. ``index_text`` and ``taken`` carry MEMORY.md and slugs
-    planned earlier in the same commit."""
+    """The new note, its MEMORY.md line and the notes it supersedes moved to the archive
+    as superseded (``superseded_by`` on each, ``supersedes`` on the new one): the note
+    ``supersede`` names (a REPLACE), and every active note with the same ``key`` in the
+    same scope (:func:`same_key`) — a newer value of a fact replaces the older one
+    rather than standing beside it. ``index_text`` and ``taken`` carry MEMORY.md and
+    slugs planned earlier in the same commit."""
     slug = free_slug(slugify(slug_text(meta["name"])), [*slugs(root), *taken])
     rel = layout.note_path(slug)
     writes: dict[str, str | None] = {}
     remove = []
-    if supersede is not None:
-        old = resolve(root, supersede)
-        meta = {**meta, "supersedes": layout.note_ref(old)}
+    olds = [resolve(root, supersede)] if supersede is not None else []
+    olds += [name for name in same_key(root, meta) if name not in olds]
+    if olds:
+        refs = [layout.note_ref(old) for old in olds]
+        meta = {**meta, "supersedes": refs[0] if len(refs) == 1 else refs}
+    for old in olds:
         writes.update(plan_archive(root, old, actor, None, status="superseded",
-                                   superseded_by=layout.note_ref(slug), index=False))
+                                   superseded_by=layout.note_ref(slug), index=False,
+                                   taken=[p.rsplit("/", 1)[-1][:-3] for p in writes
+                                          if p.startswith(f"{layout.ARCHIVED_NOTES_DIR}/")]))
         remove.append(layout.note_ref(old))
     if index_text is None:
         index_text = memory_index_text(root)
     writes[rel] = render_note(meta, body)
     writes[layout.MEMORY_INDEX] = update_index(index_text, layout.MEMORY_INDEX, remove=remove, add=[
         index_line(slug, meta["name"], meta["description"], meta["type"], meta.get("agent"))])
-    return NotePlan(slug, rel, writes)
+    return NotePlan(slug, rel, writes, [layout.note_ref(old) for old in olds])
 
 
 def plan_archive(root: Path, name: str, actor: Actor | None, reason: str | None, status: str = "archived",
-                 index: bool = True, **fields) -> dict[str, str | None]:
+                 index: bool = True, taken: list[str] = (), **fields) -> dict[str, str | None]:
     """Move ``memories/<name>.md`` to the archive (the first key of the result) and,
-    with ``index``, drop its MEMORY.md line."""
+    with ``index``, drop its MEMORY.md line. ``taken``: archive slugs planned earlier
+    in the same commit."""
     src = layout.note_path(name)
-    archived = free_slug(name, slugs(root, layout.ARCHIVED_NOTES_DIR))
+    archived = free_slug(name, [*slugs(root, layout.ARCHIVED_NOTES_DIR), *taken])
     dst = f"{layout.ARCHIVED_NOTES_DIR}/{archived}.md"
     updates = {"status": status, "archived": now(), "archived_by": actor.name if actor else None, **fields}
     if reason:

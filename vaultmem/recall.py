@@ -161,7 +161,7 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
     (vault-relative), None when it has none yet — the brief then warns so. Files in the
     brief's scope that could not be read are named (``skipped_files``); the role's own
     page among them, or its identity, is also said in the brief itself."""
-    from .brief import BriefParts, build_brief, unread_notice
+    from .brief import BriefParts, build_brief, current_values, unread_notice
     from .index import Filters
     from .retrieve import hybrid_search as ranked
     from .retrieve import is_relevant, rank
@@ -183,7 +183,10 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
         warnings.append(warning.replace("the query", "the task"))
     hits = [] if warning else ranked(index, task, Filters(agent=agent, kinds=layout.BRIEF_KINDS),
                                      limit=max(30, config.brief_max_items * 3))
-    relevant = rank([h for h in hits if is_relevant(h, task, config.brief_min_relevance)], today)
+    # of two active notes stating one fact (the same key), only the newer value is briefed
+    current, stale = current_values(hits)
+    warnings += stale
+    relevant = rank([h for h in current if is_relevant(h, task, config.brief_min_relevance)], today)
     from .errors import VaultmemError
     from .parse.document import parse_document
 

@@ -216,9 +216,22 @@ class Vault:
         with self.writer.locked():
             plan = notes.plan_add(self.root, meta, body)
             message = f"remember: {meta['name']} ({plan.path})"
+            if plan.superseded:
+                message += f"; supersedes {', '.join(plan.superseded)} (key {meta['key']})"
             sha = self.writer.apply(actor, message, plan.writes)
-        return Change("remember", list(plan.writes), sha, message, {"slug": plan.slug, "path": plan.path},
+        return Change("remember", list(plan.writes), sha, message,
+                      {"slug": plan.slug, "path": plan.path, "superseded": plan.superseded},
                       warnings=scrub.warnings())
+
+    def conflicts(self, min_sources: int | None = None):
+        """Memory that disagrees with itself, for a human to settle (:mod:`vaultmem.conflicts`):
+        active notes with one key and different values, and a note's code or number that
+        at least ``min_sources`` other sources hold in one variant. Nothing is changed."""
+        from . import conflicts
+
+        if min_sources is not None and min_sources < 1:
+            raise BadInput(f"is {min_sources}; it must be 1 or more", field="min_sources")
+        return conflicts.find(self.root, conflicts.MIN_SOURCES if min_sources is None else min_sources)
 
     def read_note(self, slug: str) -> NoteInfo:
         return notes.read(self.root, slug)

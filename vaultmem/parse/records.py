@@ -98,8 +98,8 @@ def _note_record(rel: str, kind: str, meta: dict, body: str) -> IndexDoc:
     scope = str(meta.get("scope") or ("agent" if agent else "global"))
     agent = agent if scope == "agent" else None
     status = str(meta.get("status") or "active")
-    if kind == "archive":
-        status = "archived"
+    if kind == "archive" and status not in ("archived", "superseded"):
+        status = "archived"  # whatever it says, a note in the archive is not active; superseded stays so
     created = meta.get("confirmed") or meta.get("created")
     # the conversation it is part of: its session, or else what was said at the same
     # moment from the same source (an import that dates each turn by its session)

@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "page": ("page", "app"),
     "remember": ("notes", "remember"),
     "forget": ("notes", "forget"),
+    "conflicts": ("notes", "conflicts"),
     "index": ("recall", "index"),
     "search": ("recall", "search"),
     "brief": ("recall", "brief"),

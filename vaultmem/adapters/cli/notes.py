@@ -1,4 +1,4 @@
-"""``vaultmem remember`` / ``forget``: one-file-per-fact memory notes."""
+"""``vaultmem remember`` / ``forget`` / ``conflicts``: one-file-per-fact memory notes."""
 
 from __future__ import annotations
 
@@ -72,3 +72,30 @@ def forget(
     v = s.open()
     change = v.forget(slug, v.actor(s.agent), reason=reason)
     s.emit(change, render.forgotten)
+
+
+@handles_errors
+def conflicts(
+    ctx: typer.Context,
+    min_sources: Annotated[int, typer.Option(help="Other sources that must agree on a variant of a note's code "
+                                             "or number before it is reported as an outlier.")] = 2,
+    vault: VaultOpt = None,
+    as_: AsOpt = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Report memory that disagrees with itself, for a human to settle: nothing is changed.
+
+    Two checks. Same key: active notes with one key (in one scope) and different values —
+    written by hand, or merged from two clones (vaultmem's own writes supersede instead).
+    Outlier: a note's code or number (six characters or more: an account id, a build
+    number) where --min-sources other notes, page entries or log entries hold one variant
+    of it (one character changed, added, dropped, or two swapped) and fewer hold its own.
+    A note's value is its 'value' field, else the codes and numbers in its text, else its words.
+
+    Settle one by remembering the right value with the key (it supersedes the others) or
+    with 'vaultmem forget SLUG'. Exit status 0 either way; --json for programs.
+
+    Example: vaultmem conflicts --json
+    """
+    s = session(ctx, vault, as_, json_)
+    s.emit(s.open().conflicts(min_sources), render.conflicts)

@@ -154,7 +154,19 @@ def page_list(rows: list[dict]) -> str:
 
 @or_proposed
 def remembered(change) -> str:
-    return f"remembered {change.details['path']} (commit {change.commit[:8]})"
+    superseded = change.details.get("superseded") or []
+    also = f"; it supersedes {', '.join(superseded)} (same key), now in the archive" if superseded else ""
+    return f"remembered {change.details['path']} (commit {change.commit[:8]}){also}"
+
+
+def conflicts(report) -> str:
+    if not report.conflicts:
+        return "no conflicts: no two active notes state one key differently, and no note's code or number " \
+               "differs from what several other sources say"
+    lines = [f"{len(report.conflicts)} conflict{'s' if len(report.conflicts) != 1 else ''} (nothing was changed):"]
+    for c in report.conflicts:
+        lines.append(f"- {c.kind}{f' · key {c.key}' if c.key else ''}: {c.message}")
+    return "\n".join(lines)
 
 
 @or_proposed

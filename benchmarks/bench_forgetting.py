@@ -1,0 +1,85 @@
+"""What supersession by key and the conflicts report cost as a vault grows.
+
+For each size: a vault of N notes (one in ten with a key, a few with values that
+disagree) committed once; then, timed (median of --repeat runs, wall clock):
+
+- ``same_key``: finding the active notes a new keyed note supersedes (``notes.same_key``,
+  what every ``remember --key`` and every approved keyed ADD pays), next to
+  ``slugs``: listing the notes folder, which every remember already paid before;
+- ``remember --key``: the whole write through the facade, in this process (git commit
+  included), next to ``remember``: the same write of a note without a key;
+- ``conflicts``: ``Vault.conflicts()``, the whole report.
+
+    python benchmarks/bench_forgetting.py --sizes 1000 10000 --repeat 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from vaultmem import Vault, notes  # noqa: E402
+
+
+def make(root: Path, n: int) -> Vault:
+    v, _ = Vault.init(root, lang="en", orchestrator="orch")
+    mem = root / "memories"
+    for i in range(n):
+        key = f"key: service{i // 10}.port\n" if i % 10 == 0 else ""
+        mem.joinpath(f"note-{i:06d}.md").write_text(
+            f"---\nname: note {i}\ntype: fact\nscope: global\nstatus: active\n{key}---\n"
+            f"Service {i} runs build {700000 + i} on port {8000 + i % 1000} with the team's usual settings.\n",
+            encoding="utf-8")
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True, capture_output=True)
+    subprocess.run(["git", "-C", str(root), "-c", "user.name=bench", "-c", "user.email=b@x", "commit", "-qm",
+                    "bench notes"], check=True, capture_output=True)
+    return v
+
+
+def timed(call, repeat: int) -> float:
+    out = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        call()
+        out.append(time.perf_counter() - t)
+    return statistics.median(out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    print("| notes | slugs (ms) | same_key (ms) | remember (ms) | remember --key (ms) | conflicts (s) | conflicts found |")
+    print("|---|---|---|---|---|---|---|")
+    for n in args.sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            v = make(Path(tmp) / "v", n)
+            meta = {"key": "service5.port", "scope": "global"}
+            slugs = timed(lambda: notes.slugs(v.root), args.repeat)
+            same = timed(lambda: notes.same_key(v.root, meta), args.repeat)
+            actor = v.actor(None)
+            count = iter(range(10**6))
+            plain = timed(lambda: v.remember(f"service 6 noted {next(count)}", actor, "fact"), args.repeat)
+            remember = timed(lambda: v.remember(f"service 5 moved to port {9000 + next(count)}", actor, "fact",
+                                                key="service5.port"), args.repeat)
+            report = None
+
+            def run():
+                nonlocal report
+                report = v.conflicts()
+
+            conflicts = timed(run, max(1, args.repeat // 2))
+            print(f"| {n:,} | {slugs * 1000:.1f} | {same * 1000:.1f} | {plain * 1000:.0f} | {remember * 1000:.0f} | {conflicts:.2f} | "
+                  f"{len(report.conflicts)} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
