@@ -8,7 +8,9 @@ disagree) committed once; then, timed (median of --repeat runs, wall clock):
   ``slugs``: listing the notes folder, which every remember already paid before;
 - ``remember --key``: the whole write through the facade, in this process (git commit
   included), next to ``remember``: the same write of a note without a key;
-- ``conflicts``: ``Vault.conflicts()``, the whole report.
+- ``conflicts``: ``Vault.conflicts()``, the whole report;
+- ``gc --dry-run``: ``Vault.gc(dry_run=True)`` a year later (every note scored; the
+  episodes' share falls below the cut).
 
     python benchmarks/bench_forgetting.py --sizes 1000 10000 --repeat 5
 """
@@ -16,6 +18,7 @@ disagree) committed once; then, timed (median of --repeat runs, wall clock):
 from __future__ import annotations
 
 import argparse
+import datetime
 import statistics
 import subprocess
 import sys
@@ -33,8 +36,10 @@ def make(root: Path, n: int) -> Vault:
     mem = root / "memories"
     for i in range(n):
         key = f"key: service{i // 10}.port\n" if i % 10 == 0 else ""
+        type_ = ("fact", "episode", "preference", "decision", "procedure")[i % 5]
         mem.joinpath(f"note-{i:06d}.md").write_text(
-            f"---\nname: note {i}\ntype: fact\nscope: global\nstatus: active\n{key}---\n"
+            f"---\nname: note {i}\ntype: {type_}\nscope: global\nimportance: 0.5\n"
+            f"created: 2026-01-01T00:00:00Z\nconfirmed: 2026-01-01T00:00:00Z\nstatus: active\n{key}---\n"
             f"Service {i} runs build {700000 + i} on port {8000 + i % 1000} with the team's usual settings.\n",
             encoding="utf-8")
     subprocess.run(["git", "-C", str(root), "add", "-A"], check=True, capture_output=True)
@@ -57,8 +62,9 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
-    print("| notes | slugs (ms) | same_key (ms) | remember (ms) | remember --key (ms) | conflicts (s) | conflicts found |")
-    print("|---|---|---|---|---|---|---|")
+    print("| notes | slugs (ms) | same_key (ms) | remember (ms) | remember --key (ms) | conflicts (s) | conflicts found "
+          "| gc --dry-run (s) | would archive |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for n in args.sizes:
         with tempfile.TemporaryDirectory() as tmp:
             v = make(Path(tmp) / "v", n)
@@ -77,8 +83,16 @@ def main() -> None:
                 report = v.conflicts()
 
             conflicts = timed(run, max(1, args.repeat // 2))
+            later = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=365)
+            planned = None
+
+            def dry():
+                nonlocal planned
+                planned, _ = v.gc(actor, dry_run=True, now=later)
+
+            gc_dry = timed(dry, max(1, args.repeat // 2))
             print(f"| {n:,} | {slugs * 1000:.1f} | {same * 1000:.1f} | {plain * 1000:.0f} | {remember * 1000:.0f} | {conflicts:.2f} | "
-                  f"{len(report.conflicts)} |", flush=True)
+                  f"{len(report.conflicts)} | {gc_dry:.2f} | {len(planned.archive):,} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -49,11 +49,12 @@ ALLOWED = {
     "lifecycle": STORAGE | {"pages"},
     "inbox": STORAGE | {"notes", "pages", "lifecycle"},
     "shared": STORAGE | {"livelog"},
-    "conflicts": STORAGE | {"analysis"},  # disagreeing memory, read from the files for a human
+    "conflicts": STORAGE | {"analysis"},
+    "forgetting": STORAGE | {"notes"},  # retention scores, GC's plan, local usage data  # disagreeing memory, read from the files for a human
     "importers": STORAGE | {"notes"},  # beside inbox: other tools' memory, filed through the facade's inbox
     "staged": STORAGE | {"livelog"},  # what a commit records, checked before git records it
     # the facade
-    "vault": STORAGE | RECALL | {"recall", "template", "notes", "conflicts", "pages", "lifecycle", "inbox", "shared", "livelog",
+    "vault": STORAGE | RECALL | {"recall", "template", "notes", "conflicts", "forgetting", "pages", "lifecycle", "inbox", "shared", "livelog",
                                  "importers", "staged"},
     # adapters: the CLI, the watcher and the edge they share (edge.py needs only errors)
     "adapters": {"errors", "models", "names", "parse", "vault", "walk", "layout", "files", "livelog", "sessions",

@@ -155,3 +155,33 @@ def test_busy_write_lock_is_reported(vault):
     assert r.returncode != 0 and "Busy" in r.stderr and "another vaultmem process" in r.stderr
     assert Busy.exit_code == 4
     assert not os.path.exists(vault.root / "agents" / "r.md")
+
+
+def test_a_change_of_thousands_of_files_is_committed_and_unstaged_past_the_argument_limit(tmp_path):
+    """A GC run moves thousands of notes in one commit: more paths than a command line takes."""
+    from vaultmem import gitstore
+    from vaultmem.models import Actor
+
+    root = tmp_path / "repo"
+    (root / "memories").mkdir(parents=True)
+    gitstore.init_repo(root)
+    names = [f"memories/{'很长的笔记名字-' * 10}{n:05d}.md" for n in range(9000)]
+    for rel in names:
+        (root / rel).write_text(rel, encoding="utf-8")
+    assert len(" ".join(names).encode()) > 2 * 1024 * 1024  # more than the system's ARG_MAX here
+    actor = Actor("lee", "human")
+    message = "many\n\n" + "\n".join(f"- {rel}: archived" for rel in names)  # 2.3 MB: more than one argument holds
+    sha = gitstore.commit(root, names, message, actor, lock_timeout=10)
+    assert sha and gitstore.uncommitted(root, names) == []
+    assert git(root, "log", "-1", "--format=%B").strip() == message
+    assert len(gitstore.committed_ids(root, names)) == 9000
+    for rel in names[:6000]:
+        (root / rel).unlink()
+    assert len(gitstore.uncommitted(root, names)) == 6000
+    assert gitstore.commit(root, names, "fewer", actor, lock_timeout=10)
+    assert len(gitstore.committed_ids(root, names)) == 3000 and gitstore.changed_under(root, "memories") == []
+    for rel in names[6000:]:
+        (root / rel).write_text("changed", encoding="utf-8")
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+    assert gitstore.unstage(root, names)
+    assert len(gitstore.staged_ids(root, names)) == 3000 and len(gitstore.uncommitted(root, names)) == 3000

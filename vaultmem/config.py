@@ -20,7 +20,7 @@ from .parse.document import dump_yaml, load_yaml
 from .walk import CONFIG_PATH
 
 CONFIG_CACHE = "config.cache"  # in .vaultmem/local/
-CACHE_VERSION = 1  # bump when a check in parse_config changes
+CACHE_VERSION = 2  # bump when a check in parse_config changes
 RACY_NS = 2_000_000_000
 MAX_NOTE_BYTES = 256 * 1024  # the most memory.max_note_bytes may be, and its default
 # the most each size setting may be (a log entry holds 256 KB in all)
@@ -54,6 +54,10 @@ class Config:
     claude_agent: str | None = None  # hooks.claude.agent: who the Claude Code hooks act as
     claude_prompt_log: bool = False  # hooks.claude.prompt_log: UserPromptSubmit shows the live log
     claude_max_chars: int = 10_000  # hooks.claude.max_chars: the most a hook adds to a context
+    # forgetting.half_life_days: type → days (None: never decays); forgetting.min_score; forgetting.caps
+    half_lives: tuple[tuple[str, float | None], ...] = ()
+    forget_min_score: float = 0.1
+    forget_caps: tuple[tuple[str, int], ...] = ()
     raw: Any = field(default=None, compare=False, repr=False)
 
 
@@ -128,7 +132,7 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
 
     orchestrator = agent_name("orchestrator", "orchestrator", "orchestrator name", "must name the orchestrator agent")
     for group in ("git", "memory", "brief", "index", "checkpoint", "lifecycle", "safety", "review", "log", "hooks",
-                  "search"):
+                  "search", "forgetting"):
         if group in raw and not isinstance(raw[group], dict):
             raise bad(group, "must be a group of settings (key: value lines indented below it)")
     timeout = number("git.lock_timeout", 10, 0, 3600)
@@ -183,6 +187,22 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
     if not isinstance(claude_prompt_log, bool):
         raise bad("hooks.claude.prompt_log", f"is {claude_prompt_log!r}; it must be true or false")
     claude_max_chars = number("hooks.claude.max_chars", 10_000, 1000, 10_000)
+    half_lives, caps = [], []
+    for group, pairs, check in (("forgetting.half_life_days", half_lives, "half-life"), ("forgetting.caps", caps, "cap")):
+        given = _get(raw, group, {}) or {}
+        if not isinstance(given, dict):
+            raise bad(group, "must be a group of 'type: value' lines")
+        for type_, value in given.items():
+            if str(type_) not in types:
+                raise bad(f"{group}.{type_}", f"names a type that is not in memory.types ({', '.join(types)})")
+            if check == "half-life" and value in ("never", None):
+                pairs.append((str(type_), None))
+                continue
+            if check == "half-life":
+                pairs.append((str(type_), number(f"{group}.{type_}", 1, 1, 1_000_000)))
+            else:
+                pairs.append((str(type_), int(number(f"{group}.{type_}", 1, 0, 100_000_000))))
+    forget_min_score = number("forgetting.min_score", 0.1, 0, 1)
     return Config(  # plain str, not ruamel's quoted-string subclasses: a Config is cached with marshal
         lang=str(lang),
         orchestrator=str(orchestrator),
@@ -208,6 +228,9 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
         claude_agent=str(claude_agent) if claude_agent is not None else None,
         claude_prompt_log=bool(claude_prompt_log),
         claude_max_chars=int(claude_max_chars),
+        half_lives=tuple(half_lives),
+        forget_min_score=forget_min_score,
+        forget_caps=tuple(caps),
         raw=raw,
     )
 

@@ -357,6 +357,9 @@ def unpack(data: bytes):
         return None
 
 
+LOCAL_IGNORE = "# per-machine state (watcher heartbeat, read cursors, caches): never committed\n*\n"
+
+
 def write_local(root: Path, name: str, data: str | bytes) -> bool:
     """Write a per-machine state or cache file in ``.vaultmem/local/`` (kept out of git
     by its own .gitignore, whatever the vault's says). Not fsynced: a cache may be lost.
@@ -364,11 +367,40 @@ def write_local(root: Path, name: str, data: str | bytes) -> bool:
     try:
         folder = own_folder(root, LOCAL_DIR)
         folder.mkdir(parents=True, exist_ok=True)
-        ensure_gitignore(folder, "# per-machine state (watcher heartbeat, read cursors, caches): never committed\n*\n")
+        ensure_gitignore(folder, LOCAL_IGNORE)
         atomic_write(folder / name, data, durable=False)
         return True
     except (OSError, VaultmemError):  # also a link there, which is not written through
         return False
+
+
+def append_local(root: Path, name: str, data: bytes) -> bool:
+    """Append ``data`` to a per-machine file in ``.vaultmem/local/`` in one write (lines
+    from several processes never interleave: each is one ``O_APPEND`` write). Never
+    through a link. False if it could not be written: callers go on without it."""
+    try:
+        folder = own_folder(root, LOCAL_DIR)
+        folder.mkdir(parents=True, exist_ok=True)
+        ensure_gitignore(folder, LOCAL_IGNORE)
+        fd = os.open(folder / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        return True
+    except (OSError, VaultmemError):
+        return False
+
+
+def read_local(root: Path, name: str) -> bytes | None:
+    """A per-machine file of ``.vaultmem/local/``, or None when there is none (never
+    read through a link)."""
+    try:
+        fd = os.open(own_folder(root, LOCAL_DIR) / name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    with os.fdopen(fd, "rb") as f:
+        return f.read()
 
 
 def find_temp_files(root: Path, folders: list[str]) -> list[Path]:

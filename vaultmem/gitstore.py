@@ -10,8 +10,10 @@ when git cannot sign it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import tempfile
 import time
 from pathlib import Path
 
@@ -181,6 +183,57 @@ def _unsigned(text: str, root: Path, repo) -> GitError | None:
                          f"turn signing off for this vault: git -C {root} config commit.gpgsign false")
 
 
+ARGV_PATHS = 500  # paths given on git's command line at most; more go through a file (the OS caps argv)
+
+
+@contextlib.contextmanager
+def _pathspec(paths: list[str]):
+    """git's pathspec arguments for ``paths``: on the command line, or — for a change of
+    thousands of files, a GC run — in a NUL-separated file (``--pathspec-from-file``),
+    since the system refuses an argument list that long."""
+    if len(paths) <= ARGV_PATHS:
+        yield ["--", *paths]
+        return
+    fd, name = tempfile.mkstemp(suffix=".pathspec")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write("\0".join(paths).encode("utf-8"))
+        yield [f"--pathspec-from-file={name}", "--pathspec-file-nul"]
+    finally:
+        os.unlink(name)
+
+
+@contextlib.contextmanager
+def _message(message: str):
+    """git's arguments for a commit message: ``-m`` for a short one, a file (``-F``) for
+    one longer than a single command-line argument may be (a GC's list of every note)."""
+    if len(message.encode("utf-8")) <= 32 * 1024:
+        yield ["-m", message]
+        return
+    fd, name = tempfile.mkstemp(suffix=".msg")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(message.encode("utf-8"))
+        yield ["-F", name]
+    finally:
+        os.unlink(name)
+
+
+def _update_index(repo, paths: list[str]) -> None:
+    """Stage ``paths`` — changed, new or deleted — as ``git add -A`` would, reading them
+    from a list (linear in their number, where ``add``'s pathspecs are quadratic)."""
+    with tempfile.TemporaryFile() as f:
+        f.write("\0".join(paths).encode("utf-8"))
+        f.seek(0)
+        repo.git.update_index("--add", "--remove", "-z", "--stdin", istream=f)
+
+
+def _batches(paths: list[str]) -> list[list[str]]:
+    """``paths`` in runs short enough for a command line (for git commands that read no
+    pathspec file: ls-files, diff, status, ls-tree)."""
+    return [paths[i:i + ARGV_PATHS] for i in range(0, len(paths), ARGV_PATHS)] or [[]]
+
+
 def commit(root: Path, paths: list[str], message: str, actor: Actor, lock_timeout: float) -> str | None:
     """Commit exactly ``paths`` (added, changed or deleted). Returns the new commit's
     hexsha, or None when those paths hold no change."""
@@ -203,16 +256,22 @@ def commit(root: Path, paths: list[str], message: str, actor: Actor, lock_timeou
             try:
                 with repo.git.custom_environment(**env):
                     # Stage only our paths (-A: also their deletions), then commit only them.
-                    tracked = set(repo.git.ls_files("-z", "--", *paths).split("\0"))
+                    tracked = {t for batch in _batches(paths) if batch
+                               for t in repo.git.ls_files("-z", "--", *batch).split("\0")}
                     paths = [p for p in paths if p in tracked or (root / p).exists()]
                     if not paths:
                         return None
-                    repo.git.add("-A", "--", *paths)
+                    if len(paths) <= ARGV_PATHS:
+                        repo.git.add("-A", "--", *paths)
+                    else:  # git add matches every path against every pathspec: update-index reads a list
+                        _update_index(repo, paths)
                     staged = True
-                    if not repo.git.diff("--cached", "--name-only", "--", *paths).strip() and _has_head(repo):
+                    if not any(repo.git.diff("--cached", "--name-only", "--", *batch).strip()
+                               for batch in _batches(paths)) and _has_head(repo):
                         return None
                     # no --no-gpg-sign: git signs when its config says so (commit.gpgsign)
-                    repo.git.commit("--only", "-q", "-m", message, "--", *paths)
+                    with _pathspec(paths) as spec, _message(message) as said:
+                        repo.git.commit("--only", "-q", *said, *spec)
                 return repo.head.commit.hexsha
             except git.GitCommandError as exc:
                 text = f"{exc.stderr or ''} {exc.stdout or ''}"
@@ -244,10 +303,11 @@ def unstage(root: Path, paths: list[str], wait: float = 0.0) -> bool:
     deadline = time.monotonic() + wait
     while True:
         try:
-            if _has_head(repo):
-                repo.git.reset("-q", "--", *paths)
-            else:
-                repo.git.rm("-q", "--cached", "--ignore-unmatch", "--", *paths)
+            with _pathspec(paths) as spec:
+                if _has_head(repo):
+                    repo.git.reset("-q", *spec)
+                else:
+                    repo.git.rm("-q", "--cached", "--ignore-unmatch", *spec)
             return True
         except git.GitCommandError:
             if clear_stale_lock(root, root / ".git" / "index.lock", min(STALE_AFTER, wait / 2)):
@@ -279,25 +339,34 @@ def committed_since(root: Path, base: str | None, message: str) -> bool:
 
 def uncommitted(root: Path, paths: list[str]) -> list[str]:
     """Those of ``paths`` whose file differs from the last commit (edited, new or deleted)."""
+
+    if len(paths) <= ARGV_PATHS:
+        found = set(_status(root, paths)) if paths else set()
+    else:  # one status of the folders that hold them, not one per run of paths (each walks the tree)
+        folders = sorted({p.rsplit("/", 1)[0] if "/" in p else p for p in paths})
+        batches = [folders] if len(folders) <= ARGV_PATHS else _batches(paths)
+        found = {p for batch in batches for p in _status(root, batch)}
+    return [p for p in paths if p in found]
+
+
+def _status(root: Path, pathspec: list[str]) -> list[str]:
+    """The paths ``git status`` reports as differing from the last commit."""
     import git
 
-    repo = _repo(root)
     try:
-        out = repo.git.status("--porcelain=v1", "-z", "--untracked-files=all", "--", *paths)
+        out = _repo(root).git.status("--porcelain=v1", "-z", "--untracked-files=all", "--", *pathspec)
     except git.GitCommandError as exc:
         text = f"{exc.stderr or ''} {exc.stdout or ''}"
         raise _storage(text, root) or GitError(f"git status failed: {text.strip()}", path=str(root)) from None
-    found = set()
-    records = out.split("\0")
-    i = 0
+    found, records, i = [], out.split("\0"), 0
     while i < len(records):
         rec = records[i]
         if len(rec) > 3:
-            found.add(rec[3:])
+            found.append(rec[3:])
             if rec[0] in "RC":  # a rename/copy record is followed by its source path
                 i += 1
         i += 1
-    return [p for p in paths if p in found]
+    return found
 
 
 def _has_head(repo) -> bool:
@@ -346,6 +415,34 @@ def show(root: Path, commit: str, path: str) -> str:
     """The diff one commit made to one path (paths as written: ``agents/前端审查.md``, not
     git's octal escapes)."""
     return _repo(root).git(c="core.quotepath=false").show("--format=", "--no-color", commit, "--", path)
+
+
+def text_at(root: Path, commit: str, path: str) -> str | None:
+    """The file as ``commit`` holds it (``HEAD``, a sha, ``sha^``), byte for byte; None if
+    it does not hold it."""
+    import git
+
+    try:
+        return _repo(root).git.show(f"{commit}:{path}", strip_newline_in_stdout=False)
+    except git.GitCommandError:
+        return None
+
+
+def added_in(root: Path, path: str) -> str | None:
+    """The newest commit that added ``path`` (moved it there, or made it); None if none did."""
+    import git
+
+    try:
+        out = _repo(root).git.log("--diff-filter=A", "--no-renames", "--format=%H", "-1", "--", path)
+    except git.GitCommandError:
+        return None
+    return out.strip() or None
+
+
+def changed_under(root: Path, folder: str) -> list[str]:
+    """The files under ``folder`` that differ from the last commit (edited, new or
+    deleted): one ``git status`` for the whole folder, whatever its size."""
+    return _status(root, [folder])
 
 
 def committed_text(root: Path, path: str) -> str | None:
@@ -415,14 +512,16 @@ def staged_ids(root: Path, paths: list[str]) -> dict[str, str]:
     """path → blob id of each of ``paths`` (files or folders) as the index holds it."""
     if not paths:
         return {}
-    return _object_ids(_git_out(root, ["ls-files", "--stage", "-z", "--", *paths]), 1)
+    return {k: v for batch in _batches(paths)
+            for k, v in _object_ids(_git_out(root, ["ls-files", "--stage", "-z", "--", *batch]), 1).items()}
 
 
 def committed_ids(root: Path, paths: list[str], head_exists: bool | None = None) -> dict[str, str]:
     """path → blob id of each of ``paths`` (files or folders) as HEAD holds it."""
     if not paths or not (has_commit(root) if head_exists is None else head_exists):
         return {}
-    return _object_ids(_git_out(root, ["ls-tree", "-r", "-z", "HEAD", "--", *paths]), 2)
+    return {k: v for batch in _batches(paths)
+            for k, v in _object_ids(_git_out(root, ["ls-tree", "-r", "-z", "HEAD", "--", *batch]), 2).items()}
 
 
 def read_blobs(root: Path, ids: dict, max_size: int | None = None, whole=()) -> dict:

@@ -19,7 +19,7 @@ from .errors import BadInput, NameRefused, NotFound, VaultmemError
 from .models import AUTHOR_KINDS, SCOPES, Actor, NoteFields, NoteInfo
 from .names import check_name, collision_key, slugify
 from .parse import index_line, parse_note, render_note, set_note_fields, update_index
-from .parse.document import yaml_timestamp
+from .parse.document import parse_document, yaml_timestamp
 from .transaction import Scrubber
 
 
@@ -259,14 +259,19 @@ def plan_add(root: Path, meta: dict, body: str, supersede: str | None = None, ac
 
 
 def plan_archive(root: Path, name: str, actor: Actor | None, reason: str | None, status: str = "archived",
-                 index: bool = True, taken: list[str] = (), **fields) -> dict[str, str | None]:
+                 index: bool = True, taken: list[str] = (), archived: list[str] | None = None,
+                 **fields) -> dict[str, str | None]:
     """Move ``memories/<name>.md`` to the archive (the first key of the result) and,
     with ``index``, drop its MEMORY.md line. ``taken``: archive slugs planned earlier
-    in the same commit."""
+    in the same commit; ``archived``: the archive's slugs, when the caller has listed
+    them already (a GC of thousands lists them once). The note records where it came
+    from (``archived_from``), so ``restore`` puts it back there."""
     src = layout.note_path(name)
-    archived = free_slug(name, [*slugs(root, layout.ARCHIVED_NOTES_DIR), *taken])
-    dst = f"{layout.ARCHIVED_NOTES_DIR}/{archived}.md"
-    updates = {"status": status, "archived": now(), "archived_by": actor.name if actor else None, **fields}
+    existing = slugs(root, layout.ARCHIVED_NOTES_DIR) if archived is None else archived
+    slug = free_slug(name, [*existing, *taken])
+    dst = f"{layout.ARCHIVED_NOTES_DIR}/{slug}.md"
+    updates = {"status": status, "archived_from": layout.note_ref(name), "archived": now(),
+               "archived_by": actor.name if actor else None, **fields}
     if reason:
         updates["archive_reason"] = reason
     updates = {k: v for k, v in updates.items() if v is not None}
@@ -278,6 +283,56 @@ def plan_archive(root: Path, name: str, actor: Actor | None, reason: str | None,
         if new_index != index_text:
             writes[layout.MEMORY_INDEX] = new_index
     return writes
+
+
+ARCHIVE_FIELDS = ("archived", "archived_by", "archived_from", "archive_reason", "superseded_by", "gc_score")
+
+
+def plan_restore(root: Path, name: str) -> tuple[dict[str, str | None], str, str, bool]:
+    """Bring ``archive/memories/<name>.md`` back to where it was archived from, active,
+    with its MEMORY.md line: (writes, the note's path, its slug, exact). ``exact``: the
+    note is given back byte for byte as it was when it was archived (git holds that
+    text, and the archived copy is unchanged since); else — the archived copy was edited,
+    or the history is gone — the fields the archiving added are taken out again and its
+    status made active, keeping every edit."""
+    from . import gitstore
+
+    raw = (name or "").strip().removeprefix(f"{layout.ARCHIVED_NOTES_DIR}/").removesuffix(".md")
+    name = check_name(raw, "note slug")
+    src = f"{layout.ARCHIVED_NOTES_DIR}/{name}.md"
+    if not (root / src).is_file():
+        archived = slugs(root, layout.ARCHIVED_NOTES_DIR)
+        close = close_matches(name, archived)
+        raise NotFound(f"no archived note {name!r} ({src})", field="slug",
+                       hint=f"did you mean {', '.join(close)}?" if close else "archived notes are in archive/memories/")
+    text = files.read_vault_text(root, src)
+    info = parse_note(text, src)
+    origin = str(info.meta.get("archived_from") or layout.note_ref(name))
+    slug = check_name(origin.removeprefix(f"{layout.MEMORIES_DIR}/").removesuffix(".md"), "note slug")
+    dst = layout.note_path(slug)
+    if (root / dst).exists():
+        raise BadInput(f"{dst} exists: the archived note would replace it", field="slug",
+                       hint=f"rename or forget {dst} first; nothing was changed")
+    exact = None
+    added = gitstore.added_in(root, src)
+    if added and gitstore.text_at(root, added, src) == text:
+        exact = gitstore.text_at(root, f"{added}^", dst)
+    if exact is None:
+        restored = set_note_fields(text, src, status="active")
+        doc = parse_document(restored, src, require_frontmatter=False)
+        meta = doc.meta
+        for key in ARCHIVE_FIELDS:
+            if key in meta:
+                del meta[key]
+        doc.set_meta(meta)
+        restored = doc.text()
+    else:
+        restored = exact
+    meta = parse_note(restored, dst).meta
+    line = index_line(slug, str(meta.get("name") or slug), str(meta.get("description") or ""),
+                      str(meta.get("type") or "fact"), meta.get("agent") if meta.get("scope") == "agent" else None)
+    index = update_index(memory_index_text(root), layout.MEMORY_INDEX, add=[line])
+    return {dst: restored, src: None, layout.MEMORY_INDEX: index}, dst, slug, exact is not None
 
 
 # -- small text helpers --------------------------------------------------------------------------

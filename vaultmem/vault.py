@@ -14,9 +14,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from . import files, gitstore, layout, notes, pages, recall, template
+from . import files, forgetting, gitstore, layout, notes, pages, recall, template
 from .config import Config, load_config, load_raw, parse_config, set_value
-from .errors import BadInput, Busy, PermissionRefused, VaultNotFound, from_os_error
+from .errors import BadInput, Busy, PermissionRefused, VaultmemError, VaultNotFound, from_os_error
 from .models import Actor, Change, NoteFields, NoteInfo, PageInfo
 from .names import check_name, check_new_name
 from .query import parse as parse_query  # noqa: F401  (re-exported for adapters: how a search's text reads)
@@ -427,8 +427,10 @@ class Vault:
         if syntax:
             parse_query(query)  # a syntax error is bad input before the index is touched
         self._fresh()
-        return recall.search(self.index, query, agent, kinds, types, limit, self.config.min_relevance,
+        hits = recall.search(self.index, query, agent, kinds, types, limit, self.config.min_relevance,
                              narrowing, syntax=syntax)
+        forgetting.record_use(self.root, [h.doc.path for h in hits if h.relevant], "search")
+        return hits
 
     def brief(self, agent: str, task: str, window: int | None = None, ratio: float | None = None,
               tokens: int | None = None):
@@ -447,7 +449,72 @@ class Vault:
         for e in failed:  # never shown as if verified, and never dropped without a word
             made.warnings.append(f"{e.log_path}: entry {e.id} of {e.agent} does not check out ({e.problem}): "
                                  f"left out of the brief")
+        forgetting.record_use(self.root, [i["path"] for i in made.items], "brief")
         return made
+
+    # -- forgetting ---------------------------------------------------------------------------
+    def gc_policy(self) -> forgetting.Policy:
+        c = self.config
+        return forgetting.Policy(half_lives={**forgetting.HALF_LIVES, **dict(c.half_lives)},
+                                 min_score=c.forget_min_score, caps=dict(c.forget_caps))
+
+    def gc(self, actor: Actor, dry_run: bool = False, now=None):
+        """Score every active note and move those that fall below the retention score,
+        have expired or exceed their type's cap to ``archive/memories/``, their MEMORY.md
+        lines removed, in one commit that lists each note and its score — when a human
+        says so. ``dry_run``: the same plan, nothing changed. A note with an uncommitted
+        edit is never moved (listed as skipped). Returns the plan (:class:`forgetting.GcPlan`)
+        and the commit (None for a dry run or when nothing goes)."""
+        if not dry_run and not actor.is_human:
+            raise PermissionRefused(f"agent {actor.name!r} may not run gc: it moves memory to the archive",
+                                    hint="a human runs 'vaultmem gc' (see what it would do with --dry-run)")
+        protected = frozenset(gitstore.changed_under(self.root, layout.MEMORIES_DIR))
+        plan = forgetting.plan(self.root, self.gc_policy(), now=now, protected=protected)
+        if dry_run or not plan.archive:
+            return plan, None
+        with self.writer.locked():
+            # what changed since it was scored (an agent's write, a human's edit) is left for the next run
+            now_changed = set(gitstore.changed_under(self.root, layout.MEMORIES_DIR))
+            going = []
+            for s in plan.archive:
+                try:
+                    same = files.read_vault_text(self.root, s.path) == plan.texts[s.path]
+                except (FileNotFoundError, VaultmemError):
+                    same = False
+                if same and s.path not in now_changed:
+                    going.append(s)
+                else:
+                    plan.skipped.append({"path": s.path, "reason": "it changed while gc ran: left for the next run"})
+            plan.archive = going
+            if not going:
+                return plan, None
+            writes = forgetting.plan_writes(self.root, going, actor)
+            lines = "\n".join(f"- {s.path} score {s.score:.4f}: {s.reason}" for s in going)
+            message = f"gc: archive {len(going)} note{'s' if len(going) != 1 else ''}\n\n{lines}"
+            sha = self.writer.apply(actor, message, writes)
+        return plan, Change("gc", list(writes), sha, message.splitlines()[0], {"archived": len(going)})
+
+    def restore(self, slug: str, actor: Actor) -> Change:
+        """Bring an archived note back to ``memories/``, active, with its MEMORY.md line, in
+        one commit — when a human says so. Byte for byte as it was archived when the
+        archived copy is unchanged (``notes.plan_restore``)."""
+        if not actor.is_human:
+            raise PermissionRefused(f"agent {actor.name!r} may not restore a note",
+                                    hint="a human runs 'vaultmem restore SLUG'")
+        with self.writer.locked():
+            writes, path, slug, exact = notes.plan_restore(self.root, slug)
+            src = next(p for p, t in writes.items() if t is None)
+            message = f"restore: {src} → {path}"
+            sha = self.writer.apply(actor, message, writes)
+        warnings = [] if exact else [f"{src} was edited in the archive (or its history is gone): restored "
+                                     f"with those edits, the archive's fields taken out"]
+        meta = notes.read(self.root, slug).meta
+        also = [n for n in notes.same_key(self.root, meta) if n != slug]
+        if also:
+            warnings.append(f"key {meta['key']!r} is also stated by {', '.join(layout.note_ref(n) for n in also)}: "
+                            f"two active values; a brief shows the newer, 'vaultmem conflicts' lists both")
+        return Change("restore", list(writes), sha, message, {"slug": slug, "path": path, "exact": exact},
+                      warnings=warnings)
 
     def evaluate(self, queries_path: str | Path, at: str | None = "HEAD", engine: str | None = None):
         """Run a retrieval evaluation on a frozen copy of this vault, indexed with

@@ -27,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "remember": ("notes", "remember"),
     "forget": ("notes", "forget"),
     "conflicts": ("notes", "conflicts"),
+    "gc": ("notes", "gc"),
+    "restore": ("notes", "restore"),
     "index": ("recall", "index"),
     "search": ("recall", "search"),
     "brief": ("recall", "brief"),

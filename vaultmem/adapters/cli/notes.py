@@ -1,4 +1,4 @@
-"""``vaultmem remember`` / ``forget`` / ``conflicts``: one-file-per-fact memory notes."""
+"""``vaultmem remember`` / ``forget`` / ``conflicts`` / ``gc`` / ``restore``: one-file-per-fact memory notes."""
 
 from __future__ import annotations
 
@@ -99,3 +99,55 @@ def conflicts(
     """
     s = session(ctx, vault, as_, json_)
     s.emit(s.open().conflicts(min_sources), render.conflicts)
+
+
+@handles_errors
+def gc(
+    ctx: typer.Context,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would be archived, and each score; change nothing.")] = False,
+    vault: VaultOpt = None,
+    as_: AsOpt = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Move notes that fell below their retention score to archive/memories/, in one commit.
+
+    Each active note is scored: decay × (0.6 × importance + 0.4 × use), where decay halves
+    every forgetting.half_life_days.TYPE days since the note was last confirmed or recalled
+    (by a brief or search on this machine) and use grows with its recalls. Below
+    forgetting.min_score (0.1) it goes; so does a note whose 'expires' has passed, and, per
+    type, what exceeds forgetting.caps.TYPE (lowest scores first). A 'pinned: true' note,
+    and one whose 'expires' lies ahead, is kept. A note with an uncommitted edit is never
+    moved. Nothing is deleted: 'vaultmem restore SLUG' brings a note back.
+
+    Run --dry-run first: it lists exactly what a run would move. --json gives each
+    note's score and its parts (docs/forgetting.md).
+
+    Example: vaultmem gc --dry-run
+    """
+    s = session(ctx, vault, as_, json_)
+    v = s.open()
+    plan, change = v.gc(v.actor(s.agent), dry_run=dry_run)
+    data = {**plan.to_dict(), "dry_run": dry_run, "commit": change.commit if change else None}
+    s.emit(plan, lambda p: render.gc(p, dry_run, change), data=data)
+
+
+@handles_errors
+def restore(
+    ctx: typer.Context,
+    slug: Annotated[str, typer.Argument(help="The archived note's slug (its file name in archive/memories/, without .md).",
+                                        show_default=False)],
+    vault: VaultOpt = None,
+    as_: AsOpt = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Bring an archived note (gc, forget, superseded) back to memories/, active, with its MEMORY.md line.
+
+    The note returns byte for byte as it was when it was archived (git holds that text),
+    unless its archived copy was edited since: then it keeps those edits and loses only
+    the fields the archiving added. One commit. Refused when a note of its name exists.
+
+    Example: vaultmem restore backend-port-8080
+    """
+    s = session(ctx, vault, as_, json_)
+    v = s.open()
+    s.emit(v.restore(slug, v.actor(s.agent)), render.restored)

@@ -169,6 +169,21 @@ def conflicts(report) -> str:
     return "\n".join(lines)
 
 
+def gc(plan, dry_run: bool, change) -> str:
+    head = ("would archive" if dry_run else "archived") + f" {len(plan.archive)} note{'s' if len(plan.archive) != 1 else ''}"
+    head += f", keep {len(plan.keep)}" + (f" (commit {change.commit[:8]})" if change and change.commit else "")
+    lines = [head + (":" if plan.archive else "")]
+    lines += [f"- {s.path}  score {s.score:.3f}  {s.reason}" for s in plan.archive]
+    lines += [f"skipped {x['path']}: {x['reason']}" for x in plan.skipped]
+    if dry_run and plan.archive:
+        lines.append("nothing was changed; run 'vaultmem gc' to archive them (vaultmem restore SLUG brings one back)")
+    return "\n".join(lines)
+
+
+def restored(change) -> str:
+    return f"restored {change.details['path']} (commit {change.commit[:8]})"
+
+
 @or_proposed
 def forgotten(change) -> str:
     return f"archived {change.details['slug']} to {change.details['archived_to']} (commit {change.commit[:8]})"

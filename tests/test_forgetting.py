@@ -1,0 +1,265 @@
+"""Forgetting: retention scores, gc to the archive, restore (real git vaults, the real CLI,
+real subprocesses for a killed run and for concurrent writers)."""
+
+import datetime as dt
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import git, out_json, run_vaultmem
+
+from vaultmem import forgetting
+
+OLD = "2026-01-01T10:00:00Z"  # eleven months before the tests' 'now'
+NOW = dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc)
+
+
+def vm(cli, vault, *args, agent=None, input=None):
+    extra = ["--as", agent] if agent else []
+    return cli("--vault", vault.root, *extra, *args, input=input)
+
+
+def note(vault, slug, type_="episode", confirmed=OLD, importance=0.5, extra="", body=None):
+    text = (f"---\nname: {slug}\ndescription: {slug}\ntype: {type_}\nscope: global\nimportance: {importance}\n"
+            f"created: {confirmed}\nconfirmed: {confirmed}\nstatus: active\n{extra}---\n{body or slug + ' happened'}\n")
+    (vault.root / "memories" / f"{slug}.md").write_text(text, encoding="utf-8")
+    index = vault.root / "MEMORY.md"
+    lines = index.read_text(encoding="utf-8").replace(
+        "<!-- vaultmem:index:end", f"- [[memories/{slug}|{slug}]] ({type_})\n<!-- vaultmem:index:end")
+    index.write_text(lines, encoding="utf-8")
+    return text
+
+
+def commit(vault, message="notes by hand"):
+    git(vault.root, "add", "-A")
+    git(vault.root, "-c", "user.name=t", "-c", "user.email=t@x", "commit", "-qm", message)
+
+
+def active(vault):
+    return sorted(p.stem for p in (vault.root / "memories").glob("*.md"))
+
+
+def archived(vault):
+    return sorted(p.stem for p in (vault.root / "archive" / "memories").glob("*.md"))
+
+
+def test_scores_decay_by_type_and_use_keeps_a_note_alive():
+    policy = forgetting.Policy()
+    meta = {"type": "episode", "importance": 0.5, "confirmed": "2026-10-02T00:00:00Z"}
+    s = forgetting.score("e", meta, NOW, None, policy)
+    assert s.age_days == pytest.approx(60) and s.decay == pytest.approx(0.25) and s.score == pytest.approx(0.075)
+    # the same age for a fact (half-life a year) barely decays; a procedure never does
+    assert forgetting.score("f", {**meta, "type": "fact"}, NOW, None, policy).score > 0.26
+    assert forgetting.score("p", {**meta, "type": "procedure"}, NOW, None, policy).decay == 1.0
+    # recalled eight times, last a week ago: use counts in full and the clock restarts
+    used = forgetting.score("e", meta, NOW, (8, "2026-11-24T00:00:00Z"), policy)
+    assert used.usage == 1.0 and used.age_days == pytest.approx(7) and used.score == pytest.approx(0.8507 * 0.7, abs=1e-3)
+    parts = used.to_dict()["parts"]
+    assert set(parts) == {"importance", "last_seen", "age_days", "half_life_days", "decay", "recalls", "usage"}
+
+
+def test_gc_dry_run_lists_exactly_what_gc_then_archives_in_one_commit(cli, vault):
+    note(vault, "old-trip", confirmed=OLD)
+    note(vault, "old-lunch", confirmed=OLD, importance=0.2)
+    note(vault, "pinned-trip", confirmed=OLD, extra="pinned: true\n")
+    note(vault, "until-next-year", confirmed=OLD, extra="expires: 2099-01-01\n")
+    note(vault, "expired-offer", type_="fact", confirmed="2026-11-30T10:00:00Z", extra="expires: 2026-02-01\n")
+    note(vault, "how-to-deploy", type_="procedure", confirmed=OLD)
+    note(vault, "fresh-fact", type_="fact", confirmed="2026-11-20T10:00:00Z")
+    commit(vault)
+    r = vm(cli, vault, "gc", "--dry-run", "--json")
+    assert r.exit_code == 0, r.output
+    planned = out_json(r)
+    going = [x["slug"] for x in planned["archive"]]
+    assert sorted(going) == ["expired-offer", "old-lunch", "old-trip"]
+    why = {x["slug"]: x for x in planned["archive"]}
+    assert why["expired-offer"]["reason"].startswith("expired on 2026-02-01")
+    assert why["old-trip"]["parts"]["half_life_days"] == 30 and why["old-trip"]["score"] < 0.1
+    assert active(vault) == ["expired-offer", "fresh-fact", "how-to-deploy", "old-lunch", "old-trip",
+                             "pinned-trip", "until-next-year"]  # a dry run changes nothing
+    assert git(vault.root, "status", "--porcelain") == ""
+    head = git(vault.root, "rev-parse", "HEAD")
+    r = vm(cli, vault, "gc", "--json")
+    assert r.exit_code == 0, r.output
+    done = out_json(r)
+    assert [x["slug"] for x in done["archive"]] == going
+    assert git(vault.root, "rev-list", "--count", f"{head.strip()}..HEAD").strip() == "1"
+    body = git(vault.root, "log", "-1", "--format=%B")
+    assert body.startswith("gc: archive 3 notes") and all(f"memories/{s}.md score" in body for s in going)
+    assert active(vault) == ["fresh-fact", "how-to-deploy", "pinned-trip", "until-next-year"]
+    assert archived(vault) == sorted(going)
+    index = (vault.root / "MEMORY.md").read_text(encoding="utf-8")
+    assert "old-trip" not in index and "pinned-trip" in index
+    moved = (vault.root / "archive/memories/old-trip.md").read_text(encoding="utf-8")
+    assert "status: archived" in moved and "gc_score:" in moved and "archive_reason: 'gc: score" in moved
+    assert git(vault.root, "status", "--porcelain") == ""
+    # a second run finds nothing more
+    assert out_json(vm(cli, vault, "gc", "--json"))["archive"] == []
+
+
+def test_every_archived_note_is_restored_byte_for_byte(cli, vault):
+    texts = {s: note(vault, s, confirmed=OLD, body=f"{s}: 旧的记忆，一字不差") for s in ("北京出差", "trip-2", "trip-3")}
+    commit(vault)
+    assert vm(cli, vault, "gc").exit_code == 0
+    assert active(vault) == []
+    for slug, text in texts.items():
+        r = vm(cli, vault, "restore", slug, "--json")
+        assert r.exit_code == 0, r.output
+        assert out_json(r)["exact"] is True
+        assert (vault.root / "memories" / f"{slug}.md").read_bytes() == text.encode("utf-8")
+    assert archived(vault) == [] and git(vault.root, "status", "--porcelain") == ""
+    assert "[[memories/北京出差|" in (vault.root / "MEMORY.md").read_text(encoding="utf-8")
+    assert [h.doc.id for h in vault.search("北京出差")][:1] == ["memories/北京出差.md"]
+
+
+def test_restore_keeps_an_edit_made_in_the_archive_and_refuses_to_overwrite(cli, vault):
+    note(vault, "trip", confirmed=OLD)
+    commit(vault)
+    vm(cli, vault, "gc")
+    moved = vault.root / "archive/memories/trip.md"
+    moved.write_text(moved.read_text(encoding="utf-8").replace("trip happened", "trip happened, in May"),
+                     encoding="utf-8")
+    commit(vault, "a human corrects the archived note")
+    note(vault, "trip", type_="fact", confirmed=OLD, body="another note took the name")
+    r = vm(cli, vault, "restore", "trip")
+    assert r.exit_code == 2 and "memories/trip.md exists" in r.output
+    (vault.root / "memories" / "trip.md").unlink()
+    git(vault.root, "checkout", "--", "MEMORY.md")
+    r = vm(cli, vault, "restore", "trip", "--json")
+    assert r.exit_code == 0, r.output
+    back = (vault.root / "memories/trip.md").read_text(encoding="utf-8")
+    assert "trip happened, in May" in back and "status: active" in back
+    assert "archived" not in back and "gc_score" not in back and "archive_reason" not in back
+    assert out_json(r)["exact"] is False and "edited in the archive" in " ".join(out_json(r)["warnings"])
+    assert vm(cli, vault, "restore", "../etc/passwd").exit_code != 0
+
+
+def test_a_human_edit_not_yet_committed_is_never_swept_into_the_archive(cli, vault):
+    note(vault, "trip", confirmed=OLD)
+    note(vault, "lunch", confirmed=OLD)
+    commit(vault)
+    path = vault.root / "memories/trip.md"
+    path.write_text(path.read_text(encoding="utf-8") + "A line the human is still writing.\n", encoding="utf-8")
+    r = vm(cli, vault, "gc", "--json")
+    assert r.exit_code == 0, r.output
+    got = out_json(r)
+    assert [x["slug"] for x in got["archive"]] == ["lunch"]
+    assert got["skipped"][0]["path"] == "memories/trip.md" and "uncommitted" in got["skipped"][0]["reason"]
+    assert "still writing" in path.read_text(encoding="utf-8")
+    assert git(vault.root, "status", "--porcelain").strip() == "M memories/trip.md"
+
+
+def test_caps_archive_the_lowest_scores_beyond_the_cap(cli, vault):
+    cfg = vault.root / ".vaultmem/config.yaml"
+    cfg.write_text(cfg.read_text(encoding="utf-8").replace("  caps: {}", "  caps:\n    episode: 2"), encoding="utf-8")
+    for n, imp in enumerate([0.9, 0.8, 0.3, 0.2]):
+        note(vault, f"e{n}", confirmed="2026-11-30T10:00:00Z", importance=imp)
+    note(vault, "pinned", confirmed="2026-11-30T10:00:00Z", importance=0.1, extra="pinned: true\n")
+    commit(vault)
+    got = out_json(vm(cli, vault, "gc", "--dry-run", "--json"))
+    assert {x["slug"]: x["reason"].split(" (")[0] for x in got["archive"]} == {
+        "e2": "over the cap of 2 episode notes", "e3": "over the cap of 2 episode notes",
+        "e1": "over the cap of 2 episode notes"}  # the pinned one takes a place and stays
+    cfg.write_text(cfg.read_text(encoding="utf-8").replace("episode: 2", "episod: 2"), encoding="utf-8")
+    r = vm(cli, vault, "gc", "--dry-run")
+    assert r.exit_code == 1 and "forgetting.caps.episod" in r.output and "memory.types" in r.output
+    assert "config.yaml:" in r.output  # the file and its line
+
+
+def test_a_brief_that_cites_a_note_keeps_it_from_decaying(vault):
+    note(vault, "kafka-outage", confirmed=OLD, body="Kafka 集群 outage: the broker disk filled up")
+    note(vault, "lunch", confirmed=OLD)
+    commit(vault)
+    made = vault.brief("后端", "kafka broker outage")
+    assert any(i["path"] == "memories/kafka-outage.md" for i in made.items)
+    use = forgetting.read_usage(vault.root)
+    assert use["memories/kafka-outage.md"][0] == 1 and "memories/lunch.md" not in use
+    assert git(vault.root, "status", "--porcelain") == ""  # usage data is never committed
+    plan, _ = vault.gc(vault.actor(None), dry_run=True)
+    assert [s.slug for s in plan.archive] == ["lunch"]  # recalled today: its clock restarted
+    # a torn line (a crash mid-append) is skipped, the rest still counts
+    with open(vault.root / ".vaultmem/local/usage.jsonl", "ab") as f:
+        f.write(b'{"t": "2026-12-01T00:00:00Z", "via": "brief", "ids": ["memories/lu')
+    assert forgetting.read_usage(vault.root)["memories/kafka-outage.md"][0] == 1
+
+
+def test_agents_may_look_but_not_collect(cli, vault):
+    note(vault, "trip", confirmed=OLD)
+    commit(vault)
+    assert vm(cli, vault, "gc", "--dry-run", agent="ella").exit_code == 0
+    r = vm(cli, vault, "gc", agent="ella")
+    assert r.exit_code != 0 and "may not run gc" in r.output
+    assert active(vault) == ["trip"]
+
+
+def test_a_gc_killed_at_any_step_leaves_the_vault_as_before_or_as_after(vault, tmp_path):
+    """SIGKILL just before each file-system step of a real `vaultmem gc` process."""
+    from test_kills import KILLPOINTS, clean_env, kill_at
+
+    for n in range(4):
+        note(vault, f"old-{n}", confirmed=OLD)
+    note(vault, "fresh", type_="fact", confirmed="2026-11-30T10:00:00Z")
+    commit(vault)
+    import shutil
+
+    log = tmp_path / "steps.log"
+    counting = tmp_path / "counting"
+    shutil.copytree(vault.root, counting, symlinks=True)
+    subprocess.run([sys.executable, "-m", "vaultmem", "--vault", str(counting), "gc"], capture_output=True,
+                   text=True, timeout=120, env=clean_env(PYTHONPATH=str(KILLPOINTS), VAULTMEM_TEST_KILL_LOG=str(log)),
+                   check=True)
+    steps = [line.split("\t", 1)[0] for line in log.read_text().splitlines()]
+    points = [f"{op}:{k}" for op in ("replace", "rename", "unlink") for k in range(1, steps.count(op) + 1)]
+    assert points
+    before = sorted(p.name for p in (vault.root / "memories").glob("*.md"))
+    problems = []
+    for point in points:
+        root = tmp_path / f"case-{point.replace(':', '-')}"
+        shutil.copytree(vault.root, root, symlinks=True)
+        done = kill_at(root, ["gc"], point)
+        if done.returncode != -9:
+            problems.append(f"{point}: not reached ({done.returncode})")
+            continue
+        # the next command settles the dead writer; then the vault is as before or as after
+        subprocess.run([sys.executable, "-m", "vaultmem", "--vault", str(root), "conflicts"], capture_output=True,
+                       timeout=120, env=clean_env())
+        now = sorted(p.name for p in (root / "memories").glob("*.md"))
+        gone = sorted(p.name for p in (root / "archive/memories").glob("*.md"))
+        status = git(root, "status", "--porcelain").strip()
+        if not ((now == before and gone == []) or (now == ["fresh.md"] and len(gone) == 4)) or status:
+            problems.append(f"{point}: memories {now}, archive {gone}, status {status!r}")
+    assert not problems, "\n".join(problems)
+
+
+def test_gc_while_agents_write_loses_no_write(vault, tmp_path):
+    """Three processes remember and a human approves while gc runs: every write lands."""
+    for n in range(30):
+        note(vault, f"old-{n:02d}", confirmed=OLD)
+    commit(vault)
+    env = {**os.environ, "VAULTMEM_VAULT": str(vault.root)}
+    writers = [subprocess.Popen([sys.executable, "-c", (
+        "import subprocess, sys\n"
+        f"for i in range(6):\n"
+        f"    subprocess.run([sys.executable, '-m', 'vaultmem', 'remember', 'w{w} fact %d' % i, '--type', 'fact'],"
+        f" check=True, capture_output=True)\n")], env=env) for w in range(3)]
+    gc = run_vaultmem("--vault", vault.root, "gc", "--json", timeout=300)
+    for p in writers:
+        assert p.wait(timeout=300) == 0
+    assert gc.returncode == 0, gc.stderr
+    assert len(json.loads(gc.stdout)["archive"]) == 30
+    names = active(vault)
+    assert sorted(names) == sorted(f"w{w}-fact-{i}" for w in range(3) for i in range(6))
+    assert len(archived(vault)) == 30 and git(vault.root, "status", "--porcelain") == ""
+    index = (vault.root / "MEMORY.md").read_text(encoding="utf-8")
+    assert all(f"[[memories/{n}|" in index for n in names) and "old-00" not in index
+
+
+def test_restoring_a_superseded_value_says_that_two_values_are_now_active(cli, vault):
+    vm(cli, vault, "remember", "The backend listens on 8080", "--type", "fact", "--name", "port a", "--key", "backend.port")
+    vm(cli, vault, "remember", "The backend listens on 9090", "--type", "fact", "--name", "port b", "--key", "backend.port")
+    r = vm(cli, vault, "restore", "port-a", "--json")
+    assert r.exit_code == 0, r.output
+    assert any("two active values" in w and "memories/port-b" in w for w in out_json(r)["warnings"])
+    assert [c["kind"] for c in out_json(vm(cli, vault, "conflicts", "--json"))["conflicts"]] == ["same-key"]
