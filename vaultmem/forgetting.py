@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import files, layout, notes
+from . import files, gitstore, layout, notes
 from .errors import VaultmemError
+from .models import Change
 from .parse import update_index
 from .parse.document import parse_document, plain
 
@@ -256,3 +257,31 @@ def plan_writes(root: Path, going: list[Score], actor) -> dict[str, str | None]:
     if new_index != index_text:
         writes[layout.MEMORY_INDEX] = new_index
     return writes
+
+
+def collect(root: Path, writer, plan: GcPlan, actor) -> tuple[GcPlan, Change | None]:
+    """Carry out ``plan`` in one commit by ``actor``, under the vault's write lock
+    (``writer``: the transaction's). The plan was made without the lock — scoring tens of
+    thousands of notes takes seconds, and agents write meanwhile — so each note is moved
+    only if its text is still the text that was scored and it holds no uncommitted edit;
+    one that changed is left for the next run (listed in ``plan.skipped``)."""
+    with writer.locked():
+        changed = set(gitstore.changed_under(root, layout.MEMORIES_DIR))
+        going = []
+        for s in plan.archive:
+            try:
+                same = files.read_vault_text(root, s.path) == plan.texts[s.path]
+            except (FileNotFoundError, VaultmemError):
+                same = False
+            if same and s.path not in changed:
+                going.append(s)
+            else:
+                plan.skipped.append({"path": s.path, "reason": "it changed while gc ran: left for the next run"})
+        plan.archive = going
+        if not going:
+            return plan, None
+        writes = plan_writes(root, going, actor)
+        lines = "\n".join(f"- {s.path} score {s.score:.4f}: {s.reason}" for s in going)
+        message = f"gc: archive {len(going)} note{'s' if len(going) != 1 else ''}\n\n{lines}"
+        sha = writer.apply(actor, message, writes)
+    return plan, Change("gc", list(writes), sha, message.splitlines()[0], {"archived": len(going)})

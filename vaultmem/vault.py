@@ -16,7 +16,7 @@ from pathlib import Path
 
 from . import files, forgetting, gitstore, layout, notes, pages, recall, template
 from .config import Config, load_config, load_raw, parse_config, set_value
-from .errors import BadInput, Busy, PermissionRefused, VaultmemError, VaultNotFound, from_os_error
+from .errors import BadInput, Busy, PermissionRefused, VaultNotFound, from_os_error
 from .models import Actor, Change, NoteFields, NoteInfo, PageInfo
 from .names import check_name, check_new_name
 from .query import parse as parse_query  # noqa: F401  (re-exported for adapters: how a search's text reads)
@@ -472,27 +472,7 @@ class Vault:
         plan = forgetting.plan(self.root, self.gc_policy(), now=now, protected=protected)
         if dry_run or not plan.archive:
             return plan, None
-        with self.writer.locked():
-            # what changed since it was scored (an agent's write, a human's edit) is left for the next run
-            now_changed = set(gitstore.changed_under(self.root, layout.MEMORIES_DIR))
-            going = []
-            for s in plan.archive:
-                try:
-                    same = files.read_vault_text(self.root, s.path) == plan.texts[s.path]
-                except (FileNotFoundError, VaultmemError):
-                    same = False
-                if same and s.path not in now_changed:
-                    going.append(s)
-                else:
-                    plan.skipped.append({"path": s.path, "reason": "it changed while gc ran: left for the next run"})
-            plan.archive = going
-            if not going:
-                return plan, None
-            writes = forgetting.plan_writes(self.root, going, actor)
-            lines = "\n".join(f"- {s.path} score {s.score:.4f}: {s.reason}" for s in going)
-            message = f"gc: archive {len(going)} note{'s' if len(going) != 1 else ''}\n\n{lines}"
-            sha = self.writer.apply(actor, message, writes)
-        return plan, Change("gc", list(writes), sha, message.splitlines()[0], {"archived": len(going)})
+        return forgetting.collect(self.root, self.writer, plan, actor)
 
     def restore(self, slug: str, actor: Actor) -> Change:
         """Bring an archived note back to ``memories/``, active, with its MEMORY.md line, in
