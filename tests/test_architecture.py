@@ -49,8 +49,8 @@ ALLOWED = {
     "lifecycle": STORAGE | {"pages"},
     "inbox": STORAGE | {"notes", "pages", "lifecycle"},
     "shared": STORAGE | {"livelog"},
-    "conflicts": STORAGE | {"analysis"},
-    "forgetting": STORAGE | {"notes"},  # retention scores, GC's plan, local usage data  # disagreeing memory, read from the files for a human
+    "conflicts": STORAGE | {"analysis"},  # disagreeing memory, read from the files for a human
+    "forgetting": STORAGE | {"notes"},  # retention scores, GC's plan and its commit, local usage data
     "importers": STORAGE | {"notes"},  # beside inbox: other tools' memory, filed through the facade's inbox
     "staged": STORAGE | {"livelog"},  # what a commit records, checked before git records it
     # the facade

@@ -29,6 +29,7 @@ from typing import Any
 from . import files, gitstore, layout, notes
 from .errors import VaultmemError
 from .models import Change
+from .names import collision_key
 from .parse import update_index
 from .parse.document import parse_document, plain
 
@@ -244,14 +245,14 @@ def plan_writes(root: Path, going: list[Score], actor) -> dict[str, str | None]:
     """The writes of one GC commit: each note of ``going`` moved to the archive (status
     archived, its score and reason recorded), and their MEMORY.md lines removed at once."""
     writes: dict[str, str | None] = {}
-    archived = notes.slugs(root, layout.ARCHIVED_NOTES_DIR)
-    taken: list[str] = []
+    taken = {collision_key(slug) for slug in notes.slugs(root, layout.ARCHIVED_NOTES_DIR)}  # one set, kept up to date
     for s in going:
-        moved = notes.plan_archive(root, s.slug, actor, f"gc: {s.reason}", index=False, taken=taken,
-                                   archived=archived, gc_score=round(s.score, 4))
-        dst = next(iter(moved))
-        taken.append(dst.rsplit("/", 1)[-1].removesuffix(".md"))
-        writes.update(moved)
+        slug, n = s.slug, 2
+        while collision_key(slug) in taken:
+            slug, n = f"{s.slug}-{n}", n + 1
+        taken.add(collision_key(slug))
+        writes.update(notes.plan_archive(root, s.slug, actor, f"gc: {s.reason}", index=False, slug=slug,
+                                         gc_score=round(s.score, 4)))
     index_text = notes.memory_index_text(root)
     new_index = update_index(index_text, layout.MEMORY_INDEX, remove=[layout.note_ref(s.slug) for s in going])
     if new_index != index_text:

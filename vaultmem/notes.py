@@ -260,15 +260,17 @@ def plan_add(root: Path, meta: dict, body: str, supersede: str | None = None, ac
 
 def plan_archive(root: Path, name: str, actor: Actor | None, reason: str | None, status: str = "archived",
                  index: bool = True, taken: list[str] = (), archived: list[str] | None = None,
-                 **fields) -> dict[str, str | None]:
+                 slug: str | None = None, **fields) -> dict[str, str | None]:
     """Move ``memories/<name>.md`` to the archive (the first key of the result) and,
     with ``index``, drop its MEMORY.md line. ``taken``: archive slugs planned earlier
     in the same commit; ``archived``: the archive's slugs, when the caller has listed
-    them already (a GC of thousands lists them once). The note records where it came
-    from (``archived_from``), so ``restore`` puts it back there."""
+    them already; ``slug``: the archive slug, when the caller chose a free one (a GC of
+    thousands keeps one set of the taken ones). The note records where it came from
+    (``archived_from``), so ``restore`` puts it back there."""
     src = layout.note_path(name)
-    existing = slugs(root, layout.ARCHIVED_NOTES_DIR) if archived is None else archived
-    slug = free_slug(name, [*existing, *taken])
+    if slug is None:
+        existing = slugs(root, layout.ARCHIVED_NOTES_DIR) if archived is None else archived
+        slug = free_slug(name, [*existing, *taken])
     dst = f"{layout.ARCHIVED_NOTES_DIR}/{slug}.md"
     updates = {"status": status, "archived_from": layout.note_ref(name), "archived": now(),
                "archived_by": actor.name if actor else None, **fields}
