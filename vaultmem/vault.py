@@ -233,6 +233,16 @@ class Vault:
             raise BadInput(f"is {min_sources}; it must be 1 or more", field="min_sources")
         return conflicts.find(self.root, conflicts.MIN_SOURCES if min_sources is None else min_sources)
 
+    def links(self, name: str) -> dict:
+        """The wikilinks of one file (a note's slug, a role, a path) and the links to it
+        from every other file, resolved as Obsidian resolves them (:mod:`vaultmem.links`):
+        ``{"path", "outgoing", "backlinks", "skipped_files"}``, broken links with their problem."""
+        from . import links
+
+        path, found = links.find(self.root, name)
+        return {"path": path, "outgoing": [x.to_dict() for x in found.links_from(path)],
+                "backlinks": [x.to_dict() for x in found.backlinks(path)], "skipped_files": found.unread}
+
     def read_note(self, slug: str) -> NoteInfo:
         return notes.read(self.root, slug)
 

@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "conflicts": ("notes", "conflicts"),
     "gc": ("notes", "gc"),
     "restore": ("notes", "restore"),
+    "links": ("notes", "links"),
     "index": ("recall", "index"),
     "search": ("recall", "search"),
     "brief": ("recall", "brief"),

@@ -1,4 +1,4 @@
-"""``vaultmem remember`` / ``forget`` / ``conflicts`` / ``gc`` / ``restore``: one-file-per-fact memory notes."""
+"""``vaultmem remember`` / ``forget`` / ``conflicts`` / ``gc`` / ``restore`` / ``links``: one-file-per-fact memory notes."""
 
 from __future__ import annotations
 
@@ -151,3 +151,26 @@ def restore(
     s = session(ctx, vault, as_, json_)
     v = s.open()
     s.emit(v.restore(slug, v.actor(s.agent)), render.restored)
+
+
+@handles_errors
+def links(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="A note's slug, a role's name, or a vault path (memories/SLUG, agents/ROLE.md).",
+                                        show_default=False)],
+    vault: VaultOpt = None,
+    as_: AsOpt = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Show a file's wikilinks and its backlinks, resolved the way Obsidian resolves them.
+
+    A link is [[target]], [[target|text]], [[target#Heading]] or [[target#^block-id]]. The
+    target is a path from the vault's top, else a file name anywhere (the shortest path
+    first), else a note's alias. A block id or heading the target lacks is a broken link,
+    said so with its line.
+
+    Example: vaultmem links 前端审查
+    """
+    s = session(ctx, vault, as_, json_)
+    found = s.open().links(name)
+    s.emit(found, render.links)

@@ -180,6 +180,19 @@ def gc(plan, dry_run: bool, change) -> str:
     return "\n".join(lines)
 
 
+def links(found: dict) -> str:
+    def row(x: dict, who: str) -> str:
+        where = f"{x[who]}:{x['line']}" if who == "source" else f"line {x['line']}"
+        shown = x["target"] + (x["anchor"] or "") if x["target"] else "?"
+        return f"  {where}  {x['link']} → {shown}" + (f"  (broken: {x['problem']})" if x["problem"] else "")
+
+    out = [found["path"], f"links from it ({len(found['outgoing'])}):"]
+    out += [row(x, "line") for x in found["outgoing"]] or ["  none"]
+    out.append(f"links to it ({len(found['backlinks'])}):")
+    out += [row(x, "source") for x in found["backlinks"]] or ["  none"]
+    return "\n".join(out)
+
+
 def restored(change) -> str:
     return f"restored {change.details['path']} (commit {change.commit[:8]})"
 
