@@ -56,3 +56,28 @@ def test_links_and_backlinks_with_block_ids_headings_aliases_and_names(cli, vaul
 def test_a_name_that_is_no_file_is_a_clear_error(cli, vault):
     r = vm(cli, vault, "links", "nothing-here")
     assert r.exit_code == 1 and "no file, note or role page is named 'nothing-here'" in r.output
+
+
+def test_the_timeline_puts_entries_decisions_log_entries_and_notes_in_order(cli, vault):
+    assert vm(cli, vault, "remember", "东京出差定在5月", "--type", "episode", "--said", "2026-04-01T09:00:00Z").exit_code == 0
+    assert vm(cli, vault, "page", "ensure", "前端审查", agent="lee").exit_code == 0
+    assert vm(cli, vault, "page", "add", "前端审查", "审查了 Dashboard", agent="lee").exit_code == 0
+    assert vm(cli, vault, "keys", "new", "ella", agent="ella").exit_code == 0
+    assert vm(cli, vault, "log", "append", "--summary", "gateway deployed", agent="ella").exit_code == 0
+    assert vm(cli, vault, "decide", "--decision", "Use pnpm", "--why", "one lockfile", agent="ella").exit_code == 0
+    r = vm(cli, vault, "timeline", "--json")
+    assert r.exit_code == 0, r.output
+    got = out_json(r)["events"]
+    kinds = [e["kind"] for e in got]
+    assert kinds[0] == "note" and got[0]["when"].startswith("2026-04-01")  # said in April: first
+    assert {"entry", "log", "decision"} <= set(kinds)
+    assert [e["when"] for e in got] == sorted(e["when"] for e in got)
+    assert any(e["kind"] == "decision" and e["what"].startswith("Use pnpm") and e["link"].endswith(":1") for e in got)
+    # one role: its page's entries; one agent: what it signed
+    assert {e["kind"] for e in out_json(vm(cli, vault, "timeline", "前端审查", "--json"))["events"]} == {"entry"}
+    assert {e["kind"] for e in out_json(vm(cli, vault, "timeline", "ella", "--json"))["events"]} == {"log", "decision"}
+    late = out_json(vm(cli, vault, "timeline", "--since", "2026-04-02", "--json"))["events"]
+    assert late and all(e["when"][:10] >= "2026-04-02" for e in late) and "note" not in [e["kind"] for e in late]
+    assert vm(cli, vault, "timeline", "--since", "May 4").exit_code == 2
+    assert vm(cli, vault, "timeline", "nobody").exit_code == 1
+    assert "审查了 Dashboard" in vm(cli, vault, "timeline", "前端审查").output

@@ -243,6 +243,21 @@ class Vault:
         return {"path": path, "outgoing": [x.to_dict() for x in found.links_from(path)],
                 "backlinks": [x.to_dict() for x in found.backlinks(path)], "skipped_files": found.unread}
 
+    def timeline(self, role: str | None = None, since: str | None = None) -> dict:
+        """Role-page entries, decisions, log entries and notes in the order they happened
+        (:mod:`vaultmem.timeline`): ``{"events", "skipped_files"}``; ``role`` narrows to one
+        role's own, ``since`` (an ISO day) to what came after."""
+        from . import timeline
+
+        if role is not None:
+            name = check_name(role, "role name")
+            # a role with a page, or an agent that signs the logs (it has a public key) but has no page
+            role = name if (self.root / layout.KEYS_DIR / f"{name}.pub").is_file() else pages.resolve(self.root, name)
+        if since is not None:
+            since = recall.check_filters(since=since)["since"]
+        found, unread = timeline.events(self.root, role, since)
+        return {"role": role, "since": since, "events": [e.to_dict() for e in found], "skipped_files": unread}
+
     def read_note(self, slug: str) -> NoteInfo:
         return notes.read(self.root, slug)
 

@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "gc": ("notes", "gc"),
     "restore": ("notes", "restore"),
     "links": ("notes", "links"),
+    "timeline": ("notes", "timeline"),
     "index": ("recall", "index"),
     "search": ("recall", "search"),
     "brief": ("recall", "brief"),

@@ -1,4 +1,4 @@
-"""``vaultmem remember`` / ``forget`` / ``conflicts`` / ``gc`` / ``restore`` / ``links``: one-file-per-fact memory notes."""
+"""``vaultmem remember`` / ``forget`` / ``conflicts`` / ``gc`` / ``restore`` / ``links`` / ``timeline``: memory notes and what links and dates them."""
 
 from __future__ import annotations
 
@@ -174,3 +174,25 @@ def links(
     s = session(ctx, vault, as_, json_)
     found = s.open().links(name)
     s.emit(found, render.links)
+
+
+@handles_errors
+def timeline(
+    ctx: typer.Context,
+    role: Annotated[Optional[str], typer.Argument(help="Only this role: its page's entries, the log and decision "
+                                                  "entries it signed, its own notes. Default: the whole vault.",
+                                                  show_default=False)] = None,
+    since: Annotated[Optional[str], typer.Option(help="Only from this day on (YYYY-MM-DD).")] = None,
+    vault: VaultOpt = None,
+    as_: AsOpt = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Show what happened in order: dated page entries, decisions, live-log entries and notes.
+
+    Each line: when, what kind, who, the first line of it, and where it is (a link or
+    file:line). Read only.
+
+    Example: vaultmem timeline 前端审查 --since 2026-05-01
+    """
+    s = session(ctx, vault, as_, json_)
+    s.emit(s.open().timeline(role, since), render.timeline)

@@ -193,6 +193,14 @@ def links(found: dict) -> str:
     return "\n".join(out)
 
 
+def timeline(found: dict) -> str:
+    if not found["events"]:
+        return "nothing dated" + (f" for {found['role']}" if found["role"] else "") + \
+               (f" since {found['since']}" if found["since"] else "")
+    return "\n".join(f"{e['when'][:16].replace('T', ' ')}  {e['kind']:<8}  {e['who'] or '-'}  {e['what']}  {e['link']}"
+                     for e in found["events"])
+
+
 def restored(change) -> str:
     return f"restored {change.details['path']} (commit {change.commit[:8]})"
 
