@@ -287,6 +287,58 @@ def plan_archive(root: Path, name: str, actor: Actor | None, reason: str | None,
     return writes
 
 
+_INDEX_LINK = re.compile(r"\[\[(memories/[^\]|#]+)")
+
+
+def index_problems(root: Path) -> tuple[list[dict], list[dict]]:
+    """MEMORY.md against the notes: (lines whose note is not an active note in
+    ``memories/`` — ``line``, ``target`` —, active notes without a line — ``slug``,
+    ``line``: the index line that would list it). Lines outside the generated block are
+    a human's and not checked."""
+    from .parse.document import plain
+
+    text = memory_index_text(root)
+    doc = parse_document(text, layout.MEMORY_INDEX, require_frontmatter=False)
+    begin, end = _index_span(doc)
+    listed: dict[str, int] = {}
+    for i in range(begin + 1, end):
+        for m in _INDEX_LINK.finditer(doc.content(i)):
+            listed.setdefault(m.group(1).strip().removesuffix(".md"), i + 1)
+    active: dict[str, dict] = {}
+    for name in slugs(root):
+        rel = layout.note_path(name)
+        try:
+            meta = plain(parse_document(files.read_vault_text(root, rel), rel, require_frontmatter=False,
+                                        fast=True).meta) or {}
+        except (VaultmemError, FileNotFoundError):
+            meta = {}  # unreadable: listed or not, the parse check names it
+        if str(meta.get("status") or "active") == "active":
+            active[layout.note_ref(name)] = meta
+    dangling = [{"line": n, "target": t} for t, n in sorted(listed.items(), key=lambda kv: kv[1]) if t not in active]
+    missing = []
+    for ref, meta in sorted(active.items()):
+        if ref not in listed:
+            slug = ref.removeprefix(f"{layout.MEMORIES_DIR}/")
+            missing.append({"slug": slug, "line": index_line(
+                slug, str(meta.get("name") or slug), str(meta.get("description") or ""), str(meta.get("type") or "fact"),
+                meta.get("agent") if meta.get("scope") == "agent" else None)})
+    return dangling, missing
+
+
+def _index_span(doc) -> tuple[int, int]:
+    from .parse.note import index_block
+
+    span = index_block(doc)
+    return span if span is not None else (len(doc.lines), len(doc.lines))
+
+
+def plan_index_fix(root: Path, dangling: list[dict], missing: list[dict]) -> dict[str, str]:
+    """MEMORY.md with the dangling lines removed and the missing ones added."""
+    text = memory_index_text(root)
+    return {layout.MEMORY_INDEX: update_index(text, layout.MEMORY_INDEX, remove=[d["target"] for d in dangling],
+                                              add=[m["line"] for m in missing])}
+
+
 ARCHIVE_FIELDS = ("archived", "archived_by", "archived_from", "archive_reason", "superseded_by", "gc_score")
 
 

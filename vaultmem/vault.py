@@ -16,7 +16,7 @@ from pathlib import Path
 
 from . import files, forgetting, gitstore, layout, notes, pages, recall, template
 from .config import Config, load_config, load_raw, parse_config, set_value
-from .errors import BadInput, Busy, PermissionRefused, VaultNotFound, from_os_error
+from .errors import BadInput, Busy, PermissionRefused, VaultmemError, VaultNotFound, from_os_error
 from .models import Actor, Change, NoteFields, NoteInfo, PageInfo
 from .names import check_name, check_new_name
 from .query import parse as parse_query  # noqa: F401  (re-exported for adapters: how a search's text reads)
@@ -242,6 +242,84 @@ class Vault:
         path, found = links.find(self.root, name)
         return {"path": path, "outgoing": [x.to_dict() for x in found.links_from(path)],
                 "backlinks": [x.to_dict() for x in found.backlinks(path)], "skipped_files": found.unread}
+
+    def doctor(self, fix: bool = False, actor: Actor | None = None) -> dict:
+        """The vault's health, check by check (docs/cli.md, ``vaultmem doctor``): files that
+        do not parse, MEMORY.md against the notes, broken wikilinks and block ids, the
+        index, the logs' signatures and chains, secrets in uncommitted files, work waiting
+        for a human, oversize files. ``fix`` (a human only) repairs what is mechanical and
+        safe — MEMORY.md's lines, in a commit of its own; the index, rebuilt — and leaves
+        the rest for a human, said so. ``{"ok", "checks": [{"check", "ok", "problems",
+        "fixed"}]}``."""
+        from . import guard, links
+
+        if fix and (actor is None or not actor.is_human):
+            raise PermissionRefused("only a human runs 'vaultmem doctor --fix'",
+                                    hint="run it without --as (and without VAULTMEM_AGENT), or without --fix")
+        checks = []
+
+        def check(name: str, problems: list, fixed: list | None = None) -> None:
+            checks.append({"check": name, "ok": not problems, "problems": problems, "fixed": fixed or []})
+
+        index_problems, rebuilt = [], []
+        try:
+            self.index_status()  # brought up to date with the files, as a search would
+        except VaultmemError as exc:
+            index_problems.append({"path": layout.INDEX_DIR, "line": None, "problem": exc.message})
+            if fix:
+                self.rebuild_index()
+                rebuilt.append({"message": "the index was rebuilt from the files"})
+                index_problems = []
+        check("files parse", [{"path": p["path"], "line": p.get("line"), "problem": p["message"]}
+                              for p in self.index.problems() if not p.get("partial")])
+        dangling, missing = notes.index_problems(self.root)
+        fixed = []
+        if fix and (dangling or missing):
+            with self.writer.locked():
+                dangling, missing = notes.index_problems(self.root)
+                if dangling or missing:
+                    message = (f"doctor: MEMORY.md lists {len(missing)} active note(s) it lacked and drops "
+                               f"{len(dangling)} line(s) whose note is not active")
+                    sha = self.writer.apply(actor, message, notes.plan_index_fix(self.root, dangling, missing))
+                    fixed.append({"commit": sha, "message": message})
+            dangling, missing = notes.index_problems(self.root)
+        check("MEMORY.md lists the active notes",
+              [{"path": layout.MEMORY_INDEX, "line": d["line"], "problem": f"{d['target']} is not an active note"}
+               for d in dangling] +
+              [{"path": layout.note_path(m["slug"]), "line": None, "problem": "an active note MEMORY.md does not list"}
+               for m in missing], fixed)
+        found = links.LinkMap(self.root)
+        check("links resolve", [{"path": x.source, "line": x.line, "problem": f"{x.text}: {x.problem}"}
+                                for x in found.broken() if x.source != layout.MEMORY_INDEX])  # checked above
+        check("the index opens and follows the files", index_problems, rebuilt)
+        findings, _counts = self.shared.verify()
+        check("logs verify", [{"path": f.get("path") or f.get("log"), "line": f.get("line"), "problem": f.get("problem")
+                               or f.get("message") or str(f)} for f in findings])
+        secrets = []
+        signed = tuple(f"{d}/" for d in (*layout.LOG_DIRS.values(), layout.KEYS_DIR))  # signatures: high entropy
+        for rel in gitstore.changed_under(self.root, "."):
+            if rel.endswith(".md") and not rel.startswith(signed) and (self.root / rel).is_file():
+                try:
+                    text = files.read_vault_text(self.root, rel)
+                except (FileNotFoundError, VaultmemError):
+                    continue
+                secrets += [{"path": rel, "line": n, "problem": f"a {kind} in an uncommitted file"}
+                            for n, kind in guard.secret_lines(text)]
+        check("no secret in uncommitted files", secrets)
+        audit = self.lifecycle.audit()
+        check("nothing waits for a human",
+              [{"path": d.get("path"), "line": None, "problem": f"delegation {d.get('id')} pending "
+                f"{d.get('age_hours')} h"} for d in audit["stale_delegations"]] +
+              [{"path": i["path"], "line": None, "problem": f"inbox item {i['id']} ({i['op']}) waits for review"}
+               for i in audit["inbox"]])
+        big = []
+        for rel in found.paths:
+            size = len(found.texts.get(rel, "").encode("utf-8"))
+            if size > self.config.max_note_bytes:
+                big.append({"path": rel, "line": None,
+                            "problem": f"{size:,} bytes, more than memory.max_note_bytes ({self.config.max_note_bytes:,})"})
+        check("no oversize file", big)
+        return {"ok": all(c["ok"] for c in checks), "checks": checks, "skipped_files": found.unread}
 
     def timeline(self, role: str | None = None, since: str | None = None) -> dict:
         """Role-page entries, decisions, log entries and notes in the order they happened

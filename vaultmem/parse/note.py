@@ -83,6 +83,11 @@ def index_line(slug: str, name: str, description: str, kind: str, agent: str | N
     return line
 
 
+def index_block(doc: Document) -> tuple[int, int] | None:
+    """(line index of MEMORY.md's begin marker, of its end marker), or None without them."""
+    return _block(doc)
+
+
 def _block(doc: Document) -> tuple[int, int] | None:
     """(index of begin marker, index of end marker), or None when the file has neither."""
     begin = end = None

@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "restore": ("notes", "restore"),
     "links": ("notes", "links"),
     "timeline": ("notes", "timeline"),
+    "doctor": ("notes", "doctor"),
     "index": ("recall", "index"),
     "search": ("recall", "search"),
     "brief": ("recall", "brief"),

@@ -196,3 +196,32 @@ def timeline(
     """
     s = session(ctx, vault, as_, json_)
     s.emit(s.open().timeline(role, since), render.timeline)
+
+
+@handles_errors
+def doctor(
+    ctx: typer.Context,
+    fix: Annotated[bool, typer.Option("--fix", help="Repair what is mechanical and safe (MEMORY.md's lines, in a "
+                                      "commit of its own; the index, rebuilt); say what is left for a human.")] = False,
+    vault: VaultOpt = None,
+    as_: AsOpt = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Check the vault's health: exit 0 when every check passes, 1 when one does not.
+
+    Files that do not parse (file and line), MEMORY.md against the active notes (a line
+    without its note, a note without its line), broken wikilinks and block ids, the index,
+    the logs' signatures and chains, secrets in uncommitted files, delegations and inbox
+    items waiting for a human, files larger than memory.max_note_bytes.
+
+    --fix (a human only) repairs MEMORY.md's lines in one commit and rebuilds an index that
+    cannot be opened; everything else is left for a human, and listed.
+
+    Example: vaultmem doctor --fix
+    """
+    s = session(ctx, vault, as_, json_)
+    v = s.open()
+    report = v.doctor(fix=fix, actor=v.actor(s.agent) if fix else None)
+    s.emit(report, render.doctor)
+    if not report["ok"]:
+        raise typer.Exit(1)

@@ -201,6 +201,21 @@ def timeline(found: dict) -> str:
                      for e in found["events"])
 
 
+def doctor(report: dict) -> str:
+    out = []
+    for c in report["checks"]:
+        out.append(f"{'ok  ' if c['ok'] else 'FAIL'}  {c['check']}" + (f" ({len(c['problems'])})" if c["problems"] else ""))
+        for f in c["fixed"]:
+            out.append(f"      fixed: {f['message']}" + (f" (commit {f['commit'][:8]})" if f.get("commit") else ""))
+        for p in c["problems"][:20]:
+            where = f"{p['path']}:{p['line']}" if p.get("line") else (p.get("path") or "")
+            out.append(f"      {where}  {p['problem']}")
+        if len(c["problems"]) > 20:
+            out.append(f"      … and {len(c['problems']) - 20} more (--json lists them all)")
+    out.append("healthy" if report["ok"] else "left for a human: the FAIL lines above")
+    return "\n".join(out)
+
+
 def restored(change) -> str:
     return f"restored {change.details['path']} (commit {change.commit[:8]})"
 
