@@ -172,6 +172,9 @@ def index_block_lines(text: str, path: str = "MEMORY.md", agent: str | None = No
     return out
 
 
+_REMOVABLE = re.compile(r"\[\[([^\]|]+)(?:\||\]\])")  # a link's target, as update_index matches it
+
+
 def update_index(text: str, path: str, add: list[str] = (), remove: list[str] = ()) -> str:
     """Add index lines and remove the lines linking to the ``remove`` targets
     (``memories/<slug>``). Lines outside the block are never touched; a file without
@@ -184,8 +187,12 @@ def update_index(text: str, path: str, add: list[str] = (), remove: list[str] = 
         doc.insert_lines(at, lead + [INDEX_BEGIN_LINE, INDEX_END_LINE])
         span = (at + len(lead), at + len(lead) + 1)
     begin, end = span
-    targets = {f"[[{t}|" for t in remove} | {f"[[{t}]]" for t in remove}
-    kept = [i for i in range(begin + 1, end) if not any(t in doc.content(i) for t in targets)]
+    targets = set(remove)
+
+    def links_to_removed(line: str) -> bool:  # a set lookup per link: GC removes thousands of lines at once
+        return any(m.group(1) in targets for m in _REMOVABLE.finditer(line))
+
+    kept = [i for i in range(begin + 1, end) if not (targets and links_to_removed(doc.content(i)))]
     if len(kept) != end - begin - 1:
         doc.lines[begin + 1 : end] = [doc.lines[i] for i in kept]
         end = begin + 1 + len(kept)
