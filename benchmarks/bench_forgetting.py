@@ -10,7 +10,9 @@ disagree) committed once; then, timed (median of --repeat runs, wall clock):
   included), next to ``remember``: the same write of a note without a key;
 - ``conflicts``: ``Vault.conflicts()``, the whole report;
 - ``gc --dry-run``: ``Vault.gc(dry_run=True)`` a year later (every note scored; the
-  episodes' share falls below the cut).
+  episodes' share falls below the cut);
+- ``doctor``: ``Vault.doctor()``, every check, the index already built (a first build
+  is the index's cost, docs/benchmarks.md).
 
     python benchmarks/bench_forgetting.py --sizes 1000 10000 --repeat 5
 """
@@ -63,8 +65,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
     print("| notes | slugs (ms) | same_key (ms) | remember (ms) | remember --key (ms) | conflicts (s) | conflicts found "
-          "| gc --dry-run (s) | would archive |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| gc --dry-run (s) | would archive | doctor (s) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for n in args.sizes:
         with tempfile.TemporaryDirectory() as tmp:
             v = make(Path(tmp) / "v", n)
@@ -91,8 +93,10 @@ def main() -> None:
                 planned, _ = v.gc(actor, dry_run=True, now=later)
 
             gc_dry = timed(dry, max(1, args.repeat // 2))
+            v.refresh_index()
+            doctor = timed(lambda: v.doctor(), max(1, args.repeat // 2))
             print(f"| {n:,} | {slugs * 1000:.1f} | {same * 1000:.1f} | {plain * 1000:.0f} | {remember * 1000:.0f} | {conflicts:.2f} | "
-                  f"{len(report.conflicts)} | {gc_dry:.2f} | {len(planned.archive):,} |", flush=True)
+                  f"{len(report.conflicts)} | {gc_dry:.2f} | {len(planned.archive):,} | {doctor:.2f} |", flush=True)
 
 
 if __name__ == "__main__":
