@@ -233,25 +233,54 @@ def test_a_gc_killed_at_any_step_leaves_the_vault_as_before_or_as_after(vault, t
     assert not problems, "\n".join(problems)
 
 
-def test_gc_while_agents_write_loses_no_write(vault, tmp_path):
-    """Three processes remember and a human approves while gc runs: every write lands."""
+def test_gc_while_agents_write_and_a_watcher_runs_loses_no_write(vault, tmp_path):
+    """While gc archives 30 notes, with `vaultmem watch` running: two processes remember,
+    the orchestrator adds page entries, a human approves an agent's proposals — every
+    write lands and `git status` is clean."""
+    import signal
+
+    from conftest import wait_until
+
     for n in range(30):
         note(vault, f"old-{n:02d}", confirmed=OLD)
     commit(vault)
     env = {**os.environ, "VAULTMEM_VAULT": str(vault.root)}
-    writers = [subprocess.Popen([sys.executable, "-c", (
-        "import subprocess, sys\n"
-        f"for i in range(6):\n"
-        f"    subprocess.run([sys.executable, '-m', 'vaultmem', 'remember', 'w{w} fact %d' % i, '--type', 'fact'],"
-        f" check=True, capture_output=True)\n")], env=env) for w in range(3)]
-    gc = run_vaultmem("--vault", vault.root, "gc", "--json", timeout=300)
-    for p in writers:
-        assert p.wait(timeout=300) == 0
+    assert run_vaultmem("page", "ensure", "前端审查", "--as", "lee", env=env).returncode == 0
+    items = []
+    for i in range(6):
+        filed = run_vaultmem("remember", f"proposal {i} from ella", "--type", "fact", "--as", "ella", "--json", env=env)
+        assert filed.returncode == 0, filed.stderr
+        items.append(json.loads(filed.stdout)["items"][0]["id"])
+    watcher = subprocess.Popen([sys.executable, "-m", "vaultmem", "--vault", str(vault.root), "watch"], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: vault.watcher_alive() or watcher.poll() is not None, what="the watcher's heartbeat")
+        assert vault.watcher_alive()
+
+        def loop(argv_of):  # a process that runs six vaultmem commands one after another
+            code = ("import subprocess, sys\n"
+                    f"for argv in {[argv_of(i) for i in range(6)]!r}:\n"
+                    "    subprocess.run([sys.executable, '-m', 'vaultmem', *argv], check=True, capture_output=True)\n")
+            return subprocess.Popen([sys.executable, "-c", code], env=env)
+
+        writers = [loop(lambda i, w=w: ["remember", f"w{w} fact {i}", "--type", "fact"]) for w in range(2)]
+        writers.append(loop(lambda i: ["page", "add", "前端审查", f"审查记录 {i}", "--as", "lee"]))
+        writers.append(loop(lambda i: ["review", "approve", items[i]]))
+        gc = run_vaultmem("--vault", vault.root, "gc", "--json", timeout=300)
+        for p in writers:
+            assert p.wait(timeout=300) == 0
+    finally:
+        watcher.send_signal(signal.SIGTERM)
+        watcher.wait(timeout=60)
     assert gc.returncode == 0, gc.stderr
     assert len(json.loads(gc.stdout)["archive"]) == 30
     names = active(vault)
-    assert sorted(names) == sorted(f"w{w}-fact-{i}" for w in range(3) for i in range(6))
-    assert len(archived(vault)) == 30 and git(vault.root, "status", "--porcelain") == ""
+    assert sorted(names) == sorted([f"w{w}-fact-{i}" for w in range(2) for i in range(6)]
+                                   + [f"proposal-{i}-from-ella" for i in range(6)])
+    page = (vault.root / "agents/前端审查.md").read_text(encoding="utf-8")
+    assert all(f"审查记录 {i}" in page for i in range(6))
+    assert len(archived(vault)) == 30 and not list((vault.root / "inbox").glob("*.md"))
+    assert git(vault.root, "status", "--porcelain") == ""
     index = (vault.root / "MEMORY.md").read_text(encoding="utf-8")
     assert all(f"[[memories/{n}|" in index for n in names) and "old-00" not in index
 
