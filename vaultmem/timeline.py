@@ -14,7 +14,7 @@ from typing import Any
 
 from . import files, layout, walk
 from .errors import VaultmemError
-from .parse.logline import LineError, entry_text, parse_line
+from .parse.logline import entry_text, readable_entries
 from .parse.records import records
 
 
@@ -57,13 +57,7 @@ def events(root: Path, role: str | None = None, since: str | None = None) -> tup
             continue
         if is_log:
             kind = "decision" if rel.startswith(f"{layout.LOG_DIRS['decisions']}/") else "log"
-            for n, line in enumerate(text.split("\n"), 1):
-                if not line.strip():
-                    continue
-                try:
-                    e = parse_line(line, n)
-                except LineError:
-                    continue
+            for n, e in readable_entries(text):
                 if role is None or e.agent == role:
                     out.append(Event(e.ts, kind, e.agent, _first_line(entry_text(e)), f"{rel}:{n}"))
             continue

@@ -147,3 +147,15 @@ def parse_line(line: str, lineno: int = 0) -> LogEntry:
 def entry_text(e: LogEntry) -> str:
     """Plain text of an entry, for search and briefs."""
     return e.summary + (f" — {e.body}" if e.body else "")
+
+
+def readable_entries(text: str):
+    """``(line number, entry)`` for each line of a log file that reads as an entry; blank
+    and unreadable lines are passed over (``verify`` is what reports them)."""
+    for n, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            yield n, parse_line(line, n)
+        except LineError:
+            continue

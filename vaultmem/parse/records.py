@@ -216,17 +216,11 @@ def _page_records(rel: str, text: str) -> list[IndexDoc]:
 
 def _log_records(rel: str, text: str) -> list[IndexDoc]:
     """One doc per entry of a live-context or decision log (shared: owned by no agent)."""
-    from .logline import LineError, entry_text, parse_line
+    from .logline import entry_text, readable_entries
 
     kind = "decision" if rel.startswith(f"{layout.LOG_DIRS['decisions']}/") else "log"
     out = []
-    for n, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            e = parse_line(line, n)
-        except LineError:
-            continue
+    for n, e in readable_entries(text):
         out.append(IndexDoc(
             id=f"{rel}#{e.agent}-{e.seq}", path=rel, kind=kind, text=entry_text(e),
             title=f"{e.agent} {e.type} #{e.channel}", section=e.channel, type=e.type, author_kind="agent",
