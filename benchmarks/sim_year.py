@@ -39,7 +39,6 @@ sys.path.insert(0, str(HERE.parent))
 from ruamel.yaml import YAML  # noqa: E402
 
 from vaultmem import Vault, forgetting, layout, pages, recall  # noqa: E402
-from vaultmem.brief import budget_for  # noqa: E402,F401
 
 TYPES = (("episode", 0.6), ("fact", 0.2), ("preference", 0.08), ("decision", 0.07), ("procedure", 0.05))
 WORDS = ("deploy cache queue billing invoice sprint retro outage latency schema migration index replica "
@@ -117,9 +116,8 @@ def main() -> None:
         git(root, "-c", "user.name=sim", "-c", "user.email=sim@x", "commit", "-qm", "sim: the dev set, with caps")
         v = Vault.open(root)
         # the simulated year starts the day after the dev set's newest note: its memory is current then
-        newest = max(forgetting.score(p.stem, meta, dt.datetime.now(dt.timezone.utc), None, forgetting.Policy())
-                     .last_seen or "" for p, meta in dev_notes(root))
-        start = dt.datetime.fromisoformat(newest.replace("Z", "+00:00")).replace(hour=9, minute=0, second=0)
+        newest = max(str(meta.get("confirmed") or meta.get("created") or "")[:10] for _p, meta in dev_notes(root))
+        start = dt.datetime.fromisoformat(newest).replace(hour=9, tzinfo=dt.timezone.utc) + dt.timedelta(days=1)
         keyed: list[tuple[str, str]] = []  # (key, slug of its active note)
         written = superseded = 0
         rows.append(("0", 0, *counts(root), 0, 0, round(coverage(v, queries), 3), 0.0))
