@@ -51,12 +51,14 @@ ALLOWED = {
     "shared": STORAGE | {"livelog"},
     "conflicts": STORAGE | {"analysis"},  # disagreeing memory, read from the files for a human
     "timeline": STORAGE,  # dated entries, decisions, log entries and notes in order (read only)
-    "links": STORAGE,  # wikilinks resolved as Obsidian resolves them (read only)
-    "forgetting": STORAGE | {"notes"},  # retention scores, GC's plan and its commit, local usage data
+    "links": STORAGE,
+    "compaction": STORAGE | {"analysis", "forgetting", "pages"},  # role pages' entries moved to the archive
+    "stats": STORAGE | {"analysis", "compaction", "forgetting", "pages"},  # counts and recall figures (read only)  # wikilinks resolved as Obsidian resolves them (read only)
+    "forgetting": STORAGE | {"notes", "analysis"},  # retention scores, GC's plan and its commit, local usage data
     "importers": STORAGE | {"notes"},  # beside inbox: other tools' memory, filed through the facade's inbox
     "staged": STORAGE | {"livelog"},  # what a commit records, checked before git records it
     # the facade
-    "vault": STORAGE | RECALL | {"recall", "template", "notes", "conflicts", "forgetting", "links", "timeline", "pages", "lifecycle", "inbox", "shared", "livelog",
+    "vault": STORAGE | RECALL | {"recall", "template", "notes", "conflicts", "forgetting", "compaction", "stats", "links", "timeline", "pages", "lifecycle", "inbox", "shared", "livelog",
                                  "importers", "staged"},
     # adapters: the CLI, the watcher and the edge they share (edge.py needs only errors)
     "adapters": {"errors", "models", "names", "parse", "vault", "walk", "layout", "files", "livelog", "sessions",

@@ -34,6 +34,7 @@ LABELS = {
         "procedure": "流程", "episode": "经历", "work": "工作记忆", "context": "项目约定",
         "subagents": "子Agent记录", "other": "参考",
         "user": "用户所述", "agent": "agent推断", "third_party": "第三方", "unknown": "来源不明",
+        "via": "链接自",
     },
     "en": {
         "header": "[Memory brief — {agent}]",
@@ -49,6 +50,7 @@ LABELS = {
         "procedure": "Procedure", "episode": "Episode", "work": "Lesson", "context": "Project convention",
         "subagents": "Sub-agent result", "other": "Reference",
         "user": "user-stated", "agent": "agent-inferred", "third_party": "third-party", "unknown": "unknown source",
+        "via": "linked from",
     },
 }  # fmt: skip
 FENCE_OPEN = "~~~~memory"
@@ -196,8 +198,9 @@ def _line(hit: Hit, labels: dict[str, str], limit: int, terms: list[str] | None 
     sep = "：" if labels is LABELS["zh"] else ": "
     # who said it, for facts (user-stated ranks above agent-inferred above third-party)
     said = f" ({labels[d.author_kind]})" if d.kind == "note" and d.author_kind in labels else ""
+    via = f" ({labels['via']} {hit.via})" if hit.via else ""  # followed from a stronger hit's link
     # the whole line is flattened — the link too: a file name may hold a newline
-    return " ".join(f"- {_label(hit, labels)}{sep}{text}{said} {d.link}".split())
+    return " ".join(f"- {_label(hit, labels)}{sep}{text}{said} {d.link}{via}".split())
 
 
 def fact_key(hit: Hit) -> tuple | None:

@@ -20,7 +20,7 @@ from .parse.document import dump_yaml, load_yaml
 from .walk import CONFIG_PATH
 
 CONFIG_CACHE = "config.cache"  # in .vaultmem/local/
-CACHE_VERSION = 2  # bump when a check in parse_config changes
+CACHE_VERSION = 3  # bump when a check in parse_config changes
 RACY_NS = 2_000_000_000
 MAX_NOTE_BYTES = 256 * 1024  # the most memory.max_note_bytes may be, and its default
 # the most each size setting may be (a log entry holds 256 KB in all)
@@ -58,6 +58,9 @@ class Config:
     half_lives: tuple[tuple[str, float | None], ...] = ()
     forget_min_score: float = 0.1
     forget_caps: tuple[tuple[str, int], ...] = ()
+    # forgetting.page_entries: section (work, subagents) → entries; forgetting.page_tokens
+    page_entries: tuple[tuple[str, int], ...] = (("work", 100), ("subagents", 30))
+    page_tokens: int = 8000
     raw: Any = field(default=None, compare=False, repr=False)
 
 
@@ -203,6 +206,15 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
             else:
                 pairs.append((str(type_), int(number(f"{group}.{type_}", 1, 0, 100_000_000))))
     forget_min_score = number("forgetting.min_score", 0.1, 0, 1)
+    page_given = _get(raw, "forgetting.page_entries", {}) or {}
+    if not isinstance(page_given, dict):
+        raise bad("forgetting.page_entries", "must be a group of 'section: entries' lines (work, subagents)")
+    for section in page_given:
+        if section not in ("work", "subagents"):
+            raise bad(f"forgetting.page_entries.{section}", "names no section vaultmem compacts (work, subagents)")
+    page_entries = tuple((section, int(number(f"forgetting.page_entries.{section}", default, 1, 1_000_000)))
+                         for section, default in Config.page_entries)
+    page_tokens = int(number("forgetting.page_tokens", 8000, 100, 10_000_000))
     return Config(  # plain str, not ruamel's quoted-string subclasses: a Config is cached with marshal
         lang=str(lang),
         orchestrator=str(orchestrator),
@@ -231,6 +243,8 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
         half_lives=tuple(half_lives),
         forget_min_score=forget_min_score,
         forget_caps=tuple(caps),
+        page_entries=page_entries,
+        page_tokens=page_tokens,
         raw=raw,
     )
 

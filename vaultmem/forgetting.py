@@ -19,6 +19,7 @@ derived and best-effort: losing it makes notes look less used, never loses a not
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import math
 import os
@@ -100,13 +101,35 @@ class GcPlan:
 
 
 # -- usage data ----------------------------------------------------------------------------------
-def record_use(root: Path, paths: list[str], via: str, when: _dt.datetime | None = None) -> None:
-    """Note that the memory notes among ``paths`` were recalled (``via``: brief or search)."""
-    notes = [p for p in paths if p.startswith(f"{layout.MEMORIES_DIR}/")]
-    if not notes:
+def fingerprint(question: str) -> str | None:
+    """What tells one question from another: its distinct index terms (stemmed words,
+    CJK bigrams), hashed — the usage data never holds the question's text."""
+    from .analysis import tokens
+
+    terms = sorted(set(tokens(question or "")))
+    if not terms:
+        return None
+    return hashlib.sha256(" ".join(terms).encode("utf-8")).hexdigest()[:16]
+
+
+def record_use(root: Path, ids: list[str], via: str, when: _dt.datetime | None = None,
+               question: str | None = None, agent: str | None = None) -> None:
+    """Note that the memory notes (``memories/<slug>.md``) and role-page entries
+    (``agents/<role>.md#^<id>``) among the hits' ``ids`` were recalled (``via``: brief or
+    search): gc scores notes by it, compaction keeps the entries recalled. With the
+    ``question`` asked (a search's query, a brief's task) the record is kept even when
+    nothing was recalled, with the question's fingerprint — never its text — and the
+    ``agent`` who asked (``vaultmem stats``: repeated questions)."""
+    notes = [p for p in ids if p.startswith(f"{layout.MEMORIES_DIR}/")
+             or (p.startswith(f"{layout.AGENTS_DIR}/") and "#^" in p)]
+    q = fingerprint(question) if question else None
+    if not notes and not q:
         return
     when = when or _dt.datetime.now(_dt.timezone.utc)
-    line = json.dumps({"t": when.strftime("%Y-%m-%dT%H:%M:%SZ"), "via": via, "ids": notes}, ensure_ascii=False)
+    rec = {"t": when.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "via": via, "ids": notes}  # a search after a brief: later
+    if q:
+        rec.update(q=q, agent=agent)
+    line = json.dumps(rec, ensure_ascii=False)
     files.append_local(root, USAGE_FILE, (line + "\n").encode("utf-8"))
 
 

@@ -18,6 +18,7 @@ INBOX_DIR = "inbox"  # what agents want remembered, waiting for review
 ARCHIVE_DIR = "archive"  # never deleted, only moved here
 ARCHIVED_NOTES_DIR = f"{ARCHIVE_DIR}/{MEMORIES_DIR}"  # forgotten and superseded notes
 ARCHIVED_INBOX_DIR = f"{ARCHIVE_DIR}/{INBOX_DIR}"  # decided inbox items
+ARCHIVED_PAGES_DIR = f"{ARCHIVE_DIR}/{AGENTS_DIR}"  # compacted role-page entries: <role>-<year>.md
 SHARED_DIR = "shared"
 LOG_DIRS = {"live": f"{SHARED_DIR}/log", "decisions": f"{SHARED_DIR}/decisions"}  # signed, per agent
 KEYS_DIR = f"{SHARED_DIR}/keys"  # public keys: <agent>.pub
@@ -56,8 +57,8 @@ CLAUDE_DRAIN_LOG = f"{CLAUDE_DIR}/drain.log"  # what a background filer could no
 
 # Folders vaultmem writes into, so where a killed writer may leave a temp file ("." is the top).
 WRITABLE = (".", AGENTS_DIR, MEMORIES_DIR, IDENTITY_DIR, INBOX_DIR, ARCHIVE_DIR, ARCHIVED_NOTES_DIR,
-            ARCHIVED_INBOX_DIR, SHARED_DIR, *LOG_DIRS.values(), KEYS_DIR, DELEGATIONS_DIR, CHECKPOINT_DIR,
-            JOURNAL_DIR, META_DIR, PRIVATE_KEYS_DIR, LOCAL_DIR, CURSOR_DIR)  # fmt: skip
+            ARCHIVED_INBOX_DIR, ARCHIVED_PAGES_DIR, SHARED_DIR, *LOG_DIRS.values(), KEYS_DIR, DELEGATIONS_DIR,
+            CHECKPOINT_DIR, JOURNAL_DIR, META_DIR, PRIVATE_KEYS_DIR, LOCAL_DIR, CURSOR_DIR)  # fmt: skip
 
 # Never walked nor watched: git's and vaultmem's own folders, Obsidian's, and bulk trees.
 IGNORED_DIRS = frozenset({".git", META_DIR, ".obsidian", ".trash", "node_modules"})
@@ -107,6 +108,11 @@ AGENT_KINDS = (*BRIEF_KINDS, "log", "identity")
 
 def page_path(stem: str) -> str:
     return f"{AGENTS_DIR}/{stem}.md"
+
+
+def page_archive_path(stem: str, year: int | str) -> str:
+    """Where ``vaultmem compact`` moves a role page's entries of one year."""
+    return f"{ARCHIVED_PAGES_DIR}/{stem}-{year}.md"
 
 
 def note_path(slug: str) -> str:

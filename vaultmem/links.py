@@ -7,7 +7,9 @@ it: a path from the vault's top, with or without ``.md`` (``memories/backend-por
 else a file name anywhere in the vault (``backend-port``), the shortest path first when
 several share it; else — vaultmem's addition — a note or page whose frontmatter
 ``aliases`` holds it. A ``#^block-id`` must be a block id that the target holds (``^m-…``
-at a line's end); a heading must be one of its headings. Links inside code (fenced
+at a line's end) — or, for a role page, a block that ``vaultmem compact`` moved to
+``archive/agents/<role>-<year>.md`` (the link resolves there, ``moved_from`` naming the
+page); a heading must be one of its headings. Links inside code (fenced
 blocks and `inline code`) are not links.
 """
 
@@ -19,13 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import files, walk
+from . import files, layout, walk
 from .errors import VaultmemError
 from .parse.document import parse_document, plain
+from .parse.wikilink import wikilinks
 
-_LINK = re.compile(r"!?\[\[([^\[\]|#]*)(#\^?[^\[\]|]*)?(?:\|([^\[\]]*))?\]\]")
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_INLINE_CODE = re.compile(r"`[^`\n]*`")
 _BLOCK_ID = re.compile(r"\s\^([A-Za-z0-9-]+)\s*$")
 _HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")
 
@@ -38,10 +38,14 @@ class Link:
     target: str | None  # the file it resolves to; None: broken
     anchor: str | None  # "#Heading" or "#^block-id"
     problem: str | None = None
+    moved_from: str | None = None  # the role page a compacted block left (target: its archive file)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"source": self.source, "line": self.line, "link": self.text, "target": self.target,
-                "anchor": self.anchor, "problem": self.problem}
+        out = {"source": self.source, "line": self.line, "link": self.text, "target": self.target,
+               "anchor": self.anchor, "problem": self.problem}
+        if self.moved_from:
+            out["moved_from"] = self.moved_from
+        return out
 
 
 def _fold(text: str) -> str:
@@ -108,24 +112,32 @@ class LinkMap:
             return f"{target} has no heading {anchor[1:]!r}"
         return None
 
+    def _moved_block(self, target: str, anchor: str) -> str | None:
+        """The archive file that holds a block ``vaultmem compact`` moved off role page
+        ``target`` (``archive/agents/<role>-<year>.md``), or None."""
+        if not anchor.startswith("#^") or not target.startswith(f"{layout.AGENTS_DIR}/") or target.count("/") != 1:
+            return None
+        stem = target.removeprefix(f"{layout.AGENTS_DIR}/").removesuffix(".md")
+        years = re.compile(re.escape(f"{layout.ARCHIVED_PAGES_DIR}/{stem}-") + r"\d{4}\.md")
+        for path in sorted((p for p in self.paths if years.fullmatch(p)), reverse=True):
+            if self._anchor_problem(path, anchor) is None:
+                return path
+        return None
+
     def links_from(self, source: str) -> list[Link]:
         if source in self._links:
             return self._links[source]
         out: list[Link] = []
-        fenced = False
-        for n, line in enumerate(self.texts.get(source, "").splitlines(), 1):
-            if _FENCE.match(line):
-                fenced = not fenced
-                continue
-            if fenced:
-                continue
-            for m in _LINK.finditer(_INLINE_CODE.sub(lambda c: " " * len(c.group(0)), line)):
-                raw, anchor = m.group(1).strip(), (m.group(2) or None)
-                target = self.resolve(raw, source)
-                problem = None if target else f"no file is named {raw!r}"
-                if target and anchor:
-                    problem = self._anchor_problem(target, anchor)
-                out.append(Link(source, n, m.group(0), target, anchor, problem))
+        for n, raw, anchor, written in wikilinks(self.texts.get(source, "")):
+            target = self.resolve(raw, source)
+            problem = None if target else f"no file is named {raw!r}"
+            moved_from = None
+            if target and anchor:
+                problem = self._anchor_problem(target, anchor)
+                moved = self._moved_block(target, anchor) if problem else None
+                if moved:
+                    target, moved_from, problem = moved, target, None
+            out.append(Link(source, n, written, target, anchor, problem, moved_from))
         self._links[source] = out
         return out
 

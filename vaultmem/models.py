@@ -216,6 +216,7 @@ class Hit:
     relevant: bool | None = None  # whether it passes the relevance cut (None: not judged)
     # how much of the query it answers, 0..1: its terms weighted by rarity (retrieve.search)
     relevance: float | None = None
+    via: str | None = None  # the link of the hit it was found through (a brief's one hop of links)
 
     def to_dict(self) -> dict[str, Any]:
         d = self.doc
@@ -231,6 +232,8 @@ class Hit:
             out["relevant"] = self.relevant
         if self.rank_score is not None:
             out["rank_score"] = round(self.rank_score, 4)
+        if self.via is not None:
+            out["via"] = self.via
         return out
 
 

@@ -10,7 +10,7 @@ import unicodedata
 from pathlib import Path
 
 from . import files, layout
-from .errors import BadInput, NotFound, ParseError
+from .errors import BadInput, NotFound, ParseError, VaultmemError
 from .names import check_name
 
 
@@ -187,7 +187,7 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
     current, stale = current_values(hits)
     warnings += stale
     relevant = rank([h for h in current if is_relevant(h, task, config.brief_min_relevance)], today)
-    from .errors import VaultmemError
+    relevant += linked(root, relevant[:LINK_HOPS_FROM], agent, {h.doc.id for h in hits})
     from .parse.document import parse_document
 
     warnings += getattr(hits, "warnings", [])  # why the semantic channel could not open
@@ -233,6 +233,53 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
     result.page, result.skipped_files = page, skipped
     result.warnings = warnings + result.warnings
     return result
+
+
+LINK_HOPS_FROM = 3  # a brief follows the links of its three strongest hits
+
+
+def _link_file(root: Path, target: str, source: str) -> str | None:
+    """The vault file a link's target names, found cheaply: the source itself for
+    ``[[#^id]]``, a path from the vault's top, else a note's slug or a role's name."""
+    if not target:
+        return source
+    stem = target.removesuffix(".md")
+    tries = [f"{stem}.md"] if "/" in stem else [layout.note_path(stem), layout.page_path(stem), f"{stem}.md"]
+    return next((rel for rel in tries if (root / rel).is_file()), None)
+
+
+def linked(root: Path, strong, agent: str, seen: set[str]) -> list:
+    """One hop of links: the notes and entries that the ``strong`` hits link to and the
+    brief may show ``agent`` (its scope: never another role's page, the inbox or the
+    archive, nor an inactive note), after the hits themselves — they join the brief only
+    where its budget leaves room. A link to a whole page is not followed (too much for a
+    line); one to a page's ``#^block`` is."""
+    from .index import Filters
+    from .models import Hit
+    from .parse.records import records
+    from .parse.wikilink import wikilinks
+
+    admits = Filters(agent=agent, kinds=layout.BRIEF_KINDS).admits
+    seen = set(seen)
+    out = []
+    for hit in strong:
+        for _n, target, anchor, _written in wikilinks(hit.doc.text):
+            rel = _link_file(root, target, hit.doc.path)
+            if rel is None:
+                continue
+            try:
+                docs = records(rel, files.read_vault_text(root, rel))
+            except (VaultmemError, OSError):
+                continue
+            if anchor and anchor.startswith("#^"):
+                docs = [d for d in docs if d.entry_id == anchor[2:]]
+            elif len(docs) != 1:
+                continue
+            for d in docs[:1]:
+                if d.id not in seen and admits(d):
+                    seen.add(d.id)
+                    out.append(Hit(doc=d, score=0.0, channel="link", relevant=True, via=hit.doc.link))
+    return out
 
 
 class _MemoryIndex:

@@ -233,6 +233,18 @@ class Vault:
             raise BadInput(f"is {min_sources}; it must be 1 or more", field="min_sources")
         return conflicts.find(self.root, conflicts.MIN_SOURCES if min_sources is None else min_sources)
 
+    def stats(self) -> dict:
+        """The vault at a glance (:mod:`vaultmem.stats`): notes by type and status, role
+        pages' sizes and budgets, what waits for a human, log entries per agent, the index's
+        size, and the recall hit rate, repeated-question rate and correction rate."""
+        from . import stats
+
+        waiting = {"inbox": len(self.inbox.items()),
+                   "delegations": len(self.lifecycle.delegations(status="pending"))}
+        out = stats.collect(self.root, self.config, waiting)
+        out["index"]["engine"] = self.index.status()["engine"]
+        return out
+
     def links(self, name: str) -> dict:
         """The wikilinks of one file (a note's slug, a role, a path) and the links to it
         from every other file, resolved as Obsidian resolves them (:mod:`vaultmem.links`):
@@ -318,6 +330,18 @@ class Vault:
             if size > self.config.max_note_bytes:
                 big.append({"path": rel, "line": None,
                             "problem": f"{size:,} bytes, more than memory.max_note_bytes ({self.config.max_note_bytes:,})"})
+        from . import compaction
+
+        for role in pages.roles(self.root):
+            try:
+                over = [r for r in compaction.budget_rows(self.root, role, dict(self.config.page_entries),
+                                                          self.config.page_tokens) if r["over_budget"]]
+            except VaultmemError:
+                continue  # an unreadable page is the first check's
+            big += [{"path": pages.page_rel(self.root, role), "line": None,
+                     "problem": f"{r['section']}: {r['entries']} entries, ~{r['tokens']:,} tokens, over its budget "
+                                f"({r['max_entries']} entries, {r['max_tokens']:,} tokens): vaultmem compact {role}"}
+                    for r in over]
         check("no oversize file", big)
         return {"ok": all(c["ok"] for c in checks), "checks": checks, "skipped_files": found.unread}
 
@@ -532,7 +556,7 @@ class Vault:
         self._fresh()
         hits = recall.search(self.index, query, agent, kinds, types, limit, self.config.min_relevance,
                              narrowing, syntax=syntax)
-        forgetting.record_use(self.root, [h.doc.path for h in hits if h.relevant], "search")
+        forgetting.record_use(self.root, [h.doc.id for h in hits if h.relevant], "search", question=query, agent=agent)
         return hits
 
     def brief(self, agent: str, task: str, window: int | None = None, ratio: float | None = None,
@@ -552,7 +576,8 @@ class Vault:
         for e in failed:  # never shown as if verified, and never dropped without a word
             made.warnings.append(f"{e.log_path}: entry {e.id} of {e.agent} does not check out ({e.problem}): "
                                  f"left out of the brief")
-        forgetting.record_use(self.root, [i["path"] for i in made.items], "brief")
+        forgetting.record_use(self.root, [i.get("id") or i["path"] for i in made.items], "brief", question=task,
+                              agent=agent)
         return made
 
     # -- forgetting ---------------------------------------------------------------------------
@@ -576,6 +601,37 @@ class Vault:
         if dry_run or not plan.archive:
             return plan, None
         return forgetting.collect(self.root, self.writer, plan, actor)
+
+    def compact(self, role: str, actor: Actor, keep: int | None = None, dry_run: bool = False, today=None):
+        """Move the oldest, least-recalled entries of a role page's working memory and
+        sub-agent records, where a section exceeds its budget (``forgetting.page_entries``,
+        ``forgetting.page_tokens``) or holds more than ``keep`` entries, to
+        ``archive/agents/<role>-<year>.md`` with their block ids, one summary line per moved
+        month left on the page, in one commit — when a human says so (:mod:`vaultmem.compaction`).
+        ``dry_run``: the same plan, nothing changed. Refused while the page or an archive
+        file it would write holds an uncommitted edit. Returns the plan and the commit
+        (None for a dry run or when nothing moves)."""
+        from . import compaction
+
+        if not dry_run and not actor.is_human:
+            raise PermissionRefused(f"agent {actor.name!r} may not compact a role page: it moves memory to the archive",
+                                    hint="a human runs 'vaultmem compact ROLE' (see what it would do with --dry-run)")
+        with self.writer.locked():
+            name = pages.resolve(self.root, role)
+            made = compaction.plan(self.root, name, dict(self.config.page_entries), self.config.page_tokens,
+                                   keep=keep, today=today)
+            if dry_run or not made.moving:
+                return made, None
+            dirty = [p for p in made.writes if gitstore.changed_under(self.root, p)]
+            if dirty:
+                raise PermissionRefused(f"{', '.join(dirty)} {'has' if len(dirty) == 1 else 'have'} uncommitted edits: "
+                                        "compaction never moves a human's unsaved work",
+                                        hint="commit (or discard) the edits, then run 'vaultmem compact' again")
+            lines = "\n".join(f"- ^{m.id or '(no id)'} {m.date or 'undated'} → {m.archive}: {m.text}" for m in made.moving)
+            n = len(made.moving)
+            message = f"compact: {made.path}: move {n} entr{'y' if n == 1 else 'ies'} to the archive\n\n{lines}"
+            sha = self.writer.apply(actor, message, made.writes)
+        return made, Change("compact", list(made.writes), sha, message.splitlines()[0], {"moved": n})
 
     def restore(self, slug: str, actor: Actor) -> Change:
         """Bring an archived note back to ``memories/``, active, with its MEMORY.md line, in

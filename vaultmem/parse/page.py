@@ -160,7 +160,8 @@ def parse_page(text: str, path: str, stem: str | None = None, fast: bool = False
 
 
 def _items(doc: Document, start: int, end: int, fenced: list[bool]):
-    """Yield (first line index, joined text) of each top-level list item in [start, end)."""
+    """Yield (first line index, index one past its last line, joined text) of each
+    top-level list item in [start, end)."""
     i = start
     while i < end:
         content = doc.content(i)
@@ -185,7 +186,7 @@ def _items(doc: Document, start: int, end: int, fenced: list[bool]):
                     i = j
                     continue
             break
-        yield first, "\n".join(parts)
+        yield first, i, "\n".join(parts)
 
 
 def _split_id(text: str) -> tuple[str, str | None]:
@@ -219,7 +220,7 @@ def _entries(doc: Document, sec: Section, fenced: list[bool]) -> list[Entry]:
         if sec.key == "subagents" and sub is not None:
             out.append(_record(doc, start, end, sub, fenced))
             continue
-        for first, raw in _items(doc, start, end, fenced):
+        for first, _end, raw in _items(doc, start, end, fenced):
             text, eid = _split_id(raw)
             entry = Entry(section=sec.key, text=text.strip(), line=first + 1, id=eid, project=sub)
             if sec.key == "work":
@@ -234,7 +235,7 @@ def _record(doc: Document, start: int, end: int, title: str, fenced: list[bool])
     fields: dict[str, str] = {}
     eid = None
     lines = []
-    for _first, raw in _items(doc, start, end, fenced):
+    for _first, _end, raw in _items(doc, start, end, fenced):
         text, found = _split_id(raw)
         eid = eid or found
         lines.append(text.strip())
@@ -260,6 +261,30 @@ def _record(doc: Document, start: int, end: int, title: str, fenced: list[bool])
         title=m.group(2) if m else title,
         fields=fields,
     )
+
+
+def entry_spans(page: RolePage, section: str) -> list[tuple[Entry, int, int]]:
+    """Each entry of one section (``work`` or ``subagents``) with the lines it takes:
+    ``(entry, start, end)``, 0-based, ``end`` one past its last non-blank line — a list
+    item with its continuation lines, a sub-agent record from its ``###`` heading on.
+    In page order; what compaction moves whole."""
+    doc, sec = page.doc, page.sections[section]
+    fenced = doc.fenced()
+    subs = _subheadings(doc, sec, fenced)
+    bounds = [(sec.start + 1, subs[0][0] if subs else sec.end, None)]
+    for n, (i, title) in enumerate(subs):
+        bounds.append((i + 1, subs[n + 1][0] if n + 1 < len(subs) else sec.end, title))
+    by_line = {e.line: e for e in page.entries if e.section == section}
+    out = []
+    for start, end, sub in bounds:
+        if section == "subagents" and sub is not None:
+            if start in by_line:  # a record's line is its heading's (1-based: heading index + 1)
+                out.append((by_line[start], start - 1, _insert_point(doc, start, end)))
+            continue
+        for first, stop, _raw in _items(doc, start, end, fenced):
+            if first + 1 in by_line:
+                out.append((by_line[first + 1], first, _insert_point(doc, first, stop)))
+    return out
 
 
 # -- creating and editing ---------------------------------------------------------------

@@ -154,6 +154,41 @@ def restore(
 
 
 @handles_errors
+def compact(
+    ctx: typer.Context,
+    role: Annotated[str, typer.Argument(help="The role whose page to compact (its name, as on agents/ROLE.md).",
+                                        show_default=False)],
+    keep: Annotated[Optional[int], typer.Option("--keep", min=0, show_default=False,
+                                                help="Keep this many entries in working memory and in the sub-agent "
+                                                     "records, compacting even a page within its budget.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would move, and where; change nothing.")] = False,
+    vault: VaultOpt = None,
+    as_: AsOpt = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Move a role page's oldest, least-recalled entries to archive/agents/ROLE-YYYY.md, in one commit.
+
+    A section — working memory or the sub-agent records — is compacted when it holds
+    more entries than forgetting.page_entries.SECTION (work 100, subagents 30) or more
+    estimated tokens than forgetting.page_tokens (8000); it keeps half of each, or
+    --keep N entries. The freshest stay: the later of an entry's date and its last recall
+    by a brief or search, then the most recalled. Project context never moves.
+
+    The moved lines keep their block ids, under a '## SECTION YYYY-MM' heading of the
+    year's archive file, so links to them still resolve ('vaultmem links'); each moved
+    month leaves one dated line on the page that links there. Refused while the page
+    holds an uncommitted edit. Undo with 'git revert COMMIT'.
+
+    Example: vaultmem compact frontend-review --dry-run
+    """
+    s = session(ctx, vault, as_, json_)
+    v = s.open()
+    plan, change = v.compact(role, v.actor(s.agent), keep=keep, dry_run=dry_run)
+    data = {**plan.to_dict(), "dry_run": dry_run, "commit": change.commit if change else None}
+    s.emit(plan, lambda p: render.compacted(p, dry_run, change), data=data)
+
+
+@handles_errors
 def links(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="A note's slug, a role's name, or a vault path (memories/SLUG, agents/ROLE.md).",
@@ -225,3 +260,29 @@ def doctor(
     s.emit(report, render.doctor)
     if not report["ok"]:
         raise typer.Exit(1)
+
+
+@handles_errors
+def stats(
+    ctx: typer.Context,
+    vault: VaultOpt = None,
+    as_: AsOpt = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Show the vault at a glance, and how well its memory serves.
+
+    Notes by type and status; each role page's size, entries and whether a section is
+    over its budget (then 'vaultmem compact ROLE'); inbox items and delegations waiting;
+    log entries per agent; the index's and the vectors' size on disk.
+
+    And from this machine's usage data (each brief and search is recorded: when, who, a
+    fingerprint of what was asked — never its text — and what it cited): the recall hit
+    rate (briefs with a cited item used afterwards: found again by a search, or a note
+    confirmed later), the repeated-question rate (questions asked again in another session,
+    30 minutes or more apart; the live log's questions count too) and the correction rate
+    (agent-written notes a user's note superseded). docs/forgetting.md says more.
+
+    Example: vaultmem stats --json
+    """
+    s = session(ctx, vault, as_, json_)
+    s.emit(s.open().stats(), render.stats)

@@ -180,11 +180,62 @@ def gc(plan, dry_run: bool, change) -> str:
     return "\n".join(lines)
 
 
+def compacted(plan, dry_run: bool, change) -> str:
+    rows = [f"{r['section']}: {r['entries']} entries, ~{r['tokens']:,} tokens (budget {r['max_entries']} entries, "
+            f"{r['max_tokens']:,} tokens){' — over' if r['over_budget'] else ''}" for r in plan.sections]
+    if not plan.moving:
+        return "\n".join([f"{plan.path}: nothing to move", *rows])
+    n = len(plan.moving)
+    head = f"{'would move' if dry_run else 'moved'} {n} entr{'y' if n == 1 else 'ies'} of {plan.path}"
+    head += f" (commit {change.commit[:8]})" if change and change.commit else ""
+    lines = [head + ":", *rows]
+    lines += [f"- {m.section} ^{m.id or '(no id)'} {m.date or 'undated'}  {m.text}  → {m.archive}"
+              + (f"  (recalled {m.uses}×, last {m.last_used[:10]})" if m.uses else "") for m in plan.moving]
+    lines += [f"left on the page: {x['line']}" for x in plan.summaries]
+    if dry_run:
+        lines.append("nothing was changed; run it without --dry-run to move them (git revert undoes it)")
+    return "\n".join(lines)
+
+
+def stats(found: dict) -> str:
+    def pct(x) -> str:
+        return "—" if x is None else f"{x:.1%}"
+
+    n = found["notes"]
+    out = [f"notes: {n['active']:,} active"
+           + (f" ({', '.join(f'{t} {c:,}' for t, c in n['by_type'].items())})" if n["by_type"] else ""),
+           "  by status: " + (", ".join(f"{s} {c:,}" for s, c in n["by_status"].items()) or "none")]
+    out.append(f"role pages: {len(found['pages'])}")
+    for p in found["pages"]:
+        e = p["entries"]
+        over = f"  over budget: {', '.join(p['over_budget'])} (vaultmem compact {p['role']})" if p["over_budget"] else ""
+        out.append(f"  {p['role']}: {e['context']} context, {e['work']} working memory, {e['subagents']} records, "
+                   f"{p['bytes']:,} bytes, ~{p['tokens']:,} tokens{over}")
+    w = found["waiting"]
+    out.append(f"waiting for a human: {w['inbox']} inbox items, {w['delegations']} delegations pending")
+    logs = found["logs"]
+    out.append("log entries: " + (", ".join(f"{a} {c['live']} live / {c['decisions']} decisions"
+                                            for a, c in logs.items()) or "none"))
+    i = found["index"]
+    out.append(f"index: {i['engine']}, {i['bytes'] / 1e6:.1f} MB on disk (vectors {i['vectors_bytes'] / 1e6:.1f} MB)")
+    r, c = found["recall"], found["corrections"]
+    out.append(f"recall hit rate: {pct(r['hit_rate'])} ({r['briefs_used']} of {r['briefs_citing']} briefs that "
+               f"cited memory; {r['briefs']} briefs, {r['searches']} searches recorded on this machine)")
+    out.append(f"repeated questions: {pct(r['repeated_rate'])} ({r['repeated_questions']} of {r['questions']} "
+               f"questions asked again in a later session)")
+    out.append(f"corrections: {pct(c['rate'])} ({c['corrected_by_user']} of {c['agent_notes']} agent-written notes "
+               f"superseded by a user's)")
+    out += [f"skipped {x['path']}{':' + str(x['line']) if x.get('line') else ''}: {x['message']}"
+            for x in found["skipped_files"]]
+    return "\n".join(out)
+
+
 def links(found: dict) -> str:
     def row(x: dict, who: str) -> str:
         where = f"{x[who]}:{x['line']}" if who == "source" else f"line {x['line']}"
         shown = x["target"] + (x["anchor"] or "") if x["target"] else "?"
-        return f"  {where}  {x['link']} → {shown}" + (f"  (broken: {x['problem']})" if x["problem"] else "")
+        moved = f"  (moved from {x['moved_from']} by compact)" if x.get("moved_from") else ""
+        return f"  {where}  {x['link']} → {shown}{moved}" + (f"  (broken: {x['problem']})" if x["problem"] else "")
 
     out = [found["path"], f"links from it ({len(found['outgoing'])}):"]
     out += [row(x, "line") for x in found["outgoing"]] or ["  none"]

@@ -1,0 +1,219 @@
+"""A vault at a glance, and how well its memory serves (``vaultmem stats``). Read only.
+
+Counts: notes by type and status, role pages' sizes against their budget, what waits
+for a human, log entries per agent, the index's and the vectors' size on disk. And three
+figures of seed 002's observability, from the local usage data (:mod:`vaultmem.forgetting`
+records each brief and search: when, who, a fingerprint of what was asked, what it cited)
+and from the notes:
+
+- **recall hit rate** — of the briefs that cited anything, the share with at least one
+  cited item used afterwards: found again by a later search, or a note confirmed after
+  the brief;
+- **repeated-question rate** — of the distinct questions (briefs' tasks, searches, the
+  live log's ``question`` entries, told apart by their index terms), the share asked in
+  more than one session (records at least :data:`SESSION_GAP_MINUTES` apart);
+- **correction rate** — of the agent-written notes, the share a user's note superseded.
+
+The usage data is per machine: another machine's briefs are not counted.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from . import compaction, files, layout, pages
+from .forgetting import USAGE_FILE, fingerprint
+from .analysis import estimate_tokens
+from .errors import VaultmemError
+from .parse.document import parse_document, plain
+from .parse.logline import entry_text, readable_entries
+
+SESSION_GAP_MINUTES = 30  # records of one question closer than this are one session
+
+
+def _time(value) -> _dt.datetime | None:
+    if value in (None, ""):
+        return None
+    if isinstance(value, _dt.datetime):
+        return value if value.tzinfo else value.replace(tzinfo=_dt.timezone.utc)
+    if isinstance(value, _dt.date):
+        return _dt.datetime(value.year, value.month, value.day, tzinfo=_dt.timezone.utc)
+    try:
+        got = _dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return got if got.tzinfo else got.replace(tzinfo=_dt.timezone.utc)
+
+
+def _notes(root: Path, folder: str, unread: list) -> dict[str, dict]:
+    out = {}
+    path = root / folder
+    names = sorted(e.name for e in os.scandir(path) if e.name.endswith(".md")) if path.is_dir() else []
+    for name in names:
+        rel = f"{folder}/{name}"
+        try:
+            doc = parse_document(files.read_vault_text(root, rel), rel, require_frontmatter=False, fast=True)
+        except VaultmemError as exc:
+            unread.append({"path": rel, "line": exc.line, "message": exc.message})
+            continue
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        out[rel] = plain(doc.meta) if isinstance(doc.meta, dict) else {}
+    return out
+
+
+def _size(folder: Path, only: str | None = None) -> int:
+    total = 0
+    for top, _dirs, names in os.walk(folder):
+        if only and only not in Path(top).parts:
+            continue
+        for name in names:
+            try:
+                total += os.stat(os.path.join(top, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def _rate(part: int, whole: int) -> float | None:
+    return round(part / whole, 3) if whole else None
+
+
+def usage_records(root: Path) -> list[dict]:
+    """The usage data's records, oldest first: ``{"t", "via", "ids", "q", "agent"}``
+    (``q``, ``agent``: None in records written before they were kept)."""
+    try:
+        data = files.read_local(root, USAGE_FILE)
+    except (OSError, VaultmemError):
+        return []
+    out = []
+    for raw in (data or b"").splitlines():
+        try:
+            rec = json.loads(raw)
+            t = _time(rec["t"])
+        except (ValueError, KeyError, TypeError):
+            continue
+        if t is None:
+            continue
+        ids = rec.get("ids") if isinstance(rec.get("ids"), list) else []
+        out.append({"t": t, "via": rec.get("via"), "ids": [str(x) for x in ids], "q": rec.get("q"),
+                    "agent": rec.get("agent")})
+    out.sort(key=lambda r: r["t"])
+    return out
+
+
+def collect(root: Path, config, waiting: dict[str, int]) -> dict[str, Any]:
+    """Everything ``vaultmem stats`` shows (``waiting``: inbox items and pending
+    delegations, counted by the caller)."""
+    unread: list[dict] = []
+    active = _notes(root, layout.MEMORIES_DIR, unread)
+    archived = _notes(root, layout.ARCHIVED_NOTES_DIR, unread)
+    by_type: dict[str, int] = {}
+    by_status: dict[str, int] = {}
+    for rel, meta in [*active.items(), *archived.items()]:
+        status = str(meta.get("status") or "active")
+        if rel.startswith(f"{layout.ARCHIVE_DIR}/") and status == "active":
+            status = "archived"
+        by_status[status] = by_status.get(status, 0) + 1
+        if status == "active":
+            type_ = str(meta.get("type") or "untyped")
+            by_type[type_] = by_type.get(type_, 0) + 1
+    # role pages against their budget
+    budget = dict(config.page_entries)
+    page_rows = []
+    for role in pages.roles(root):
+        rel = pages.page_rel(root, role)
+        row: dict[str, Any] = {"role": role, "path": rel}
+        try:
+            text = files.read_vault_text(root, rel)
+            page = pages.load(root, role)
+        except (VaultmemError, FileNotFoundError) as exc:
+            unread.append({"path": rel, "line": getattr(exc, "line", None), "message": str(exc)})
+            continue
+        row["bytes"] = len(text.encode("utf-8"))
+        row["entries"] = {s: sum(1 for e in page.entries if e.section == s) for s in ("context", "work", "subagents")}
+        row["tokens"] = estimate_tokens(text)
+        row["over_budget"] = [r["section"] for r in compaction.budget_rows(root, role, budget, config.page_tokens)
+                              if r["over_budget"]]
+        page_rows.append(row)
+    # the logs
+    logs: dict[str, dict[str, int]] = {}
+    log_questions: list[tuple[_dt.datetime, str]] = []
+    for kind, folder in layout.LOG_DIRS.items():
+        path = root / folder
+        for p in sorted(path.glob("*.md")) if path.is_dir() else []:
+            try:
+                text = files.read_vault_text(root, f"{folder}/{p.name}")
+            except (VaultmemError, FileNotFoundError):
+                continue
+            for _n, e in readable_entries(text):
+                logs.setdefault(e.agent, {"live": 0, "decisions": 0})[kind] += 1
+                said = entry_text(e).strip()
+                if kind == "live" and (e.type == "question" or said.endswith(("?", "？"))):
+                    t = _time(e.ts)
+                    fp = fingerprint(said)
+                    if t and fp:
+                        log_questions.append((t, fp))
+    index_dir = root / layout.INDEX_DIR
+    index = {"bytes": _size(index_dir), "vectors_bytes": _size(index_dir, only=layout.INDEX_VECTORS)}
+    return {"notes": {"active": len(active), "by_type": dict(sorted(by_type.items())),
+                      "by_status": dict(sorted(by_status.items()))},
+            "pages": page_rows, "waiting": waiting, "logs": dict(sorted(logs.items())), "index": index,
+            "recall": recall_figures(usage_records(root), active, log_questions),
+            "corrections": corrections(active, archived),
+            "skipped_files": unread}
+
+
+def recall_figures(records: list[dict], notes: dict[str, dict], log_questions: list) -> dict[str, Any]:
+    """The recall hit rate and the repeated-question rate (see the module's docstring)."""
+    searched: dict[str, list[_dt.datetime]] = {}
+    for r in records:
+        if r["via"] == "search":
+            for i in r["ids"]:
+                searched.setdefault(i, []).append(r["t"])
+    briefs = [r for r in records if r["via"] == "brief"]
+    cited = [r for r in briefs if r["ids"]]
+    hits = 0
+    for r in cited:
+        for i in r["ids"]:
+            confirmed = _time((notes.get(i) or {}).get("confirmed"))
+            if (confirmed and confirmed > r["t"]) or any(t > r["t"] for t in searched.get(i, ())):
+                hits += 1
+                break
+    asked: dict[str, list[_dt.datetime]] = {}
+    for r in records:
+        if r["q"]:
+            asked.setdefault(str(r["q"]), []).append(r["t"])
+    for t, fp in log_questions:
+        asked.setdefault(fp, []).append(t)
+    repeated = 0
+    gap = _dt.timedelta(minutes=SESSION_GAP_MINUTES)
+    for times in asked.values():
+        times.sort()
+        if any(b - a >= gap for a, b in zip(times, times[1:])):
+            repeated += 1
+    return {"briefs": len(briefs), "briefs_citing": len(cited), "briefs_used": hits,
+            "hit_rate": _rate(hits, len(cited)), "questions": len(asked), "repeated_questions": repeated,
+            "repeated_rate": _rate(repeated, len(asked)), "searches": sum(1 for r in records if r["via"] == "search")}
+
+
+def corrections(active: dict[str, dict], archived: dict[str, dict]) -> dict[str, Any]:
+    """Agent-written notes, and those a user's note superseded (by ``supersedes``)."""
+    every = {**archived, **active}
+    by_ref = {rel.removesuffix(".md").rsplit("/", 1)[-1]: meta for rel, meta in every.items()}
+    agent_notes = [m for m in every.values() if str(m.get("author_kind") or "") == "agent"]
+    corrected = set()
+    for meta in every.values():
+        if str(meta.get("author_kind") or "") != "user":
+            continue
+        olds = meta.get("supersedes") or []
+        for old in olds if isinstance(olds, list) else [olds]:
+            slug = str(old).removesuffix(".md").rsplit("/", 1)[-1]
+            if str((by_ref.get(slug) or {}).get("author_kind") or "") == "agent":
+                corrected.add(slug)
+    return {"agent_notes": len(agent_notes), "corrected_by_user": len(corrected),
+            "rate": _rate(len(corrected), len(agent_notes))}
