@@ -154,7 +154,7 @@ def read_usage(root: Path) -> dict[str, tuple[int, str]]:
 
 
 # -- scores --------------------------------------------------------------------------------------
-def _instant(value) -> _dt.datetime | None:
+def instant(value) -> _dt.datetime | None:
     """A frontmatter date or time as an aware datetime (a date is its midnight, UTC)."""
     if value in (None, ""):
         return None
@@ -187,7 +187,7 @@ def score(slug: str, meta: dict, now: _dt.datetime, use: tuple[int, str] | None,
     type_ = str(meta["type"]) if meta.get("type") else None
     importance = _number(meta.get("importance"), 0.5)
     recalls, last_use = use or (0, "")
-    seen = [t for t in (_instant(meta.get("confirmed")), _instant(meta.get("created")), _instant(last_use)) if t]
+    seen = [t for t in (instant(meta.get("confirmed")), instant(meta.get("created")), instant(last_use)) if t]
     last = max(seen) if seen else None
     age = max(0.0, (now - last).total_seconds() / 86400) if last else 0.0
     half = policy.half_life(type_)
@@ -231,7 +231,7 @@ def plan(root: Path, policy: Policy, now: _dt.datetime | None = None, protected:
             continue
         s = score(slug, meta, now, usage.get(rel), policy)
         texts[rel] = text
-        expires = _instant(meta.get("expires"))
+        expires = instant(meta.get("expires"))
         if meta.get("pinned") is True:
             s.reason = "pinned"
             held.append(s)

@@ -26,27 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from . import compaction, files, layout, pages
-from .forgetting import USAGE_FILE, fingerprint
+from .forgetting import USAGE_FILE, fingerprint, instant
 from .analysis import estimate_tokens
 from .errors import VaultmemError
 from .parse.document import parse_document, plain
 from .parse.logline import entry_text, readable_entries
 
 SESSION_GAP_MINUTES = 30  # records of one question closer than this are one session
-
-
-def _time(value) -> _dt.datetime | None:
-    if value in (None, ""):
-        return None
-    if isinstance(value, _dt.datetime):
-        return value if value.tzinfo else value.replace(tzinfo=_dt.timezone.utc)
-    if isinstance(value, _dt.date):
-        return _dt.datetime(value.year, value.month, value.day, tzinfo=_dt.timezone.utc)
-    try:
-        got = _dt.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return got if got.tzinfo else got.replace(tzinfo=_dt.timezone.utc)
 
 
 def _notes(root: Path, folder: str, unread: list) -> dict[str, dict]:
@@ -94,7 +80,7 @@ def usage_records(root: Path) -> list[dict]:
     for raw in (data or b"").splitlines():
         try:
             rec = json.loads(raw)
-            t = _time(rec["t"])
+            t = instant(rec["t"])
         except (ValueError, KeyError, TypeError):
             continue
         if t is None:
@@ -154,7 +140,7 @@ def collect(root: Path, config, waiting: dict[str, int]) -> dict[str, Any]:
                 logs.setdefault(e.agent, {"live": 0, "decisions": 0})[kind] += 1
                 said = entry_text(e).strip()
                 if kind == "live" and (e.type == "question" or said.endswith(("?", "？"))):
-                    t = _time(e.ts)
+                    t = instant(e.ts)
                     fp = fingerprint(said)
                     if t and fp:
                         log_questions.append((t, fp))
@@ -180,7 +166,7 @@ def recall_figures(records: list[dict], notes: dict[str, dict], log_questions: l
     hits = 0
     for r in cited:
         for i in r["ids"]:
-            confirmed = _time((notes.get(i) or {}).get("confirmed"))
+            confirmed = instant((notes.get(i) or {}).get("confirmed"))
             if (confirmed and confirmed > r["t"]) or any(t > r["t"] for t in searched.get(i, ())):
                 hits += 1
                 break
