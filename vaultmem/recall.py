@@ -187,7 +187,7 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
     current, stale = current_values(hits)
     warnings += stale
     relevant = rank([h for h in current if is_relevant(h, task, config.brief_min_relevance)], today)
-    relevant += linked(root, relevant[:LINK_HOPS_FROM], agent, {h.doc.id for h in hits})
+    relevant += linked(root, relevant[:LINK_HOPS_FROM], agent, {h.doc.id for h in relevant})
     from .parse.document import parse_document
 
     warnings += getattr(hits, "warnings", [])  # why the semantic channel could not open
