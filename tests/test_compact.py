@@ -171,6 +171,7 @@ def test_compaction_is_deterministic(cli, vault, tmp_path):
     for root in (vault.root, copy):
         r = cli("--vault", root, "compact", ROLE, "--keep", "2")
         assert r.exit_code == 0, r.output
+        assert git(root, "log", "-1", "--format=%s").startswith(f"compact: {PAGE}: move 7 entries")
         trees.append(git(root, "rev-parse", "HEAD^{tree}").strip())
     assert trees[0] == trees[1]
 

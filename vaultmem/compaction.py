@@ -120,7 +120,7 @@ def plan(root: Path, role: str, entries_budget: dict[str, int], tokens_budget: i
     page = pages.load(root, role)
     rel = page.path
     stem = rel.removeprefix(f"{layout.AGENTS_DIR}/").removesuffix(".md")
-    usage = forgetting.read_usage(root)
+    usage = {} if measure_only else forgetting.read_usage(root)
     out = CompactPlan(role=page.name, path=rel)
     lines = list(page.doc.lines)
     spans = {s: entry_spans(page, s) for s in SECTIONS}
@@ -209,7 +209,7 @@ def _writes(root: Path, page: RolePage, spans: dict, out: CompactPlan, today: _d
             target = _summary_target(e.text)
             if target:
                 existing[(section, target[0], target[1])] = (a, b)
-    new_summaries: dict[str, list[str]] = {s: [] for s in SECTIONS}
+    record_summaries: list[str] = []  # new summary lines of the sub-agent records: before the first record
     for (section, archive, period), found in groups.items():
         heading = _heading(lang, section, period)
         n = counts[(section, archive, period)]
@@ -227,15 +227,15 @@ def _writes(root: Path, page: RolePage, spans: dict, out: CompactPlan, today: _d
             ops.append((found[0][0], found[0][1], [line]))
             ops += [(a, b, []) for a, b in found[1:]]
         else:
-            new_summaries[section].append(line)
+            record_summaries.append(line)
             ops += [(a, b, []) for a, b in found]
-    if new_summaries["subagents"]:
+    if record_summaries:
         sec = page.sections["subagents"]
         first = min([a for _e, a, _b in spans["subagents"] if not _summary_target(_e.text)] + [sec.end])
         at = first
         while at > sec.start + 1 and not lines[at - 1].strip():
             at -= 1
-        ops.append((at, at, new_summaries["subagents"] + ([""] if at == first < len(lines) else [])))
+        ops.append((at, at, record_summaries + ([""] if at == first < len(lines) else [])))
     for a, b, new in sorted(ops, key=lambda op: (op[0], op[1]), reverse=True):
         if not new and a > 0 and not lines[a - 1].strip():
             while b < len(lines) and not lines[b].strip():

@@ -29,6 +29,7 @@ from . import compaction, files, layout, pages
 from .forgetting import USAGE_FILE, fingerprint, instant
 from .analysis import estimate_tokens
 from .errors import VaultmemError
+from .parse import parse_page
 from .parse.document import parse_document, plain
 from .parse.logline import entry_text, readable_entries
 
@@ -116,7 +117,7 @@ def collect(root: Path, config, waiting: dict[str, int]) -> dict[str, Any]:
         row: dict[str, Any] = {"role": role, "path": rel}
         try:
             text = files.read_vault_text(root, rel)
-            page = pages.load(root, role)
+            page = parse_page(text, rel, stem=role)
         except (VaultmemError, FileNotFoundError) as exc:
             unread.append({"path": rel, "line": getattr(exc, "line", None), "message": str(exc)})
             continue
