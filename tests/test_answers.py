@@ -54,7 +54,7 @@ def test_a_close_semantic_match_without_the_number_asked_for_is_not_relevant():
 
     def found(text):
         return Hit(doc=IndexDoc(id="n.md", path="n.md", kind="note", text=text), score=1.0,
-                   channel="semantic", similarity=0.8)
+                   channel="semantic", similarity=0.8, close=True)
 
     asked = "How much does Ben's woodworking class cost?"
     assert not is_relevant(found("Ben is taking a woodworking class on Saturdays."), asked, 0.4)

@@ -79,7 +79,7 @@ def _get(raw: Any, dotted: str, default: Any = None) -> Any:
 CONFIG_HINT = "fix the YAML in .vaultmem/config.yaml (indent with spaces; 'key: value' per line)"
 TYPE_NAME = re.compile(r"[a-z][a-z0-9_+\-]*")
 # search.model: the shipped model, or a backend and a local folder (checked when it is loaded)
-MODEL_SPEC = re.compile(r"wordllama|(model2vec|sentence-transformers):\S.*|fastembed:[^@\s]+@\S.*")
+MODEL_SPEC = re.compile(r"wordllama|e5|(model2vec|sentence-transformers):\S.*|fastembed:[^@\s]+@\S.*")
 
 
 def _load(text: str, path: str) -> Any:
@@ -164,7 +164,7 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
         raise bad("search.semantic", f"is {semantic!r}; it must be off, auto, always or only")
     model = _get(raw, "search.model", None)
     if model is not None and not (isinstance(model, str) and MODEL_SPEC.fullmatch(model.strip())):
-        raise bad("search.model", f"is {model!r}; it must be wordllama, model2vec:PATH, "
+        raise bad("search.model", f"is {model!r}; it must be wordllama, e5, model2vec:PATH, "
                                   "sentence-transformers:PATH or fastembed:NAME@PATH (a local model folder)")
     fresh = number("checkpoint.fresh_minutes", 120, 1, 525600)
     delegation_age = number("lifecycle.delegation_max_age_hours", 24, 0, 87600)

@@ -213,6 +213,9 @@ class Hit:
     # which ranking found it: "lexical", "semantic" or "both" (hybrid search fuses them)
     channel: str = "lexical"
     similarity: float | None = None  # cosine similarity to the query (semantic channel)
+    # its meaning is close to the query's: similarity at least the model's ``relevant_at``
+    close: bool = False
+    semantic_rank: int | None = None  # its place in the semantic channel's ranking (1: most similar)
     relevant: bool | None = None  # whether it passes the relevance cut (None: not judged)
     # how much of the query it answers, 0..1: its terms weighted by rarity (retrieve.search)
     relevance: float | None = None

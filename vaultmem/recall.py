@@ -186,7 +186,9 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
     # of two active notes stating one fact (the same key), only the newer value is briefed
     current, stale = current_values(hits)
     warnings += stale
-    relevant = rank([h for h in current if is_relevant(h, task, config.brief_min_relevance)], today)
+    near_meaning = semantic_leaders(current, index.model_spec)
+    relevant = rank([h for h in current if is_relevant(h, task, config.brief_min_relevance)
+                     or h.doc.id in near_meaning], today)
     relevant += linked(root, relevant[:LINK_HOPS_FROM], agent, {h.doc.id for h in relevant})
     from .parse.document import parse_document
 
@@ -235,6 +237,23 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
     return result
 
 
+# the semantic channel's most similar hits join a brief whatever words they share: a brief
+# offers what may help, and an answer phrased apart from the task shares few (docs/recall.md)
+BRIEF_SEMANTIC_TOP = 10
+
+
+def semantic_leaders(hits, model_spec: str) -> set[str]:
+    """The ids of the hits a brief takes on meaning alone: among the semantic channel's
+    ``BRIEF_SEMANTIC_TOP`` most similar, those within the model's ``brief_margin`` of the
+    best one's similarity (``embedders.calibration``; none for a model without one)."""
+    from .index.embedders import calibration
+
+    margin = calibration(model_spec).brief_margin
+    ranked = [h for h in hits if h.semantic_rank is not None and h.similarity is not None]
+    if margin is None or not ranked:
+        return set()
+    best = max(h.similarity for h in ranked)
+    return {h.doc.id for h in ranked if h.semantic_rank <= BRIEF_SEMANTIC_TOP and h.similarity >= best - margin}
 LINK_HOPS_FROM = 3  # a brief follows the links of its three strongest hits
 
 

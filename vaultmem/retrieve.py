@@ -173,18 +173,16 @@ def has_terms(query: str) -> bool:
 
 
 # -- hybrid search: the semantic channel fused with the lexical ranking (docs/recall.md) ----------
-# Under search.semantic auto, the semantic channel opens when no lexical hit holds
-# GATE_COVERAGE of the query's terms; each channel gives its FUSE_DEPTH best and
-# Reciprocal Rank Fusion (k = RRF_K) orders their union. A semantic candidate less similar
-# than MIN_SIMILARITY to the query is dropped: on the dev set, wordllama's best match for a
-# no-answer query scores 0.19-0.5, the first answer 0.18-0.9, unrelated notes 0 and below.
-GATE_COVERAGE = 0.3
+# Under search.semantic auto, the semantic channel opens when no lexical hit holds the
+# model's gate share of the query's terms (embedders.calibration: 0.3 for wordllama, 0.4
+# for e5); each channel gives its FUSE_DEPTH best and Reciprocal Rank Fusion (k = RRF_K)
+# orders their union. A semantic candidate less similar than MIN_SIMILARITY to the query
+# is dropped: on the dev set, wordllama's best match for a no-answer query scores
+# 0.19-0.5, the first answer 0.18-0.9, unrelated notes 0 and below. A hit is relevant on
+# meaning alone at the model's own similarity (its calibration's relevant_at).
 FUSE_DEPTH = 50
 RRF_K = 60
 MIN_SIMILARITY = 0.2
-# A hit the semantic channel found is relevant at this cosine similarity or more, whatever
-# words it shares (docs/recall.md: measured with the shipped model on the dev sets)
-SEMANTIC_RELEVANT = 0.6
 
 
 def fuse(lexical: list[tuple], semantic: list[tuple], k: int = RRF_K) -> list[tuple]:
@@ -203,26 +201,34 @@ def fuse(lexical: list[tuple], semantic: list[tuple], k: int = RRF_K) -> list[tu
     return sorted((tuple(v) for v in fused.values()), key=lambda x: (-x[1], x[0].id))
 
 
-def semantic_hit(doc, similarity: float, query: str, snippet_width: int = 160) -> Hit:
-    """A hit the semantic channel alone found: coverage and snippet as for any hit."""
+def semantic_hit(doc, similarity: float, query: str, units, snippet_width: int = 160) -> Hit:
+    """A hit the semantic channel alone found: coverage, relevance (``units``: the
+    query's :func:`unit_weights`) and snippet as :func:`search` gives any hit."""
     terms = query_tokens(query)
     text = f"{doc.title}\n{doc.text}\n{' '.join(doc.aliases)}"
     dates = document_date_terms(doc.title, doc.text, doc.days) if any(t.startswith(DATE_PREFIX) for t in terms) else ()
-    return Hit(doc=doc, score=similarity, coverage=coverage(terms, text, dates),
-               snippet=highlight(doc.text, terms, width=snippet_width), channel="semantic", similarity=similarity)
+    have = set(tokens(text)) | set(dates)
+    share = relevance(units, text, have, doc.near)
+    if not holds_answer(answer_kind(query), doc.text, query):
+        share *= ANSWER_MISSING
+    return Hit(doc=doc, score=similarity, coverage=coverage(terms, text, dates, have=have),
+               snippet=highlight(doc.text, terms, width=snippet_width), channel="semantic", similarity=similarity,
+               relevance=share)
 
 
 def _gate_opens(store, query: str, lexical: list[Hit]) -> bool:
     """Under ``auto``: whether the semantic channel opens — the query says something in
     words (two terms at least that are neither dates nor numbers or codes: a lookup of one
     word, a port, a token is answered by its letters, and a paraphrase of it finds only
-    look-alikes), no lexical hit holds ``GATE_COVERAGE`` of its terms, and the model reads
-    its language (an English-only model never opens for a query with Chinese in it)."""
+    look-alikes), no lexical hit holds the model's gate share of its terms
+    (``embedders.calibration``), and the model reads its language (an English-only model
+    never opens for a query with Chinese in it)."""
     from .analysis import cjk_chars
-    from .index.embedders import english_only
+    from .index.embedders import calibration, english_only
 
     words = [t for t in query_tokens(query) if not t.startswith(DATE_PREFIX) and not any(c.isdigit() for c in t)]
-    if len(words) < 2 or any(h.coverage >= GATE_COVERAGE for h in lexical):
+    gate = calibration(store.model_spec).gate
+    if len(words) < 2 or any(h.coverage >= gate for h in lexical):
         return False
     return not (english_only(store.model_spec) and cjk_chars(query))
 
@@ -239,7 +245,7 @@ def hybrid_search(store, query, filters: Filters = Filters(), limit: int = 10, s
     query. Returns :class:`~vaultmem.models.Hits`; when the model cannot be used the hits
     are lexical and ``warnings`` says why. A search that does not fuse imports no numpy
     and loads no model."""
-    from .index.embedders import ModelUnavailable
+    from .index.embedders import ModelUnavailable, calibration
     from .models import Hits
 
     mode = getattr(store, "semantic_mode", "off")
@@ -266,15 +272,22 @@ def hybrid_search(store, query, filters: Filters = Filters(), limit: int = 10, s
     except ModelUnavailable as exc:
         return Hits(lexical[:limit], warnings=warnings + [f"{exc.message}: these are lexical hits only"])
     semantic = [(d, sim) for d, sim in semantic if sim >= MIN_SIMILARITY]
+    close_at = calibration(store.model_spec).relevant_at
+    units = unit_weights(store, text) if semantic else []
     if mode == "only":
-        return Hits([semantic_hit(d, sim, text, snippet_width) for d, sim in semantic[:limit]], warnings=warnings)
-    similarity.update((d.id, sim) for d, sim in semantic)
-    by_id = {h.doc.id: h for h in lexical}
-    out = []
-    for doc, score, channel in fuse([(h.doc, h.score) for h in lexical], semantic)[:limit]:
-        hit = by_id.get(doc.id) or semantic_hit(doc, score, text, snippet_width)
-        hit.score, hit.channel, hit.similarity = score, channel, similarity.get(doc.id)
-        out.append(hit)
+        out = [semantic_hit(d, sim, text, units, snippet_width) for d, sim in semantic[:limit]]
+    else:
+        similarity.update((d.id, sim) for d, sim in semantic)
+        by_id = {h.doc.id: h for h in lexical}
+        out = []
+        for doc, score, channel in fuse([(h.doc, h.score) for h in lexical], semantic)[:limit]:
+            hit = by_id.get(doc.id) or semantic_hit(doc, score, text, units, snippet_width)
+            hit.score, hit.channel, hit.similarity = score, channel, similarity.get(doc.id)
+            out.append(hit)
+    places = {d.id: n for n, (d, _sim) in enumerate(semantic, start=1)}
+    for hit in out:
+        hit.close = close_at is not None and hit.similarity is not None and hit.similarity >= close_at
+        hit.semantic_rank = places.get(hit.doc.id)
     return Hits(out, warnings=warnings)
 
 
@@ -313,12 +326,13 @@ def is_relevant(hit: Hit, query: str | Query, min_relevance: float) -> bool:
     terms it holds) at least ``min_relevance``. A hit without one (made elsewhere) is
     judged by its plain coverage, counted on at most six terms (units: a phrase, an OR
     group, a prefix one each). A hit the semantic channel found is relevant too when its
-    similarity to the query is at least ``SEMANTIC_RELEVANT``; one that only it found
-    and that is less similar is not. A question that asks for a number or a name
+    meaning is close to the query's (``close``: its similarity at least the model's
+    ``relevant_at``); one that only it found is otherwise judged by its relevance like
+    any other. A question that asks for a number or a name
     (``answers.answer_kind``) is answered only by a hit whose text holds one: search
     scores the relevance of one without it by ``ANSWER_MISSING``, and a close semantic
     match without it is judged by its relevance like any other."""
-    if hit.similarity is not None and hit.channel != "lexical" and hit.similarity >= SEMANTIC_RELEVANT:
+    if hit.close and hit.channel != "lexical":
         # the semantic channel found it, its meaning is close to the query's — and it holds
         # the number or name the question asks for, if it asks for one (answers.py)
         asked = query.text if isinstance(query, Query) else query

