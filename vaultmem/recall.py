@@ -254,6 +254,8 @@ def semantic_leaders(hits, model_spec: str) -> set[str]:
         return set()
     best = max(h.similarity for h in ranked)
     return {h.doc.id for h in ranked if h.semantic_rank <= BRIEF_SEMANTIC_TOP and h.similarity >= best - margin}
+
+
 LINK_HOPS_FROM = 3  # a brief follows the links of its three strongest hits
 
 

@@ -242,7 +242,9 @@ def hybrid_search(store, query, filters: Filters = Filters(), limit: int = 10, s
     (:func:`_gate_opens`); ``always`` fuses every query; ``only`` ranks by similarity
     alone (for measurement). A fused hit's ``score`` is its RRF score, ``channel`` says which rankings held it
     ("lexical", "semantic", "both") and ``similarity`` is its cosine similarity to the
-    query. Returns :class:`~vaultmem.models.Hits`; when the model cannot be used the hits
+    query, ``semantic_rank`` its place in the semantic ranking and ``close`` whether that
+    similarity reaches the model's ``relevant_at`` (``embedders.calibration``); a hit only
+    the semantic channel found gets the relevance of its words, as any lexical hit. Returns :class:`~vaultmem.models.Hits`; when the model cannot be used the hits
     are lexical and ``warnings`` says why. A search that does not fuse imports no numpy
     and loads no model."""
     from .index.embedders import ModelUnavailable, calibration

