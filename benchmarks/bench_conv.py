@@ -6,7 +6,7 @@
                                               [--conv ID ...] [--force]
     python benchmarks/bench_conv.py run [--split tune|holdout|both] [--lang en|zh|all]
                                         [--layout turn|session|both] [--engine whoosh|tantivy]
-                                        [--mode lexical|semantic|hybrid|all] [--set KEY=VALUE ...]
+                                        [--mode lexical|semantic|hybrid|fused|all] [--set KEY=VALUE ...]
                                         [--details] [--json] [--out FILE.md]
 
 The data: ``benchmarks/devset/conv/<split>/<conv-id>.yaml`` (format and kinds in
@@ -56,7 +56,8 @@ SESSIONS = (4, 6)  # sessions per conversation (a warning outside)
 TURNS = (12, 25)  # turns per session (a warning outside)
 CONV_ID = {"tune": re.compile(r"^(en|zh)-t\d{2}$"), "holdout": re.compile(r"^(en|zh)-h\d{2}$")}
 REF = re.compile(r"^(s\d+):(\d+)$")
-MODES = {"lexical": "off", "semantic": "only", "hybrid": "auto", "fused": "always"}  # --mode → search.semantic
+# --mode → search.semantic (fused: every query fused, no gate); all: the four
+MODES = {"lexical": "off", "semantic": "only", "hybrid": "auto", "fused": "always"}
 SEARCH_LIMIT = 10
 BRIEF_TOKENS = 1500
 INDEX_BEGIN = "<!-- vaultmem:index:begin"

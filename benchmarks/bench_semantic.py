@@ -86,14 +86,16 @@ def devset(args) -> dict:
                                  run_devset(store, queries, "always")))
         spec = store.model_spec
         measured = embedders.CALIBRATIONS.get(spec)
-        for threshold in args.gates:
-            embedders.CALIBRATIONS[spec] = dataclasses.replace(embedders.calibration(spec), gate=threshold)
-            rows.append(_metrics_row(f"hybrid behind the gate (auto), coverage < {threshold}",
-                                     run_devset(store, queries, "auto")))
-        if measured is None:
-            embedders.CALIBRATIONS.pop(spec, None)
-        else:
-            embedders.CALIBRATIONS[spec] = measured
+        try:
+            for threshold in args.gates:
+                embedders.CALIBRATIONS[spec] = dataclasses.replace(embedders.calibration(spec), gate=threshold)
+                rows.append(_metrics_row(f"hybrid behind the gate (auto), coverage < {threshold}",
+                                         run_devset(store, queries, "auto")))
+        finally:
+            if measured is None:
+                embedders.CALIBRATIONS.pop(spec, None)
+            else:
+                embedders.CALIBRATIONS[spec] = measured
         depth = retrieve.FUSE_DEPTH
         for n in args.depths:
             retrieve.FUSE_DEPTH = n

@@ -248,3 +248,30 @@ def until_ctime_moves(path: Path, before: os.stat_result) -> None:
     while path.stat().st_ctime_ns == before.st_ctime_ns:
         time.sleep(0.001)
         os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # sets the change time to now
+
+
+# -- a small vault for the semantic channel's tests (tests/test_semantic*.py) -------------------
+NOTES = {  # English and Chinese notes that share few words with the questions asked of them
+    "kitten": "The kitten sleeps on the rug every afternoon.",
+    "tax": "Quarterly tax filing is due at the end of March.",
+    "database": "The backend database runs PostgreSQL 16 on port 5433.",
+    "car": "Alice drives a red automobile to the office.",
+    "猫咪": "家里的猫咪每天下午都在地毯上睡觉。",
+    "发票": "季度税票要在三月底之前交给财务。",
+}
+
+
+def write_note(root: Path, slug: str, text: str, **meta) -> None:
+    head = {"name": slug, "type": "fact", "importance": 0.5, "author_kind": "user", **meta}
+    lines = "".join(f"{k}: {v}\n" for k, v in head.items())
+    (root / "memories" / f"{slug}.md").write_text(f"---\n{lines}---\n{text}\n", encoding="utf-8")
+
+
+def make_vault(root: Path, semantic: str = "auto", model: str | None = None) -> Vault:
+    Vault.init(root, lang="en", orchestrator="lee")
+    for slug, text in NOTES.items():
+        write_note(root, slug, text)
+    config = root / ".vaultmem" / "config.yaml"
+    extra = f"search:\n  semantic: {semantic}\n" + (f"  model: {model}\n" if model else "")
+    config.write_text(config.read_text(encoding="utf-8").replace("search:\n", extra, 1), encoding="utf-8")
+    return Vault(root)

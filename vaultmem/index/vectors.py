@@ -159,10 +159,19 @@ class Lost(Exception):
     the journal no longer holds every document): the index must be built afresh."""
 
 
-def sync(gen_dir: Path, model) -> dict:
+class TooMany(Exception):
+    """More documents wait to be embedded than the caller would embed itself."""
+
+    def __init__(self, waiting: int) -> None:
+        super().__init__(f"{waiting} documents wait to be embedded")
+        self.waiting = waiting
+
+
+def sync(gen_dir: Path, model, most: int | None = None) -> dict:
     """Bring the generation's vectors up to date with its journal and ``model``; returns
     ``{"embedded", "kept", "dropped", "count"}``. Call with the index lock held.
-    :class:`Lost` when the generation cannot say what its documents are."""
+    :class:`Lost` when the generation cannot say what its documents are; :class:`TooMany`,
+    with nothing written, when more than ``most`` documents would be embedded."""
     import numpy as np
 
     base = folder(gen_dir)
@@ -200,6 +209,8 @@ def sync(gen_dir: Path, model) -> dict:
             fresh.setdefault(d["id"], d)
         kept_rows = []
     new_docs = [fresh[i] for i in sorted(fresh)]
+    if most is not None and len(new_docs) > most:
+        raise TooMany(len(new_docs))
     texts = [embed_text(as_doc(d)) for d in new_docs]
     embedded = model.embed(texts) if texts else np.zeros((0, model.dim), dtype=np.float32)
     name = f"{SET_PREFIX}{time.time_ns()}"
