@@ -93,3 +93,11 @@ def test_a_search_does_not_embed_a_whole_vault_itself_index_does(tmp_path, monke
     assert json.loads(res.stdout)["semantic"]["vectors"] >= len(NOTES)
     hits = v.search("宠物在哪儿休息")
     assert hits[0].doc.path == "memories/猫咪.md" and hits[0].channel == "semantic" and not hits.warnings
+
+
+def test_the_cli_says_weak_meaning_matches_are_near_in_meaning_not_word_matches(e5):
+    res = run_vaultmem("search", "宠物在哪儿休息", env={"VAULTMEM_VAULT": str(e5.root)})
+    assert res.returncode == 0, res.stderr
+    first, second = res.stdout.splitlines()[:2]
+    assert first.startswith("no memory of this") and "near it in meaning" in first
+    assert "memories/猫咪.md" in second and "(weak)" in second

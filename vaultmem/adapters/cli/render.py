@@ -312,8 +312,9 @@ def search_hits(hits) -> str:
     out = []
     cut = getattr(hits, "min_relevance", None)
     if cut is not None and not any(h.relevant for h in hits):
+        near = "are only near it in meaning or share" if any(h.channel != "lexical" for h in hits) else "only share"
         out.append(f"no memory of this: none of these {len(hits)} hits passes the relevance cut "
-                   f"(search.min_relevance {cut:g}); they only share words with the query")
+                   f"(search.min_relevance {cut:g}); they {near} words with the query")
     for i, h in enumerate(hits, 1):
         d = h.doc
         where = d.id + (f"  (line {d.line})" if d.line else "")
