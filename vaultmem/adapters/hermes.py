@@ -520,16 +520,22 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
                 log.warning("vaultmem provider: the vault is busy; what is not written yet stays in %s for the "
                             "next session", layout.HERMES_OUTBOX_DIR)
             self._spill()  # what the writer has not taken yet goes to the outbox, not into thin air
-            self._jobs.put(("stop", {}))
+            self._jobs.put(("stop", {}))  # the writer lets go of the outbox as it stops (_release)
             self._worker.join(max(0.5, self._settings["flush_timeout"]) if done else 0.5)
-        if self._worker is None or not self._worker.is_alive():
-            if self._outbox is not None:
-                self._outbox.close()
-            if self._vault is not None:
-                try:
-                    self._vault.index.close()
-                except Exception:  # noqa: BLE001
-                    pass
+        else:
+            self._release()
+
+    def _release(self) -> None:
+        """Let go of the outbox folder (the next provider adopts what it holds) and the
+        index: done by the writer as it stops, so a writer that outlives shutdown's wait
+        (a busy machine) still hands its folder over before its process ends."""
+        if self._outbox is not None:
+            self._outbox.close()
+        if self._vault is not None:
+            try:
+                self._vault.index.close()
+            except Exception:  # noqa: BLE001
+                pass
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until the writer has done everything handed to it (True), or ``timeout``
@@ -651,12 +657,15 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
             kind, data = self._ahead.pop(0) if self._ahead else self._jobs.get()
             try:
                 if kind == "stop":
+                    self._release()
                     return
                 if writer is None:
                     continue
                 if kind == "adopt":
                     self._adopt(writer)
-                elif kind == "final":
+                elif kind == "final" and not self._stopping:
+                    # (shutting down with the vault busy: the kept facts wait in the outbox and
+                    # are filed with their session's end by the next provider, in one proposal)
                     self._retain_left(writer, self._outbox.folder)
                 else:
                     paths = [self._outbox.put(k, d) for k, d in self._prepare(writer, kind, data)]
