@@ -92,15 +92,24 @@ def search(store, query: str | Query, filters: Filters = Filters(), limit: int =
     kind = answer_kind(text)
     out = []
     for doc, score, dates in rescored[:limit]:
-        whole = f"{doc.title}\n{doc.text}\n{' '.join(doc.aliases)}"
-        have = set(tokens(whole)) | set(dates)
+        whole, have, share = judged(doc, dates, units, kind, text)
         held = parsed.coverage(whole, dates) if parsed is not None else coverage(terms, whole, dates, have=have)
-        share = relevance(units, whole, have, doc.near)
-        if not holds_answer(kind, doc.text, text):
-            share *= ANSWER_MISSING
         out.append(Hit(doc=doc, score=score, coverage=held,
                        snippet=highlight(doc.text, terms, width=snippet_width), relevance=share))
     return out
+
+
+def judged(doc, dates, units, kind, question: str) -> tuple[str, set[str], float]:
+    """What a hit is judged on: its whole text (title, text, aliases), its terms with its
+    date terms, and its relevance to the question (:func:`relevance` over ``units``, by
+    ``ANSWER_MISSING`` when the question asks for a number or name — ``kind`` — its text
+    does not hold)."""
+    whole = f"{doc.title}\n{doc.text}\n{' '.join(doc.aliases)}"
+    have = set(tokens(whole)) | set(dates)
+    share = relevance(units, whole, have, doc.near)
+    if not holds_answer(kind, doc.text, question):
+        share *= ANSWER_MISSING
+    return whole, have, share
 
 
 _QUESTION_END = ("?", "？", "吗", "呢", "么")
@@ -205,12 +214,8 @@ def semantic_hit(doc, similarity: float, query: str, units, snippet_width: int =
     """A hit the semantic channel alone found: coverage, relevance (``units``: the
     query's :func:`unit_weights`) and snippet as :func:`search` gives any hit."""
     terms = query_tokens(query)
-    text = f"{doc.title}\n{doc.text}\n{' '.join(doc.aliases)}"
     dates = document_date_terms(doc.title, doc.text, doc.days) if any(t.startswith(DATE_PREFIX) for t in terms) else ()
-    have = set(tokens(text)) | set(dates)
-    share = relevance(units, text, have, doc.near)
-    if not holds_answer(answer_kind(query), doc.text, query):
-        share *= ANSWER_MISSING
+    text, have, share = judged(doc, dates, units, answer_kind(query), query)
     return Hit(doc=doc, score=similarity, coverage=coverage(terms, text, dates, have=have),
                snippet=highlight(doc.text, terms, width=snippet_width), channel="semantic", similarity=similarity,
                relevance=share)
@@ -244,7 +249,8 @@ def hybrid_search(store, query, filters: Filters = Filters(), limit: int = 10, s
     ("lexical", "semantic", "both") and ``similarity`` is its cosine similarity to the
     query, ``semantic_rank`` its place in the semantic ranking and ``close`` whether that
     similarity reaches the model's ``relevant_at`` (``embedders.calibration``); a hit only
-    the semantic channel found gets the relevance of its words, as any lexical hit. Returns :class:`~vaultmem.models.Hits`; when the model cannot be used the hits
+    the semantic channel found gets the relevance of its words, as any lexical hit.
+    Returns :class:`~vaultmem.models.Hits`; when the model cannot be used the hits
     are lexical and ``warnings`` says why. A search that does not fuse imports no numpy
     and loads no model."""
     from .index.embedders import ModelUnavailable, calibration
