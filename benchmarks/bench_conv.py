@@ -500,6 +500,7 @@ def run_vault(root: Path, queries: list[dict]) -> list[dict]:
     from vaultmem.vault import Vault
 
     vault = Vault.open(root)
+    vault.sync_vectors()  # as 'vaultmem index' does: a search embeds only a few documents itself
     cut = getattr(vault.config, "min_relevance", getattr(vault.config, "brief_min_coverage", 0.3))
     rows = []
     for q in queries:
