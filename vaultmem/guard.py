@@ -58,6 +58,17 @@ _TYPE_NAMES = {
 # pattern misses short ones and those holding '!', '$', '*' …)
 _SKIPPED_PLUGINS = {"IPPublicDetector", "BasicAuthDetector"}
 _HIGH_ENTROPY = {"Base64HighEntropyString": 20, "HexHighEntropyString": 32}  # minimum lengths
+# a run of a high-entropy detector's characters as long as its minimum: without one in the
+# line, the detector finds nothing worth judging, and is not run (its eager search is dear)
+_ENTROPY_RUN = {"Base64HighEntropyString": re.compile(r"[A-Za-z0-9+/=_\-]{20,}"),
+                "HexHighEntropyString": re.compile(r"[0-9a-fA-F]{32,}")}
+# The detectors whose patterns can match in a line without a run of 16 token characters
+# (a keyword and a short value, a key block's header, Artifactory's and Slack's short
+# prefixes, npm's _authToken): only they read such a line — every other one's pattern
+# needs a longer run (the denylists of detect-secrets 1.5).
+_LONG_RUN = re.compile(rf"[{_TOKEN_CHARS}]{{16,}}")
+_SHORT_PLUGINS = frozenset({"KeywordDetector", "PrivateKeyDetector", "ArtifactoryDetector", "SlackDetector",
+                            "NpmDetector"})
 # hex of these lengths is a checksum or object name (MD5, git SHA-1, SHA-256), not a key
 _HASHLIKE = re.compile(r"[0-9a-fA-F]{32}|[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
 _KEY_BLOCK = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY[A-Z0-9 ]*-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY[A-Z0-9 ]*-----|\Z)",
@@ -190,7 +201,16 @@ def _filtered(value: str, line: str) -> bool:
     from detect_secrets.filters import heuristic as h
 
     return (h.is_potential_uuid(value) or h.is_sequential_string(value) or h.is_templated_secret(value)
-            or h.is_prefixed_with_dollar_sign(value) or h.is_indirect_reference(line))
+            or h.is_prefixed_with_dollar_sign(value) or _indirect_reference(line))
+
+
+@functools.lru_cache(maxsize=32)
+def _indirect_reference(line: str) -> bool:
+    """detect-secrets' ``is_indirect_reference`` of a line, once per line: its pattern
+    costs about a millisecond on a long line, and a line has many candidate values."""
+    from detect_secrets.filters import heuristic as h
+
+    return h.is_indirect_reference(line)
 
 
 def _entropy(value: str) -> float:
@@ -276,22 +296,30 @@ def _spans(line: str) -> list[tuple[int, int, str]]:
         if not any(start < k1 and k0 < end for k0, k1 in kept):
             found.append((start, end, kind))
 
+    long_run = _LONG_RUN.search(line) is not None
     for plugin in _plugins():
         name = plugin.__class__.__name__
+        if not long_run and name not in _SHORT_PLUGINS:
+            continue
         minimum = _HIGH_ENTROPY.get(name)
+        if minimum is not None and not _ENTROPY_RUN[name].search(line):
+            continue
         kwargs = {"enable_eager_search": True} if minimum else {}
         for secret in plugin.analyze_line(filename="memory.yaml", line=line, line_number=1, context=context, **kwargs):
             value = (secret.secret_value or "").strip()
-            if not value or _filtered(value, line):
+            if not value:
                 continue
-            kind = _TYPE_NAMES.get(secret.type) or re.sub(r"[^a-z0-9]+", "-", secret.type.lower()).strip("-")
             if minimum is not None:
                 def secret_like(v: str) -> bool:
                     return (len(v) >= minimum and not _HASHLIKE.fullmatch(v)
                             and plugin.calculate_shannon_entropy(v) > plugin.entropy_limit)
 
-                if not secret_like(value):
+                if not secret_like(value):  # first: most candidates of the eager search fail it, cheaply
                     continue
+            if _filtered(value, line):
+                continue
+            kind = _TYPE_NAMES.get(secret.type) or re.sub(r"[^a-z0-9]+", "-", secret.type.lower()).strip("-")
+            if minimum is not None:
                 # a path is not one secret: its segments are judged on their own (a key
                 # such as AWS's may hold '/' too, but does not start with one)
                 parts = [seg for seg in value.split("/") if secret_like(seg)] if "/" in value else []

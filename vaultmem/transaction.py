@@ -100,6 +100,7 @@ class Scrubber:
     mode: str = "redact"
     findings: list[Finding] = field(default_factory=list)
     max_bytes: int = 256 * 1024  # the vault's memory.max_note_bytes
+    key: bytes | None = field(default=None, repr=False)
 
     def text(self, field_name: str, text: str | None, max_bytes: int | None = None,
              setting: str = "memory.max_note_bytes") -> str | None:
@@ -111,7 +112,7 @@ class Scrubber:
             check_size(field_name, text, self.max_bytes if max_bytes is None else max_bytes, setting)
         if not text or not guard.might_hold_secret(text):
             return text
-        clean, found = guard.scrub(text, field_name, redaction_key(self.root))
+        clean, found = guard.scrub(text, field_name, self._key())
         if found and self.mode == "reject":
             kinds = ", ".join(sorted({f.type for f in found}))
             raise SecretRefused(f"the {field_name} holds a secret ({kinds}); nothing was written", field=field_name,
@@ -120,6 +121,12 @@ class Scrubber:
         self.findings.extend(found)
         return clean
 
+    def _key(self) -> bytes:
+        """The redaction key, read once per scrubber (a transcript's thousand turns each ask)."""
+        if self.key is None:
+            self.key = redaction_key(self.root)
+        return self.key
+
     def refuse(self, field_name: str, value) -> None:
         """Names and ids (tags, keys, projects, channels, refs …): a secret there is
         refused whatever ``safety.secrets`` says."""
@@ -127,7 +134,7 @@ class Scrubber:
 
         if not value or not guard.might_hold_secret(str(value)):
             return
-        _, found = guard.scrub(str(value), field_name, redaction_key(self.root))
+        _, found = guard.scrub(str(value), field_name, self._key())
         if found:
             raise SecretRefused(f"the {field_name} holds a secret ({found[0].type}); nothing was written",
                                 field=field_name, hint=f"the {field_name} is a name, not a place for a secret: "
