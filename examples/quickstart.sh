@@ -2,8 +2,8 @@
 # A first tour of vaultmem on an example vault: create it, dispatch a role (its page is
 # created on first use), record what the role learned, retain facts at the end of a
 # session and review them (the human gate), show the page, search, print the budgeted
-# brief for the role's next session, and the git history that answers "who taught the
-# agent this, and when".
+# brief for the role's next session, file a session's transcript into the journal, and
+# the git history that answers "who taught the agent this, and when".
 # Usage: bash examples/quickstart.sh [VAULT_DIR]   (default: a new temp folder)
 set -euo pipefail
 
@@ -45,6 +45,13 @@ echo; echo "== vaultmem search 端口   (a 2-character word inside a sentence; t
 vaultmem search 端口
 echo; echo "== vaultmem dispatch 前端审查 --task … --tokens 400   (the brief handed to the role's new session)"
 vaultmem dispatch 前端审查 --task "审查 Dashboard 组件的 useEffect 和渲染性能" --tokens 400 --as lee
+echo; echo "== vaultmem journal add   (a session's transcript, kept whole in journal/; searched only on purpose)"
+cat > "$VAULT/../standup.md" <<'MD'
+lee: 前端审查发现了什么？
+前端审查: Dashboard 的 useEffect 缺少清理函数，切换页面后内存泄漏。
+MD
+vaultmem journal add "$VAULT/../standup.md" --session standup-1 --agent lee
+vaultmem search 内存泄漏 --journal
 echo; echo "== MEMORY.md"
 cat "$VAULT/MEMORY.md"
 echo; echo "== git log (every change is a commit by the acting agent)"

@@ -208,19 +208,12 @@ def test_a_broken_budget_setting_is_named(cli, vault):
 
 def test_a_compaction_killed_at_any_step_leaves_the_page_as_before_or_as_after(cli, vault, tmp_path):
     """SIGKILL just before each file-system step of a real `vaultmem compact` process."""
-    from test_kills import KILLPOINTS, clean_env, kill_at
+    from test_kills import clean_env, kill_at, kill_points
 
     before = seeded_page(cli, vault, work=6, records=2)
-    log = tmp_path / "steps.log"
-    counting = tmp_path / "counting"
-    shutil.copytree(vault.root, counting, symlinks=True)
-    subprocess.run([sys.executable, "-m", "vaultmem", "--vault", str(counting), "compact", ROLE, "--keep", "2"],
-                   capture_output=True, text=True, timeout=120, check=True,
-                   env=clean_env(PYTHONPATH=str(KILLPOINTS), VAULTMEM_TEST_KILL_LOG=str(log)))
+    counting, points = kill_points(vault.root, ["compact", ROLE, "--keep", "2"], tmp_path)
     after = (counting / PAGE).read_bytes()
     assert after != before
-    steps = [line.split("\t", 1)[0] for line in log.read_text().splitlines()]
-    points = [f"{op}:{k}" for op in ("replace", "rename", "unlink") for k in range(1, steps.count(op) + 1)]
     assert points
     problems = []
     for point in points:

@@ -196,7 +196,7 @@ def test_agents_may_look_but_not_collect(cli, vault):
 
 def test_a_gc_killed_at_any_step_leaves_the_vault_as_before_or_as_after(vault, tmp_path):
     """SIGKILL just before each file-system step of a real `vaultmem gc` process."""
-    from test_kills import KILLPOINTS, clean_env, kill_at
+    from test_kills import clean_env, kill_at, kill_points
 
     for n in range(4):
         note(vault, f"old-{n}", confirmed=OLD)
@@ -204,14 +204,7 @@ def test_a_gc_killed_at_any_step_leaves_the_vault_as_before_or_as_after(vault, t
     commit(vault)
     import shutil
 
-    log = tmp_path / "steps.log"
-    counting = tmp_path / "counting"
-    shutil.copytree(vault.root, counting, symlinks=True)
-    subprocess.run([sys.executable, "-m", "vaultmem", "--vault", str(counting), "gc"], capture_output=True,
-                   text=True, timeout=120, env=clean_env(PYTHONPATH=str(KILLPOINTS), VAULTMEM_TEST_KILL_LOG=str(log)),
-                   check=True)
-    steps = [line.split("\t", 1)[0] for line in log.read_text().splitlines()]
-    points = [f"{op}:{k}" for op in ("replace", "rename", "unlink") for k in range(1, steps.count(op) + 1)]
+    _counting, points = kill_points(vault.root, ["gc"], tmp_path)
     assert points
     before = sorted(p.name for p in (vault.root / "memories").glob("*.md"))
     problems = []

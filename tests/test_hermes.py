@@ -414,7 +414,7 @@ def test_sync_turn_returns_at_once_while_another_process_holds_the_lock_and_noth
         provider.shutdown()  # bounded: the vault is still busy
         assert holds_flock(lock) and inbox(root) == []
         kept = outbox_files(root)
-        assert [p.name.split("-", 1)[1] for p in kept] == ["facts.json", "session-end.json"], kept
+        assert [p.name.split("-", 1)[1] for p in kept] == ["facts.json", "journal.json", "session-end.json"], kept
     finally:
         holder.stdin.write("\n")
         holder.stdin.close()
@@ -430,6 +430,8 @@ def test_sync_turn_returns_at_once_while_another_process_holds_the_lock_and_noth
     assert sorted(i["text"] for i in items) == ["I prefer release notes in English.",
                                                 "Remember that the demo is on Monday."]
     assert {i["session"] for i in items} == {"s1"}
+    days = Vault(root).journal_days()  # and the session's messages reached the journal
+    assert len(days) == 1 and "Remember that the demo is on Monday." in (root / f"journal/{days[0]}.md").read_text()
     later.shutdown()
     assert outbox_files(root) == []
 

@@ -123,6 +123,20 @@ def kill_at(root: Path, args: list[str], point: str) -> subprocess.CompletedProc
                           text=True, timeout=DEADLINE)
 
 
+def kill_points(root: Path, args: list[str], tmp: Path) -> tuple[Path, list[str]]:
+    """Run ``vaultmem ARGS`` to its end on a copy of the vault at ``root`` (``tmp/counting``),
+    counting its file-system steps: (that copy, as it is after the command, and a kill
+    point before each step, for :func:`kill_at`)."""
+    log = tmp / "steps.log"
+    counting = tmp / "counting"
+    shutil.copytree(root, counting, symlinks=True)
+    subprocess.run([sys.executable, "-m", "vaultmem", "--vault", str(counting), *args], capture_output=True,
+                   text=True, timeout=DEADLINE, check=True,
+                   env=clean_env(PYTHONPATH=str(KILLPOINTS), VAULTMEM_TEST_KILL_LOG=str(log)))
+    steps = [line.split("\t", 1)[0] for line in log.read_text().splitlines()]
+    return counting, [f"{op}:{k}" for op in ("replace", "rename", "unlink") for k in range(1, steps.count(op) + 1)]
+
+
 # -- what a user sees in git -----------------------------------------------------------------------
 
 

@@ -54,14 +54,15 @@ def assert_not_leaked(root: Path, *outputs: str) -> None:
 
 
 ALL_KINDS = [a for k in ("inbox", "archive", "note", "identity", "checkpoint", "entry", "doc", "wiki", "shared", "log",
-                         "journal", "decision") for a in ("--kind", k)]
+                         "decision") for a in ("--kind", k)]  # and the journal, which has an index of its own:
 
 
 def everything_searched(cli, root: Path) -> list[str]:
     """search and brief in text and JSON, over every kind: all a user would see."""
     outs = []
-    runs = [(OUT_WORDS, extra, json_) for extra in ([], ALL_KINDS, ["--agent", "rev"]) for json_ in ([], ["--json"])]
-    runs += [(token, ALL_KINDS, ["--json"]) for token in (SECRET.lower(), KEY_ID.lower())]
+    runs = [(OUT_WORDS, extra, json_) for extra in ([], ALL_KINDS, ["--agent", "rev"], ["--journal"])
+            for json_ in ([], ["--json"])]
+    runs += [(token, kinds, ["--json"]) for token in (SECRET.lower(), KEY_ID.lower()) for kinds in (ALL_KINDS, ["--journal"])]
     for query, extra, json_ in runs:
         r = cli("--vault", root, *json_, "search", query, *extra)
         assert r.exit_code == 0, r.output

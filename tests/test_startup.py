@@ -386,7 +386,7 @@ def test_a_walk_ahead_is_dropped_once_the_command_writes(vault):
 FORGET_SLOW = """
 import json, os, sys, threading
 from vaultmem import walk
-walk.scan = lambda root: threading.Event().wait() or {}  # a walk that never ends
+walk.scan = lambda root, part=None: threading.Event().wait() or {}  # a walk that never ends
 ahead = walk.start_ahead(["--vault", sys.argv[1], "dispatch", "x"])
 pid = ahead.pid
 ahead.drop()  # waiting for that walk would never return
@@ -426,7 +426,7 @@ def test_a_deleted_working_folder_is_named_not_a_traceback(command):
 SLOW_CHILD = """
 import json, os, sys, threading, time
 from vaultmem import walk
-walk.scan = lambda root: threading.Event().wait() or {}  # a walk that never ends
+walk.scan = lambda root, part=None: threading.Event().wait() or {}  # a walk that never ends
 ahead = walk.start_ahead(["--vault", sys.argv[1], "brief", "r"])
 pid = ahead.pid
 deadline = time.monotonic() + 100  # a safety net: in_python gives up at 120 s

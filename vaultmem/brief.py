@@ -35,6 +35,8 @@ LABELS = {
         "subagents": "子Agent记录", "other": "参考",
         "user": "用户所述", "agent": "agent推断", "third_party": "第三方", "unknown": "来源不明",
         "via": "链接自",
+        "journal": "日志", "session": "会话",
+        "nothing": "记忆和日志中都没有与此任务相关的内容：此事未知。",
     },
     "en": {
         "header": "[Memory brief — {agent}]",
@@ -51,6 +53,8 @@ LABELS = {
         "subagents": "Sub-agent result", "other": "Reference",
         "user": "user-stated", "agent": "agent-inferred", "third_party": "third-party", "unknown": "unknown source",
         "via": "linked from",
+        "journal": "From the journal", "session": "session",
+        "nothing": "Nothing known: neither memory nor the journal holds anything relevant to this task.",
     },
 }  # fmt: skip
 FENCE_OPEN = "~~~~memory"
@@ -169,6 +173,8 @@ def _label(hit: Hit, labels: dict[str, str]) -> str:
         return labels.get(d.type or "", labels["fact"])
     if d.kind == "decision":
         return labels["decision"]
+    if d.kind == "journal":
+        return labels["journal"]
     return labels["other"]
 
 
@@ -195,6 +201,8 @@ def _line(hit: Hit, labels: dict[str, str], limit: int, terms: list[str] | None 
         text = f"{d.title}: {text}"
     if d.kind == "entry" and d.date:
         text = f"{d.date} | {text}"
+    if d.kind == "journal":  # the last resort: which session, when, who said it
+        text = f"({labels['session']} {d.session}, {d.title}) {text}" if d.session else f"({d.title}) {text}"
     sep = "：" if labels is LABELS["zh"] else ": "
     # who said it, for facts (user-stated ranks above agent-inferred above third-party)
     said = f" ({labels[d.author_kind]})" if d.kind == "note" and d.author_kind in labels else ""

@@ -20,7 +20,7 @@ from .parse.document import dump_yaml, load_yaml
 from .walk import CONFIG_PATH
 
 CONFIG_CACHE = "config.cache"  # in .vaultmem/local/
-CACHE_VERSION = 3  # bump when a check in parse_config changes
+CACHE_VERSION = 4  # bump when a check in parse_config changes
 RACY_NS = 2_000_000_000
 MAX_NOTE_BYTES = 256 * 1024  # the most memory.max_note_bytes may be, and its default
 # the most each size setting may be (a log entry holds 256 KB in all)
@@ -61,6 +61,8 @@ class Config:
     # forgetting.page_entries: section (work, subagents) → entries; forgetting.page_tokens
     page_entries: tuple[tuple[str, int], ...] = (("work", 100), ("subagents", 30))
     page_tokens: int = 8000
+    journal_keep_days: int = 0  # journal.keep_days: day files older than this are pruned (0: kept forever)
+    journal_hooks: bool = True  # journal.hooks: the Claude Code hooks and Hermes file each session's transcript
     raw: Any = field(default=None, compare=False, repr=False)
 
 
@@ -135,7 +137,7 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
 
     orchestrator = agent_name("orchestrator", "orchestrator", "orchestrator name", "must name the orchestrator agent")
     for group in ("git", "memory", "brief", "index", "checkpoint", "lifecycle", "safety", "review", "log", "hooks",
-                  "search", "forgetting"):
+                  "search", "forgetting", "journal"):
         if group in raw and not isinstance(raw[group], dict):
             raise bad(group, "must be a group of settings (key: value lines indented below it)")
     timeout = number("git.lock_timeout", 10, 0, 3600)
@@ -215,6 +217,10 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
     page_entries = tuple((section, int(number(f"forgetting.page_entries.{section}", default, 1, 1_000_000)))
                          for section, default in Config.page_entries)
     page_tokens = int(number("forgetting.page_tokens", 8000, 100, 10_000_000))
+    journal_keep_days = int(number("journal.keep_days", 0, 0, 1_000_000))
+    journal_hooks = _get(raw, "journal.hooks", True)
+    if not isinstance(journal_hooks, bool):
+        raise bad("journal.hooks", f"is {journal_hooks!r}; it must be true or false")
     return Config(  # plain str, not ruamel's quoted-string subclasses: a Config is cached with marshal
         lang=str(lang),
         orchestrator=str(orchestrator),
@@ -245,6 +251,8 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
         forget_caps=tuple(caps),
         page_entries=page_entries,
         page_tokens=page_tokens,
+        journal_keep_days=journal_keep_days,
+        journal_hooks=journal_hooks,
         raw=raw,
     )
 

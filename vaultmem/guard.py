@@ -69,6 +69,10 @@ _ENTROPY_RUN = {"Base64HighEntropyString": re.compile(r"[A-Za-z0-9+/=_\-]{20,}")
 _LONG_RUN = re.compile(rf"[{_TOKEN_CHARS}]{{16,}}")
 _SHORT_PLUGINS = frozenset({"KeywordDetector", "PrivateKeyDetector", "ArtifactoryDetector", "SlackDetector",
                             "NpmDetector"})
+# Every pattern of detect-secrets' keyword detector puts one of these between the keyword and
+# its value (':=', ':', '=', '==', '!=', '=>', 'secret("…")', 'key "…";'): prose without one
+# is not read by it (a password written in prose is _extra's)
+_KEYWORD_SIGNS = re.compile(r"[=:;!(]")
 # hex of these lengths is a checksum or object name (MD5, git SHA-1, SHA-256), not a key
 _HASHLIKE = re.compile(r"[0-9a-fA-F]{32}|[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
 _KEY_BLOCK = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY[A-Z0-9 ]*-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY[A-Z0-9 ]*-----|\Z)",
@@ -299,7 +303,8 @@ def _spans(line: str) -> list[tuple[int, int, str]]:
     long_run = _LONG_RUN.search(line) is not None
     for plugin in _plugins():
         name = plugin.__class__.__name__
-        if not long_run and name not in _SHORT_PLUGINS:
+        if (not long_run and name not in _SHORT_PLUGINS) or (name == "KeywordDetector"
+                                                              and not _KEYWORD_SIGNS.search(line)):
             continue
         minimum = _HIGH_ENTROPY.get(name)
         if minimum is not None and not _ENTROPY_RUN[name].search(line):

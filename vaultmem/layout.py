@@ -37,6 +37,9 @@ WRITE_LOCK = f"{META_DIR}/write.lock"  # one writer at a time (an OS lock: freed
 PRIVATE_KEYS_DIR = f"{META_DIR}/keys"  # private keys: <agent>.key, mode 0600, git-ignored
 INDEX_DIR = f"{META_DIR}/index"  # derived: rebuilt on demand, git-ignored
 INDEX_LOCK = f"{META_DIR}/index.lock"
+# derived: the journal's own index (docs/journal.md), beside the generations (gen-*) of memory's
+JOURNAL_INDEX_DIR = f"{INDEX_DIR}/journal"
+JOURNAL_INDEX_LOCK = f"{META_DIR}/journal-index.lock"
 INDEX_VECTORS = "vectors"  # inside each index generation (INDEX_DIR/gen-<n>/): the semantic channel's vectors
 LOCAL_DIR = f"{META_DIR}/local"  # per-machine state and caches, git-ignored
 # The Hermes memory provider's outbox: what a Hermes session handed over, kept here until it
@@ -46,7 +49,8 @@ REDACT_KEY = f"{LOCAL_DIR}/redact.key"  # the key of secret placeholders' hashes
 CURSOR_DIR = f"{LOCAL_DIR}/cursors"  # what each agent has read of the logs
 KEY_EVENTS_CACHE = f"{LOCAL_DIR}/key-events.json"  # which live-log files hold rotations (a cache)
 TXN_JOURNAL = f"{LOCAL_DIR}/txn.json"  # the write in progress (see vaultmem.transaction)
-WATCH_HEARTBEAT = f"{LOCAL_DIR}/watch.json"  # a running watcher keeps it fresh
+WATCH_HEARTBEAT = f"{LOCAL_DIR}/watch.json"
+JOURNAL_CACHE = f"{LOCAL_DIR}/journal.json"  # which sessions each journal day file holds (a cache)  # a running watcher keeps it fresh
 # the Claude Code hooks' own state (vaultmem.adapters.claude): per machine, never committed
 CLAUDE_DIR = f"{LOCAL_DIR}/claude"
 CLAUDE_SPOOL_DIR = f"{CLAUDE_DIR}/spool"  # session ends waiting to be filed: <ns>-<event>-<session>.json
@@ -98,12 +102,14 @@ KIND_BY_FOLDER = {
 OWNED_FOLDERS = (AGENTS_DIR, IDENTITY_DIR, CHECKPOINT_DIR)
 
 # What a brief may draw on: never the inbox (quarantine), the archive, or identities
-# (the agent's own identity has its own part of the brief).
-BRIEF_KINDS = ("note", "entry", "decision", "wiki", "skill", "journal", "shared", "checkpoint", "doc")
+# (the agent's own identity has its own part of the brief), nor the journal (the last
+# resort: a brief falls back to it only when these hold nothing relevant).
+BRIEF_KINDS = ("note", "entry", "decision", "wiki", "skill", "shared", "checkpoint", "doc")
 # What an agent's search draws on unless it asks for kinds: not the inbox (items waiting
 # for review, third-party ones quarantined among them) nor the archive (forgotten memory,
-# rejected items).
+# rejected items), nor the journal.
 AGENT_KINDS = (*BRIEF_KINDS, "log", "identity")
+JOURNAL_KIND = "journal"  # read on purpose only (search --journal), or as a brief's last resort
 
 
 def page_path(stem: str) -> str:

@@ -143,13 +143,23 @@ class Lifecycle:
                 "clean": not (stale or inbox or foreign or unsourced)}
 
     # -- management modes (seed 000) -------------------------------------------------------------
-    def ask(self, role: str, question: str, limit: int = 5):
+    def ask(self, role: str, question: str, limit: int = 5, asker: Actor | None = None):
         """Quick Q&A about a role's memory: what its brief draws on — its own entries and
         notes, and global and shared memory (never another role's page) — most relevant to
         the question, its own first when they match as well. Returns the search's hits. The
-        question is plain words (no query syntax: its quotes and dashes are text)."""
+        question is plain words (no query syntax: its quotes and dashes are text). When
+        none of them is relevant and ``asker`` may read the journal (a human, the default,
+        or the orchestrator), the journal's relevant turns follow them, and the hits say
+        the journal was searched (``journal_searched``)."""
         name = pages.resolve(self.root, role)
-        return self.vault.search(question, agent=name, kinds=layout.BRIEF_KINDS, limit=limit, syntax=False)
+        hits = self.vault.search(question, agent=name, kinds=layout.BRIEF_KINDS, limit=limit, syntax=False)
+        reader = None if asker is None or asker.is_human else asker.name
+        hits.journal_searched = False
+        if not any(h.relevant for h in hits) and reader in (None, self.vault.config.orchestrator):
+            turns = self.vault.search(question, journal=True, reader=reader, limit=limit, syntax=False)
+            hits.extend(h for h in turns if h.relevant)
+            hits.journal_searched = True
+        return hits
 
     def todo(self, role: str) -> dict:
         """Open items recorded for a role — entries that say work is still to do (see

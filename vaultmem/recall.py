@@ -154,14 +154,17 @@ def check_brief(agent: str, task: str) -> str:
     return agent
 
 
-def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int, today, page: str | None):
+def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int, today, page: str | None,
+          journal=None):
     """The brief for ``agent`` on ``task`` within ``budget`` tokens: the relevant hits
     (ranked for a brief), the agent's identity, as many MEMORY.md lines as could fit,
     and the newest log entries it has not read (``unseen``). ``page``: the role's page
     (vault-relative), None when it has none yet — the brief then warns so. Files in the
     brief's scope that could not be read are named (``skipped_files``); the role's own
-    page among them, or its identity, is also said in the brief itself."""
-    from .brief import BriefParts, build_brief, current_values, unread_notice
+    page among them, or its identity, is also said in the brief itself. ``journal``: the
+    journal's index, for a brief that may fall back to it (a callable that opens it only
+    then: :func:`journal_fallback`), or None."""
+    from .brief import LABELS, BriefParts, build_brief, current_values, unread_notice
     from .index import Filters
     from .retrieve import hybrid_search as ranked
     from .retrieve import is_relevant, rank
@@ -190,6 +193,12 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
     relevant = rank([h for h in current if is_relevant(h, task, config.brief_min_relevance)
                      or h.doc.id in near_meaning], today)
     relevant += linked(root, relevant[:LINK_HOPS_FROM], agent, {h.doc.id for h in relevant})
+    if journal is not None and not warning:
+        found, known = journal_fallback(journal, task, current, stale, config.brief_min_relevance,
+                                        config.brief_max_items)
+        relevant += found
+        if not known:
+            notices.append(LABELS.get(config.lang, LABELS["en"])["nothing"])
     from .parse.document import parse_document
 
     warnings += getattr(hits, "warnings", [])  # why the semantic channel could not open
@@ -235,6 +244,24 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
     result.page, result.skipped_files = page, skipped
     result.warnings = warnings + result.warnings
     return result
+
+
+def journal_fallback(journal, task: str, hits, conflicts: list, min_relevance: float, most: int):
+    """The journal's turns relevant to ``task`` when the normal layers give no evidence —
+    none of ``hits`` relevant at ``min_relevance``, or ``conflicts`` (two active notes
+    stating one fact) — at most ``most``, and whether anything is known at all.
+    ``journal()`` opens the journal's index: a brief that has evidence never does, so
+    the fallback costs it nothing."""
+    from .index import Filters
+    from .retrieve import hybrid_search as ranked
+    from .retrieve import is_relevant
+
+    evidence = any(is_relevant(h, task, min_relevance) for h in hits)
+    if evidence and not conflicts:
+        return [], True
+    found = ranked(journal(), task, Filters(kinds=(layout.JOURNAL_KIND,)), limit=max(10, most))
+    turns = [h for h in found if is_relevant(h, task, min_relevance)][:most]
+    return turns, evidence or bool(turns)
 
 
 # the semantic channel's most similar hits join a brief whatever words they share: a brief

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from . import files, forgetting, gitstore, layout, notes, pages, recall, template
 from .config import Config, load_config, load_raw, parse_config, set_value
-from .errors import BadInput, Busy, PermissionRefused, VaultmemError, VaultNotFound, from_os_error
+from .errors import BadInput, Busy, NotFound, PermissionRefused, VaultmemError, VaultNotFound, from_os_error
 from .models import Actor, Change, NoteFields, NoteInfo, PageInfo
 from .names import check_name, check_new_name
 from .query import parse as parse_query  # noqa: F401  (re-exported for adapters: how a search's text reads)
@@ -85,6 +85,7 @@ class Vault:
         self._ahead = ahead if ahead is not None and ahead.root == str(self.root) else None
         self.config = config or load_config(self.root)
         self._index = None
+        self._journal_index = None
         self._shared = None
         self._written: set[str] = set()  # files this process changed: indexed before the next answer
         self._changes = None  # a long-lived process's record of what changed (see follow_changes)
@@ -452,19 +453,60 @@ class Vault:
                                      semantic=self.config.search_semantic, model=self.config.search_model)
         return self._index
 
+    def _journal_store(self):
+        if self._journal_index is None:
+            from .index.store import IndexStore
+            from .walk import PART_JOURNAL
+
+            self._journal_index = IndexStore(self.root, lock_timeout=self.config.index_lock_timeout,
+                                             engine=self.config.index_engine, part=PART_JOURNAL)
+        return self._journal_index
+
+    @property
+    def journal_index(self):
+        """The journal's own index (``.vaultmem/index/journal/``: lexical, derived), brought
+        up to date — unless another process is indexing it (then as it is). Only a search
+        of the journal, ``ask`` or a brief's fallback opens it: memory's searches never
+        pay for it."""
+        store = self._journal_store()
+        try:
+            store.refresh(wait=0)
+        except Busy:
+            pass  # another process is indexing the journal: answer from it as it is
+        except OSError as exc:
+            raise from_os_error(exc, path=layout.JOURNAL_INDEX_DIR, writing=True) from None
+        return store
+
+    @staticmethod
+    def _with_journal(report, journal):
+        """Memory's index report with the journal's index's folded in (their files differ)."""
+        for name in ("new", "modified", "deleted", "moved", "problems"):
+            getattr(report, name).extend(getattr(journal, name))
+        report.unchanged += journal.unchanged
+        report.docs += journal.docs
+        return report
+
     def watcher_alive(self, idle: bool = False) -> bool:
         """True while a ``vaultmem watch`` process keeps this vault's index fresh (with
         ``idle``: and has no changes waiting to be indexed)."""
         return watcher_alive(self.root, idle)
 
     def refresh_index(self, paths=None, wait: float | None = None, progress=None):
-        """Index what changed since the last refresh (or just ``paths``)."""
-        return self.index.refresh(paths=paths, wait=wait, progress=progress)
+        """Index what changed since the last refresh (or just ``paths``): memory's index,
+        and the journal's (its own: ``.vaultmem/index/journal/``), in one report."""
+        from .walk import PART_JOURNAL, in_part
+
+        report = self.index.refresh(paths=paths, wait=wait, progress=progress)
+        journal = None if paths is None else [p for p in paths if in_part(p, PART_JOURNAL)]
+        if journal is None or journal:
+            self._with_journal(report, self._journal_store().refresh(paths=journal, wait=wait))
+        return report
 
     def rebuild_index(self, progress=None, engine: str | None = None):
         """Build the index afresh beside the live one and swap it in (on ``engine``:
-        whoosh, tantivy, or auto to choose by the vault's size)."""
-        return self.index.rebuild(progress=progress, engine=engine)
+        whoosh, tantivy, or auto to choose by the vault's size); the journal's too."""
+        report = self.index.rebuild(progress=progress, engine=engine)
+        return self._with_journal(report, self._journal_store().rebuild(engine=engine))
 
     def index_status(self) -> dict:
         """The index as a search would answer from it (brought up to date first, as
@@ -538,7 +580,7 @@ class Vault:
     def search(self, query: str, agent: str | None = None, kinds: tuple[str, ...] = (),
                types: tuple[str, ...] = (), limit: int = 10, *, tags: tuple[str, ...] = (),
                statuses: tuple[str, ...] = (), author_kinds: tuple[str, ...] = (), since=None, until=None,
-               where=(), syntax: bool = True):
+               where=(), syntax: bool = True, journal: bool = False, reader: str | None = None):
         """Ranked hits for ``query`` — plain words, ``"exact phrase"``, ``-word``,
         ``a OR b``, ``prefix*`` (see :mod:`vaultmem.query`). With ``agent``, only that
         agent's own memory plus global and shared memory are searched — never another
@@ -548,13 +590,26 @@ class Vault:
         (ISO days, inclusive, on the document's date), ``where`` (``key=value`` texts or
         pairs a note's scalar frontmatter holds, compared as case-folded text). ``syntax``
         False: the query is plain words, quotes and dashes included (a question in natural
-        language, as a brief's task is)."""
+        language, as a brief's task is). ``journal``: search the journal instead (its
+        turns are never part of a normal search): humans and the orchestrator only —
+        ``reader`` is the agent asking, when it is not ``agent``."""
+        if journal:
+            kinds = (layout.JOURNAL_KIND,)
+        if layout.JOURNAL_KIND in kinds:
+            self.may_read_journal(reader or agent)
+            if set(kinds) != {layout.JOURNAL_KIND}:
+                raise BadInput("the journal is searched on its own: it has an index of its own", field="kinds",
+                               hint="search the journal with --journal (or --kind journal alone), memory without it")
         agent = recall.check_query(query, agent, limit)
         narrowing = recall.check_filters(tags, statuses, author_kinds, since, until, where)
         if syntax:
             parse_query(query)  # a syntax error is bad input before the index is touched
-        self._fresh()
-        hits = recall.search(self.index, query, agent, kinds, types, limit, self.config.min_relevance,
+        if layout.JOURNAL_KIND in kinds:
+            index = self.journal_index
+        else:
+            self._fresh()
+            index = self.index
+        hits = recall.search(index, query, agent, kinds, types, limit, self.config.min_relevance,
                              narrowing, syntax=syntax)
         forgetting.record_use(self.root, [h.doc.id for h in hits if h.relevant], "search", question=query, agent=agent)
         return hits
@@ -572,13 +627,105 @@ class Vault:
         page = pages.role_files(self.root).get(agent)
         unseen, failed = self.shared.unseen_for_brief(agent)
         made = recall.brief(self.root, self.config, self.index, unseen, agent, task,
-                            budget, pages.today(), page=layout.page_path(page) if page is not None else None)
+                            budget, pages.today(), page=layout.page_path(page) if page is not None else None,
+                            journal=(lambda: self.journal_index) if agent == self.config.orchestrator else None)
         for e in failed:  # never shown as if verified, and never dropped without a word
             made.warnings.append(f"{e.log_path}: entry {e.id} of {e.agent} does not check out ({e.problem}): "
                                  f"left out of the brief")
         forgetting.record_use(self.root, [i.get("id") or i["path"] for i in made.items], "brief", question=task,
                               agent=agent)
         return made
+
+    # -- the journal (vaultmem.journal) --------------------------------------------------------
+    def may_read_journal(self, agent: str | None) -> None:
+        """The journal is read by humans (``agent`` None) and the orchestrator only."""
+        if agent is not None and agent != self.config.orchestrator:
+            raise PermissionRefused(f"agent {agent!r} may not read the journal: it holds whole sessions, and only "
+                                    f"the orchestrator ({self.config.orchestrator}) and humans read it",
+                                    hint="search memory without --journal; a brief for the orchestrator falls "
+                                         "back to the journal by itself when memory has nothing")
+
+    def journal_add(self, transcript, actor: Actor, session: str | None = None, agent: str | None = None,
+                    day=None) -> Change:
+        """File a session's transcript into the journal — a path (its shape found from its
+        text) or a :class:`vaultmem.journal.Transcript` — in one commit: the turns not in
+        the journal yet, each under its own day (``day``, default today, for a turn
+        without a time), secrets replaced by placeholders (whatever ``safety.secrets``
+        says: a transcript is kept, not refused). ``agent``: the runtime or agent whose
+        session it was. Adding a session again changes nothing."""
+        from . import journal
+
+        t = transcript if isinstance(transcript, journal.Transcript) else journal.read(transcript, session=session)
+        if session:
+            t.session = session
+        if agent is not None:
+            agent = check_name(agent, "agent name", field="agent")
+        day = self._journal_day(day) if isinstance(day, str) else (day or pages.today()).isoformat()
+        scrub = self.writer.scrubber()
+        scrub.mode = "redact"
+        scrub.max_bytes = 4 * journal.MAX_TURN_CHARS + 4096
+        with self.writer.locked():
+            filed = journal.plan_add(self.root, t, agent, day, self.config.lang, lambda f, x: scrub.text(f, x))
+            sha = None
+            message = f"journal: session {t.session}: {filed.added} new turn{'' if filed.added == 1 else 's'}"
+            if filed.added:
+                # every text it adds went through the scrubber above: not scanned twice (5 MB of
+                # turns cost minutes in the second scan)
+                sha = self.writer.apply(actor, f"{message} ({t.shape}, {t.source})", filed.writes,
+                                        unscanned=tuple(filed.writes))
+        details = {"session": t.session, "shape": t.shape, "turns": len(t.turns), "added": filed.added,
+                   "known": filed.known, "days": filed.days}
+        return Change("journal add", sorted(filed.writes), sha, message, details, warnings=scrub.warnings())
+
+    def journal_consolidate(self, actor: Actor, day=None) -> Change:
+        """Make a day's record (:func:`vaultmem.journal.plan_consolidate`) at the top of its
+        journal file, in one commit; made again each time (nothing changes when its turns
+        did not). Humans and the orchestrator only."""
+        from . import journal
+
+        self.may_read_journal(None if actor.is_human else actor.name)
+        day = self._journal_day(day) if isinstance(day, str) else (day or pages.today()).isoformat()
+        rel = journal.day_path(day)
+        with self.writer.locked():
+            if not (self.root / rel).is_file():
+                known = journal.days(self.root)
+                raise NotFound(f"the journal has no day {day}",
+                               hint=f"its days: {', '.join(known[-5:])}{' …' if len(known) > 5 else ''}" if known
+                               else "the journal is empty: 'vaultmem journal add TRANSCRIPT' files a session")
+            text = files.read_vault_text(self.root, rel)
+            new = journal.plan_consolidate(text, day, self.config.lang)
+            sha = self.writer.apply(actor, f"journal: the record of {day}", {rel: new}) if new != text else None
+        return Change("journal consolidate", [rel], sha, f"journal: the record of {day}", {"day": day})
+
+    def journal_prune(self, actor: Actor, dry_run: bool = False, today=None) -> Change:
+        """Remove the journal's day files older than ``journal.keep_days`` (0: none) in one
+        commit — git history keeps them. Humans only; ``dry_run`` says what would go."""
+        from . import journal
+
+        if not dry_run and not actor.is_human:
+            raise PermissionRefused(f"agent {actor.name!r} may not prune the journal",
+                                    hint="a human runs 'vaultmem journal prune' (see what it would do with --dry-run)")
+        with self.writer.locked():
+            gone = journal.plan_prune(self.root, self.config.journal_keep_days, today or pages.today())
+            message = f"journal: prune {len(gone)} day{'' if len(gone) == 1 else 's'} older than " \
+                      f"{self.config.journal_keep_days} days (journal.keep_days)"
+            sha = self.writer.apply(actor, message, dict.fromkeys(gone)) if gone and not dry_run else None
+        return Change("journal prune", gone, sha, message, {"dry_run": dry_run, "keep_days": self.config.journal_keep_days})
+
+    def journal_days(self) -> list[str]:
+        """The days the journal holds (``YYYY-MM-DD``), oldest first."""
+        from . import journal
+
+        return journal.days(self.root)
+
+    @staticmethod
+    def _journal_day(day: str) -> str:
+        import datetime as _dt
+
+        try:
+            return _dt.date.fromisoformat(day).isoformat()
+        except ValueError:
+            raise BadInput(f"{day!r} is not a day (YYYY-MM-DD)", field="date") from None
 
     # -- forgetting ---------------------------------------------------------------------------
     def gc_policy(self) -> forgetting.Policy:

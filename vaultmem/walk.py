@@ -26,7 +26,7 @@ import os
 import time
 import zlib
 
-from .layout import CONFIG_PATH, IGNORED_DIRS, LOCAL_DIR, WATCH_HEARTBEAT, link_problem
+from .layout import CONFIG_PATH, IGNORED_DIRS, JOURNAL_DIR, LOCAL_DIR, WATCH_HEARTBEAT, link_problem
 
 ENV_VAULT = "VAULTMEM_VAULT"
 # The commands that check freshness first, so start the walk ahead.
@@ -73,8 +73,24 @@ def watcher_alive(root: str | os.PathLike, idle: bool = False) -> bool:
     return time.time() - float(beat.get("beat", 0)) < WATCH_STALE_SECONDS
 
 
-def scan(root: str | os.PathLike) -> dict[str, Stat]:
-    """Every Markdown file of the vault: rel path → (mtime_ns, size, ctime_ns, inode).
+# The two parts of a vault that have an index each: memory (the search index) and the journal
+# (its own index, so that a journal of whole sessions never slows a search of memory).
+PART_MEMORY = "memory"
+PART_JOURNAL = "journal"
+
+
+def in_part(rel: str, part: str | None) -> bool:
+    """Whether the vault path ``rel`` belongs to ``part`` of the vault: ``"memory"`` (all
+    but the journal), ``"journal"`` (``journal/`` only) or None (all of it)."""
+    if part is None:
+        return True
+    journal = rel.startswith(JOURNAL_DIR + "/") or rel == JOURNAL_DIR
+    return journal if part == PART_JOURNAL else not journal
+
+
+def scan(root: str | os.PathLike, part: str | None = None) -> dict[str, Stat]:
+    """Every Markdown file of the vault (of ``part`` of it: :func:`in_part`): rel path →
+    (mtime_ns, size, ctime_ns, inode).
     The change time cannot be set by tools that restore an mtime (``touch -r``,
     ``rsync -t``, ``cp -p``), so a same-size edit with a restored mtime is still seen.
 
@@ -86,6 +102,15 @@ def scan(root: str | os.PathLike) -> dict[str, Stat]:
     root = os.fspath(root)
     root_real: str | None = None
     stack = [("", root)]
+    if part == PART_JOURNAL:
+        top = os.path.join(root, JOURNAL_DIR)
+        if os.path.islink(top):  # a link in the journal's place: listed as the walk lists any link
+            stack = []
+            st = link_stat(os.path.realpath(root), JOURNAL_DIR)
+            if st is not None:
+                out[JOURNAL_DIR] = st
+        else:
+            stack = [(JOURNAL_DIR + "/", top)]
     while stack:
         prefix, folder = stack.pop()
         try:
@@ -95,7 +120,7 @@ def scan(root: str | os.PathLike) -> dict[str, Stat]:
         with entries:
             for entry in entries:
                 name = entry.name
-                if name.startswith("."):
+                if name.startswith(".") or (part == PART_MEMORY and not prefix and name == JOURNAL_DIR):
                     continue
                 try:
                     if entry.is_symlink():
@@ -291,8 +316,8 @@ def start_ahead(argv: list[str]) -> WalkAhead | None:
             for fd in (0, 1, 2):  # a caller waiting for the command's output must not wait for us
                 os.dup2(null, fd)
             if not watcher_alive(root, idle=True):  # else the command will not ask
-                seen = scan(root)
-                os.write(write, marshal.dumps((len(seen), stat_digest(seen))))  # ~20 bytes: one write
+                seen = scan(root, PART_MEMORY)  # what the search index covers
+                os.write(write, marshal.dumps((len(seen), stat_digest(seen))))   # ~20 bytes: one write
             status = 0
         finally:
             os._exit(status)

@@ -28,7 +28,8 @@ The events (docs/hooks.md says what each reads, writes and prints):
 - ``PreCompact``: a checkpoint of the working context, for the resumed session.
 - ``Stop`` / ``SessionEnd``: the session's candidate facts (what the user stated as a
   preference, decision or correction; labelled conclusions and decisions) filed with
-  ``inbox.retain``, each once per session. SessionEnd writes a small spool file under
+  ``inbox.retain``, each once per session, and the transcript's new turns filed into the
+  journal (``journal.hooks``; docs/journal.md). SessionEnd writes a small spool file under
   ``.vaultmem/local/claude/spool/`` and files it from a detached process; a spool a
   killed filer left is filed by the next hook.
 """
@@ -546,9 +547,25 @@ def filed_before(v: Vault, session: str | None) -> set[str]:
     return done
 
 
+def journal_spooled(v: Vault, actor: Actor, item: dict) -> None:
+    """File the session's transcript into the journal (with ``journal.hooks``, the
+    default): its turns not filed yet. A transcript that cannot be read as a whole (a
+    line still being written) is said and left for the next hook: never half-filed."""
+    path = item.get("transcript_path") or session_transcript(item.get("session_id"))
+    if not v.config.journal_hooks or not isinstance(path, str) or not os.path.isfile(path):
+        return
+    try:
+        v.journal_add(path, actor, session=item.get("session_id") or None, agent=actor.name)
+    except (BadInput, NotFound) as exc:
+        say(f"vaultmem hook: session {item.get('session_id') or '?'} not filed in the journal: "
+            f"{secret_free(edge.one_line(exc))}")
+
+
 def retain_spooled(v: Vault, item: dict) -> int:
-    """File one spooled session end: its new candidate facts; returns how many."""
+    """File one spooled session end: its transcript into the journal, and its new
+    candidate facts; returns how many facts."""
     actor = acting(v, item.get("agent"))
+    journal_spooled(v, actor, item)
     session = item.get("session_id")
     facts = candidate_facts(v, actor, item)
     if not facts:

@@ -54,7 +54,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import files, layout
+from .. import files, journal, layout
 from ..errors import BadInput, Busy, NotFound, PermissionRefused, SecretRefused, VaultmemError, VaultNotFound
 from ..names import check_name
 from ..parse.page import SUBAGENT_FIELDS
@@ -503,6 +503,8 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
         wait a bounded time for the writer; what is not done yet stays in the outbox."""
         if self._worker is None or self._closed:
             return
+        if isinstance(messages, list) and messages and self._vault is not None and self._vault.config.journal_hooks:
+            self._jobs.put(("journal", {"session": self._session, "day": _today(), "messages": messages}))
         self._jobs.put(("session-end", {"session": self._session, "said": _now(),
                                         "facts": facts_in_messages(messages)}))
         self.flush(self._settings["flush_timeout"])
@@ -663,10 +665,11 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
                     continue
                 if kind == "adopt":
                     self._adopt(writer)
-                elif kind == "final" and not self._stopping:
+                elif kind == "final":
                     # (shutting down with the vault busy: the kept facts wait in the outbox and
                     # are filed with their session's end by the next provider, in one proposal)
-                    self._retain_left(writer, self._outbox.folder)
+                    if not self._stopping:
+                        self._retain_left(writer, self._outbox.folder)
                 else:
                     paths = [self._outbox.put(k, d) for k, d in self._prepare(writer, kind, data)]
                     self._carry_out(writer, paths)
@@ -694,6 +697,14 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
             return [o for o in out if o[0] != "facts" or o[1]["facts"]]
         if kind in ("facts", "session-end"):
             return [(kind, {**data, "facts": _scrubbed(scrub, data.get("facts") or [])})]
+        if kind == "journal":  # the session's messages as turns, secrets replaced whatever safety.secrets says
+            t = journal.from_messages(data["messages"], data["session"], source="hermes")
+            redact = v.writer.scrubber()
+            redact.mode, redact.max_bytes = "redact", 1 << 62
+            turns = [{"n": x.n, "speaker": redact.text("speaker", x.speaker), "text": redact.text("text", x.text),
+                      "time": x.time, "where": x.where} for x in t.turns]
+            return [(kind, {"session": t.session, "source": t.source, "shape": t.shape, "day": data["day"],
+                            "turns": turns})] if turns else []
         if kind == "checkpoint":
             return [(kind, {**data, "text": scrub(data["text"]), "task": scrub(data["task"]),
                             "step": scrub(data["step"])})]
@@ -745,6 +756,10 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
                     v.shared.save_checkpoint(actor, job["text"], task=job["task"] or None, step=job["step"] or None)
                 elif kind == "delegation":
                     self._harvest(v, actor, job)
+                elif kind == "journal":
+                    t = journal.Transcript(job["session"], job["source"], job["shape"],
+                                           [journal.Turn(**x) for x in job["turns"]])
+                    v.journal_add(t, actor, agent=self._agent, day=job["day"])
                 elif kind == "session-end":
                     self._retain(v, actor, job, path.parent, upto=path)
                 break
@@ -901,6 +916,11 @@ def _scrubbed(scrub: Callable[[str], str], facts: list[dict]) -> list[dict]:
         except SecretRefused as exc:
             log.warning("vaultmem provider left a fact out: %s", edge.one_line(exc))
     return out
+
+
+def _today() -> str:
+    """The local day (a Hermes message carries no time: its session's turns are filed under it)."""
+    return _dt.datetime.now().astimezone().date().isoformat()
 
 
 def _now() -> str:

@@ -273,7 +273,8 @@ def _register(server: VaultServer) -> None:
                       kind: Optional[list[str]] = None, type: Optional[list[str]] = None,
                       tag: Optional[list[str]] = None, status: Optional[list[str]] = None,
                       author_kind: Optional[list[str]] = None, since: Optional[str] = None,
-                      until: Optional[str] = None, where: Optional[list[str]] = None) -> Result:
+                      until: Optional[str] = None, where: Optional[list[str]] = None,
+                      journal: bool = False) -> Result:
         """Ranked hits for QUERY (Chinese, English or both), each with its source, entry
         id, a snippet and its score. QUERY syntax: "exact phrase", -word (left out),
         a OR b (one of them), prefix* (words beginning with it); plain words are ranked,
@@ -283,12 +284,15 @@ def _register(server: VaultServer) -> None:
         every one of these tags. STATUS: only these statuses (superseded, archived …
         included when named). AUTHOR_KIND: user, agent, third_party, unknown. SINCE /
         UNTIL: YYYY-MM-DD, inclusive, on the note's or entry's date. WHERE: key=value
-        pairs the note's frontmatter holds (case-insensitive)."""
+        pairs the note's frontmatter holds (case-insensitive). JOURNAL: search the journal
+        of whole sessions instead (never part of a normal search; the orchestrator and
+        humans only)."""
         def call(v: Vault) -> CallToolResult:
+            who = actor(v)
             hits = v.search(query, agent=agent, kinds=tuple(kind or ()), types=tuple(type or ()), limit=limit,
                             tags=tuple(tag or ()), statuses=tuple(status or ()),
                             author_kinds=tuple(author_kind or ()), since=since, until=until,
-                            where=tuple(where or ()))
+                            where=tuple(where or ()), journal=journal, reader=None if who.is_human else who.name)
             clean = without_secrets(query)
             data = hits.to_dict(clean)
             if clean != query:  # the parse of the query with its secrets replaced: never a secret's words

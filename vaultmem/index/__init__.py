@@ -13,7 +13,7 @@ from typing import Protocol
 
 from ..models import IndexDoc
 
-DEFAULT_EXCLUDED_KINDS = ("inbox", "archive")
+DEFAULT_EXCLUDED_KINDS = ("inbox", "archive", "journal")  # the journal: read on purpose only
 INACTIVE = ("archived", "superseded")
 MAX_TERMS = 12  # a long task text is searched by its rarest terms
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from .. import files, layout
 from ..errors import BadInput, Busy, ModelUnavailable, VaultmemError
 from ..models import IndexDoc
-from ..walk import path_stat, scan, stat_digest
+from ..walk import PART_MEMORY, in_part, path_stat, scan, stat_digest
 from . import Filters, Match, SearchEngine, SyncReport, registry
 from .build import (Progress, build_generation, current_generation, has_links, parse_file, read_file,
                     remove_generations, stale_generations)
@@ -43,22 +43,29 @@ class IndexStore:
     """The vault's index: open it, refresh it, rebuild it, search it."""
 
     def __init__(self, root: Path, lock_timeout: float = 30.0, engine: str = "auto", env: bool = True,
-                 ahead=None, semantic: str = "off", model: str | None = None) -> None:
+                 ahead=None, semantic: str = "off", model: str | None = None, part: str = PART_MEMORY) -> None:
         """``engine``: an engine's name or auto (the vault's ``index.engine``), unless
         ``$VAULTMEM_INDEX_ENGINE`` says otherwise (and ``env`` lets it). ``ahead``: the
         walk the launcher started for this vault (``walk.WalkAhead``), which the first
         no-change check takes instead of walking. ``semantic``/``model``: the vault's
         ``search.semantic`` and ``search.model`` (None: wordllama, if it is installed);
-        ``$VAULTMEM_SEARCH_SEMANTIC`` overrides the first (whatever ``env`` says)."""
+        ``$VAULTMEM_SEARCH_SEMANTIC`` overrides the first (whatever ``env`` says).
+        ``part``: the files it indexes — memory (all but the journal, in
+        ``.vaultmem/index/``) or the journal (``journal/`` only, in
+        ``.vaultmem/index/journal/``, lexical only: a journal of whole sessions never
+        slows a search of memory)."""
         self.root = Path(root)
-        self.base = self.root / INDEX_DIR
+        self.part = part
+        self.dir = INDEX_DIR if part == PART_MEMORY else layout.JOURNAL_INDEX_DIR
+        self.lock_file = LOCK_FILE if part == PART_MEMORY else layout.JOURNAL_INDEX_LOCK
+        self.base = self.root / self.dir
         self.lock_timeout = lock_timeout
         self.ahead = ahead
         self.choice = (os.environ.get(ENV_ENGINE) if env else None) or engine
         if self.choice != "auto" and not registry.known(self.choice):
             raise BadInput(f"the index engine {self.choice!r} is not {registry.choices()}",
                            hint=f"set index.engine in .vaultmem/config.yaml (or {ENV_ENGINE})")
-        self.semantic_mode = os.environ.get(ENV_SEMANTIC) or semantic
+        self.semantic_mode = (os.environ.get(ENV_SEMANTIC) or semantic) if part == PART_MEMORY else "off"
         if self.semantic_mode not in SEMANTIC_MODES:
             raise BadInput(f"the semantic search mode {self.semantic_mode!r} is not off, auto, always or only",
                            hint=f"set search.semantic in .vaultmem/config.yaml (or {ENV_SEMANTIC})")
@@ -75,7 +82,7 @@ class IndexStore:
         link in it, before anything in it is read: a file or a link in the folder's place,
         or a generation holding a link, is derived data gone wrong — removed (a link, never
         what it points to), so that the index is rebuilt instead of read from elsewhere."""
-        files.own_folder(self.root, INDEX_DIR)
+        files.own_folder(self.root, self.dir)
         gen = current_generation(self.base)
         if gen is not None and gen != self._checked and has_links(self.base / gen):
             remove_generations(self.base, [gen])
@@ -86,7 +93,7 @@ class IndexStore:
         from filelock import FileLock
 
         self.base.parent.mkdir(parents=True, exist_ok=True)
-        return FileLock(str(self.root / LOCK_FILE), timeout=timeout)
+        return FileLock(str(self.root / self.lock_file), timeout=timeout)
 
     def _facts(self, gen: str | None) -> dict | None:
         return self.manifests.facts(gen) if gen else None
@@ -366,7 +373,7 @@ class IndexStore:
             if wait == 0:
                 return SyncReport(skipped="another process is updating the index")
             raise Busy(f"another process has been updating the index for {self.lock_timeout:.0f}s",
-                       path=LOCK_FILE, hint="retry in a moment") from None
+                       path=self.lock_file, hint="retry in a moment") from None
         try:
             gen = current_generation(self.base)
             remove_generations(self.base, stale_generations(self.base, gen))  # left by killed builds
@@ -410,7 +417,7 @@ class IndexStore:
         ahead, self.ahead = self.ahead, None  # the launcher's walk is good for one check only
         walked = ahead.take() if ahead is not None else None
         if walked is None:
-            seen = scan(self.root)
+            seen = scan(self.root, self.part)
             walked = len(seen), stat_digest(seen)
         count, digest = walked
         if digest != summary["digest"]:
@@ -420,10 +427,10 @@ class IndexStore:
     def _update_locked(self, gen: str, known: dict, paths: Iterable[str] | None) -> SyncReport:
         report = SyncReport()
         if paths is None:
-            seen = scan(self.root)
+            seen = scan(self.root, self.part)
             candidates = set(seen) | set(known)
         else:
-            candidates = {p for p in paths if p.endswith(".md")}
+            candidates = {p for p in paths if p.endswith(".md") and in_part(p, self.part)}
             seen = {}
             for rel in candidates:
                 st = path_stat(self.root, rel)  # as the walk would record it (links included)
@@ -568,7 +575,7 @@ class IndexStore:
         return report
 
     def _rebuild_locked(self, progress: Progress | None, requested: str | None = None) -> SyncReport:
-        seen = scan(self.root)
+        seen = scan(self.root, self.part)
         name, pinned = self._build_engine(len(seen), requested)
         report = build_generation(self.root, self.base, self.manifests, seen, name, pinned, progress,
                                   vectors=self.keeps_vectors())

@@ -20,6 +20,7 @@ from .. import layout
 from ..errors import ParseError
 from ..models import IndexDoc
 from .document import parse_document, plain
+from .journal import DAY_FILE, RECORD_END, RECORD_START, day_turns
 from .page import parse_page
 
 NEAR = 2  # neighbours on each side folded into an entry's ``near`` field
@@ -72,6 +73,8 @@ def records(rel: str, text: str) -> list[IndexDoc]:
         doc = _note_record(rel, kind, meta, body)
         doc.agent = owner or doc.agent
         return [doc]
+    if kind == "journal" and rel.count("/") == 1 and DAY_FILE.match(rel.split("/")[1]):
+        return _journal_records(rel, text)
     if kind in ("identity", "checkpoint") and rel.count("/") == 1:
         return [IndexDoc(id=rel, path=rel, kind=kind, text=body, title=str(meta.get("name") or _stem(rel)),
                          agent=_stem(rel), status="active")]
@@ -226,6 +229,35 @@ def _log_records(rel: str, text: str) -> list[IndexDoc]:
             title=f"{e.agent} {e.type} #{e.channel}", section=e.channel, type=e.type, author_kind="agent",
             importance=0.7 if kind == "decision" else 0.4, date=e.ts[:10], line=n, days=_days(e.ts),
         ))  # fmt: skip
+    return out
+
+
+def _journal_records(rel: str, text: str) -> list[IndexDoc]:
+    """One doc per turn of a journal day file, with its session, place and speaker, and
+    its neighbours in the session (±``NEAR``) as the ``near`` field; and one for the day's
+    record, when it has one."""
+    day = DAY_FILE.match(rel.split("/")[1]).group(1)
+    turns = day_turns(text)
+    by_session: dict[str, list] = {}
+    for t in turns:
+        by_session.setdefault(t.session, []).append(t)
+    out = []
+    for session, ts in by_session.items():
+        for n, t in enumerate(ts):
+            neighbours = ts[max(0, n - NEAR) : n] + ts[n + 1 : n + 1 + NEAR]
+            out.append(IndexDoc(
+                id=f"{rel}#^{t.id}", path=rel, kind="journal", text=t.text,
+                title=f"{day} {t.clock} {t.speaker}".replace("  ", " "), section=session, status="active",
+                author_kind="user" if t.speaker in ("user", "human") else "agent", importance=0.2, date=day,
+                days=[day], session=session, turn=float(t.id.rsplit("-", 1)[1]), speaker=t.speaker,
+                near=" \n".join(x.text for x in neighbours), entry_id=t.id, line=t.line,
+            ))  # fmt: skip
+    start, end = text.find(RECORD_START), text.find(RECORD_END)
+    if start != -1 and end > start:
+        record = text[start + len(RECORD_START) : end].strip()
+        out.append(IndexDoc(id=f"{rel}#record", path=rel, kind="journal", text=record, title=f"{day} record",
+                            section="record", status="active", author_kind="agent", importance=0.3, date=day,
+                            days=[day]))
     return out
 
 

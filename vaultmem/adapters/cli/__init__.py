@@ -55,6 +55,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "retain": ("review", "retain"),
     "review": ("review", "app"),
     "import": ("imports", "app"),
+    "journal": ("journal", "app"),
     "mcp": ("serve", "mcp"),
     "hook": ("hook", "app"),
     "install": ("install", "install_app"),

@@ -104,10 +104,16 @@ def ask(
     json_: JsonOpt = False,
 ) -> None:
     """Quick Q&A: what ROLE's brief draws on (its own entries and notes, global and shared
-    memory — never another role's page) most relevant to the question, with citations."""
+    memory — never another role's page) most relevant to the question, with citations.
+
+    When nothing there is relevant, the journal's relevant turns follow (for you and the
+    orchestrator), marked "from the journal"; when the journal has none either, it says
+    nothing is known."""
     s = session(ctx, vault, as_, json_)
-    hits = s.open().lifecycle.ask(role, question, limit=n)
-    s.emit(hits, render.answers, data={"role": role, "question": question, "hits": [h.to_dict() for h in hits]})
+    v = s.open()
+    hits = v.lifecycle.ask(role, question, limit=n, asker=v.actor(s.agent))
+    s.emit(hits, render.answers, data={"role": role, "question": question, "hits": [h.to_dict() for h in hits],
+                                       "journal_searched": hits.journal_searched})
 
 
 @handles_errors

@@ -73,6 +73,7 @@ def search(
     until: Annotated[Optional[str], typer.Option(help="Only documents dated this day (YYYY-MM-DD) or earlier.")] = None,
     where: Annotated[Optional[list[str]], typer.Option("--where", help="Only notes whose frontmatter holds KEY=VALUE, case-insensitive (repeatable: all of them).")] = None,
     n: Annotated[int, typer.Option("-n", help="How many hits.")] = 10,
+    journal: Annotated[bool, typer.Option("--journal", help="Search the journal (whole sessions, never part of a normal search): humans and the orchestrator only.")] = False,
     vault: VaultOpt = None,
     as_: AsOpt = None,
     json_: JsonOpt = False,
@@ -94,12 +95,15 @@ def search(
       vaultmem search '"端口固定" -测试' --tag backend
       vaultmem search 'redis OR memcached -cluster' --since 2026-01-01
       vaultmem search 'deploy*' --author-kind user --where project=billing
+      vaultmem search "login 500" --journal --since 2026-12-01
     """
     s = session(ctx, vault, as_, json_)
-    hits = s.open().search(query, agent=agent, kinds=tuple(kind or ()), types=tuple(type_ or ()), limit=n,
-                           tags=tuple(tag or ()), statuses=tuple(status or ()),
-                           author_kinds=tuple(author_kind or ()), since=since, until=until,
-                           where=tuple(where or ()))
+    v = s.open()
+    actor = v.actor(s.agent)
+    hits = v.search(query, agent=agent, kinds=tuple(kind or ()), types=tuple(type_ or ()), limit=n,
+                    tags=tuple(tag or ()), statuses=tuple(status or ()),
+                    author_kinds=tuple(author_kind or ()), since=since, until=until,
+                    where=tuple(where or ()), journal=journal, reader=None if actor.is_human else actor.name)
 
     s.emit(hits, render.search_hits, data=hits.to_dict(query))
 

@@ -479,8 +479,13 @@ def audit(report: dict) -> str:
 
 
 def answers(hits) -> str:
-    """``ask``: the role's entries and notes that match, each with its link."""
-    return "\n".join(f"- {h.snippet} {h.doc.link}" for h in hits) or "nothing in this role's memory matches"
+    """``ask``: the role's entries and notes that match, each with its link; the journal's
+    turns after them (when the journal was searched), said so."""
+    lines = [f"- {'from the journal (session ' + str(h.doc.session) + ', ' + h.doc.title + '): ' if h.doc.kind == 'journal' else ''}"
+             f"{h.snippet} {h.doc.link}" for h in hits]
+    if getattr(hits, "journal_searched", False) and not any(h.relevant for h in hits):
+        lines.insert(0, "nothing known: neither this role's memory nor the journal holds anything relevant")
+    return "\n".join(lines) or "nothing in this role's memory matches"
 
 
 def todo(out: dict) -> str:
@@ -558,3 +563,31 @@ def edited(change, *, item_id: str) -> str:
 
 def rejected(change, *, item_id: str) -> str:
     return f"rejected {item_id} (commit {change.commit[:8]})"
+
+
+def journal_added(change) -> str:
+    d = change.details
+    if not d["added"]:
+        return f"session {d['session']}: all {d['turns']} turns are in the journal already; nothing changed"
+    days = ", ".join(f"journal/{x}.md" for x in d["days"])
+    known = f" ({d['known']} were there already)" if d["known"] else ""
+    return (f"session {d['session']} ({d['shape']}): filed {d['added']} of {d['turns']} turns{known} into {days}"
+            f" (commit {change.commit[:8]})")
+
+
+def journal_consolidated(change) -> str:
+    day = change.details["day"]
+    if change.commit is None:
+        return f"journal/{day}.md: its record is up to date; nothing changed"
+    return f"journal/{day}.md: the day's record is written at its top (commit {change.commit[:8]})"
+
+
+def journal_pruned(change) -> str:
+    d = change.details
+    if not d["keep_days"]:
+        return "journal.keep_days is 0: the journal is kept forever; nothing to prune"
+    if not change.paths:
+        return f"no day is older than {d['keep_days']} days; nothing to prune"
+    head = f"{'would remove' if d['dry_run'] else 'removed'} {len(change.paths)} day file(s) older than " \
+           f"{d['keep_days']} days" + (f" (commit {change.commit[:8]}; git history keeps them)" if change.commit else "")
+    return "\n".join([head + ":", *(f"- {p}" for p in change.paths)])
