@@ -35,7 +35,7 @@ LABELS = {
         "subagents": "子Agent记录", "other": "参考",
         "user": "用户所述", "agent": "agent推断", "third_party": "第三方", "unknown": "来源不明",
         "via": "链接自",
-        "journal": "日志", "session": "会话",
+        "journal": "日志", "session": "会话", "skills": "## 相关技能", "skill": "技能",
         "nothing": "记忆和日志中都没有与此任务相关的内容：此事未知。",
     },
     "en": {
@@ -53,7 +53,7 @@ LABELS = {
         "subagents": "Sub-agent result", "other": "Reference",
         "user": "user-stated", "agent": "agent-inferred", "third_party": "third-party", "unknown": "unknown source",
         "via": "linked from",
-        "journal": "From the journal", "session": "session",
+        "journal": "From the journal", "session": "session", "skills": "## Skills for this task", "skill": "Skill",
         "nothing": "Nothing known: neither memory nor the journal holds anything relevant to this task.",
     },
 }  # fmt: skip
@@ -80,6 +80,9 @@ class BriefParts:
     # it would be a sixth of a 1,500-token brief)
     max_line_tokens: int = 70
     notices: list[str] = field(default_factory=list)  # said after the task: what the brief lacks (unread_notice)
+    # the skills relevant to the task: named with a link, one line each, never their text
+    skills: list[Hit] = field(default_factory=list)
+    max_skills: int = 3
 
 
 @dataclass
@@ -211,6 +214,14 @@ def _line(hit: Hit, labels: dict[str, str], limit: int, terms: list[str] | None 
     return " ".join(f"- {_label(hit, labels)}{sep}{text}{said} {d.link}{via}".split())
 
 
+def _skill_line(hit: Hit, limit: int) -> str:
+    """A skill, as a brief names it: its name, what it does and when to use it, and its
+    link — never its text (the agent opens the skill it needs)."""
+    d = hit.doc
+    said = shorten(" — ".join(a for a in d.aliases[:2] if a), limit)
+    return " ".join(f"- {d.title}{': ' + said if said else ''} {d.link}".split())
+
+
 def fact_key(hit: Hit) -> tuple | None:
     """The fact a keyed note states — its ``key`` in its scope — or None."""
     d = hit.doc
@@ -303,6 +314,15 @@ def build_brief(parts: BriefParts, budget: int) -> Brief:
             line = _safe(_line(hit, labels, parts.max_line_chars, terms, parts.max_line_tokens))
             if b.add(line, reserve=close_cost):
                 items.append({**hit.to_dict(), "label": _label(hit, labels), "line": line})
+
+    skills = _dedupe(parts.skills)[: parts.max_skills]
+    if skills:
+        first_lines.append((labels["skills"], _safe(_skill_line(skills[0], parts.max_line_chars))))
+    if skills and opens(*first_lines[-1]):
+        for hit in skills:
+            line = _safe(_skill_line(hit, parts.max_line_chars))
+            if b.add(line, reserve=close_cost):
+                items.append({**hit.to_dict(), "label": labels["skill"], "line": line})
 
     live_used = 0
     if parts.live:

@@ -112,6 +112,16 @@ AGENT_KINDS = (*BRIEF_KINDS, "log", "identity")
 JOURNAL_KIND = "journal"  # read on purpose only (search --journal), or as a brief's last resort
 
 
+SKILL_FILE = "SKILL.md"  # skills/<slug>/SKILL.md: a skill with its scripts beside it
+
+
+def is_skill_file(rel: str) -> bool:
+    """A skill's file: ``skills/<slug>/SKILL.md``, or a single ``skills/<slug>.md``."""
+    parts = rel.split("/")
+    return parts[0] == SKILLS_DIR and rel.endswith(".md") and (
+        len(parts) == 2 or (len(parts) == 3 and parts[2] == SKILL_FILE))
+
+
 def page_path(stem: str) -> str:
     return f"{AGENTS_DIR}/{stem}.md"
 

@@ -238,8 +238,10 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
     # at most as many lines as could fit (an index line costs well over 8 tokens)
     index_lines = (_index_lines(text, agent, index.owners(), budget // 8 + 1) if text is not None else [])
     live = [f"- {e.ts[:16]}Z {e.id} #{e.channel} {e.type}: {e.summary} [[{e.log_path}]]" for e in unseen]
-    parts = BriefParts(agent=agent, task=task, identity=identity, hits=relevant, index_lines=index_lines,
-                       live=live, lang=config.lang, max_items=config.brief_max_items, notices=notices)
+    skills = [h for h in relevant if h.doc.kind == "skill"]  # named in a section of their own, never quoted
+    parts = BriefParts(agent=agent, task=task, identity=identity, hits=[h for h in relevant if h.doc.kind != "skill"],
+                       index_lines=index_lines, live=live, lang=config.lang, max_items=config.brief_max_items,
+                       notices=notices, skills=skills)
     result = build_brief(parts, budget)
     result.page, result.skipped_files = page, skipped
     result.warnings = warnings + result.warnings

@@ -636,6 +636,43 @@ class Vault:
                               agent=agent)
         return made
 
+    # -- skills (vaultmem.skills) ---------------------------------------------------------------
+    def skills(self):
+        """Every skill (``skills/<slug>/SKILL.md``, ``skills/<slug>.md``), by name, and the
+        skill files that could not be read (``{"path", "line", "message"}``)."""
+        from . import skills
+
+        return skills.read_all(self.root)
+
+    def skill(self, name: str):
+        """One skill, by its name or slug (NotFound names the others)."""
+        from . import skills
+
+        return skills.find(self.root, name)
+
+    def skill_add(self, name: str, description: str, actor: Actor, when_to_use: str | None = None,
+                  text: str = "") -> Change:
+        """Write a new skill, ``skills/<slug>/SKILL.md``, in one commit: ``name``, what it
+        does (``description``), ``when_to_use``, and its steps (``text``), secrets
+        replaced. Humans only: a skill is followed, not only read, so an agent's how-to is
+        proposed for review instead (``retain`` with type procedure)."""
+        from . import skills
+
+        if not actor.is_human:
+            raise PermissionRefused(f"agent {actor.name!r} may not add a skill: a skill is followed, not only read",
+                                    hint="propose it for a human's review: vaultmem retain (type procedure)")
+        scrub = self.writer.scrubber()
+        name = check_name(name, "skill name", field="name")
+        scrub.refuse("name", name)
+        description = scrub.text("description", description) or ""
+        when_to_use = scrub.text("when_to_use", when_to_use) if when_to_use else None
+        text = scrub.text("text", text) or ""
+        with self.writer.locked():
+            path, content = skills.plan_add(self.root, name, description, when_to_use, text, actor.name, notes.now())
+            message = f"skill: add {name}"
+            sha = self.writer.apply(actor, message, {path: content})
+        return Change("skill add", [path], sha, message, {"name": name, "path": path}, warnings=scrub.warnings())
+
     # -- the journal (vaultmem.journal) --------------------------------------------------------
     def may_read_journal(self, agent: str | None) -> None:
         """The journal is read by humans (``agent`` None) and the orchestrator only."""

@@ -6,7 +6,11 @@
   low-weight ``near`` field;
 - ``identity/*.md``, ``checkpoints/*.md``: one doc, owned by the agent the file names;
 - ``inbox/``, ``archive/``: indexed but marked, so recall can keep them out of briefs;
-- everything else (wiki, skills, journal, shared …): one doc per ``##`` section.
+- ``skills/<slug>/SKILL.md`` (or ``skills/<slug>.md``): one doc per skill, its description
+  and when to use it as aliases;
+- ``journal/YYYY-MM-DD.md``: one doc per turn, with its session, place and speaker, and
+  its neighbours in the session as ``near`` (and one for the day's record);
+- everything else (wiki, shared …): one doc per ``##`` section.
 
 ``MEMORY.md`` is not indexed: the brief loads it whole.
 """
@@ -75,6 +79,8 @@ def records(rel: str, text: str) -> list[IndexDoc]:
         return [doc]
     if kind == "journal" and rel.count("/") == 1 and DAY_FILE.match(rel.split("/")[1]):
         return _journal_records(rel, text)
+    if kind == "skill" and layout.is_skill_file(rel):
+        return [_skill_record(rel, meta, body)]
     if kind in ("identity", "checkpoint") and rel.count("/") == 1:
         return [IndexDoc(id=rel, path=rel, kind=kind, text=body, title=str(meta.get("name") or _stem(rel)),
                          agent=_stem(rel), status="active")]
@@ -230,6 +236,18 @@ def _log_records(rel: str, text: str) -> list[IndexDoc]:
             importance=0.7 if kind == "decision" else 0.4, date=e.ts[:10], line=n, days=_days(e.ts),
         ))  # fmt: skip
     return out
+
+
+def _skill_record(rel: str, meta: dict, body: str) -> IndexDoc:
+    """A skill is one document: its name the title, its description and when to use it
+    the aliases (what a task's words meet first), its text the body."""
+    parts = rel.split("/")
+    name = str(meta.get("name") or (parts[1] if len(parts) == 3 else _stem(rel)))
+    said = [str(meta[k]) for k in ("description", "when_to_use", "when") if meta.get(k)]
+    return IndexDoc(id=rel, path=rel, kind="skill", text=body, title=name, aliases=said + _str_list(meta.get("aliases")),
+                    status=str(meta.get("status") or "active"), author_kind=str(meta.get("author_kind") or "unknown"),
+                    importance=_float(meta.get("importance"), 0.5), date=str(meta.get("created") or "")[:10] or None,
+                    tags=_str_list(meta.get("tags")), meta=scalars(meta))
 
 
 def _journal_records(rel: str, text: str) -> list[IndexDoc]:

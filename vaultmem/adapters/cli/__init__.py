@@ -56,6 +56,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "review": ("review", "app"),
     "import": ("imports", "app"),
     "journal": ("journal", "app"),
+    "skill": ("skill", "app"),
     "mcp": ("serve", "mcp"),
     "hook": ("hook", "app"),
     "install": ("install", "install_app"),

@@ -591,3 +591,18 @@ def journal_pruned(change) -> str:
     head = f"{'would remove' if d['dry_run'] else 'removed'} {len(change.paths)} day file(s) older than " \
            f"{d['keep_days']} days" + (f" (commit {change.commit[:8]}; git history keeps them)" if change.commit else "")
     return "\n".join([head + ":", *(f"- {p}" for p in change.paths)])
+
+
+def skills(result) -> str:
+    """``skill list``: each skill in a line; the files that could not be read after them."""
+    found, problems = result
+    lines = [f"- {k.name}: {k.description}" + (f" (when: {k.when_to_use})" if k.when_to_use else "") + f"  {k.path}"
+             for k in found]
+    lines += [f"cannot read {p['path']}" + (f":{p['line']}" if p.get("line") else "") + f": {p['message']}"
+              for p in problems]
+    return "\n".join(lines) or "no skills yet: 'vaultmem skill add NAME --description …' writes one"
+
+
+def skill(k) -> str:
+    head = [f"# {k.name}", k.description] + ([f"When to use: {k.when_to_use}"] if k.when_to_use else [])
+    return "\n".join([*head, f"({k.path})", "", k.text]).rstrip()
