@@ -58,10 +58,11 @@ ALLOWED = {
     "importers": STORAGE | {"notes"},  # beside inbox: other tools' memory, filed through the facade's inbox
     "staged": STORAGE | {"livelog"},  # what a commit records, checked before git records it
     "journal": STORAGE | {"sessions"},
-    "skills": STORAGE,  # skills/: procedural memory, listed and added (docs/skills.md)  # transcripts read, filed by day, a day's record (docs/journal.md)
+    "skills": STORAGE,  # skills/: procedural memory, listed and added (docs/skills.md)
+    "preservation": STORAGE,  # the format's migrations, the journal's markers, the keys apart from a backup  # transcripts read, filed by day, a day's record (docs/journal.md)
     # the facade
     "vault": STORAGE | RECALL | {"recall", "template", "notes", "conflicts", "forgetting", "compaction", "stats", "links", "timeline", "pages", "lifecycle", "inbox", "shared", "livelog",
-                                 "importers", "staged", "journal", "skills"},
+                                 "importers", "staged", "journal", "skills", "preservation"},
     # adapters: the CLI, the watcher and the edge they share (edge.py needs only errors)
     "adapters": {"errors", "models", "names", "parse", "vault", "walk", "layout", "files", "livelog", "sessions",
                  "journal", "adapters", "__init__"},

@@ -20,11 +20,14 @@ from .parse.document import dump_yaml, load_yaml
 from .walk import CONFIG_PATH
 
 CONFIG_CACHE = "config.cache"  # in .vaultmem/local/
-CACHE_VERSION = 4  # bump when a check in parse_config changes
+CACHE_VERSION = 5  # bump when a check in parse_config changes
 RACY_NS = 2_000_000_000
 MAX_NOTE_BYTES = 256 * 1024  # the most memory.max_note_bytes may be, and its default
 # the most each size setting may be (a log entry holds 256 KB in all)
 SIZE_CAPS = {"memory.max_note_bytes": MAX_NOTE_BYTES, "log.max_body_bytes": 192 * 1024}
+# The vault's format: `version` in the config. A vault of an older format works as it is and
+# `vaultmem migrate` brings it up to date (vaultmem.preservation); a newer one is refused.
+FORMAT_VERSION = 2
 DEFAULT_TYPES = ("preference", "decision", "fact", "failure+fix", "procedure", "episode")
 
 
@@ -63,6 +66,7 @@ class Config:
     page_tokens: int = 8000
     journal_keep_days: int = 0  # journal.keep_days: day files older than this are pruned (0: kept forever)
     journal_hooks: bool = True  # journal.hooks: the Claude Code hooks and Hermes file each session's transcript
+    format_version: int = FORMAT_VERSION  # version: the format the vault was made or last migrated to
     raw: Any = field(default=None, compare=False, repr=False)
 
 
@@ -217,6 +221,13 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
     page_entries = tuple((section, int(number(f"forgetting.page_entries.{section}", default, 1, 1_000_000)))
                          for section, default in Config.page_entries)
     page_tokens = int(number("forgetting.page_tokens", 8000, 100, 10_000_000))
+    format_version = _get(raw, "version", 1)
+    if isinstance(format_version, bool) or not isinstance(format_version, int) or format_version < 1:
+        raise bad("version", f"is {format_version!r}; it must be the vault's format version, a whole number "
+                             f"from 1 to {FORMAT_VERSION}")
+    if format_version > FORMAT_VERSION:
+        raise bad("version", f"is {format_version}: the vault was made by a newer vaultmem (this one knows formats "
+                             f"up to {FORMAT_VERSION}); upgrade vaultmem before using it")
     journal_keep_days = int(number("journal.keep_days", 0, 0, 1_000_000))
     journal_hooks = _get(raw, "journal.hooks", True)
     if not isinstance(journal_hooks, bool):
@@ -253,6 +264,7 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
         page_tokens=page_tokens,
         journal_keep_days=journal_keep_days,
         journal_hooks=journal_hooks,
+        format_version=format_version,
         raw=raw,
     )
 

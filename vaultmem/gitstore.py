@@ -558,3 +558,42 @@ def hooks_dir(root: Path) -> Path:
     out = _git_out(root, ["rev-parse", "--git-path", "hooks"]).decode("utf-8", "surrogateescape").strip()
     folder = Path(out)
     return folder if folder.is_absolute() else (root / folder)
+
+
+# -- backups: a git bundle of the whole history --------------------------------------------------
+
+
+def bundle_create(root: Path, path: Path) -> list[str]:
+    """Write every branch and tag of the vault's history to the bundle file ``path``;
+    the refs it holds."""
+    import git
+
+    try:
+        _repo(root).git.bundle("create", str(path), "--all")
+    except git.GitCommandError as exc:
+        raise _storage(str(exc.stderr), root) or GitError(f"git bundle failed: {str(exc.stderr).strip()}",
+                                                          path=str(path)) from None
+    return bundle_heads(path)
+
+
+def bundle_heads(path: Path) -> list[str]:
+    """The refs a bundle file holds (``sha ref`` each); GitError if it is no bundle."""
+    import subprocess
+
+    done = subprocess.run(["git", "bundle", "list-heads", str(path)], capture_output=True, text=True)
+    if done.returncode != 0 or not done.stdout.strip():
+        raise GitError(f"{path} is not a git bundle vaultmem can read: {done.stderr.strip() or 'it holds no refs'}",
+                       path=str(path), hint="a backup is made by 'vaultmem backup create PATH'")
+    return done.stdout.strip().splitlines()
+
+
+def clone_bundle(path: Path, dest: Path) -> None:
+    """A new repository at ``dest`` from the bundle file ``path``, its files checked out,
+    with no remote left pointing at the bundle."""
+    import git
+
+    try:
+        repo = git.Repo.clone_from(str(path), str(dest))
+        repo.delete_remote("origin")
+    except git.GitCommandError as exc:
+        raise GitError(f"cannot restore from {path}: {str(exc.stderr).strip()}", path=str(path)) from None

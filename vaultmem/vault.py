@@ -284,7 +284,7 @@ class Vault:
                 rebuilt.append({"message": "the index was rebuilt from the files"})
                 index_problems = []
         check("files parse", [{"path": p["path"], "line": p.get("line"), "problem": p["message"]}
-                              for p in self.index.problems() if not p.get("partial")])
+                              for p in self.index.problems() + self.journal_index.problems() if not p.get("partial")])
         dangling, missing = notes.index_problems(self.root)
         fixed = []
         if fix and (dangling or missing):
@@ -327,6 +327,8 @@ class Vault:
                for i in audit["inbox"]])
         big = []
         for rel in found.paths:
+            if rel.startswith(f"{layout.JOURNAL_DIR}/"):
+                continue  # a day of whole sessions is long by design: read on purpose, never briefed whole
             size = len(found.texts.get(rel, "").encode("utf-8"))
             if size > self.config.max_note_bytes:
                 big.append({"path": rel, "line": None,
@@ -345,6 +347,118 @@ class Vault:
                     for r in over]
         check("no oversize file", big)
         return {"ok": all(c["ok"] for c in checks), "checks": checks, "skipped_files": found.unread}
+
+    # -- preservation (vaultmem.preservation) --------------------------------------------------
+    def verify(self) -> dict:
+        """Everything the design relies on, after an upgrade or a restore: the format is
+        current (else ``vaultmem migrate``), the config reads, every file parses (pages,
+        notes, the journal), MEMORY.md lists the active notes, links resolve, the index
+        opens on this analyzer (an index of another is rebuilt), the logs' signatures and
+        chains verify, no secret sits in an uncommitted file, the journal's markers file
+        each turn once, the skills read. ``{"ok", "format", "checks": [{"check", "ok",
+        "problems"}]}``: the checks of ``doctor`` but its reminders of work waiting for a
+        human and oversize files, and these."""
+        from . import preservation
+        from .config import FORMAT_VERSION
+
+        v = self.config.format_version
+        checks = [{"check": "the vault's format is current", "ok": v == FORMAT_VERSION, "fixed": [], "problems": [] if
+                   v == FORMAT_VERSION else [{"path": layout.CONFIG_PATH, "line": None,
+                                              "problem": f"format {v}; this vaultmem's is {FORMAT_VERSION}: run "
+                                                         f"'vaultmem migrate' (see what it does with --dry-run)"}]},
+                  {"check": "the config reads", "ok": True, "problems": [], "fixed": []}]
+        health = self.doctor()
+        checks += [c for c in health["checks"] if c["check"] not in ("nothing waits for a human", "no oversize file")]
+        for name, problems in (("the journal files each turn once", preservation.journal_problems(self.root)),
+                               ("skills read", self.skills()[1])):
+            checks.append({"check": name, "ok": not problems, "problems": problems, "fixed": []})
+        return {"ok": all(c["ok"] for c in checks), "format": v, "checks": checks,
+                "skipped_files": health.get("skipped_files", [])}
+
+    def migrate(self, actor: Actor, dry_run: bool = False) -> Change:
+        """Bring a vault of an older format to this vaultmem's, in one commit that lists
+        each step (``dry_run``: the plan, nothing changed). Humans only; refused while a
+        file it would write holds an uncommitted edit."""
+        from . import preservation
+
+        if not dry_run and not actor.is_human:
+            raise PermissionRefused(f"agent {actor.name!r} may not migrate the vault",
+                                    hint="a human runs 'vaultmem migrate' (see what it would do with --dry-run)")
+        with self.writer.locked():
+            before = self.config.format_version
+            writes, steps = preservation.plan_migrate(self.root, before)
+            message = f"migrate: vault format {before} → {before + len(steps)}" if steps else \
+                f"the vault is at format {before} already"
+            sha = None
+            if steps and not dry_run:
+                dirty = [p for p in writes if gitstore.changed_under(self.root, p)]
+                if dirty:
+                    raise PermissionRefused(f"{', '.join(dirty)} {'has' if len(dirty) == 1 else 'have'} uncommitted "
+                                            "edits: a migration is one reviewed commit of its own",
+                                            hint="commit (or discard) the edits, then run 'vaultmem migrate' again")
+                sha = self.writer.apply(actor, message + "\n\n" + "\n".join(f"- {x}" for x in steps), writes,
+                                        unscanned=(layout.CONFIG_PATH,))
+                self.config = load_config(self.root)
+                self.writer.config = self.config
+        return Change("migrate", sorted(writes), sha, message, {"from": before, "to": before + len(steps),
+                                                                 "steps": steps, "dry_run": dry_run})
+
+    def backup_create(self, path: str | Path, keys: str | Path | None = None) -> dict:
+        """A backup: the whole history in a git bundle at ``path`` — and, only when
+        ``keys`` names a file, the private signing keys in an archive of their own (they
+        are never committed, so never in the bundle). Both files are new (an existing one
+        is refused). What is not committed is not in the bundle: said in ``warnings``."""
+        from . import preservation
+
+        bundle, key_file = Path(path), Path(keys) if keys is not None else None
+        for target, field in ((bundle, "path"), (key_file, "keys")):
+            if target is not None and target.exists():
+                raise BadInput(f"{target} exists: a backup never overwrites a file", field=field,
+                               hint="name a new file")
+        if not gitstore.has_commit(self.root):
+            raise BadInput("the vault has no commit yet: there is nothing to back up")
+        refs = gitstore.bundle_create(self.root, bundle)
+        agents = preservation.write_keys(self.root, key_file) if key_file is not None else None
+        pending = gitstore.changed_under(self.root, ".")
+        warnings = [f"{len(pending)} uncommitted change(s) are not in the backup: {', '.join(pending[:5])}"
+                    f"{' …' if len(pending) > 5 else ''}"] if pending else []
+        if key_file is None and (self.root / layout.PRIVATE_KEYS_DIR).is_dir() and \
+                any((self.root / layout.PRIVATE_KEYS_DIR).glob("*.key")):
+            warnings.append("the private signing keys are not in the backup: add --keys FILE to carry them apart")
+        return {"bundle": str(bundle), "refs": refs, "keys": str(key_file) if key_file else None,
+                "key_agents": agents, "warnings": warnings}
+
+    @classmethod
+    def backup_verify(cls, path: str | Path) -> dict:
+        """Whether a backup restores to a vault that passes :meth:`verify` (restored into a
+        temporary folder, then removed)."""
+        import tempfile
+
+        refs = gitstore.bundle_heads(Path(path))
+        with tempfile.TemporaryDirectory(prefix="vaultmem-backup-") as tmp:
+            dest = Path(tmp) / "vault"
+            gitstore.clone_bundle(Path(path), dest)
+            report = cls.open(dest).verify()
+        return {"bundle": str(path), "refs": refs, "ok": report["ok"], "verify": report}
+
+    @classmethod
+    def backup_restore(cls, path: str | Path, dest: str | Path, keys: str | Path | None = None) -> dict:
+        """A vault at ``dest`` (new, or an empty folder) from a backup, its private keys
+        from ``keys`` when given; then :meth:`verify` on it."""
+        from . import preservation
+
+        dest = Path(dest)
+        if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+            raise BadInput(f"{dest} exists and is not an empty folder: a restore never writes over files",
+                           field="dest", hint="name a new folder")
+        refs = gitstore.bundle_heads(Path(path))
+        taken = preservation.load_keys(Path(keys)) if keys is not None else []  # checked before anything is made
+        if dest.exists():
+            dest.rmdir()
+        gitstore.clone_bundle(Path(path), dest)
+        agents = preservation.install_keys(dest, taken)
+        report = cls.open(dest).verify()
+        return {"vault": str(dest), "refs": refs, "key_agents": agents, "ok": report["ok"], "verify": report}
 
     def timeline(self, role: str | None = None, since: str | None = None) -> dict:
         """Role-page entries, decisions, log entries and notes in the order they happened

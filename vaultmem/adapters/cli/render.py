@@ -606,3 +606,37 @@ def skills(result) -> str:
 def skill(k) -> str:
     head = [f"# {k.name}", k.description] + ([f"When to use: {k.when_to_use}"] if k.when_to_use else [])
     return "\n".join([*head, f"({k.path})", "", k.text]).rstrip()
+
+
+def vault_verified(report: dict) -> str:
+    """``verify``: each check, as ``doctor`` shows them; the format first."""
+    text = doctor({**report, "checks": report["checks"]})
+    return f"format {report['format']}\n" + text.replace("healthy", "everything the design relies on holds")
+
+
+def migrated(change) -> str:
+    d = change.details
+    if not d["steps"]:
+        return f"the vault is at format {d['from']} already: nothing to migrate"
+    head = f"{'would migrate' if d['dry_run'] else 'migrated'} format {d['from']} → {d['to']}" + \
+        (f" (commit {change.commit[:8]}: review with git show, undo with git revert)" if change.commit else "")
+    tail = ["nothing was changed; run it without --dry-run to migrate"] if d["dry_run"] else []
+    return "\n".join([head + ":", *(f"- {x}" for x in d["steps"]), *(f"  writes {p}" for p in change.paths), *tail])
+
+
+def backup_made(made: dict) -> str:
+    lines = [f"bundle: {made['bundle']} ({len(made['refs'])} ref(s))"]
+    if made["keys"]:
+        lines.append(f"keys: {made['keys']} ({', '.join(made['key_agents']) or 'no key'}; mode 0600: keep it apart "
+                     "from the bundle)")
+    return "\n".join(lines)
+
+
+def backup_verified(report: dict) -> str:
+    return f"{report['bundle']}: {len(report['refs'])} ref(s); restored to a temporary folder:\n" + \
+        vault_verified(report["verify"])
+
+
+def backup_restored(report: dict) -> str:
+    keys = f"; keys of {', '.join(report['key_agents'])}" if report["key_agents"] else ""
+    return f"restored {report['vault']} ({len(report['refs'])} ref(s){keys})\n" + vault_verified(report["verify"])
