@@ -155,7 +155,7 @@ def check_brief(agent: str, task: str) -> str:
 
 
 def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int, today, page: str | None,
-          journal=None):
+          journal=None, uncommitted=None):
     """The brief for ``agent`` on ``task`` within ``budget`` tokens: the relevant hits
     (ranked for a brief), the agent's identity, as many MEMORY.md lines as could fit,
     and the newest log entries it has not read (``unseen``). ``page``: the role's page
@@ -163,7 +163,9 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
     brief's scope that could not be read are named (``skipped_files``); the role's own
     page among them, or its identity, is also said in the brief itself. ``journal``: the
     journal's index, for a brief that may fall back to it (a callable that opens it only
-    then: :func:`journal_fallback`), or None."""
+    then: :func:`journal_fallback`), or None. ``uncommitted(paths)``: which of these
+    files differ from the last commit — a skill is named only once a commit has recorded
+    it (a skill is followed: its commit is its review), the others said in a warning."""
     from .brief import LABELS, BriefParts, build_brief, current_values, unread_notice
     from .index import Filters
     from .retrieve import hybrid_search as ranked
@@ -239,6 +241,11 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
     index_lines = (_index_lines(text, agent, index.owners(), budget // 8 + 1) if text is not None else [])
     live = [f"- {e.ts[:16]}Z {e.id} #{e.channel} {e.type}: {e.summary} [[{e.log_path}]]" for e in unseen]
     skills = [h for h in relevant if h.doc.kind == "skill"]  # named in a section of their own, never quoted
+    unreviewed = uncommitted(sorted({h.doc.path for h in skills})) if skills and uncommitted is not None else set()
+    if unreviewed:
+        skills = [h for h in skills if h.doc.path not in unreviewed]
+        warnings.append(f"{', '.join(sorted(unreviewed))}: a skill not committed yet is left out of the brief "
+                        "(a skill is followed: a human commits it first)")
     parts = BriefParts(agent=agent, task=task, identity=identity, hits=[h for h in relevant if h.doc.kind != "skill"],
                        index_lines=index_lines, live=live, lang=config.lang, max_items=config.brief_max_items,
                        notices=notices, skills=skills)

@@ -742,7 +742,8 @@ class Vault:
         unseen, failed = self.shared.unseen_for_brief(agent)
         made = recall.brief(self.root, self.config, self.index, unseen, agent, task,
                             budget, pages.today(), page=layout.page_path(page) if page is not None else None,
-                            journal=(lambda: self.journal_index) if agent == self.config.orchestrator else None)
+                            journal=(lambda: self.journal_index) if agent == self.config.orchestrator else None,
+                            uncommitted=lambda paths: set(gitstore.uncommitted(self.root, paths)))
         for e in failed:  # never shown as if verified, and never dropped without a word
             made.warnings.append(f"{e.log_path}: entry {e.id} of {e.agent} does not check out ({e.problem}): "
                                  f"left out of the brief")
