@@ -11,8 +11,10 @@ import io
 import json
 import os
 import signal
-import string
 import random
+import string
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -96,7 +98,9 @@ def project(tmp_path) -> tuple[Vault, Path]:
     """A vault (orchestrator 'orch') inside a project folder, and the session's transcript."""
     v, _ = Vault.init(tmp_path / "proj", lang="en", orchestrator="orch")
     v.remember("The payment service retries a failed charge three times", v.actor(None), "fact")
-    return v, write_transcript(tmp_path / "session.jsonl", MAIN)
+    # these tests follow a harvest to the page; the default (a human approves it first) has its own
+    v.set_config("review.auto_harvest", True, v.actor(None))
+    return Vault.open(v.root), write_transcript(tmp_path / "session.jsonl", MAIN)
 
 
 # -- the session through real processes ------------------------------------------------------------
@@ -261,6 +265,32 @@ def test_a_killed_session_end_filer_loses_nothing(project, monkeypatch, capsys):
 
 
 # -- the review gate -----------------------------------------------------------------------------------------
+
+
+def test_by_default_a_harvested_report_waits_for_a_human_and_approving_it_writes_the_record(tmp_path):
+    """review.auto_harvest off (the default): a sub-agent's report can carry what a poisoned
+    tool output told it, so the SubagentStop hook files it for review; approving writes it."""
+    v, _ = Vault.init(tmp_path / "proj", lang="en", orchestrator="orch")
+    root = v.root
+    sub = write_transcript(tmp_path / "agent-a1.jsonl", [user("Review payments.py for SQL injection")])
+    common = {"transcript_path": str(write_transcript(tmp_path / "session.jsonl", MAIN)), "cwd": str(root)}
+    assert hook("SubagentStart", payload("SubagentStart", agent_id="a1", agent_type="code-reviewer", **common),
+                root).returncode == 0
+    before = (root / "agents/code-reviewer.md").read_text(encoding="utf-8")
+    r = hook("SubagentStop", payload("SubagentStop", agent_id="a1", agent_type="code-reviewer",
+                                      agent_transcript_path=str(sub), last_assistant_message=REPORT,
+                                      stop_hook_active=False, **common), root)
+    assert (r.returncode, r.stderr) == (0, "")
+    assert (root / "agents/code-reviewer.md").read_text(encoding="utf-8") == before
+    items = inbox_items(v)
+    assert [i.to_dict()["op"] for i in items] == ["harvest"]
+    assert v.lifecycle.delegations(role="code-reviewer", status="pending")
+    done = subprocess.run([sys.executable, "-m", "vaultmem", "--vault", str(root), "review", "approve", items[0].id],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    page = (root / "agents/code-reviewer.md").read_text(encoding="utf-8")
+    assert "charge() built its query from user input" in page
+    assert v.lifecycle.delegations(role="code-reviewer", status="harvested")
 
 
 def test_an_agent_other_than_the_orchestrator_only_proposes(project, tmp_path, monkeypatch, capsys):

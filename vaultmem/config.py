@@ -20,7 +20,7 @@ from .parse.document import dump_yaml, load_yaml
 from .walk import CONFIG_PATH
 
 CONFIG_CACHE = "config.cache"  # in .vaultmem/local/
-CACHE_VERSION = 5  # bump when a check in parse_config changes
+CACHE_VERSION = 6  # bump when a check in parse_config changes
 RACY_NS = 2_000_000_000
 MAX_NOTE_BYTES = 256 * 1024  # the most memory.max_note_bytes may be, and its default
 # the most each size setting may be (a log entry holds 256 KB in all)
@@ -52,6 +52,9 @@ class Config:
     secrets: str = "redact"
     trusted_agents: tuple[str, ...] = ()
     orchestrator_approves: bool = False
+    # review.auto_harvest: a sub-agent's report a hook or the Hermes provider harvests is written
+    # to the role's page at once (true) or waits in the inbox for a human (false)
+    auto_harvest: bool = False
     max_note_bytes: int = MAX_NOTE_BYTES
     max_log_body_bytes: int = 64 * 1024
     claude_agent: str | None = None  # hooks.claude.agent: who the Claude Code hooks act as
@@ -188,6 +191,9 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
     orchestrator_approves = _get(raw, "review.orchestrator_approves", False)
     if not isinstance(orchestrator_approves, bool):
         raise bad("review.orchestrator_approves", f"is {orchestrator_approves!r}; it must be true or false")
+    auto_harvest = _get(raw, "review.auto_harvest", False)
+    if not isinstance(auto_harvest, bool):
+        raise bad("review.auto_harvest", f"is {auto_harvest!r}; it must be true or false")
     if "hooks" in raw and "claude" in raw["hooks"] and not isinstance(raw["hooks"]["claude"], dict):
         raise bad("hooks.claude", "must be a group of settings (key: value lines indented below it)")
     claude_agent = agent_name("hooks.claude.agent", None, "agent name",
@@ -252,6 +258,7 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
         secrets=str(secrets),
         trusted_agents=tuple(str(a) for a in trusted),
         orchestrator_approves=bool(orchestrator_approves),
+        auto_harvest=auto_harvest,
         max_note_bytes=int(max_note),
         max_log_body_bytes=int(max_body),
         claude_agent=str(claude_agent) if claude_agent is not None else None,

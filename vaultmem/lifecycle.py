@@ -72,11 +72,12 @@ class Lifecycle:
         return delegations(self.root, role, status)
 
     def harvest(self, role: str, delegation: str, fields: dict[str, str], actor: Actor,
-                title: str | None = None) -> Change:
+                title: str | None = None, automated: bool = False) -> Change:
         """Write the sub-agent's record (all four elements) into the role page and close
         the delegation, as one commit. Nothing is written when anything is missing. From
-        an agent other than the orchestrator, or when the record reads like an
-        instruction, the record is filed in the review inbox instead."""
+        an agent other than the orchestrator, when the record reads like an instruction,
+        or when a hook or provider harvests it (``automated``) and ``review.auto_harvest``
+        is off, the record is filed in the review inbox instead."""
         missing = [k for k in FIELDS if not str(fields.get(k) or "").strip()]
         if missing:
             names = ", ".join(f"{k} ({SUBAGENT_FIELDS[k][0]})" for k in missing)
@@ -92,7 +93,8 @@ class Lifecycle:
             name = pages.resolve(self.root, role)
             plan_harvest(self.root, name, delegation, clean, actor, title)  # refuse bad input before proposing
             flags = guard.instruction_flags("\n".join([*clean.values(), title or ""]))
-            propose = not actor.is_human and (actor.name != self.vault.config.orchestrator or flags)
+            unattended = automated and not self.vault.config.auto_harvest  # no one read the report yet
+            propose = not actor.is_human and (actor.name != self.vault.config.orchestrator or flags or unattended)
             if not propose:
                 writes, link, entry = plan_harvest(self.root, name, delegation, clean, actor, title)
                 rel_p = next(iter(writes))

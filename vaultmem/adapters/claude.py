@@ -431,7 +431,7 @@ def subagent_stop(v: Vault, actor: Actor, payload: dict) -> str | None:
         except PermissionRefused:
             did = None
     if not missing and did is not None:
-        v.lifecycle.harvest(role, did, {k: fields[k] for k in sessions.FIELDS}, actor)
+        v.lifecycle.harvest(role, did, {k: fields[k] for k in sessions.FIELDS}, actor, automated=True)
     else:
         why = f"missing {', '.join(missing)}" if missing else "no delegation could be recorded"
         where = "; ".join(f"{k} {x}" for k, x in (("session", session), ("agent_id", agent_id),

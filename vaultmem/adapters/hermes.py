@@ -856,7 +856,7 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
         record = {"task": task, **fields}
         missing = [k for k in FIELDS if not str(record.get(k) or "").strip()]
         if not missing and job["task"]:
-            v.lifecycle.harvest(role, did, record, actor)
+            v.lifecycle.harvest(role, did, record, actor, automated=True)
             return
         named = ", ".join(f"{k} ({SUBAGENT_FIELDS[k][1].lower()})" for k in missing) or "task"
         text = (f"sub-agent result for delegation {did} (not harvested: it states no {named}; "
