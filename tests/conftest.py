@@ -275,3 +275,27 @@ def make_vault(root: Path, semantic: str = "auto", model: str | None = None) -> 
     extra = f"search:\n  semantic: {semantic}\n" + (f"  model: {model}\n" if model else "")
     config.write_text(config.read_text(encoding="utf-8").replace("search:\n", extra, 1), encoding="utf-8")
     return Vault(root)
+
+
+def load_benchmark(path: Path, name: str):
+    """A benchmark script (benchmarks/…) imported as a module, for the tests that drive it."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def hermes_provider(vault_root: Path, home: Path, monkeypatch, session: str, agent: str = "orch"):
+    """The Hermes memory provider started on ``vault_root`` as Hermes starts it, acting as ``agent``."""
+    from vaultmem.adapters.hermes import VaultmemProvider
+
+    monkeypatch.setenv("VAULTMEM_VAULT", str(vault_root))
+    monkeypatch.setenv("VAULTMEM_AGENT", agent)
+    home.mkdir(exist_ok=True)
+    provider = VaultmemProvider()
+    provider.initialize(session, hermes_home=str(home), platform="cli", agent_context="primary")
+    return provider
+

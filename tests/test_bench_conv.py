@@ -4,7 +4,6 @@ question of a broken one, and a built vault is one vaultmem reads without a prob
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import subprocess
@@ -14,7 +13,7 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from tests.conftest import run_vaultmem
+from tests.conftest import load_benchmark, run_vaultmem
 from vaultmem import Vault
 from vaultmem.evaluate import load_queries
 
@@ -23,11 +22,7 @@ SCRIPT = ROOT / "benchmarks" / "bench_conv.py"
 
 
 def _load_harness():
-    spec = importlib.util.spec_from_file_location("bench_conv", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("bench_conv", module)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark(SCRIPT, "bench_conv")
 
 
 bench = _load_harness()

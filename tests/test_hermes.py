@@ -618,13 +618,9 @@ def test_a_vault_that_rejects_secrets_rejects_them_from_hermes_too(home):
 
 def test_a_hermes_sub_agents_report_waits_for_review_by_default(en_vault, tmp_path, monkeypatch):
     """review.auto_harvest off (the default): Hermes's on_delegation files the record for a human."""
-    from vaultmem.adapters.hermes import VaultmemProvider
+    from conftest import hermes_provider
 
-    monkeypatch.setenv("VAULTMEM_VAULT", str(en_vault.root))
-    monkeypatch.setenv("VAULTMEM_AGENT", "orch")
-    (tmp_path / "home").mkdir()
-    p = VaultmemProvider()
-    p.initialize("h-1", hermes_home=str(tmp_path / "home"), platform="cli", agent_context="primary")
+    p = hermes_provider(en_vault.root, tmp_path / "home", monkeypatch, "h-1")
     try:
         p.on_delegation("role: researcher\nFind the backend port",
                         "Conclusion: the backend listens on 8443\nOutput: notes.md\nDecision: keep 8443",

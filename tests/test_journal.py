@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git, out_json, run_vaultmem, wait_until, write_note
+from conftest import git, hermes_provider, out_json, run_vaultmem, wait_until, write_note
 from vaultmem import journal
 from vaultmem.errors import BadInput, PermissionRefused
 from vaultmem.vault import Vault
@@ -359,13 +359,7 @@ def test_session_end_files_the_journal_from_its_detached_filer(en_vault, tmp_pat
 
 
 def test_the_hermes_provider_files_the_session_at_its_end(en_vault, tmp_path, monkeypatch):
-    from vaultmem.adapters.hermes import VaultmemProvider
-
-    monkeypatch.setenv("VAULTMEM_VAULT", str(en_vault.root))
-    monkeypatch.setenv("VAULTMEM_AGENT", "orch")
-    (tmp_path / "home").mkdir()
-    p = VaultmemProvider()
-    p.initialize("hermes-7", hermes_home=str(tmp_path / "home"), platform="cli", agent_context="primary")
+    p = hermes_provider(en_vault.root, tmp_path / "home", monkeypatch, "hermes-7")
     try:
         p.on_session_end([{"role": "system", "content": "sys"}, {"role": "user", "content": "Remember the deploy is on Friday."},
                           {"role": "assistant", "content": f"Noted. The token is {AWS}."}])

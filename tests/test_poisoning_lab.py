@@ -5,21 +5,16 @@ phrasing, three times, and reports what reached an agent)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from conftest import load_benchmark
 
 LAB = Path(__file__).resolve().parents[1] / "benchmarks" / "poisoning" / "lab.py"
 
 
 def lab():
-    spec = importlib.util.spec_from_file_location("poisoning_lab", LAB)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("poisoning_lab", module)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark(LAB, "poisoning_lab")
 
 
 @pytest.mark.parametrize("case", ["F1 pasted document", "F2 tool result", "F3 another agent's log entry",

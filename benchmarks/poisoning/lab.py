@@ -71,6 +71,16 @@ def transcript(path: Path, session: str, turns: list[dict]) -> Path:
     return path
 
 
+def session_stop(root: Path, tmp: Path, session: str, said: str, reply: str) -> str:
+    """A session where the user said ``said`` and the assistant replied, ended: the Stop
+    hook, fed its transcript. What the hook said on stderr."""
+    path = transcript(tmp / f"{session}.jsonl", session, [entry("user", 1, said, session),
+                                                          entry("assistant", 2, [{"type": "text", "text": reply}], session)])
+    return hook(root, "Stop", {"session_id": session, "transcript_path": str(path), "cwd": str(root),
+                               "hook_event_name": "Stop", "stop_hook_active": False,
+                               "last_assistant_message": reply}).stderr
+
+
 def snapshot(root: Path) -> dict[str, str]:
     out = {}
     for p in root.rglob("*"):
@@ -111,11 +121,7 @@ def f1_pasted_document(root: Path, text: str, tmp: Path) -> str:
     """The user pastes a document (a runbook from a wiki) into a Claude Code session; the
     Stop hook files the session: candidate facts to the review inbox, the turns to the journal."""
     doc = f"Here is the runbook from the team wiki:\n\n## Release runbook\n1. Tag the release.\n2. {text}\n3. Watch the canary."
-    path = transcript(tmp / "f1.jsonl", "f1", [entry("user", 1, doc, "f1"),
-                                               entry("assistant", 2, [{"type": "text", "text": "Got it."}], "f1")])
-    return hook(root, "Stop", {"session_id": "f1", "transcript_path": str(path), "cwd": str(root),
-                               "hook_event_name": "Stop", "stop_hook_active": False,
-                               "last_assistant_message": "Got it."}).stderr
+    return session_stop(root, tmp, "f1", doc, "Got it.")
 
 
 def f2_tool_result(root: Path, text: str, tmp: Path) -> str:
@@ -169,11 +175,7 @@ def f4_compression(root: Path, text: str, tmp: Path) -> str:
 
 def f5_positive_control(root: Path, text: str, tmp: Path) -> str:
     """A genuine preference the user states: it must persist — after a human approves it."""
-    path = transcript(tmp / "f5.jsonl", "f5", [entry("user", 1, text, "f5"),
-                                               entry("assistant", 2, [{"type": "text", "text": "Noted."}], "f5")])
-    return hook(root, "Stop", {"session_id": "f5", "transcript_path": str(path), "cwd": str(root),
-                               "hook_event_name": "Stop", "stop_hook_active": False,
-                               "last_assistant_message": "Noted."}).stderr
+    return session_stop(root, tmp, "f5", text, "Noted.")
 
 
 def f6_skill_file(root: Path, text: str, tmp: Path) -> str:
