@@ -78,6 +78,20 @@ def test_a_vault_of_a_newer_format_is_refused_with_the_line(en_vault):
     assert "it must be the vault's format version" in run_vaultmem("verify", cwd=en_vault.root).stderr
 
 
+def test_verify_rebuilds_an_index_another_analyzer_built_and_says_so(en_vault):
+    root = en_vault.root
+    assert run_vaultmem("index", cwd=root).returncode == 0
+    live = (root / ".vaultmem/index/CURRENT").read_text().strip()
+    manifest = root / ".vaultmem/index" / live / "manifest.json"
+    data = json.loads(manifest.read_text(encoding="utf-8"))
+    manifest.write_text(json.dumps({**data, "analyzer": "an-older-one"}), encoding="utf-8")
+    report = out_json(run_vaultmem("verify", "--json", cwd=root))
+    check = next(c for c in report["checks"] if c["check"] == "the index was built by this analyzer")
+    assert report["ok"] and check["fixed"][0]["message"].startswith("memory's index was built by analyzer an-older-one")
+    again = out_json(run_vaultmem("verify", "--json", cwd=root))
+    assert next(c for c in again["checks"] if c["check"] == "the index was built by this analyzer")["fixed"] == []
+
+
 def test_verify_names_what_an_upgrade_broke(en_vault, tmp_path):
     root = en_vault.root
     (tmp_path / "chat.md").write_text("Ann: we ship on Friday\nBo: agreed\n", encoding="utf-8")

@@ -367,7 +367,13 @@ class Vault:
                                               "problem": f"format {v}; this vaultmem's is {FORMAT_VERSION}: run "
                                                          f"'vaultmem migrate' (see what it does with --dry-run)"}]},
                   {"check": "the config reads", "ok": True, "problems": [], "fixed": []}]
-        health = self.doctor()
+        from .analysis import ANALYZER_VERSION
+
+        built = {"memory": self.index.analyzer(), "journal": self._journal_store().analyzer()}
+        health = self.doctor()  # brings both indexes up to date: one of another analyzer is rebuilt
+        stale = [{"message": f"{name}'s index was built by analyzer {was}: rebuilt by {ANALYZER_VERSION}"}
+                 for name, was in built.items() if was not in (None, ANALYZER_VERSION)]
+        checks.append({"check": "the index was built by this analyzer", "ok": True, "problems": [], "fixed": stale})
         checks += [c for c in health["checks"] if c["check"] not in ("nothing waits for a human", "no oversize file")]
         for name, problems in (("the journal files each turn once", preservation.journal_problems(self.root)),
                                ("skills read", self.skills()[1])):

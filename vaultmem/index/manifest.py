@@ -72,6 +72,15 @@ class Manifests:
         self._manifest_cache = None
 
     # -- the manifest ------------------------------------------------------------------
+    def analyzer(self, gen: str) -> str | None:
+        """The analyzer version the generation's manifest says it was built with (None if
+        it cannot be read): what ``verify`` compares with this vaultmem's."""
+        try:
+            data = json.loads((self.base / gen / "manifest.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return str(data.get("analyzer")) if isinstance(data, dict) and data.get("analyzer") else None
+
     def load(self, gen: str) -> dict | None:
         """The generation's manifest: ``manifest.json`` plus the changes appended to
         ``manifest.journal`` since it was written (None if unreadable). Cached; a grown

@@ -127,6 +127,11 @@ class IndexStore:
         facts = self._facts(current_generation(self.base))
         return facts["engine"] if facts else None
 
+    def analyzer(self) -> str | None:
+        """The analyzer version the live generation was built with (None: none built yet)."""
+        gen = current_generation(self.base)
+        return self.manifests.analyzer(gen) if gen else None
+
     def owners(self) -> dict[str, str]:
         """File → the agent it belongs to, for files that belong to one (from the manifest)."""
         facts = self._facts(current_generation(self.base))
