@@ -246,11 +246,14 @@ def test_readme_tour_does_what_its_comments_say(tmp_path):
         out = json.loads(r["out"])["hookSpecificOutput"]
         assert out["hookEventName"] == "SubagentStart" and "[记忆简报 - 前端审查]" in out["additionalContext"]
 
-    def sub_stop(r):  # its report → 子Agent记录
+    def sub_stop(r):  # its report → inbox/, for you (review.auto_harvest is off)
         assert r["out"] == ""
+        assert any(line.startswith("lee: inbox: lee proposes harvest ") for line in git_log()), git_log()
+
+    def sub_approve(r):  # → 子Agent记录, delegation closed
         records = page.read_text(encoding="utf-8").split("## 子Agent记录", 1)[1]
         assert "- **结论**：缺少服务端校验" in records and "- **关键决策**：用zod统一校验" in records
-        assert any(line.startswith("lee: harvest: d-") and "into agents/前端审查.md" in line for line in git_log())
+        assert any(line.startswith("Ann Human: review: approve ") for line in git_log()), git_log()
 
     def json_page(r):  # stable JSON for programs
         import json
@@ -278,7 +281,8 @@ def test_readme_tour_does_what_its_comments_say(tmp_path):
         ("vaultmem log append ", append), ("vaultmem log tail ", tail), ("vaultmem decide ", decide),
         ("git init -q --bare ", remote), ("vaultmem log verify && vaultmem sync", verify_sync),
         ("echo '{\"session_id\":\"s-43\",\"hook_event_name\":\"SubagentStart\"", sub_start),
-        ("echo '{\"session_id\":\"s-43\",\"hook_event_name\":\"SubagentStop\"", sub_stop),
+        ("echo '{\"session_id\":\"s-43\",\"hook_event_name\":\"SubagentStop\"", sub_stop), ("H=$(", quiet),
+        ("vaultmem review approve \"$H\"", sub_approve),
         ("vaultmem --json page show ", json_page), ("git -C ~/team-memory log ", who),
     ]
     assert [c.split("\n")[0][:40] for c, _ in tour] and len(results) == len(claims), \
