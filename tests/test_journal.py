@@ -162,6 +162,19 @@ def test_a_broken_transcript_is_reported_with_file_and_line_and_nothing_is_filed
     assert git(en_vault.root, "rev-parse", "HEAD") == head
 
 
+def test_a_huge_paste_is_filed_cut_with_where_the_rest_is(en_vault, tmp_path):
+    path = tmp_path / "paste.jsonl"
+    huge = "log line with nothing secret in it\n" * 10_000  # 340 KB in one turn, more than a note may hold
+    path.write_text(json.dumps(claude_entry("user", 1, huge)) + "\n", encoding="utf-8")
+    change = en_vault.journal_add(path, en_vault.actor(None))
+    assert change.details["added"] == 1
+    text = day_file(en_vault, "2026-12-01")
+    assert f"({len(huge.strip()) - journal.MAX_TURN_CHARS + 300:,} more characters in paste.jsonl L1) ^j-" in text
+    once = journal.clipped(huge, "paste.jsonl", "L1")
+    assert journal.clipped(once, "paste.jsonl", "L1") == once  # the Hermes outbox clips, then the journal
+    assert len(text) < journal.MAX_TURN_CHARS * 2
+
+
 def test_missing_empty_and_undecodable_transcripts_and_bad_days_are_refused(en_vault, tmp_path):
     actor = en_vault.actor(None)
     with pytest.raises(BadInput, match="no such transcript"):

@@ -126,7 +126,10 @@ def parse(text: str, source: str, session: str | None = None, default_session: s
             if first == "[" or not _json_object(stripped.split("\n", 1)[0]):  # one document, broken
                 line = getattr(exc, "lineno", None)
                 raise _problem(source, line, f"not JSON ({getattr(exc, 'msg', exc)})") from None
-        if whole is not None:
+        one_line = isinstance(whole, dict) and not any(isinstance(whole.get(k), list) for k in
+                                                        ("messages", "turns", "conversation")) and (
+            whole.get("type") in _CLAUDE_TYPES or any(k in whole for k in _SPEAKER_KEYS))
+        if whole is not None and not one_line:  # (one JSON line of a transcript is read as JSON lines)
             return _from_json(whole, text, source, session, default_session)
         return _from_json_lines(text, source, session, default_session)
     return _from_markdown(text, source, session or default_session or "session")
@@ -450,13 +453,19 @@ def day_header(day: str, lang: str) -> str:
     return f"---\ntype: journal\ndate: {day}\n---\n# {title}\n"
 
 
+def clipped(text: str, source: str, where: str) -> str:
+    """A turn's text cut to :data:`MAX_TURN_CHARS`, saying where the rest is — before it is
+    scrubbed, so that a huge paste costs the scanner nothing and is never refused."""
+    if len(text) <= MAX_TURN_CHARS:
+        return text
+    keep = MAX_TURN_CHARS - 300  # room for the note: a clipped text is never clipped again
+    return text[:keep].rstrip() + f" … ({len(text) - keep:,} more characters in {source[:120]} {where[:40]})"
+
+
 def render_turn(turn: Turn, session: str, source: str) -> str:
     """A turn as a list item: time, speaker, where it came from, the text (later lines
     indented under it, blank lines dropped), and its block id at the end."""
     text = turn.text
-    if len(text) > MAX_TURN_CHARS:
-        text = text[:MAX_TURN_CHARS].rstrip() + f" … ({len(turn.text) - MAX_TURN_CHARS:,} more characters in " \
-                                                 f"{source} {turn.where})"
     lines = [x.rstrip() for x in text.replace("\r\n", "\n").replace("\r", "\n").split("\n") if x.strip()]
     lines = lines or ["(empty)"]
     clock = _clock(turn)
@@ -563,7 +572,8 @@ def plan_add(root: Path, t: Transcript, agent: str | None, today: str, lang: str
         rel = day_path(day)
         path = root / rel
         text = files.read_vault_text(root, rel) if path.exists() else day_header(day, lang)
-        rendered = "".join(render_turn(Turn(x.n, scrub("speaker", x.speaker), scrub("text", x.text), x.time, x.where),
+        rendered = "".join(render_turn(Turn(x.n, scrub("speaker", x.speaker[:200]),
+                                            scrub("text", clipped(x.text, t.source, x.where)), x.time, x.where),
                                        t.session, source) for x in turns)
         lines = text.splitlines(keepends=True)
         last = max((i for i, line in enumerate(lines) if (m := TURN_ID.search(line)) and m.group(1) == sh), default=None)

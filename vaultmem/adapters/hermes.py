@@ -701,7 +701,8 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
             t = journal.from_messages(data["messages"], data["session"], source="hermes")
             redact = v.writer.scrubber()
             redact.mode, redact.max_bytes = "redact", 1 << 62
-            turns = [{"n": x.n, "speaker": redact.text("speaker", x.speaker), "text": redact.text("text", x.text),
+            turns = [{"n": x.n, "speaker": redact.text("speaker", x.speaker[:200]),
+                      "text": redact.text("text", journal.clipped(x.text, t.source, x.where)),
                       "time": x.time, "where": x.where} for x in t.turns]
             return [(kind, {"session": t.session, "source": t.source, "shape": t.shape, "day": data["day"],
                             "turns": turns})] if turns else []
