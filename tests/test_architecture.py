@@ -40,8 +40,8 @@ ALLOWED = {
     "retrieve": {"analysis", "answers", "query", "index", "models"},
     "brief": {"analysis", "errors", "models"},
     "evaluate": {"errors", "models", "parse", "layout"},
-    "recall": {"errors", "models", "names", "files", "layout", "parse", "query", "index", "retrieve", "brief",
-               "evaluate"},
+    "recall": {"errors", "models", "names", "files", "layout", "parse", "analysis", "query", "index", "retrieve",
+               "brief", "evaluate"},
     # domain modules: plan the writes, hand them to the transaction
     "livelog": {"errors", "files", "names", "parse", "layout"},
     "notes": STORAGE,

@@ -164,10 +164,11 @@ def test_readme_tour_does_what_its_comments_say(tmp_path):
     def ask(r):  # the role's entries and the notes it sees
         assert "后端端口固定8080" in r["out"] and "memories/后端端口固定8080" in r["out"]
 
-    def briefed(r):  # the brief: cited lines, fenced
+    def briefed(r):  # the brief: cited lines, fenced — the role's own page first, whatever the task's words
         assert r["out"].startswith("[记忆简报 - 前端审查]") and "~~~~memory" in r["out"]
-        memory = r["out"].split("## 相关记忆\n", 1)[1].split("\n\n", 1)[0].splitlines()
-        assert memory and all(re.search(r"\[\[[^\]]+\]\]$", line) for line in memory if line != "~~~~")
+        page = r["out"].split("## 本角色记忆页（[[agents/前端审查]]）\n", 1)[1].split("\n\n", 1)[0].splitlines()
+        assert page and all(re.search(r"\[\[[^\]]+\]\]$", line) for line in page if line != "~~~~")
+        assert any("useEffect清理函数缺失" in line for line in page) and any("React 18" in line for line in page)
 
     def brief(r):  # ≤ 30% of the window, cited
         from vaultmem.analysis import estimate_tokens

@@ -1,12 +1,24 @@
-"""Brief stage: ranked hits → a budgeted, cited, fenced briefing. Pure: no I/O.
+"""Brief stage: what an agent is handed before a session → a budgeted, cited, fenced
+briefing. Pure: no I/O.
 
-The budget is a guarantee: every part is added only if the running token estimate
+A brief is built in layers, each with its own rule (docs/recall.md, "The brief"):
+
+| layer | what | how it is chosen |
+|---|---|---|
+| identity | ``identity/<agent>.md`` | in file order |
+| page | the role's own page: project context, working memory, sub-agent records | all of it, in the page's own order (the caller ranks it: newest first, then most recalled, relevance to the task only re-orders) — never through the relevance gate |
+| memory | global and shared notes (and the agent's own notes) relevant to the task | the relevance gate, then rank |
+| decisions | relevant entries of the decision log | the relevance gate, then rank |
+| skills | skills relevant to the task, named with a link, never quoted | the relevance gate |
+| live | the newest live-log entries of others this agent has not read | newest |
+| index | ``MEMORY.md``'s lines | in file order |
+
+The budget is a guarantee: every line is added only if the running token estimate
 (:func:`vaultmem.analysis.estimate_tokens`) stays within it, the closing fence included,
-and the finished text is checked once more. Parts, in order of priority: the header and
-task, the agent's identity (at most a quarter of the budget), the most relevant memory
-(deduplicated, long entries shortened, each line citing its source as an Obsidian link),
-then the newest live-log entries of other agents this agent has not read, then as much
-of the memory index as still fits.
+and the finished text is checked once more. After the header and the task, each layer
+first gets its share of what is left (``BriefParts.shares``, from ``brief.shares``); what a
+layer leaves unused goes to the layers in the order above. Inside a layer lines are cut by
+rank, and a layer that is cut says how many of its lines it left out and where they are.
 """
 
 from __future__ import annotations
@@ -37,6 +49,13 @@ LABELS = {
         "via": "链接自",
         "journal": "日志", "session": "会话", "skills": "## 相关技能", "skill": "技能",
         "nothing": "记忆和日志中都没有与此任务相关的内容：此事未知。",
+        "page": "## 本角色记忆页（{link}）", "decisions": "## 相关决策",
+        "page_more": "- …另有 {n} 条本页条目未显示：`vaultmem page show {agent}`",
+        "memory_more": "- …另有 {n} 条相关记忆未显示：`vaultmem search 关键词 --agent {agent}`",
+        "decisions_more": "- …另有 {n} 条相关决策未显示：[[shared/decisions]]",
+        "skills_more": "- …另有 {n} 个相关技能未显示：`vaultmem skill list`",
+        "live_more": "- …另有 {n} 条未读动态：`vaultmem log tail --unseen --as {agent}`",
+        "identity_more": "- …身份说明另有 {n} 行未显示：{link}",
     },
     "en": {
         "header": "[Memory brief — {agent}]",
@@ -55,6 +74,13 @@ LABELS = {
         "via": "linked from",
         "journal": "From the journal", "session": "session", "skills": "## Skills for this task", "skill": "Skill",
         "nothing": "Nothing known: neither memory nor the journal holds anything relevant to this task.",
+        "page": "## This role's page ({link})", "decisions": "## Decisions",
+        "page_more": "- … {n} more entries of this page not shown: `vaultmem page show {agent}`",
+        "memory_more": "- … {n} more relevant items not shown: `vaultmem search WORDS --agent {agent}`",
+        "decisions_more": "- … {n} more relevant decisions not shown: [[shared/decisions]]",
+        "skills_more": "- … {n} more relevant skills not shown: `vaultmem skill list`",
+        "live_more": "- … {n} more unseen entries: `vaultmem log tail --unseen --as {agent}`",
+        "identity_more": "- … {n} more lines of the identity not shown: {link}",
     },
 }  # fmt: skip
 FENCE_OPEN = "~~~~memory"
@@ -62,18 +88,27 @@ FENCE_CLOSE = "~~~~"
 _FENCE_LIKE = re.compile(r"^\s{0,3}(~{3,}|`{3,})")
 
 
+# the layers of a brief, in order: what each gets first is its share (brief.shares) of the
+# budget after the header and task; what a layer leaves unused goes to the next in this order
+LAYERS = ("identity", "page", "memory", "decisions", "skills", "live", "index")
+DEFAULT_SHARES = {"identity": 0.15, "page": 0.35, "memory": 0.25, "decisions": 0.05, "skills": 0.05,
+                  "live": 0.05, "index": 0.10}
+
+
 @dataclass
 class BriefParts:
-    """What goes into a brief; gathered by the facade."""
+    """What goes into a brief; gathered by :func:`vaultmem.recall.brief`."""
 
     agent: str
     task: str
     identity: str = ""
+    # relevant memory outside the role's page (notes, decisions, shared docs), best first:
+    # each passed the relevance gate
     hits: list[Hit] = field(default_factory=list)
     index_lines: list[str] = field(default_factory=list)
     live: list[str] = field(default_factory=list)  # newest log entries of others this agent has not read
     lang: str = "en"
-    max_items: int = 10
+    max_items: int = 10  # at most this many lines of memory outside the page (brief.max_items)
     max_line_chars: int = 240
     # a memory line's text, in estimated tokens: longer text is cut to the window around
     # what matched the task (Chinese costs about a token a character: 240 characters of
@@ -83,6 +118,12 @@ class BriefParts:
     # the skills relevant to the task: named with a link, one line each, never their text
     skills: list[Hit] = field(default_factory=list)
     max_skills: int = 3
+    # the role's own page: its entries in the page's own order (best first; never gated),
+    # and the page's path (None: the agent has no page)
+    page: list[Hit] = field(default_factory=list)
+    page_path: str | None = None
+    shares: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_SHARES))
+    identity_path: str | None = None
 
 
 @dataclass
@@ -102,12 +143,15 @@ class Brief:
     # said on stderr (a "warnings" key in JSON): a budget that holds nothing, a file the
     # brief would have drawn on but did not read (a symlink leading out of the vault)
     warnings: list[str] = field(default_factory=list, compare=False)
+    # each layer that had anything to give: {"shown": lines shown, "of": lines it had}
+    layers: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"agent": self.agent, "task": self.task, "budget": self.budget, "tokens": self.tokens,
                 "items": self.items, "index_lines": self.index_lines, "index_total": self.index_total,
                 "identity_included": self.identity_included, "live_entries": self.live_entries,
-                "page": self.page, "problems": self.skipped_files, "markdown": self.markdown}
+                "page": self.page, "layers": self.layers, "problems": self.skipped_files,
+                "markdown": self.markdown}
 
 
 def unread_notice(problem: dict[str, Any], lang: str) -> str:
@@ -211,7 +255,10 @@ def _line(hit: Hit, labels: dict[str, str], limit: int, terms: list[str] | None 
     said = f" ({labels[d.author_kind]})" if d.kind == "note" and d.author_kind in labels else ""
     via = f" ({labels['via']} {hit.via})" if hit.via else ""  # followed from a stronger hit's link
     # the whole line is flattened — the link too: a file name may hold a newline
-    return " ".join(f"- {_label(hit, labels)}{sep}{text}{said} {d.link}{via}".split())
+    label = _label(hit, labels)
+    if d.kind == "entry" and d.section == "context" and d.project:  # which project's convention
+        label += f"（{d.project}）" if labels is LABELS["zh"] else f" ({d.project})"
+    return " ".join(f"- {label}{sep}{text}{said} {d.link}{via}".split())
 
 
 def _skill_line(hit: Hit, limit: int) -> str:
@@ -268,6 +315,90 @@ def _dedupe(hits: list[Hit]) -> list[Hit]:
     return kept
 
 
+def _cost(line: str) -> int:
+    """A line's cost on its own, its newline included: the costs of several lines add up
+    to at least what they cost together (each is rounded up), so a plan made of them holds."""
+    return tokens_for(*token_counts(line + "\n"))
+
+
+@dataclass
+class _Layer:
+    """One layer's candidate lines, best first, rendered only as far as they are needed
+    (a page of 150,000 entries is not rendered to brief 40 of them)."""
+
+    name: str
+    heading: str
+    count: int  # how many candidate lines it has
+    render: Any  # n → (line, item dict or None)
+    more: Any = None  # n left out → the line that says so (None: nothing is said)
+    beyond: int = 0  # candidates past the layer's cap (brief.max_items): left out whatever the budget
+    taken: int = 0  # lines shown (the plan)
+    said: bool = False  # nothing shown, but what was left out is said
+    _lines: list = field(default_factory=list)
+    _sums: list = field(default_factory=lambda: [0])  # cost of the first n lines
+
+    def line(self, n: int) -> str:
+        while len(self._lines) <= n:
+            line, item = self.render(len(self._lines))
+            line = _safe(line)
+            self._lines.append((line, item))
+            self._sums.append(self._sums[-1] + _cost(line))
+        return self._lines[n][0]
+
+    def item(self, n: int) -> dict | None:
+        self.line(n)
+        return self._lines[n][1]
+
+    def left(self, k: int) -> int:
+        return self.count - k + self.beyond
+
+    def total(self, k: int) -> int:
+        """What showing its first ``k`` lines costs: the heading, the lines, and the line
+        saying what was left out."""
+        if k <= 0:
+            return 0
+        self.line(k - 1)
+        left = self.left(k)
+        return (_cost("") + _cost(self.heading) + self._sums[k]
+                + (_cost(self.more(left)) if left and self.more is not None else 0))
+
+
+# the most of the room a layer may take when others leave theirs unused (an identity is
+# read in file order: a long one would crowd out what the task needs)
+CEILINGS = {"identity": 0.25}
+
+
+def _plan(layers: list[_Layer], room: int, shares: dict[str, float]) -> None:
+    """How many lines of each layer a brief shows (``layer.taken``) within ``room``
+    tokens: each layer first takes what fits in its share of ``room``, then what is left
+    goes to the layers in their order, each taking as many more lines as fit (up to its
+    ceiling); a layer with nothing shown still says what it left out where that fits."""
+    spent = {L.name: 0 for L in layers}
+
+    def grow(L: _Layer, allowance: int) -> None:
+        now = spent[L.name]
+        while L.taken < L.count:
+            after = L.total(L.taken + 1)
+            if after - now > allowance:
+                break
+            allowance -= after - now
+            L.taken, now = L.taken + 1, after
+        spent[L.name] = now
+
+    for L in layers:
+        grow(L, int(room * shares.get(L.name, 0.0)))
+    for L in layers:
+        left = room - sum(spent.values())
+        if L.name in CEILINGS:
+            left = min(left, int(room * CEILINGS[L.name]) - spent[L.name])
+        grow(L, left)
+    for L in layers:
+        if L.taken == 0 and L.left(0) and L.more is not None:
+            cost = _cost("") + _cost(L.heading) + _cost(L.more(L.left(0)))
+            if cost <= room - sum(spent.values()):
+                spent[L.name], L.said = cost, True
+
+
 def build_brief(parts: BriefParts, budget: int) -> Brief:
     """Assemble the brief within ``budget`` tokens (see the module docstring)."""
     labels = LABELS.get(parts.lang, LABELS["en"])
@@ -284,76 +415,65 @@ def build_brief(parts: BriefParts, budget: int) -> Brief:
     for notice in parts.notices:
         b.add(_safe(shorten(notice, parts.max_line_chars)), reserve=close_cost)
 
-    identity_included = False
-    if parts.identity.strip():
-        room = budget // 4
-        start = b.used
-        lines = [x for x in parts.identity.strip().splitlines() if x.strip()]
-        if b.add("", reserve=close_cost) and b.add(labels["identity"], reserve=close_cost):
-            for line in lines:
-                line = _safe(shorten(line, parts.max_line_chars))
-                if b.after(line) - start > room or not b.add(line, reserve=close_cost):
-                    break
-                identity_included = True
+    terms = query_tokens(parts.task)
+    agent = " ".join(parts.agent.split())
 
-    def opens(heading: str, first: str, reserve: int = 0) -> bool:
-        """Start a section only if its heading and its first line fit: no empty headings."""
-        if not b.fits("\n".join(["", heading, first]), reserve=close_cost + reserve):
-            return False
-        return b.add("", reserve=close_cost) and b.add(heading, reserve=close_cost)
+    def entry(hit: Hit, layer: str, label: str | None = None, skill: bool = False):
+        def render(_n: int) -> tuple[str, dict]:
+            line = (_skill_line(hit, parts.max_line_chars) if skill
+                    else _line(hit, labels, parts.max_line_chars, terms, parts.max_line_tokens))
+            return line, {**hit.to_dict(), "label": label or _label(hit, labels), "layer": layer}
+        return render
+
+    def layer(name: str, heading: str, rows: list, more_key: str | None = None, beyond: int = 0, **fmt) -> _Layer:
+        more = (lambda n: labels[more_key].format(n=n, agent=agent, **fmt)) if more_key else None
+        return _Layer(name, heading, len(rows), lambda n: rows[n](n), more, beyond)
+
+    def plain(lines: list[str]) -> list:
+        return [lambda _n, x=x: (shorten(x, parts.max_line_chars), None) for x in lines]
+
+    identity = [x for x in parts.identity.strip().splitlines() if x.strip()]
+    id_link = f"[[{parts.identity_path.removesuffix('.md')}]]" if parts.identity_path else "identity/"
+    page_link = f"[[{parts.page_path.removesuffix('.md')}]]" if parts.page_path else ""
+    chosen = _dedupe(parts.hits)
+    notes = [h for h in chosen if h.doc.kind != "decision"]
+    decisions = [h for h in chosen if h.doc.kind == "decision"]
+    skills = _dedupe(parts.skills)[: parts.max_skills]
+    shown_notes = notes[: parts.max_items]
+    layers = [
+        layer("identity", labels["identity"], plain(identity), "identity_more", link=id_link),
+        layer("page", labels["page"].format(link=page_link), [entry(h, "page") for h in parts.page], "page_more"),
+        layer("memory", labels["memory"], [entry(h, "memory") for h in shown_notes], "memory_more",
+              beyond=len(notes) - len(shown_notes)),
+        layer("decisions", labels["decisions"], [entry(h, "decisions") for h in decisions], "decisions_more"),
+        layer("skills", labels["skills"], [entry(h, "skills", labels["skill"], skill=True) for h in skills],
+              "skills_more"),
+        layer("live", labels["live"], plain(parts.live), "live_more"),
+        layer("index", labels["index"], plain(parts.index_lines)),
+    ]
+    layers[-1].more = lambda _n: labels["more"]
+    present = [L for L in layers if L.count or L.beyond]
+    _plan(present, budget - b.used - close_cost, parts.shares)
 
     items: list[dict[str, Any]] = []
-    chosen = _dedupe(parts.hits)[: parts.max_items]
-    first_lines = []  # each section's first line, for the smallest budget that carries one
-    terms = query_tokens(parts.task)
-    if chosen:
-        first_lines.append((labels["memory"], _safe(_line(chosen[0], labels, parts.max_line_chars, terms,
-                                                          parts.max_line_tokens))))
-    if chosen and opens(*first_lines[0]):
-        for hit in chosen:
-            line = _safe(_line(hit, labels, parts.max_line_chars, terms, parts.max_line_tokens))
-            if b.add(line, reserve=close_cost):
-                items.append({**hit.to_dict(), "label": _label(hit, labels), "line": line})
-
-    skills = _dedupe(parts.skills)[: parts.max_skills]
-    if skills:
-        first_lines.append((labels["skills"], _safe(_skill_line(skills[0], parts.max_line_chars))))
-    if skills and opens(*first_lines[-1]):
-        for hit in skills:
-            line = _safe(_skill_line(hit, parts.max_line_chars))
-            if b.add(line, reserve=close_cost):
-                items.append({**hit.to_dict(), "label": labels["skill"], "line": line})
-
-    live_used = 0
-    if parts.live:
-        first_lines.append((labels["live"], _safe(shorten(parts.live[0], parts.max_line_chars))))
-    if parts.live and opens(labels["live"], _safe(shorten(parts.live[0], parts.max_line_chars))):
-        for line in parts.live:
-            if not b.add(_safe(shorten(line, parts.max_line_chars)), reserve=close_cost):
-                break
-            live_used += 1
-
-    index_used = 0
-    if parts.index_lines:
-        first_lines.append((labels["index"], _safe(shorten(parts.index_lines[0], parts.max_line_chars))))
-    if parts.index_lines and opens(labels["index"], _safe(shorten(parts.index_lines[0], parts.max_line_chars)),
-                                   estimate_tokens(labels["more"] + "\n") if len(parts.index_lines) > 1 else 0):
-        more = labels["more"]
-        more_cost = estimate_tokens(more + "\n")
-        for n, line in enumerate(parts.index_lines):
-            remaining = len(parts.index_lines) - n
-            if not b.add(_safe(shorten(line, parts.max_line_chars)),
-                         reserve=close_cost + (more_cost if remaining > 1 else 0)):
-                b.add(_safe(more), reserve=close_cost)
-                break
-            index_used += 1
+    for L in present:
+        if not (L.taken or L.said):
+            continue
+        shown = list(range(L.taken))
+        if L.name == "page":  # shown grouped by section, as on the page, each group best first
+            order = {"context": 0, "work": 1, "subagents": 2}
+            shown.sort(key=lambda n: order.get((L.item(n) or {}).get("section"), 3))
+        out = ["", L.heading] + [L.line(n) for n in shown]
+        if L.left(L.taken) and L.more is not None:
+            out.append(_safe(L.more(L.left(L.taken))))
+        if not all(b.add(x, reserve=close_cost) for x in out):  # the plan holds (see _cost); never reached
+            raise RuntimeError(f"the brief's {L.name} layer does not fit its plan")
+        items += [{**L.item(n), "line": L.line(n)} for n in shown if L.item(n) is not None]
+    taken = {L.name: L.taken for L in layers}
     warnings = []
-    if first_lines and not (items or live_used or index_used or identity_included):
-        # the header, the task, a section and its first line, and the closing fence
-        more = estimate_tokens(labels["more"] + "\n")
-        least = min(b.after("\n".join(["", heading, line])) + close_cost
-                    + (more if heading == labels["index"] and len(parts.index_lines) > 1 else 0)
-                    for heading, line in first_lines)
+    if any(L.count for L in present) and not any(taken.values()):
+        # the header, the task, a layer's heading and first line, and the closing fence
+        least = min(b.used + L.total(1) for L in present if L.count) + close_cost
         warnings.append(f"a budget of {budget} tokens holds only the brief's header: nothing from memory fits; "
                         f"allow at least {least} tokens for its first line")
     b.lines.append(FENCE_CLOSE)
@@ -362,5 +482,6 @@ def build_brief(parts: BriefParts, budget: int) -> Brief:
     if used > budget:  # the guarantee (tested on generated vaults); never reached
         raise RuntimeError(f"brief of {used} tokens exceeds its budget of {budget}")
     return Brief(agent=parts.agent, task=parts.task, budget=budget, tokens=used, markdown=markdown, items=items,
-                 index_lines=index_used, index_total=len(parts.index_lines), identity_included=identity_included,
-                 live_entries=live_used, warnings=warnings)
+                 index_lines=taken["index"], index_total=len(parts.index_lines),
+                 identity_included=bool(taken["identity"]), live_entries=taken["live"], warnings=warnings,
+                 layers={L.name: {"shown": L.taken, "of": L.count + L.beyond} for L in present})

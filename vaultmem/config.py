@@ -20,7 +20,7 @@ from .parse.document import dump_yaml, load_yaml
 from .walk import CONFIG_PATH
 
 CONFIG_CACHE = "config.cache"  # in .vaultmem/local/
-CACHE_VERSION = 6  # bump when a check in parse_config changes
+CACHE_VERSION = 7  # bump when a check in parse_config changes
 RACY_NS = 2_000_000_000
 MAX_NOTE_BYTES = 256 * 1024  # the most memory.max_note_bytes may be, and its default
 # the most each size setting may be (a log entry holds 256 KB in all)
@@ -29,6 +29,10 @@ SIZE_CAPS = {"memory.max_note_bytes": MAX_NOTE_BYTES, "log.max_body_bytes": 192 
 # `vaultmem migrate` brings it up to date (vaultmem.preservation); a newer one is refused.
 FORMAT_VERSION = 2
 DEFAULT_TYPES = ("preference", "decision", "fact", "failure+fix", "procedure", "episode")
+# what each layer of a brief gets first of the room after its header and task (brief.shares;
+# vaultmem.brief: what a layer leaves unused goes to the others, in this order)
+BRIEF_SHARES = {"identity": 0.15, "page": 0.35, "memory": 0.25, "decisions": 0.05, "skills": 0.05,
+                "live": 0.05, "index": 0.10}
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,8 @@ class Config:
     brief_max_items: int = 10
     min_relevance: float = 0.4  # search.min_relevance: the relevance cut of search and eval
     brief_min_relevance: float = 0.25  # brief.min_relevance: what joins a brief (a task, not a question)
+    # brief.shares: layer → the share of a brief's room it gets first (vaultmem.brief.LAYERS)
+    brief_shares: dict = field(default_factory=lambda: dict(BRIEF_SHARES))
     index_lock_timeout: float = 30.0
     index_engine: str = "auto"
     search_semantic: str = "auto"  # search.semantic: off | auto | always | only
@@ -162,6 +168,15 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
     min_relevance = number("search.min_relevance", 0.4, 0, 1)
     # brief.min_coverage: the brief's cut under its older name (a share of the task's terms)
     brief_min_relevance = number("brief.min_relevance", number("brief.min_coverage", 0.25, 0, 1), 0, 1)
+    shares_given = _get(raw, "brief.shares", {}) or {}
+    if not isinstance(shares_given, dict):
+        raise bad("brief.shares", "must be a group of 'layer: share' lines (" + ", ".join(BRIEF_SHARES) + ")")
+    for layer in shares_given:
+        if layer not in BRIEF_SHARES:
+            raise bad(f"brief.shares.{layer}", "names no layer of a brief (" + ", ".join(BRIEF_SHARES) + ")")
+    shares = {layer: number(f"brief.shares.{layer}", default, 0, 1) for layer, default in BRIEF_SHARES.items()}
+    if (whole := sum(shares.values())) > 1:  # shares are weights: scaled to add up to at most 1
+        shares = {layer: share / whole for layer, share in shares.items()}
     index_timeout = number("index.lock_timeout", 30, 0, 3600)
     index_engine = _get(raw, "index.engine", "auto")
     if index_engine not in ("whoosh", "tantivy", "auto"):
@@ -249,6 +264,7 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
         brief_max_items=int(max_items),
         min_relevance=min_relevance,
         brief_min_relevance=brief_min_relevance,
+        brief_shares=shares,
         index_lock_timeout=index_timeout,
         index_engine=str(index_engine),
         search_semantic=str(semantic),

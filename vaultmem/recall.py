@@ -155,17 +155,22 @@ def check_brief(agent: str, task: str) -> str:
 
 
 def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int, today, page: str | None,
-          journal=None, uncommitted=None):
-    """The brief for ``agent`` on ``task`` within ``budget`` tokens: the relevant hits
-    (ranked for a brief), the agent's identity, as many MEMORY.md lines as could fit,
-    and the newest log entries it has not read (``unseen``). ``page``: the role's page
-    (vault-relative), None when it has none yet — the brief then warns so. Files in the
+          journal=None, uncommitted=None, project: str | None = None, usage=None):
+    """The brief for ``agent`` on ``task`` within ``budget`` tokens, in layers
+    (:mod:`vaultmem.brief`): the agent's identity; its own page (``page``: vault-relative,
+    None when it has none yet — the brief then warns so), whole and in its own order
+    (:func:`page_layer`; ``project``: the project whose context it shows, else the one the
+    task names, else all); the relevant hits outside the page (ranked for a brief), the
+    relevant skills, the newest log entries it has not read (``unseen``) and as many
+    MEMORY.md lines as could fit. Files in the
     brief's scope that could not be read are named (``skipped_files``); the role's own
     page among them, or its identity, is also said in the brief itself. ``journal``: the
     journal's index, for a brief that may fall back to it (a callable that opens it only
     then: :func:`journal_fallback`), or None. ``uncommitted(paths)``: which of these
     files differ from the last commit — a skill is named only once a commit has recorded
-    it (a skill is followed: its commit is its review), the others said in a warning."""
+    it (a skill is followed: its commit is its review), the others said in a warning.
+    ``usage()``: how often each page entry was recalled (``forgetting.read_usage``), asked
+    only when the page is larger than its share of the brief."""
     from .brief import LABELS, BriefParts, build_brief, current_values, unread_notice
     from .index import Filters
     from .retrieve import hybrid_search as ranked
@@ -192,8 +197,10 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
     current, stale = current_values(hits)
     warnings += stale
     near_meaning = semantic_leaders(current, index.model_spec)
-    relevant = rank([h for h in current if is_relevant(h, task, config.brief_min_relevance)
-                     or h.doc.id in near_meaning], today)
+    # the role's own page is a layer of its own, never gated: its entries among the hits
+    # only tell it which of them the task is about
+    relevant = rank([h for h in current if h.doc.path != page and (is_relevant(h, task, config.brief_min_relevance)
+                                                                    or h.doc.id in near_meaning)], today)
     relevant += linked(root, relevant[:LINK_HOPS_FROM], agent, {h.doc.id for h in relevant})
     if journal is not None and not warning:
         found, known = journal_fallback(journal, task, current, stale, config.brief_min_relevance,
@@ -246,13 +253,96 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
         skills = [h for h in skills if h.doc.path not in unreviewed]
         warnings.append(f"{', '.join(sorted(unreviewed))}: a skill not committed yet is left out of the brief "
                         "(a skill is followed: a human commits it first)")
+    own = []
+    if page is not None and (text := read(page, f"the page of {agent}")) is not None:
+        try:
+            own = page_layer(page, text, current, task, project, config.brief_min_relevance, today,
+                             room=int(budget * config.brief_shares.get("page", 0)), usage=usage)
+        except ParseError as exc:
+            if not any(p["path"] == page for p in skipped):  # said once: the index may know it already
+                unread(page, exc, f"the page of {agent}")
     parts = BriefParts(agent=agent, task=task, identity=identity, hits=[h for h in relevant if h.doc.kind != "skill"],
                        index_lines=index_lines, live=live, lang=config.lang, max_items=config.brief_max_items,
-                       notices=notices, skills=skills)
+                       notices=notices, skills=skills, page=own, page_path=page, shares=dict(config.brief_shares),
+                       identity_path=identity_rel if identity else None)
     result = build_brief(parts, budget)
     result.page, result.skipped_files = page, skipped
     result.warnings = warnings + result.warnings
     return result
+
+
+def task_project(task: str, projects) -> list[str]:
+    """The projects among ``projects`` that ``task`` names: a Latin name as a whole word
+    (``api`` is not named by "rapid"), any other as it is written; case and width folded."""
+    import re
+
+    from .analysis import normalize
+
+    said = normalize(task)
+    out = []
+    for name in projects:
+        folded = normalize(name).strip()
+        if not folded:
+            continue
+        if folded.isascii():
+            if re.search(rf"(?<![a-z0-9]){re.escape(folded)}(?![a-z0-9])", said):
+                out.append(name)
+        elif folded in said:
+            out.append(name)
+    return out
+
+
+PAGE_ORDER = {"context": 0, "work": 1, "subagents": 1}  # a project's context, then dated entries newest first
+
+
+def page_layer(page: str, text: str, hits, task: str, project: str | None, min_relevance: float, today,
+               room: int = 0, usage=None) -> list:
+    """The entries of the role's own page (``page``, its ``text``) a brief shows, best
+    first, as hits: the project context of ``project`` (or of the projects the task
+    names, or of all when it names none — entries under no project always), the
+    working memory and the sub-agent records. The page's own order decides: a project's
+    context first (it describes the project as it is), then the dated entries newest
+    first, equal days by how often each was recalled (``usage()``: read only when the
+    page is larger than its ``room`` in tokens, where it decides what is cut), then the
+    later line first. The task only re-orders it: entries that the task's search found
+    relevant (``hits``, at ``min_relevance``) come first, best first. Nothing here is
+    dropped for being irrelevant; the budget cuts from the end."""
+    from .analysis import estimate_tokens, normalize
+    from .models import Hit
+    from .parse.records import records
+    from .retrieve import is_relevant
+
+    docs = records(page, text)
+    if project is not None:
+        wanted = {normalize(project).strip()}
+    else:
+        named = task_project(task, sorted({d.project for d in docs if d.section == "context" and d.project}))
+        wanted = {normalize(p).strip() for p in named} or None
+    docs = [d for d in docs if d.section != "context" or not d.project or wanted is None
+            or normalize(d.project).strip() in wanted]
+    found = {h.doc.id: h for h in hits if h.doc.path == page}
+    recalls: dict = {}
+    if usage is not None and sum(estimate_tokens(d.text) + 12 for d in docs) > room:
+        recalls = usage()
+
+    def ordinal(day: str | None) -> int:
+        try:
+            return today.fromisoformat(day[:10]).toordinal() if day else 0
+        except ValueError:
+            return 0
+
+    out = []
+    for d in docs:
+        hit = found.get(d.id)
+        if hit is None:
+            hit = Hit(doc=d, score=0.0, channel="page")
+        else:
+            hit.relevant = is_relevant(hit, task, min_relevance)
+        out.append(hit)
+    out.sort(key=lambda h: (0 if h.relevant else 1, -h.score if h.relevant else 0,
+                            PAGE_ORDER.get(h.doc.section or "", 2), -ordinal(h.doc.date),
+                            -recalls.get(h.doc.id, (0, ""))[0], -(h.doc.line or 0)))
+    return out
 
 
 def journal_fallback(journal, task: str, hits, conflicts: list, min_relevance: float, most: int):

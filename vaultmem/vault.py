@@ -735,9 +735,11 @@ class Vault:
         return hits
 
     def brief(self, agent: str, task: str, window: int | None = None, ratio: float | None = None,
-              tokens: int | None = None):
+              tokens: int | None = None, project: str | None = None):
         """The briefing for ``agent`` before a session on ``task``, within
-        ``min(ratio × window, tokens)`` tokens (see :mod:`vaultmem.brief`)."""
+        ``min(ratio × window, tokens)`` tokens (see :mod:`vaultmem.brief`): its identity,
+        its own page whole (the context of ``project``, or of the projects the task names,
+        or of all), the relevant memory outside it, skills, the live log and the index."""
         from .brief import budget_for
 
         agent = recall.check_brief(agent, task)
@@ -749,7 +751,9 @@ class Vault:
         made = recall.brief(self.root, self.config, self.index, unseen, agent, task,
                             budget, pages.today(), page=layout.page_path(page) if page is not None else None,
                             journal=(lambda: self.journal_index) if agent == self.config.orchestrator else None,
-                            uncommitted=lambda paths: set(gitstore.uncommitted(self.root, paths)))
+                            uncommitted=lambda paths: set(gitstore.uncommitted(self.root, paths)),
+                            project=pages.clean_project(project) if project else None,
+                            usage=lambda: forgetting.read_usage(self.root))
         for e in failed:  # never shown as if verified, and never dropped without a word
             made.warnings.append(f"{e.log_path}: entry {e.id} of {e.agent} does not check out ({e.problem}): "
                                  f"left out of the brief")
@@ -970,7 +974,7 @@ class Vault:
                  tokens: int | None = None):
         """Seed 000's dispatch: create the role's page on first use, then brief it."""
         change = self.ensure_page(role, actor, category=category, project=project)
-        brief = self.brief(change.details["role"], task, window=window, ratio=ratio, tokens=tokens)
+        brief = self.brief(change.details["role"], task, window=window, ratio=ratio, tokens=tokens, project=project)
         return change, brief
 
 

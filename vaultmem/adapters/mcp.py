@@ -244,13 +244,16 @@ def _register(server: VaultServer) -> None:
     # -- recall ------------------------------------------------------------------------------
     @server.tool(annotations=READ)
     def brief(agent: str, task: str, tokens: Optional[int] = None, window: Optional[int] = None,
-              ratio: Optional[float] = None) -> Result:
-        """The briefing for AGENT before a session on TASK: its identity, the most relevant
-        memory (its own page, global and shared memory — never another role's page), then
-        the memory index, each line citing its source, within min(ratio × window, tokens)
+              ratio: Optional[float] = None, project: Optional[str] = None) -> Result:
+        """The briefing for AGENT before a session on TASK, in layers: its identity, its own
+        page (project context — of PROJECT, else of the projects the task names, else all —
+        working memory, sub-agent records; always, newest first), the memory relevant to
+        the task outside the page (global and shared notes, decisions — never another
+        role's page), skills, unseen live-log entries, the memory index. Each line cites its
+        source; a layer cut short says what it left out; within min(ratio × window, tokens)
         tokens. Text from the vault is fenced as reference data."""
         def call(v: Vault) -> CallToolResult:
-            b = v.brief(agent, without_secrets(task), window=window, ratio=ratio, tokens=tokens)
+            b = v.brief(agent, without_secrets(task), window=window, ratio=ratio, tokens=tokens, project=project)
             return _result(render.brief(b), b.to_dict(), b.warnings, b.skipped_files)
         return run(call)
 

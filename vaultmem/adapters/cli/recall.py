@@ -113,6 +113,9 @@ def brief(
     ctx: typer.Context,
     agent: Annotated[str, typer.Argument(help="The agent (role) to brief.", show_default=False)],
     task: Annotated[str, typer.Option(help="What the agent is about to do.", show_default=False)],
+    project: Annotated[Optional[str], typer.Option(
+        help="The project whose context the page shows (default: the projects the task names, else all).",
+        show_default=False)] = None,
     window: WindowOpt = None,
     ratio: RatioOpt = None,
     tokens: TokensOpt = None,
@@ -122,12 +125,15 @@ def brief(
 ) -> None:
     """Print the briefing for AGENT's next session: never more than ratio × window tokens.
 
-    Identity, the most relevant memory for the task (this agent's page, global and shared
-    memory — never another role's page), then the memory index, each line citing its
-    source, fenced as reference data. Example: vaultmem brief 前端审查 --task "审查Dashboard性能"
+    In layers: its identity; its own page whole (project context, working memory, the
+    latest sub-agent records), newest first, whatever words the task shares with it; the
+    memory relevant to the task outside the page (global and shared notes, decisions —
+    never another role's page); skills; unseen live-log entries; the memory index. Each
+    line cites its source, the whole is fenced as reference data, and a layer cut short
+    says what it left out. Example: vaultmem brief 前端审查 --task "审查Dashboard性能"
     """
     s = session(ctx, vault, as_, json_)
-    b = s.open().brief(agent, task, window=window, ratio=ratio, tokens=tokens)
+    b = s.open().brief(agent, task, window=window, ratio=ratio, tokens=tokens, project=project)
     s.emit(b, render.brief)
 
 
