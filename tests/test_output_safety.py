@@ -119,7 +119,7 @@ def test_help_flows_and_says_nothing_internal():
         assert "seed" not in r.stdout.lower() and "000" not in r.stdout and "vault-template" not in r.stdout
     r = run_vaultmem("brief", "--help", env={"COLUMNS": "200"})
     # one paragraph of the docstring, on one line at this width (it was broken at the source's line ends)
-    assert "the memory relevant to the task outside the page (global and shared notes, decisions — never another role's page)" in r.stdout
+    assert "its own page whole (project context, working memory, the latest sub-agent records), newest first" in r.stdout
 
 
 def test_a_budget_too_small_for_anything_says_so_and_the_least_that_carries_a_line(en_vault):
