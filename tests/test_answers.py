@@ -38,6 +38,7 @@ def test_the_kind_of_answer_a_question_asks_for(question, kind):
     (NAME, "She's a greyhound, her name is Pepper.", "What is the name of Tom's cat?", True),
     (NAME, "Busy! My advisor finally approved my thesis topic.", "What is the name of Grace's advisor?", False),
     (NAME, "We had a kitchen fire on Tuesday.", "What is the name of the fire station?", False),
+    (NAME, "Also, I'm taking a woodworking class on Saturdays now.", "What is the name of Ben's brother?", False),
     (NAME, "Ask Grace about it.", "What is the name of Grace's advisor?", False),  # the question's own name
     (NAME, "在民宿院子里弹了《晴天》。", "民宿叫什么？", True),
     (NAME, "我大学室友叫王芳。", "室友叫什么名字？", True),

@@ -13,7 +13,7 @@ PKG = Path(vaultmem.__file__).parent
 
 FOUNDATION = {"errors", "models", "layout"}
 STORAGE = FOUNDATION | {"names", "files", "gitstore", "guard", "transaction", "config", "parse", "walk"}
-RECALL = {"analysis", "answers", "query", "index", "retrieve", "brief", "evaluate"}
+RECALL = {"analysis", "answers", "query", "index", "ranker", "retrieve", "brief", "evaluate"}
 # module -> the vaultmem modules it may import (the stage table of docs/design.md)
 ALLOWED = {
     # foundations
@@ -37,7 +37,8 @@ ALLOWED = {
     "query": {"analysis", "errors"},  # a query's syntax: phrases, exclusions, OR, prefixes (pure)
     "sessions": set(),  # what a session's text holds worth keeping: reports' elements, users' facts (pure)
     "index": {"errors", "models", "files", "parse", "analysis", "walk", "layout"},
-    "retrieve": {"analysis", "answers", "query", "index", "models"},
+    "ranker": {"analysis"},  # the learned ranker: features of candidates, the model that scores them (pure)
+    "retrieve": {"analysis", "answers", "query", "index", "models", "ranker"},
     "brief": {"analysis", "errors", "models"},
     "evaluate": {"errors", "models", "parse", "layout"},
     "recall": {"errors", "models", "names", "files", "layout", "parse", "analysis", "query", "index", "retrieve",

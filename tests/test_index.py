@@ -241,7 +241,8 @@ def _ranking(store):
     return out
 
 
-def test_an_index_kept_up_to_date_ranks_exactly_as_a_fresh_rebuild(vault):
+@pytest.mark.parametrize("ranking", ["rules", "learned"])
+def test_an_index_kept_up_to_date_ranks_exactly_as_a_fresh_rebuild(vault, ranking):
     rng = random.Random(11)
     for i in range(300):
         write(vault, f"memories/n{i:03d}.md", _note_text(rng, i))
@@ -249,7 +250,7 @@ def test_an_index_kept_up_to_date_ranks_exactly_as_a_fresh_rebuild(vault):
         write(vault, f"memories/twin{i:02d}.md", NOTE.format(name="twin", body="identical twin words cache"))
     for role in ("ops", "dev"):
         write(vault, f"agents/{role}.md", _page_text(rng, role, 40))
-    store = IndexStore(vault.root)
+    store = IndexStore(vault.root, ranking=ranking)
     store.rebuild()
     for step in range(6):  # edits, new and deleted files, one refresh after each round
         rels = sorted(p.relative_to(vault.root).as_posix() for p in (vault.root / "memories").glob("n*.md"))
@@ -268,7 +269,7 @@ def test_an_index_kept_up_to_date_ranks_exactly_as_a_fresh_rebuild(vault):
             store.refresh(paths=changed + rels)
     kept = _ranking(store)
     store.close()
-    fresh = IndexStore(vault.root)
+    fresh = IndexStore(vault.root, ranking=ranking)
     assert fresh.rebuild().rebuilt
     rebuilt = _ranking(fresh)
     fresh.close()
@@ -276,7 +277,8 @@ def test_an_index_kept_up_to_date_ranks_exactly_as_a_fresh_rebuild(vault):
         got = kept[key]
         assert [i for i, _s in got] == [i for i, _s in want], key
         assert all(abs(a - b) <= 1e-6 * max(1.0, abs(b)) for (_i, a), (_j, b) in zip(got, want)), (key, got, want)
-    assert any(len({s for _i, s in v}) < len(v) for v in rebuilt.values())  # ties were there to break
+    if ranking == "rules":  # the learned ranker reads each candidate's place too: its scores rarely tie
+        assert any(len({s for _i, s in v}) < len(v) for v in rebuilt.values())  # ties were there to break
 
 
 # -- a killed rebuild's generation is removed by the next command ----------------------------

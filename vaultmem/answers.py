@@ -66,6 +66,6 @@ def holds_answer(kind: str | None, text: str, question: str = "") -> bool:
     for line in text.splitlines():
         for m in _CAPITALISED.finditer(line.strip()):
             word = re.split(r"['’]", m.group(1))[0].lower()
-            if word not in asked and word not in _NOT_NAMES:
-                return True
+            if word not in asked and word not in _NOT_NAMES and word.removesuffix("s") not in _NOT_NAMES:
+                return True  # "Saturdays" is no more a name than "Saturday"
     return False

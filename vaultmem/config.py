@@ -53,6 +53,9 @@ class Config:
     index_engine: str = "auto"
     search_semantic: str = "auto"  # search.semantic: off | auto | always | only
     search_model: str | None = None  # search.model: None is wordllama, when it is installed
+    search_ranking: str = "learned"  # search.ranking: learned | rules (vaultmem.retrieve, vaultmem.ranker)
+    search_reranker: str | None = None  # search.reranker: a local cross-encoder folder (index.rerankers)
+    rerank_depth: int = 20  # search.rerank_depth: how many of the first hits it re-orders
     checkpoint_fresh_minutes: float = 120.0
     delegation_max_age_hours: float = 24.0
     secrets: str = "redact"
@@ -190,6 +193,13 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
     if model is not None and not (isinstance(model, str) and MODEL_SPEC.fullmatch(model.strip())):
         raise bad("search.model", f"is {model!r}; it must be wordllama, e5, model2vec:PATH, "
                                   "sentence-transformers:PATH or fastembed:NAME@PATH (a local model folder)")
+    ranking = _get(raw, "search.ranking", Config.search_ranking)
+    if ranking not in ("learned", "rules"):
+        raise bad("search.ranking", f"is {ranking!r}; it must be learned or rules")
+    reranker = _get(raw, "search.reranker", None)
+    if reranker is not None and not (isinstance(reranker, str) and reranker.strip()):
+        raise bad("search.reranker", f"is {reranker!r}; it must be the path of a local cross-encoder folder")
+    rerank_depth = int(number("search.rerank_depth", 20, 1, 200))
     fresh = number("checkpoint.fresh_minutes", 120, 1, 525600)
     delegation_age = number("lifecycle.delegation_max_age_hours", 24, 0, 87600)
     secrets = _get(raw, "safety.secrets", "redact")
@@ -269,6 +279,9 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
         index_engine=str(index_engine),
         search_semantic=str(semantic),
         search_model=str(model).strip() if model is not None else None,
+        search_ranking=str(ranking),
+        search_reranker=str(reranker).strip() if reranker is not None else None,
+        rerank_depth=rerank_depth,
         checkpoint_fresh_minutes=fresh,
         delegation_max_age_hours=delegation_age,
         secrets=str(secrets),

@@ -516,7 +516,9 @@ def evaluate(root: Path, config, queries_path: str | Path, at: str | None, engin
     with tempfile.TemporaryDirectory(prefix="vaultmem-eval-") as tmp:
         frozen_root = Path(tmp) / "vault"
         frozen = snapshot(root, frozen_root, at)
-        semantic = {"semantic": config.search_semantic, "model": config.search_model}
+        semantic = {"semantic": config.search_semantic, "model": config.search_model,
+                    "ranking": config.search_ranking, "reranker": config.search_reranker,
+                    "rerank_depth": config.rerank_depth}
         store = (IndexStore(frozen_root, engine=config.index_engine, **semantic) if engine in (None, "auto")
                  else IndexStore(frozen_root, engine=engine, env=False, **semantic))  # --engine beats the environment
         store.rebuild(engine=engine)

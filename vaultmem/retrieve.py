@@ -15,6 +15,7 @@ import datetime as _dt
 import math
 import re
 
+from . import ranker
 from .analysis import (DATE_PREFIX, coverage, document_date_terms, highlight, is_cjk_char, normalize,
                        query_tokens, query_units, tokens)
 from .answers import answer_kind, holds_answer
@@ -58,7 +59,10 @@ def search(store, query: str | Query, filters: Filters = Filters(), limit: int =
         parsed, terms, match = None, query_tokens(text), None
     words = [t for t in terms if not t.startswith(DATE_PREFIX)]
     days = set(terms) - set(words)
+    learned = ranker.model() if getattr(store, "ranking", "rules") == "learned" else None
     pool = max(limit * 3, 30) if days or filters.agent else limit * 2
+    if learned is not None:
+        pool = max(pool, LEARNED_POOL)
     found = store.search(words or list(days), filters, pool, text=text, match=match)
     if parsed is not None and parsed.checks_hits:  # a phrase's terms in a row: checked on each hit
         asked = pool
@@ -69,10 +73,122 @@ def search(store, query: str | Query, filters: Filters = Filters(), limit: int =
                 break
             asked *= 4
             found = store.search(words or list(days), filters, asked, text=text, match=match)
+    units = unit_weights(store, parsed if parsed is not None else text) if found else []
+    kind = answer_kind(text)
+    if learned is not None:
+        rescored = learned_order(learned, found, units, kind, text, terms, days, filters.agent)
+    else:
+        rescored = rule_order(found, words, days, filters.agent)
+    out = []
+    for doc, score, dates in rescored[:limit]:
+        whole, have, share = judged(doc, dates, units, kind, text)
+        held = parsed.coverage(whole, dates) if parsed is not None else coverage(terms, whole, dates, have=have)
+        out.append(Hit(doc=doc, score=score, coverage=held,
+                       snippet=highlight(doc.text, terms, width=snippet_width), relevance=share))
+    return out
+
+
+# the learned ranker re-orders at least this many of the engine's candidates: on the tune
+# split every answer the lexical engine finds at all is among its first 100, nearly all
+# among the first 30 (docs/recall.md, "The learned ranker")
+LEARNED_POOL = 60
+FEATURE_CHARS = 2000  # what of a candidate's text its features read (a huge note costs no more)
+
+
+def learned_order(learned, found, units, kind, question: str, terms: list[str], days: set,
+                  agent: str | None) -> list[list]:
+    """The engine's candidates (``found``: (doc, score) best first) ordered by the learned
+    model (:mod:`vaultmem.ranker`): ``[doc, score, date terms]`` best first, the score the
+    model's, squashed to 0..1."""
+    cands, rows = candidate_rows(found, units, kind, question, terms, days, agent)
+    scores = learned.score(rows)
+    ordered = sorted(zip(scores, cands), key=lambda x: (not answers_in_words(x[1]), -x[0], x[1].doc.id))
+    return [[c.doc, 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, s)))), list(c.dates)] for s, c in ordered]
+
+
+def answers_in_words(c) -> bool:
+    """Whether a candidate may lead the learned order: it holds a word of the question
+    in its own text, title or aliases (not only its date), or it is the reply to a
+    candidate turn that asked. One that holds neither — "That sounds great!" after the
+    turn that named the thing — follows every one that does, whatever the model says: a
+    date or a neighbour alone never makes an answer (as the rules have it)."""
+    return c.holds_word or c.after_question
+
+
+def learned_candidates(store, question: str, filters: Filters = Filters(), pool: int = LEARNED_POOL):
+    """What the learned ranker orders for ``question`` (plain words): the engine's first
+    ``pool`` candidates and their feature rows, as :func:`search` makes them — and the
+    order the hand-set rules give them (their ids, best first). For training and
+    measuring the ranker (``benchmarks/train_ranker.py``)."""
+    terms = query_tokens(question)
+    words = [t for t in terms if not t.startswith(DATE_PREFIX)]
+    days = set(terms) - set(words)
+    found = store.search(words or list(days), filters, pool, text=question)
+    units = unit_weights(store, question) if found else []
+    cands, rows = candidate_rows(found, units, answer_kind(question), question, terms, days, filters.agent)
+    rules = [d.id for d, _s, _d in rule_order(found, words, days, filters.agent)]
+    return cands, rows, rules
+
+
+def candidate_rows(found, units, kind, question: str, terms: list[str], days: set, agent: str | None):
+    """The candidates (``found``: (doc, engine score) best first) as the learned ranker
+    sees them: :class:`ranker.Candidate` objects and their feature rows
+    (:func:`ranker.features`); what ``benchmarks/train_ranker.py`` trains on. Each
+    candidate's text and heading (title and aliases) are analysed once, and every
+    relevance feature is counted from which units each holds (as :func:`relevance`
+    counts them)."""
+    whole_weight = sum(w for _g, w in units) or 1.0
+    cands = []
+    for n, (doc, score) in enumerate(found, start=1):
+        dates = set(document_date_terms(doc.title, doc.text, doc.days)) if days else set()
+        text = doc.text[:FEATURE_CHARS]
+        heading = f"{doc.title}\n{' '.join(doc.aliases)}"
+        text_terms, head_terms = set(tokens(text)) | dates, set(tokens(heading))
+        in_text, in_head = _holds(units, text_terms, text), _holds(units, head_terms, heading)
+        own = [a or b for a, b in zip(in_text, in_head)]
+        near = doc.near[:FEATURE_CHARS]
+        in_near = _holds(units, set(tokens(near)), "") if near and not all(own) else [False] * len(units)
+        rel_own = _share(units, own, whole_weight)
+        have = text_terms | head_terms
+        held = sum(1 for t in terms if t in have or (is_cjk_char(t) and (t in text or t in heading)))
+        cands.append(ranker.Candidate(
+            doc=doc, score=score, rank=n, dates=tuple(sorted(dates)), rel_own=rel_own,
+            rel_text=_share(units, in_text, whole_weight),
+            rel_all=rel_own + NEAR_CREDIT * _share(units, [b and not a for a, b in zip(own, in_near)], whole_weight),
+            holds_word=any(h for (grams, _w), h in zip(units, own) if not grams[0].startswith(DATE_PREFIX)),
+            coverage=held / len(terms) if terms else 0.0, title_share=_share(units, in_head, whole_weight),
+            asks=is_question(text), holds_answer=holds_answer(kind, text, question)))
+    return cands, ranker.features(cands, question, set(days), kind is not None, agent)
+
+
+def _share(units, held: list[bool], whole: float) -> float:
+    return sum(w for (_g, w), h in zip(units, held) if h) / whole
+
+
+def _holds(units, have: set[str], text: str) -> list[bool]:
+    """Which of the query's ``units`` a text holds: one of a unit's terms among ``have``
+    (its terms), or — a CJK character — the character anywhere in ``text``."""
+    flat = None
+    out = []
+    for grams, _w in units:
+        if any(t in have for t in grams):
+            out.append(True)
+            continue
+        if text and any(is_cjk_char(t) for t in grams):
+            flat = normalize(text) if flat is None else flat
+            out.append(any(is_cjk_char(t) and t in flat for t in grams))
+            continue
+        out.append(False)
+    return out
+
+
+def rule_order(found, words: list[str], days: set, agent: str | None) -> list[list]:
+    """The engine's candidates ordered by the hand-set rules: ``[doc, score, date terms]``
+    best first (see :func:`search`)."""
     rescored = []
     for doc, score in found:
         dates = document_date_terms(doc.title, doc.text, doc.days) if days else ()
-        if filters.agent and doc.agent == filters.agent:
+        if agent and doc.agent == agent:
             score *= OWN_BOOST
         if words and days and days & set(dates):
             score *= 1 + DATE_BOOST
@@ -88,15 +204,7 @@ def search(store, query: str | Query, filters: Filters = Filters(), limit: int =
         if asking[n]:
             hit[1] *= ASKING
     rescored.sort(key=lambda x: (-x[1], x[0].id))
-    units = unit_weights(store, parsed if parsed is not None else text) if rescored else []
-    kind = answer_kind(text)
-    out = []
-    for doc, score, dates in rescored[:limit]:
-        whole, have, share = judged(doc, dates, units, kind, text)
-        held = parsed.coverage(whole, dates) if parsed is not None else coverage(terms, whole, dates, have=have)
-        out.append(Hit(doc=doc, score=score, coverage=held,
-                       snippet=highlight(doc.text, terms, width=snippet_width), relevance=share))
-    return out
+    return rescored
 
 
 def judged(doc, dates, units, kind, question: str) -> tuple[str, set[str], float]:
@@ -239,6 +347,45 @@ def _gate_opens(store, query: str, lexical: list[Hit]) -> bool:
 
 
 def hybrid_search(store, query, filters: Filters = Filters(), limit: int = 10, snippet_width: int = 160):
+    """:func:`fused_search`, its first ``store.rerank_depth`` hits re-ordered by the
+    cross-encoder ``store.reranker`` names when one is set (:func:`rerank`)."""
+    spec = getattr(store, "reranker", None)
+    if not spec:
+        return fused_search(store, query, filters, limit, snippet_width)
+    from .models import Hits
+
+    hits = fused_search(store, query, filters, max(limit, store.rerank_depth), snippet_width)
+    text = query if isinstance(query, str) else query.text
+    ordered, why = rerank(spec, text, list(hits[: store.rerank_depth]))
+    return Hits((ordered + list(hits[store.rerank_depth:]))[:limit],
+                warnings=list(hits.warnings) + ([why] if why else []))
+
+
+def rerank(spec: str, question: str, hits: list[Hit]) -> tuple[list[Hit], str | None]:
+    """``hits`` ordered by the cross-encoder ``spec`` (:mod:`vaultmem.index.rerankers`):
+    each reads the question with the hit's title and text; a hit's ``rerank`` is its
+    logit and its ``score`` that logit squashed to 0..1. Unchanged, with why, when the
+    model cannot be used."""
+    from .index import rerankers
+
+    if len(hits) < 2:
+        return hits, None
+    try:
+        model = rerankers.load(spec)
+    except rerankers.ModelUnavailable as exc:
+        return hits, f"{exc.message}: these hits are not re-ranked"
+    texts = [f"{h.doc.title}\n{h.doc.text}"[:RERANK_CHARS] if h.doc.title else h.doc.text[:RERANK_CHARS] for h in hits]
+    scores = model.score(question, texts)
+    for hit, logit in zip(hits, scores):
+        hit.rerank = logit
+        hit.score = 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, logit))))
+    return sorted(hits, key=lambda h: (-h.rerank, h.doc.id)), None
+
+
+RERANK_CHARS = 2000  # what of a hit a cross-encoder reads (it cuts a pair at 512 tokens anyway)
+
+
+def fused_search(store, query, filters: Filters = Filters(), limit: int = 10, snippet_width: int = 160):
     """:func:`search`, with the semantic channel as the store's ``semantic_mode`` says
     (``query``: the text, or a parsed query whose ``text`` is what was asked; one that
     uses syntax — phrases, exclusions, OR, prefixes — is lexical only, since the semantic

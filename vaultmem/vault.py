@@ -570,7 +570,9 @@ class Vault:
 
             self._index = IndexStore(self.root, lock_timeout=self.config.index_lock_timeout,
                                      engine=self.config.index_engine, ahead=self._ahead,
-                                     semantic=self.config.search_semantic, model=self.config.search_model)
+                                     semantic=self.config.search_semantic, model=self.config.search_model,
+                                     ranking=self.config.search_ranking, reranker=self.config.search_reranker,
+                                     rerank_depth=self.config.rerank_depth)
         return self._index
 
     def _journal_store(self):

@@ -165,7 +165,7 @@ def _folder_stamp(folder: Path) -> str:
     return _stamp(found)
 
 
-def _offline() -> None:
+def offline() -> None:
     """Hugging Face's libraries must never reach for the network here."""
     for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
         os.environ.setdefault(var, "1")
@@ -269,7 +269,7 @@ class E5:
 class Model2Vec:
     def __init__(self, path: str) -> None:
         folder = _folder_of("model2vec", path)
-        _offline()
+        offline()
         from model2vec import StaticModel
 
         self.model = StaticModel.from_pretrained(str(folder), force_download=False)
@@ -283,7 +283,7 @@ class Model2Vec:
 class SentenceTransformers:
     def __init__(self, path: str) -> None:
         folder = _folder_of("sentence-transformers", path)
-        _offline()
+        offline()
         from sentence_transformers import SentenceTransformer
 
         self.model = SentenceTransformer(str(folder), device="cpu", local_files_only=True)
@@ -302,7 +302,7 @@ class FastEmbed:
             raise ModelUnavailable(f"fastembed:{spec} does not name the model: write fastembed:NAME@PATH",
                                    hint="e.g. fastembed:BAAI/bge-small-zh-v1.5@/models/bge-small-zh")
         folder = _folder_of("fastembed", path)
-        _offline()
+        offline()
         from fastembed import TextEmbedding
 
         self.model = TextEmbedding(model_name=name, specific_model_path=str(folder), local_files_only=True)

@@ -34,6 +34,8 @@ ENGINES = registry.names()
 ENV_ENGINE = "VAULTMEM_INDEX_ENGINE"  # overrides index.engine for one process (tests, benchmarks)
 ENV_SEMANTIC = "VAULTMEM_SEARCH_SEMANTIC"  # overrides search.semantic for one process (benchmarks)
 SEMANTIC_MODES = ("off", "auto", "always", "only")
+ENV_RANKING = "VAULTMEM_SEARCH_RANKING"  # overrides search.ranking for one process (benchmarks)
+RANKINGS = ("learned", "rules")
 
 __all__ = ["ENGINES", "ENV_ENGINE", "ENV_SEMANTIC", "INDEX_DIR", "LOCK_FILE", "SEMANTIC_MODES", "IndexStore",
            "Progress"]
@@ -43,14 +45,17 @@ class IndexStore:
     """The vault's index: open it, refresh it, rebuild it, search it."""
 
     def __init__(self, root: Path, lock_timeout: float = 30.0, engine: str = "auto", env: bool = True,
-                 ahead=None, semantic: str = "off", model: str | None = None, part: str = PART_MEMORY) -> None:
+                 ahead=None, semantic: str = "off", model: str | None = None, part: str = PART_MEMORY,
+                 ranking: str = "learned", reranker: str | None = None, rerank_depth: int = 20) -> None:
         """``engine``: an engine's name or auto (the vault's ``index.engine``), unless
         ``$VAULTMEM_INDEX_ENGINE`` says otherwise (and ``env`` lets it). ``ahead``: the
         walk the launcher started for this vault (``walk.WalkAhead``), which the first
         no-change check takes instead of walking. ``semantic``/``model``: the vault's
         ``search.semantic`` and ``search.model`` (None: wordllama, if it is installed);
         ``$VAULTMEM_SEARCH_SEMANTIC`` overrides the first (whatever ``env`` says).
-        ``part``: the files it indexes — memory (all but the journal, in
+        ``ranking``: search.ranking (learned or rules; ``$VAULTMEM_SEARCH_RANKING``
+        overrides it); ``reranker``/``rerank_depth``: search.reranker and
+        search.rerank_depth (memory only). ``part``: the files it indexes — memory (all but the journal, in
         ``.vaultmem/index/``) or the journal (``journal/`` only, in
         ``.vaultmem/index/journal/``, lexical only: a journal of whole sessions never
         slows a search of memory)."""
@@ -69,6 +74,14 @@ class IndexStore:
         if self.semantic_mode not in SEMANTIC_MODES:
             raise BadInput(f"the semantic search mode {self.semantic_mode!r} is not off, auto, always or only",
                            hint=f"set search.semantic in .vaultmem/config.yaml (or {ENV_SEMANTIC})")
+        # search.ranking: how the engine's candidates are ordered — the learned ranker or the
+        # hand-set rules (vaultmem.retrieve); $VAULTMEM_SEARCH_RANKING overrides it (benchmarks)
+        self.ranking = os.environ.get(ENV_RANKING) or ranking
+        if self.ranking not in RANKINGS:
+            raise BadInput(f"the ranking {self.ranking!r} is not {' or '.join(RANKINGS)}",
+                           hint=f"set search.ranking in .vaultmem/config.yaml (or {ENV_RANKING})")
+        # search.reranker: a local cross-encoder re-orders the first rerank_depth hits (index.rerankers)
+        self.reranker, self.rerank_depth = (reranker, rerank_depth) if part == PART_MEMORY else (None, 0)
         self.model_spec = model or "wordllama"
         self.model_chosen = model is not None  # set by the user, not the default
         self._vectors = None  # (generation, set name, VectorSet) of the last semantic search

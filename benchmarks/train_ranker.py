@@ -1,0 +1,298 @@
+"""Train the learned ranker (``vaultmem/ranker.py``) on the tune split, and measure it.
+
+    python benchmarks/train_ranker.py cv     [--model linear|trees|all] [--features SET] [--out FILE.md]
+    python benchmarks/train_ranker.py train  [--model linear|trees] [--to vaultmem/data/ranker.json]
+    python benchmarks/train_ranker.py ablate [--model linear|trees] [--out FILE.md]
+
+What it learns from: every question of the **tune** split only — the conversational sets
+(``benchmarks/devset/conv/tune``, English and Chinese, one note per turn and one per
+session) and the fact-style dev set (``benchmarks/devset``) — each question's candidates as
+the engine finds them (``retrieve.learned_candidates``: the first ``LEARNED_POOL``), a
+candidate labelled 1 when it is the question's evidence. The holdout split is never read
+here: ``bench_conv.py run --split holdout`` measures the shipped model once it is chosen.
+
+``cv`` holds out one conversation of each language at a time (six folds; the dev set's
+queries are dealt to the folds in turn), trains on the rest and ranks the held-out
+questions' candidates: Hit@1 / Hit@5 / MRR@10 beside the hand-set rules on the same
+candidates. ``train`` fits the chosen model on all of the tune split and writes it as
+plain data. ``ablate`` trains without each group of features in turn (cross-validated).
+
+Needs the ``bench`` extra (scikit-learn, lightgbm): ``pip install -e '.[bench]'``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import bench_conv  # noqa: E402
+
+FOLDS = 6
+# the groups of features an ablation leaves out, one at a time
+GROUPS = {
+    "engine score and rank": ("engine", "engine_log", "inv_rank"),
+    "relevance (own text)": ("rel_own", "holds_word", "rel_text", "coverage", "title_share"),
+    "neighbours' text": ("rel_near", "neighbour", "prev_rel", "next_rel"),
+    "dates": ("date_asked", "date_match"),
+    "question-shaped, reply": ("asks", "after_question"),
+    "speaker named, addressed": ("speaker_named", "other_named", "second_person", "addressed"),
+    "answer kind": ("answer_asked", "answer_missing"),
+    "entry kind, own, length, age": ("own", "entry", "note", "length", "recency"),
+}
+UNUSED = ("similarity", "has_similarity")  # the lexical search scores no similarity
+
+
+@dataclass
+class Question:
+    set: str  # e.g. conv-en-turn, devset
+    fold: int
+    qid: str
+    kind: str
+    expected: set
+    ids: list = field(default_factory=list)  # the candidates' ids, in engine order
+    rows: list = field(default_factory=list)
+    rules: list = field(default_factory=list)  # ids in the hand-set rules' order
+
+    def labels(self) -> list[int]:
+        return [1 if i in self.expected else 0 for i in self.ids]
+
+
+ENGINES = ("whoosh", "tantivy")
+
+
+def collect(split: str = "tune", engines: tuple[str, ...] = ENGINES) -> list[Question]:
+    """Every question of ``split`` with its candidates' feature rows, once per engine in
+    ``engines`` (their BM25 differs a little: a model trained on both ranks either)."""
+    import os
+
+    out = []
+    before = os.environ.get("VAULTMEM_INDEX_ENGINE")
+    try:
+        for engine in engines:
+            os.environ["VAULTMEM_INDEX_ENGINE"] = engine
+            for q in collect_one(split):
+                q.set = f"{q.set}@{engine}" if len(engines) > 1 else q.set
+                out.append(q)
+    finally:
+        if before is None:
+            os.environ.pop("VAULTMEM_INDEX_ENGINE", None)
+        else:
+            os.environ["VAULTMEM_INDEX_ENGINE"] = before
+    return out
+
+
+def collect_one(split: str) -> list[Question]:
+    """Every question of ``split`` with its candidates' feature rows, on the engine
+    ``$VAULTMEM_INDEX_ENGINE`` names."""
+    import subprocess
+
+    from vaultmem.index import Filters
+    from vaultmem.retrieve import learned_candidates
+    from vaultmem.vault import Vault
+
+    out: list[Question] = []
+    with tempfile.TemporaryDirectory(prefix="train-ranker-") as tmp:
+        for lang in bench_conv.LANGS:
+            convs = [c["id"] for c in bench_conv.conversations(split, lang)]
+            for layout in bench_conv.LAYOUTS:
+                root = Path(tmp) / f"{lang}-{layout}"
+                queries = bench_conv.build(root, split, lang, layout, settings={"search.semantic": "off"}, git=False)
+                v = Vault.open(root)
+                v.search("warm up", limit=1)
+                for q in queries:
+                    conv = q["id"].rsplit("-q", 1)[0]
+                    cands, rows, rules = learned_candidates(v.index, q["query"], Filters())
+                    out.append(Question(f"conv-{lang}-{layout}", convs.index(conv) % FOLDS, q["id"], q["kind"],
+                                        set(q["expected"]), [c.doc.id for c in cands], rows, rules))
+        if split == "tune":
+            root = Path(tmp) / "devset"
+            subprocess.run([sys.executable, str(HERE / "devset" / "make_vault.py"), str(root)], check=True,
+                           capture_output=True)
+            from ruamel.yaml import YAML
+
+            queries = YAML(typ="safe").load((HERE / "devset" / "queries.yaml").read_text(encoding="utf-8"))["queries"]
+            v = Vault.open(root)
+            v.search("warm up", limit=1)
+            for n, q in enumerate(queries):
+                cands, rows, rules = learned_candidates(v.index, q["query"], Filters(agent=q.get("agent")))
+                out.append(Question("devset", n % FOLDS, q["id"], q["kind"], set(q.get("expected") or []),
+                                    [c.doc.id for c in cands], rows, rules))
+    return out
+
+
+def columns(names: tuple[str, ...]) -> list[int]:
+    from vaultmem.ranker import FEATURES
+
+    return [FEATURES.index(n) for n in names]
+
+
+def used_features(drop: tuple[str, ...] = ()) -> tuple[str, ...]:
+    from vaultmem.ranker import FEATURES
+
+    return tuple(f for f in FEATURES if f not in UNUSED and f not in drop)
+
+
+def fit(kind: str, questions: list[Question], names: tuple[str, ...], params: dict | None = None) -> dict:
+    """A model (as ``vaultmem/data/ranker.json`` holds it) trained on ``questions``."""
+    import numpy as np
+
+    cols = columns(names)
+    train = [q for q in questions if q.ids and any(q.labels())]
+    x = np.array([[r[c] for c in cols] for q in train for r in q.rows], dtype=float)
+    y = np.array([lab for q in train for lab in q.labels()])
+    params = params or {}
+    if kind == "linear":
+        from sklearn.linear_model import LogisticRegression
+
+        mean, scale = x.mean(axis=0), x.std(axis=0)
+        scale[scale == 0] = 1.0
+        clf = LogisticRegression(C=params.get("C", 1.0), class_weight="balanced", max_iter=2000)
+        clf.fit((x - mean) / scale, y)
+        return {"kind": "linear", "features": list(names), "mean": mean.round(6).tolist(),
+                "scale": scale.round(6).tolist(), "weights": clf.coef_[0].round(6).tolist(),
+                "bias": round(float(clf.intercept_[0]), 6)}
+    import lightgbm as lgb
+
+    groups = [len(q.ids) for q in train]
+    ranker = lgb.LGBMRanker(objective="lambdarank", n_estimators=params.get("trees", 100),
+                            num_leaves=params.get("leaves", 7), learning_rate=params.get("rate", 0.05),
+                            min_child_samples=params.get("min_child", 40), subsample=0.8, subsample_freq=1,
+                            colsample_bytree=0.8, reg_lambda=1.0, random_state=7, verbose=-1,
+                            lambdarank_truncation_level=10)
+    ranker.fit(x, y, group=groups)
+    return {"kind": "trees", "features": list(names), "trees": export_trees(ranker.booster_.dump_model())}
+
+
+def export_trees(dump: dict) -> list[list]:
+    """LightGBM's trees as flat node lists: ``[feature, threshold, left, right]`` or a
+    leaf ``[value]`` (node 0 the root), the form :class:`vaultmem.ranker.Model` reads."""
+    out = []
+    for info in dump["tree_info"]:
+        nodes: list = []
+
+        def add(node) -> int:
+            at = len(nodes)
+            nodes.append(None)
+            if "leaf_value" in node:
+                nodes[at] = [round(node["leaf_value"], 6)]
+                return at
+            assert node["decision_type"] == "<=" and not node.get("default_left") is None
+            left, right = add(node["left_child"]), add(node["right_child"])
+            nodes[at] = [node["split_feature"], round(float(node["threshold"]), 6), left, right]
+            return at
+
+        add(info["tree_structure"])
+        out.append(nodes)
+    return out
+
+
+def ranks(order: list[str], expected: set) -> int | None:
+    return next((n for n, i in enumerate(order, 1) if i in expected), None)
+
+
+def measure(questions: list[Question], orders: dict[str, list[str]]) -> dict:
+    """Hit@1, Hit@5, MRR@10 of the answerable questions, by set, for ``orders`` (qid →
+    ids best first)."""
+    out: dict[str, dict] = {}
+    for name in sorted({q.set for q in questions}) + ["all"]:
+        qs = [q for q in questions if q.expected and (name == "all" or q.set == name)]
+        firsts = [ranks(orders[q.set + q.qid], q.expected) for q in qs]
+        out[name] = {"n": len(qs),
+                     "hit@1": sum(1 for r in firsts if r == 1) / len(qs),
+                     "hit@5": sum(1 for r in firsts if r and r <= 5) / len(qs),
+                     "mrr@10": sum(1 / r for r in firsts if r and r <= 10) / len(qs)}
+    return out
+
+
+def order_by(model: dict, q: Question) -> list[str]:
+    """The candidates' ids as search orders them with ``model``: by its scores, those that
+    may not lead (``retrieve.answers_in_words``) after those that may."""
+    from vaultmem.ranker import FEATURES, Model
+
+    scores = Model(model).score(q.rows)
+    word, after = FEATURES.index("holds_word"), FEATURES.index("after_question")
+    lead = [bool(r[word] or r[after]) for r in q.rows]
+    return [i for _l, _s, i in sorted(zip(lead, scores, q.ids), key=lambda x: (not x[0], -x[1], x[2]))]
+
+
+def cross_validate(questions: list[Question], kind: str, names: tuple[str, ...], params: dict | None = None
+                   ) -> dict[str, list[str]]:
+    orders = {}
+    for fold in range(FOLDS):
+        model = fit(kind, [q for q in questions if q.fold != fold], names, params)
+        for q in questions:
+            if q.fold == fold:
+                orders[q.set + q.qid] = order_by(model, q)
+    return orders
+
+
+def table(rows: list[tuple[str, dict]]) -> list[str]:
+    sets = list(rows[0][1])
+    out = ["| ranking | " + " | ".join(f"{s} (n={rows[0][1][s]['n']})" for s in sets) + " |",
+           "|---|" + "---|" * len(sets)]
+    for label, m in rows:
+        out.append(f"| {label} | " + " | ".join(f"{m[s]['hit@1']:.3f} / {m[s]['hit@5']:.3f} / {m[s]['mrr@10']:.3f}"
+                                              for s in sets) + " |")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("cmd", choices=("cv", "train", "ablate"))
+    ap.add_argument("--model", choices=("linear", "trees", "all"), default="all",
+                    help="for train and ablate: the first of them (trees unless linear is named)")
+    ap.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a model parameter (C, trees, "
+                    "leaves, rate, min_child)")
+    ap.add_argument("--engine", choices=(*ENGINES, "both"), default="both")
+    ap.add_argument("--to", type=Path, default=HERE.parent / "vaultmem" / "data" / "ranker.json")
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args(argv)
+    params = {k: float(v) if "." in v else int(v) for k, _, v in (p.partition("=") for p in args.param)}
+    questions = collect("tune", ENGINES if args.engine == "both" else (args.engine,))
+    names = used_features()
+    lines = [f"# The learned ranker on the tune split ({args.cmd})", "",
+             f"{sum(1 for q in questions if q.expected)} answerable questions; cells: Hit@1 / Hit@5 / MRR@10 over "
+             f"each question's first {len(questions[0].ids) if questions else 0}-odd candidates; "
+             f"{'six-fold cross-validation by conversation' if args.cmd != 'train' else 'trained on all'}.", ""]
+    kinds = ("trees", "linear") if args.model == "all" else (args.model,)
+    if args.cmd == "cv":
+        rows = [("engine (BM25)", measure(questions, {q.set + q.qid: q.ids for q in questions})),
+                ("rules (shipped before)", measure(questions, {q.set + q.qid: q.rules for q in questions}))]
+        for kind in kinds:
+            rows.append((f"learned, {kind}", measure(questions, cross_validate(questions, kind, names, params))))
+        lines += table(rows)
+    elif args.cmd == "ablate":
+        kind = kinds[0]
+        rows = [(f"learned, {kind}, every feature", measure(questions, cross_validate(questions, kind, names, params)))]
+        for group, drop in GROUPS.items():
+            rows.append((f"without {group}", measure(questions, cross_validate(questions, kind, used_features(drop),
+                                                                                params))))
+        lines += table(rows)
+    else:
+        kind = kinds[0]
+        model = fit(kind, questions, names, params)
+        model["trained_on"] = (f"tune split: conv tune (en, zh; turn, session) and the dev set, on "
+                               f"{' and '.join(ENGINES if args.engine == 'both' else (args.engine,))}")
+        model["params"] = params
+        args.to.parent.mkdir(parents=True, exist_ok=True)
+        args.to.write_text(json.dumps(model, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
+        lines.append(f"wrote {args.to} ({kind}, {len(model['features'])} features, {args.to.stat().st_size:,} bytes)")
+        lines += table([("learned, in sample", measure(questions, {q.set + q.qid: order_by(model, q)
+                                                                    for q in questions}))])
+    text = "\n".join(lines) + "\n"
+    if args.out:
+        args.out.write_text(text, encoding="utf-8")
+    print(text, end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

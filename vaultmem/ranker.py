@@ -1,0 +1,216 @@
+"""The learned ranker: what the engine found, re-ordered by a model trained on the tune split.
+
+The engine's BM25 ranks by shared words alone. Whether a candidate *answers* depends on
+more that the engine already knows but cannot weigh: how much of what the question asks
+its own text holds (rarity-weighted, :func:`vaultmem.retrieve.relevance`) against what only
+its neighbours' text holds, the date the question names, whether the entry asks rather than
+answers and whether the turn before it asked, who is named, whether the number or name the
+question asks for is there, what kind of entry it is, its age, and the semantic similarity
+when a model is on. :func:`features` turns each candidate into one row of these;
+:class:`Model` scores the rows.
+
+The model is plain data — ``vaultmem/data/ranker.json``: the feature names and, for a
+linear model, a weight each; for trees, each tree's nodes — read once per process and
+evaluated here without any library, so a search pays microseconds for it. It is trained by
+``benchmarks/train_ranker.py`` on the tune split only (docs/recall.md, "The learned
+ranker"). Pure: no I/O but reading the model file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .analysis import normalize
+
+MODEL_PATH = Path(__file__).parent / "data" / "ranker.json"
+# every feature a row holds, in order (a model names the ones it uses)
+FEATURES = (
+    "engine",  # BM25 over the best candidate's (0..1)
+    "engine_log",  # log(1 + BM25)
+    "inv_rank",  # 1 / the engine's rank
+    "rel_own",  # the rarity-weighted share of the question its own text holds
+    "holds_word",  # it holds a word of the question (not only its date) in its own text, title or aliases
+    "rel_text",  # … that its text alone holds (not its title or aliases, which may name who said it)
+    "rel_near",  # … that only its neighbours' text holds (at half, as relevance counts it)
+    "coverage",  # the share of the question's terms it holds
+    "title_share",  # the share of the question's weight held by its title and aliases
+    "date_asked",  # the question names a date
+    "date_match",  # … and this is a document of that date
+    "asks",  # the entry is a question: it asks, it does not answer
+    "after_question",  # the turn before it in its session is a matching question (its engine share)
+    "neighbour",  # the best engine share of its neighbours (±2 turns) among the candidates
+    "prev_rel",  # how much of the question the turn before it holds (its own text; 0 if not a candidate)
+    "next_rel",  # … the turn after it
+    "speaker_named",  # the question names who said it
+    "other_named",  # the question names another speaker of the candidates, not this one
+    "second_person",  # its text speaks to someone ("you", "your", 你, 您)
+    "addressed",  # … and the question names another speaker: what is said to the person asked about
+    "answer_asked",  # the question asks for a number or a name
+    "answer_missing",  # … and its text holds none
+    "own",  # the searching role's own document
+    "entry",  # a role-page entry
+    "note",  # a memory note
+    "length",  # log(1 + characters of its text)
+    "recency",  # its day among the candidates' days (0 oldest … 1 newest; 0.5 undated)
+    "similarity",  # cosine similarity to the question (semantic channel; 0 when off)
+    "has_similarity",  # whether the semantic channel scored it
+)
+
+
+@dataclass
+class Candidate:
+    """One candidate as :func:`features` reads it: the document, its engine score and
+    rank, what judging it gave (``have``: its terms and date terms; ``rel_own``,
+    ``rel_all``: relevance without and with its neighbours' text; ``coverage``;
+    ``title_share``), its date terms, and its similarity when scored."""
+
+    doc: object
+    score: float
+    rank: int
+    dates: tuple = ()
+    rel_own: float = 0.0
+    rel_text: float = 0.0
+    rel_all: float = 0.0
+    holds_word: bool = False
+    after_question: bool = False  # the turn before it in its session is a candidate that asks (set by features)
+    coverage: float = 0.0
+    title_share: float = 0.0
+    asks: bool = False
+    holds_answer: bool = True
+    similarity: float | None = None
+
+
+_SECOND_PERSON = re.compile(r"(?i)\b(?:you|your|yours|yourself)\b|[你您]")
+
+
+def _named(text: str, name: str | None) -> bool:
+    if not name:
+        return False
+    folded = normalize(name).strip()
+    if not folded:
+        return False
+    if folded.isascii():
+        return re.search(rf"(?<![a-z0-9]){re.escape(folded)}(?![a-z0-9])", text) is not None
+    return folded in text
+
+
+def features(cands: list[Candidate], question: str, days: set, answer_asked: bool, agent: str | None
+             ) -> list[list[float]]:
+    """One row of :data:`FEATURES` per candidate, in order."""
+    if not cands:
+        return []
+    said = normalize(question)
+    best = max(c.score for c in cands) or 1.0
+    by_turn = {(c.doc.session, c.doc.turn): c for c in cands if c.doc.session and c.doc.turn is not None}
+    speakers = {c.doc.speaker for c in cands if c.doc.speaker}
+    named = {s for s in speakers if _named(said, s)}
+    ordinals = [_ordinal(c.doc.date) for c in cands]
+    known = [o for o in ordinals if o]
+    low, high = (min(known), max(known)) if known else (0, 0)
+    rows = []
+    for c, day in zip(cands, ordinals):
+        d = c.doc
+        share = c.score / best
+        after = neighbour = 0.0
+        if d.session and d.turn is not None:
+            prev = by_turn.get((d.session, d.turn - 1))
+            if prev is not None and prev.asks:
+                after = prev.score / best
+                c.after_question = True
+            for step in (-2, -1, 1, 2):
+                nb = by_turn.get((d.session, d.turn + step))
+                if nb is not None:
+                    neighbour = max(neighbour, nb.score / best)
+        prev_rel = next_rel = 0.0
+        if d.session and d.turn is not None:
+            prev, nxt = by_turn.get((d.session, d.turn - 1)), by_turn.get((d.session, d.turn + 1))
+            prev_rel = prev.rel_own if prev is not None else 0.0
+            next_rel = nxt.rel_own if nxt is not None else 0.0
+        own_speaker = d.speaker in named if d.speaker else False
+        other = bool(named) and not own_speaker
+        second = _SECOND_PERSON.search(d.text[:2000]) is not None
+        rows.append([
+            share, math.log1p(c.score), 1.0 / c.rank, c.rel_own, 1.0 if c.holds_word else 0.0, c.rel_text,
+            max(0.0, c.rel_all - c.rel_own),
+            c.coverage,
+            c.title_share, 1.0 if days else 0.0, 1.0 if days and days & set(c.dates) else 0.0,
+            1.0 if c.asks else 0.0, after, neighbour, prev_rel, next_rel, 1.0 if own_speaker else 0.0,
+            1.0 if other else 0.0, 1.0 if second else 0.0, 1.0 if second and other else 0.0,
+            1.0 if answer_asked else 0.0,
+            1.0 if answer_asked and not c.holds_answer else 0.0,
+            1.0 if agent and d.agent == agent else 0.0, 1.0 if d.kind == "entry" else 0.0,
+            1.0 if d.kind == "note" else 0.0, math.log1p(len(d.text)),
+            (day - low) / (high - low) if day and high > low else 0.5,
+            c.similarity or 0.0, 0.0 if c.similarity is None else 1.0,
+        ])  # fmt: skip
+    return rows
+
+
+def _ordinal(day: str | None) -> int:
+    if not day:
+        return 0
+    try:
+        import datetime as dt
+
+        return dt.date.fromisoformat(day[:10]).toordinal()
+    except ValueError:
+        return 0
+
+
+class Model:
+    """A trained ranking model: ``score(rows)`` → one score per row, higher first. Linear
+    (``{"kind": "linear", "features", "mean", "scale", "weights", "bias"}``) or an ensemble
+    of regression trees (``{"kind": "trees", "features", "trees": [[node, …], …]}``, a node
+    ``[feature, threshold, left, right]`` or a leaf ``[value]``)."""
+
+    def __init__(self, data: dict) -> None:
+        names = data["features"]
+        unknown = [n for n in names if n not in FEATURES]
+        if unknown:
+            raise ValueError(f"the model uses features this vaultmem does not compute: {', '.join(unknown)}")
+        self.data = data
+        self.kind = data["kind"]
+        self.columns = [FEATURES.index(n) for n in names]
+        if self.kind == "linear":
+            self.mean, self.scale = data["mean"], data["scale"]
+            self.weights, self.bias = data["weights"], data.get("bias", 0.0)
+        elif self.kind == "trees":
+            self.trees = data["trees"]
+        else:
+            raise ValueError(f"unknown model kind {self.kind!r}")
+
+    def score(self, rows: list[list[float]]) -> list[float]:
+        out = []
+        for row in rows:
+            x = [row[i] for i in self.columns]
+            if self.kind == "linear":
+                out.append(self.bias + sum(w * (v - m) / s for w, v, m, s in zip(self.weights, x, self.mean,
+                                                                                  self.scale)))
+                continue
+            total = 0.0
+            for tree in self.trees:
+                node = tree[0]
+                while len(node) == 4:
+                    node = tree[node[2] if x[node[0]] <= node[1] else node[3]]
+                total += node[0]
+            out.append(total)
+        return out
+
+
+_LOADED: dict[str, Model | None] = {}
+
+
+def model(path: Path | None = None) -> Model | None:
+    """The shipped model (or the one at ``path``), read once per process; None when there
+    is none."""
+    key = str(path or MODEL_PATH)
+    if key not in _LOADED:
+        try:
+            _LOADED[key] = Model(json.loads(Path(key).read_text(encoding="utf-8")))
+        except FileNotFoundError:
+            _LOADED[key] = None
+    return _LOADED[key]
