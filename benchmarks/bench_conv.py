@@ -28,6 +28,7 @@ Standard library, ruamel.yaml and vaultmem only.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import json
 import re
@@ -502,6 +503,10 @@ def run_vault(root: Path, queries: list[dict]) -> list[dict]:
     vault = Vault.open(root)
     vault.sync_vectors()  # as 'vaultmem index' does: a search embeds only a few documents itself
     cut = getattr(vault.config, "min_relevance", getattr(vault.config, "brief_min_coverage", 0.3))
+    # the same brief with its relevance gate open (every candidate may join, up to max_items):
+    # what the gate costs a brief's evidence coverage, apart from what search ranks
+    gate = "brief_min_relevance" if hasattr(vault.config, "brief_min_relevance") else "brief_min_coverage"
+    opened = Vault(root, config=dataclasses.replace(vault.config, **{gate: 0.0}))
     rows = []
     for q in queries:
         hits = list(vault.search(q["query"], limit=SEARCH_LIMIT))
@@ -511,6 +516,7 @@ def run_vault(root: Path, queries: list[dict]) -> list[dict]:
         relevant = [judged_relevant(h, q["query"], cut) for h in hits]
         brief = vault.brief(ORCHESTRATOR, q["query"], tokens=BRIEF_TOKENS)
         cited = [item.get("path") for item in brief.items]
+        cited_open = [item.get("path") for item in opened.brief(ORCHESTRATOR, q["query"], tokens=BRIEF_TOKENS).items]
         rows.append({
             "id": q["id"], "kind": q["kind"], "query": q["query"], "expected": expected,
             "first_rank": ranks[0] if ranks else None,
@@ -518,6 +524,7 @@ def run_vault(root: Path, queries: list[dict]) -> list[dict]:
             "any_relevant": any(relevant),
             "evidence_cut": bool(ranks) and not any(relevant[n - 1] for n in ranks),
             "brief_covers": any(p in expected for p in cited), "brief_items": len(cited),
+            "open_covers": any(p in expected for p in cited_open), "open_items": len(cited_open),
             "brief_tokens": brief.tokens, "top3": ids[:3], "channels": [getattr(h, "channel", "lexical") for h in hits[:3]],
         })  # fmt: skip
     return rows
@@ -542,7 +549,9 @@ def metrics(rows: list[dict]) -> dict:
          "false_hits": mean([1.0 if r["any_relevant"] else 0.0 for r in none]),
          "evidence_cut": mean([1.0 if r["evidence_cut"] else 0.0 for r in ans]),
          "brief_coverage": mean([1.0 if r["brief_covers"] else 0.0 for r in ans]),
-         "brief_false_hits": mean([1.0 if r["brief_items"] else 0.0 for r in none])}  # fmt: skip
+         "brief_false_hits": mean([1.0 if r["brief_items"] else 0.0 for r in none]),
+         "open_coverage": mean([1.0 if r.get("open_covers") else 0.0 for r in ans]),
+         "open_false_hits": mean([1.0 if r.get("open_items") else 0.0 for r in none])}  # fmt: skip
     return m
 
 
@@ -636,7 +645,7 @@ def fmt(value) -> str:
 
 
 COLUMNS = ("hit@1", "hit@5", "mrr@10", "recall@5", "recall@10", "false_hits", "evidence_cut", "brief_coverage",
-           "brief_false_hits")
+           "brief_false_hits", "open_coverage", "open_false_hits")
 
 
 def markdown(results: list[Result], details: bool, settings: dict) -> str:
@@ -647,7 +656,8 @@ def markdown(results: list[Result], details: bool, settings: dict) -> str:
                f"{BRIEF_TOKENS} tokens; settings: {settings or 'defaults'}.")
     out.append("false_hits: no-answer questions with any hit that passes the relevance cut; evidence_cut: "
                "answerable questions whose evidence is in the top 10 but every evidence hit fails the cut; "
-               "brief_false_hits: no-answer questions whose brief cites any memory.")
+               "brief_false_hits: no-answer questions whose brief cites any memory; open_coverage / open_false_hits: "
+               "the same brief with its relevance gate open (brief.min_relevance 0).")
     out += ["", "| split | lang | layout | mode | engine | questions | " + " | ".join(COLUMNS) + " | s |",
             "|" + "---|" * (7 + len(COLUMNS))]
     for r in results:

