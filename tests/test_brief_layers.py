@@ -332,6 +332,8 @@ def test_claude_code_subagent_start_hands_the_sub_agent_its_roles_page(page_vaul
     assert r.returncode == 0, r.stderr
     context = json.loads(r.stdout)["hookSpecificOutput"]["additionalContext"]
     assert WORK in context and CONTEXT in context
+    # the delegation the hook has just recorded repeats the task: bookkeeping, not memory
+    assert "shared/delegations/" not in context and page_vault.lifecycle.delegations(role=ROLE, status="pending")
 
 
 def test_claude_code_session_start_hands_the_agent_its_page(page_vault, tmp_path):

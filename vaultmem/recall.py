@@ -199,8 +199,10 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
     near_meaning = semantic_leaders(current, index.model_spec)
     # the role's own page is a layer of its own, never gated: its entries among the hits
     # only tell it which of them the task is about
-    relevant = rank([h for h in current if h.doc.path != page and (is_relevant(h, task, config.brief_min_relevance)
-                                                                    or h.doc.id in near_meaning)], today)
+    # delegation records are bookkeeping (audit, todo): the one a dispatch just wrote repeats its task word
+    # for word, and what a sub-agent found reaches the page when it is harvested
+    relevant = rank([h for h in current if h.doc.path != page and not h.doc.path.startswith(layout.DELEGATIONS_DIR + "/")
+                     and (is_relevant(h, task, config.brief_min_relevance) or h.doc.id in near_meaning)], today)
     relevant += linked(root, relevant[:LINK_HOPS_FROM], agent, {h.doc.id for h in relevant})
     if journal is not None and not warning:
         found, known = journal_fallback(journal, task, current, stale, config.brief_min_relevance,

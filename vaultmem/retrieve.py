@@ -46,7 +46,10 @@ def search(store, query: str | Query, filters: Filters = Filters(), limit: int =
     none of the question's words); a question-shaped entry by ``ASKING`` (the turn that
     asks is not the answer), while the turn after it in its session — the reply, when it
     is a candidate — scores at least ``REPLY_CREDIT`` of what the question scored. The
-    engine is asked for enough candidates to re-order. Each hit's ``relevance``
+    engine is asked for enough candidates to re-order. Under ``search.ranking: learned``
+    (``store.ranking``, the default) those multipliers give way to the learned ranker:
+    the engine's first ``LEARNED_POOL`` candidates are ordered by the shipped model
+    (:func:`learned_order`). Each hit's ``relevance``
     (:func:`relevance`) is multiplied by ``ANSWER_MISSING`` when the question asks for a
     number or a name its text does not hold (``answers.py``): it is about the question
     without answering it."""
@@ -103,7 +106,12 @@ def learned_order(learned, found, units, kind, question: str, terms: list[str], 
     cands, rows = candidate_rows(found, units, kind, question, terms, days, agent)
     scores = learned.score(rows)
     ordered = sorted(zip(scores, cands), key=lambda x: (not answers_in_words(x[1]), -x[0], x[1].doc.id))
-    return [[c.doc, 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, s)))), list(c.dates)] for s, c in ordered]
+    return [[c.doc, squash(s), list(c.dates)] for s, c in ordered]
+
+
+def squash(x: float) -> float:
+    """A model's score (any real) as 0..1, in the same order: the logistic function."""
+    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, x))))
 
 
 def answers_in_words(c) -> bool:
@@ -375,10 +383,14 @@ def rerank(spec: str, question: str, hits: list[Hit]) -> tuple[list[Hit], str | 
     except rerankers.ModelUnavailable as exc:
         return hits, f"{exc.message}: these hits are not re-ranked"
     texts = [f"{h.doc.title}\n{h.doc.text}"[:RERANK_CHARS] if h.doc.title else h.doc.text[:RERANK_CHARS] for h in hits]
-    scores = model.score(question, texts)
+    try:
+        scores = model.score(question, texts)
+    except Exception as exc:  # noqa: BLE001 — a model that fails on this input: the hits as they were
+        return hits, (f"re-ranking is off for this search: the cross-encoder at {spec} failed "
+                      f"({type(exc).__name__}: {' '.join(str(exc).split())[:160]}): these hits are not re-ranked")
     for hit, logit in zip(hits, scores):
         hit.rerank = logit
-        hit.score = 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, logit))))
+        hit.score = squash(logit)
     return sorted(hits, key=lambda h: (-h.rerank, h.doc.id)), None
 
 
