@@ -11,7 +11,7 @@ import vaultmem
 
 PKG = Path(vaultmem.__file__).parent
 
-FOUNDATION = {"errors", "models", "layout"}
+FOUNDATION = {"errors", "models", "layout", "limits"}
 STORAGE = FOUNDATION | {"names", "files", "gitstore", "guard", "transaction", "config", "parse", "walk"}
 RECALL = {"analysis", "answers", "query", "index", "ranker", "retrieve", "brief", "evaluate"}
 # module -> the vaultmem modules it may import (the stage table of docs/design.md)
@@ -20,6 +20,7 @@ ALLOWED = {
     "layout": set(),  # every vault path, named once: nothing below it
     "walk": {"layout"},  # the CLI launcher imports it before anything else: standard library only
     "errors": set(),
+    "limits": {"errors"},  # every size a caller gives, and its bounds (vaultmem.limits)
     "models": set(),
     "names": {"errors", "guard"},  # a name that reads like a secret is refused as bad input
     # files → parse
@@ -36,7 +37,7 @@ ALLOWED = {
     "answers": set(),  # the kind of answer a question asks for, and whether a text holds one (pure)
     "query": {"analysis", "errors"},  # a query's syntax: phrases, exclusions, OR, prefixes (pure)
     "sessions": set(),  # what a session's text holds worth keeping: reports' elements, users' facts (pure)
-    "index": {"errors", "models", "files", "parse", "analysis", "walk", "layout"},
+    "index": {"errors", "limits", "models", "files", "parse", "analysis", "walk", "layout"},
     "ranker": {"analysis"},  # the learned ranker: features of candidates, the model that scores them (pure)
     "retrieve": {"analysis", "answers", "query", "index", "models", "ranker"},
     "brief": {"analysis", "errors", "models"},
@@ -65,7 +66,7 @@ ALLOWED = {
     "vault": STORAGE | RECALL | {"recall", "template", "notes", "conflicts", "forgetting", "compaction", "stats", "links", "timeline", "pages", "lifecycle", "inbox", "shared", "livelog",
                                  "importers", "staged", "journal", "skills", "preservation"},
     # adapters: the CLI, the watcher and the edge they share (edge.py needs only errors)
-    "adapters": {"errors", "models", "names", "parse", "vault", "walk", "layout", "files", "livelog", "sessions",
+    "adapters": {"errors", "limits", "models", "names", "parse", "vault", "walk", "layout", "files", "livelog", "sessions",
                  "journal", "adapters", "__init__"},
 }
 

@@ -84,8 +84,78 @@ class Config:
 
 _SCHEMA = tuple(f.name for f in fields(Config))
 
+# Every setting parse_config reads, by its dotted name (brief.min_coverage: brief.min_relevance's
+# older name, still read) ...
+SETTINGS = (
+    "version", "lang", "orchestrator", "git.lock_timeout", "memory.types", "memory.default_importance",
+    "memory.max_note_bytes", "log.max_body_bytes", "brief.window", "brief.ratio", "brief.max_items",
+    "brief.min_relevance", "brief.min_coverage", "search.min_relevance", "search.semantic", "search.model",
+    "search.ranking", "search.reranker", "search.rerank_depth", "index.lock_timeout", "index.engine",
+    "checkpoint.fresh_minutes", "lifecycle.delegation_max_age_hours", "safety.secrets", "review.trusted_agents",
+    "review.orchestrator_approves", "review.auto_harvest", "hooks.claude.agent", "hooks.claude.prompt_log",
+    "hooks.claude.max_chars", "forgetting.min_score", "forgetting.page_tokens", "journal.keep_days",
+    "journal.hooks",
+)  # fmt: skip
+# ... and the groups whose keys the user names: a memory type, a layer of a brief, a page's
+# section — parse_config checks each key against its list (memory.types, BRIEF_SHARES, work
+# and subagents). Any other key is unknown: `config set` refuses it, `doctor` reports it.
+SETTING_MAPS = ("brief.shares", "forgetting.half_life_days", "forgetting.caps", "forgetting.page_entries")
+_GROUPS = frozenset(name.rsplit(".", n)[0] for name in SETTINGS + SETTING_MAPS for n in range(1, name.count(".") + 1))
+
+
+def _known(dotted: str) -> bool:
+    """Whether ``dotted`` is a setting, a map of them, or a key of a map."""
+    return dotted in SETTINGS or dotted in SETTING_MAPS or dotted.rsplit(".", 1)[0] in SETTING_MAPS
+
+
+def nearest_setting(dotted: str) -> str | None:
+    """The known setting whose name is closest to ``dotted`` (a typo's likely meaning), if any."""
+    from difflib import get_close_matches  # only for this hint
+
+    found = get_close_matches(dotted, SETTINGS + SETTING_MAPS, n=1)
+    return found[0] if found else None
+
+
+def unknown_settings(raw: Any) -> list[tuple[str, int | None]]:
+    """The keys of a config (as :func:`load_raw` reads it) that name no setting: (dotted
+    name, line) in the file's order. vaultmem ignores them; a typo among them leaves the
+    setting it meant at its default."""
+    out: list[tuple[str, int | None]] = []
+
+    def walk(node: Any, prefix: str) -> None:
+        for key in node:
+            dotted = f"{prefix}{key}"
+            if _known(dotted):
+                continue
+            if dotted in _GROUPS:
+                if isinstance(node[key], dict):  # one that is not is parse_config's to refuse
+                    walk(node[key], f"{dotted}.")
+                continue
+            try:
+                line = node.lc.key(key)[0] + 1
+            except (AttributeError, KeyError, TypeError):
+                line = None
+            out.append((dotted, line))
+
+    if isinstance(raw, dict):
+        walk(raw, "")
+    return out
+
+
+def unknown_setting_problems(root: Path) -> list[dict]:
+    """``doctor``'s report of :func:`unknown_settings` in the vault's config:
+    ``{"path", "line", "problem"}`` each."""
+    problems = []
+    for dotted, line in unknown_settings(load_raw(root)):
+        near = nearest_setting(dotted)
+        problems.append({"path": CONFIG_PATH, "line": line,
+                         "problem": f"'{dotted}' is not a setting vaultmem knows, and is ignored"
+                                    + (f" (did you mean '{near}'?)" if near else "")})
+    return problems
+
 
 def _get(raw: Any, dotted: str, default: Any = None) -> Any:
+    assert _known(dotted), f"{dotted} is read but not in config.SETTINGS"  # the list above stays whole
     node = raw
     for part in dotted.split("."):
         if not isinstance(node, dict) or part not in node:
@@ -381,6 +451,14 @@ def set_value(text: str, dotted: str, value: Any, path: str = CONFIG_PATH) -> st
         raise BadInput(f"'{dotted}' is a group of settings; set its keys one by one", field="key",
                        hint=f"e.g. vaultmem config set {dotted}.{next(iter(node[parts[-1]]), 'key')} VALUE")
     node[parts[-1]] = value
+    # a typo is refused, not written: the setting it meant would stay at its default unseen
+    for unknown, _line in unknown_settings(raw):
+        if unknown == dotted or unknown.startswith(f"{dotted}.") or dotted.startswith(f"{unknown}."):
+            name = unknown if unknown.startswith(f"{dotted}.") else dotted  # a key of a group given whole
+            near = nearest_setting(name)
+            raise BadInput(f"'{name}' is not a setting vaultmem knows: nothing was changed", field="key",
+                           hint=f"did you mean '{near}'? vaultmem config set {near} VALUE" if near else
+                           "see the settings and what each does with 'vaultmem config show'")
     new_text = dump_yaml(raw)
     parse_config(new_text, path)
     if crlf:

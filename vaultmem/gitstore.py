@@ -68,7 +68,43 @@ def human_actor(root: Path) -> Actor:
         email = reader.get_value("user", "email", None)
     except Exception:
         pass
-    return Actor(name=str(name or "vaultmem user"), kind="human", email=str(email or "user@vaultmem.invalid"))
+    return Actor(name=str(name or FALLBACK_NAME), kind="human", email=str(email or FALLBACK_EMAIL))
+
+
+# the human's name and email when git knows neither (no user.name / user.email anywhere)
+FALLBACK_NAME = "vaultmem user"
+FALLBACK_EMAIL = "user@vaultmem.invalid"
+# in .vaultmem/local/ (layout.LOCAL_DIR, kept out of git): made when the fallback was first said
+IDENTITY_SAID = (".vaultmem", "local", "identity-said")
+
+
+def identity_notice(root: Path, actor: Actor) -> str | None:
+    """What to say, once per vault, when a commit was made in the fallback name: that
+    commits are authored so, and how to set an identity. None when there is nothing to
+    say: a named actor, or said before (its mark in ``.vaultmem/local/`` is made here, by
+    an exclusive create, so two processes never both say it)."""
+    if not actor.is_human or (actor.name != FALLBACK_NAME and actor.email != FALLBACK_EMAIL):
+        return None
+    meta, local = root / IDENTITY_SAID[0], root / IDENTITY_SAID[0] / IDENTITY_SAID[1]
+    try:
+        if meta.is_symlink() or local.is_symlink():
+            return None  # never written through a link (nor said on every command instead)
+        local.mkdir(parents=True, exist_ok=True)
+        ignore = local / ".gitignore"
+        if not ignore.exists():  # as vaultmem.files.write_local keeps it: never committed
+            with contextlib.suppress(FileExistsError):
+                fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+                os.write(fd, b"# per-machine state (watcher heartbeat, read cursors, caches): never committed\n*\n")
+                os.close(fd)
+        fd = os.open(local / IDENTITY_SAID[2], os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
+                     0o644)
+    except OSError:  # said before (it exists), or a vault we cannot write: nothing said
+        return None
+    os.close(fd)
+    return (f"git has no identity here (user.name / user.email), so vaultmem's commits in {root} are authored "
+            f"'{actor.name} <{actor.email}>'. Set yours: git config --global user.name 'Your Name' && "
+            f"git config --global user.email you@example.com (or without --global, in {root}, for this vault "
+            f"only). This is said once per vault.")
 
 
 def lock_owner_alive(root: Path, lock: Path) -> bool | None:
@@ -272,6 +308,9 @@ def commit(root: Path, paths: list[str], message: str, actor: Actor, lock_timeou
                     # no --no-gpg-sign: git signs when its config says so (commit.gpgsign)
                     with _pathspec(paths) as spec, _message(message) as said:
                         repo.git.commit("--only", "-q", *said, *spec)
+                notice = identity_notice(root, actor)
+                if notice is not None:
+                    _say(notice)
                 return repo.head.commit.hexsha
             except git.GitCommandError as exc:
                 text = f"{exc.stderr or ''} {exc.stdout or ''}"
@@ -292,6 +331,16 @@ def commit(root: Path, paths: list[str], message: str, actor: Actor, lock_timeou
         if staged and not unstage(root, paths, wait=lock_timeout):
             exc.hint = (exc.hint or "") + f"; then run 'git reset -- {' '.join(paths)}' to unstage this attempt"
         raise
+
+
+def _say(text: str) -> None:
+    """A note for the person at the terminal, on stderr (never stdout: a ``--json`` reader
+    or an MCP client reads that); a closed stderr is no error."""
+    import sys
+
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        sys.stderr.write(f"note: {text}\n")
+        sys.stderr.flush()
 
 
 def unstage(root: Path, paths: list[str], wait: float = 0.0) -> bool:

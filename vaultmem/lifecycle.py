@@ -14,7 +14,7 @@ import re
 import secrets
 from typing import Any
 
-from . import files, gitstore, guard, layout, pages
+from . import files, gitstore, guard, layout, limits, pages
 from .errors import BadInput, NotFound, VaultmemError
 from .models import Actor, Change
 from .parse.document import parse_document, plain, yaml_timestamp
@@ -50,6 +50,7 @@ class Lifecycle:
                  tokens: int | None = None) -> tuple[Change, Any]:
         """Record a pending delegation under ``role`` and brief its sub-agent with the
         role's memory (the role's page is created on first use)."""
+        limits.check_sizes(window=window, tokens=tokens)  # before anything is written
         if not task.strip():
             raise BadInput("the task is empty", field="task", hint="say what the sub-agent is to do")
         scrub = self.vault.writer.scrubber()
@@ -122,8 +123,9 @@ class Lifecycle:
             age = (now - created).total_seconds() / 3600
             if age >= max_age:
                 stale.append({**d, "age_hours": round(age, 1)})
-        inbox = [{k: i.to_dict()[k] for k in ("id", "path", "op", "proposed_by", "proposed", "summary", "flags",
-                                                 "quarantined")} for i in self.vault.inbox.items()]
+        inbox = [{k: d.get(k) for k in ("id", "path", "op", "proposed_by", "proposed", "summary", "flags",
+                                        "quarantined", "changed_since_filed")}
+                 for d in self.vault.inbox.listing()]  # as vaultmem filed them, a change since marked
         orchestrator = self.vault.config.orchestrator
         foreign = [c for c in gitstore.log(self.root, layout.AGENTS_DIR, max_count=2000)
                    if c["email"].endswith(AGENT_EMAIL) and c["author"] != orchestrator]
@@ -174,6 +176,7 @@ class Lifecycle:
 
     def history(self, role: str, diffs: bool = False, max_count: int = 50) -> list[dict]:
         """The page's git history: who changed what, when (with ``diffs``: the changes)."""
+        limits.check("n", max_count)
         name = pages.resolve(self.root, role)
         rel = pages.page_rel(self.root, name)
         commits = gitstore.log(self.root, rel, max_count=max_count)

@@ -6,7 +6,8 @@ intact, and backups (docs/preservation.md).
 - :func:`journal_problems`: the journal's idempotence markers — each turn's block id once
   in the whole journal, on a turn of its day file.
 - :func:`write_keys` / :func:`load_keys` / :func:`install_keys`: the private signing keys
-  carried apart from a backup's bundle (they are never committed), in an archive of their own.
+  carried apart from a backup's bundle (they are never committed), in an archive of their own;
+  :func:`key_problems`: each key in ``.vaultmem/keys/`` holds a key (``verify``).
 
 Backups themselves are git bundles of the whole history (``gitstore.bundle_create``,
 ``clone_bundle``); the facade checks a restored vault with ``Vault.verify``.
@@ -17,7 +18,9 @@ from __future__ import annotations
 import io
 import os
 import re
+import stat
 import tarfile
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,6 +31,12 @@ from .names import check_name
 from .parse.journal import DAY_FILE, day_turns
 
 KEY_SUFFIX = ".key"
+# A private key file is the base64 of a 32-byte Ed25519 seed and a newline (45 bytes); a
+# keys archive is one such file a member. What is larger is no key, and is refused by its
+# size before it is read: a keys archive may hold up to MAX_KEYS keys.
+MAX_KEY_BYTES = 1024
+MAX_KEYS = 10_000
+MAX_KEYS_ARCHIVE_BYTES = 4 * 1024 * 1024
 
 
 def _v1_to_v2(text_of: Callable[[str], str | None]) -> dict[str, str]:
@@ -118,24 +127,92 @@ def write_keys(root: Path, dest: Path) -> list[str]:
     return [p.name.removesuffix(KEY_SUFFIX) for p in keys]
 
 
+def key_problem(data: bytes) -> str | None:
+    """Why ``data`` is not a private signing key as ``vaultmem keys new`` writes it (the
+    base64 of a 32-byte Ed25519 seed), or None when it is one."""
+    import base64
+    import binascii
+
+    if len(data) > MAX_KEY_BYTES:
+        return f"is {len(data):,} bytes; a private key is under {MAX_KEY_BYTES:,}"
+    try:
+        raw = base64.b64decode(data.strip(), validate=True)
+    except (binascii.Error, ValueError):
+        return "is not a private key: its text is not base64"
+    if len(raw) != 32:
+        return f"is not a private key: it holds {len(raw)} bytes, an Ed25519 key 32"
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    try:
+        Ed25519PrivateKey.from_private_bytes(raw)
+    except ValueError as exc:  # pragma: no cover - any 32 bytes are a seed today
+        return f"is not a private key: {exc}"
+    return None
+
+
 def load_keys(archive: Path) -> list[tuple[str, bytes]]:
     """The keys of an archive :func:`write_keys` made, read and checked: only plain files
-    named ``<agent>.key``; a member with a path, a link or another name is refused."""
+    named ``<agent>.key`` that each hold a key (:func:`key_problem`); a member with a path,
+    a link, another name, more than :data:`MAX_KEY_BYTES` or no key in it is refused, and
+    so is an archive over :data:`MAX_KEYS_ARCHIVE_BYTES` (before it is read)."""
+    hint = "make one with 'vaultmem backup create PATH --keys KEYS'"
+    try:
+        size = archive.stat().st_size
+    except OSError as exc:
+        raise BadInput(f"{archive} cannot be read: {exc.strerror or exc}", field="keys") from None
+    if size > MAX_KEYS_ARCHIVE_BYTES:
+        raise BadInput(f"{archive} is {size:,} bytes, more than a keys archive holds ({MAX_KEYS_ARCHIVE_BYTES:,}): "
+                       "nothing was restored", field="keys", hint=hint)
     try:
         tar = tarfile.open(archive, mode="r:gz")
     except (OSError, tarfile.TarError) as exc:
-        raise BadInput(f"{archive} is not a keys archive vaultmem made: {exc}", field="keys",
-                       hint="make one with 'vaultmem backup create PATH --keys KEYS'") from None
-    with tar:
-        taken = []
-        for member in tar.getmembers():
-            name = member.name
-            if not member.isfile() or "/" in name or not name.endswith(KEY_SUFFIX):
-                raise BadInput(f"{archive} holds {name!r}, which is not an agent's key: nothing was restored",
-                               field="keys")
-            check_name(name.removesuffix(KEY_SUFFIX), "agent name", field="keys")
-            taken.append((name, tar.extractfile(member).read()))
+        raise BadInput(f"{archive} is not a keys archive vaultmem made: {exc}", field="keys", hint=hint) from None
+    taken = []
+    try:
+        with tar:
+            for member in tar:  # one header at a time: an oversize member is refused before it is read
+                name = member.name
+                if not member.isfile() or "/" in name or not name.endswith(KEY_SUFFIX):
+                    raise BadInput(f"{archive} holds {name!r}, which is not an agent's key: nothing was restored",
+                                   field="keys")
+                check_name(name.removesuffix(KEY_SUFFIX), "agent name", field="keys")
+                if len(taken) >= MAX_KEYS:
+                    raise BadInput(f"{archive} holds more than {MAX_KEYS:,} keys: nothing was restored", field="keys")
+                if member.size > MAX_KEY_BYTES:  # its header says so: refused unread
+                    data, problem = b"", f"is {member.size:,} bytes; a private key is under {MAX_KEY_BYTES:,}"
+                else:
+                    data = tar.extractfile(member).read(MAX_KEY_BYTES + 1)
+                    problem = key_problem(data)
+                if problem:
+                    raise BadInput(f"{archive}: {name} {problem}: nothing was restored", field="keys", hint=hint)
+                taken.append((name, data))
+    except (OSError, EOFError, tarfile.TarError, zlib.error) as exc:
+        raise BadInput(f"{archive} is not a keys archive vaultmem made: {exc}", field="keys", hint=hint) from None
     return taken
+
+
+def key_problems(root: Path) -> list[dict]:
+    """``verify``'s check of the private keys folder: each ``<agent>.key`` a regular file
+    that holds a key (:func:`key_problem`; an oversize one is refused by its size, never
+    read), ``{"path", "line", "problem"}`` each."""
+    folder = root / layout.PRIVATE_KEYS_DIR
+    out: list[dict] = []
+    for p in sorted(folder.glob(f"*{KEY_SUFFIX}")) if folder.is_dir() else []:
+        rel = f"{layout.PRIVATE_KEYS_DIR}/{p.name}"
+        try:
+            st = p.lstat()
+            if not stat.S_ISREG(st.st_mode):
+                problem = "is not a regular file (a link or a folder): no key is read from it"
+            elif st.st_size > MAX_KEY_BYTES:
+                problem = f"is {st.st_size:,} bytes; a private key is under {MAX_KEY_BYTES:,}"
+            else:
+                problem = key_problem(files.read_bytes(root, rel))
+        except (OSError, VaultmemError) as exc:
+            problem = f"cannot be read: {getattr(exc, 'strerror', None) or exc}"
+        if problem:
+            out.append({"path": rel, "line": None, "problem": f"{problem}: the agent cannot sign with it (restore "
+                                                               "it from the keys file 'backup create --keys' wrote)"})
+    return out
 
 
 def install_keys(root: Path, taken: list[tuple[str, bytes]]) -> list[str]:

@@ -14,7 +14,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import files, gitstore, layout, livelog
+from . import files, gitstore, layout, limits, livelog
 from .errors import BadInput, GitError, NotFound, PermissionRefused, VaultmemError, from_os_error
 from .models import Actor, Change
 from .names import check_name
@@ -141,8 +141,7 @@ class Shared:
              since: str | None = None, unseen_as: Actor | None = None, log: str = "live") -> list[LogEntry]:
         """The newest entries; with ``unseen_as``, only other agents' entries that agent
         has not read yet — and they are marked read."""
-        if n < 1:
-            raise BadInput(f"the count is {n}; it must be at least 1", field="n")
+        limits.check("n", n)
         since_key = _since(since) if since else None
         if unseen_as is None:
             return self._checked(livelog.newest(self.root, log, n, agent=agent, channel=channel, type_=type_,
@@ -314,7 +313,8 @@ class Shared:
     # -- git sync -------------------------------------------------------------------------------
     def sync(self, actor: Actor, remote: str = "origin") -> SyncReport:
         """Commit new log entries, pull (merge) the remote branch this one tracks (else the
-        one of the same name), push. Log files merge by union (every line is unique), so
+        one of the same name), push. Only the remote moved: a fast-forward; only this side:
+        a push; both: a merge commit. Log files merge by union (every line is unique), so
         they never conflict; any other conflict is reported with the files named and the
         merge is undone. A log that does not verify after the merge is not pushed (the
         findings are named). A push that loses a race with another clone is retried:
@@ -362,7 +362,9 @@ class Shared:
             if git("rev-parse", "--verify", "--quiet", upstream, check=False).returncode == 0:
                 behind = int(git("rev-list", "--count", f"HEAD..{upstream}").stdout.strip() or 0)
                 if behind:
-                    merged = git("merge", "--no-edit", "--no-ff", upstream, check=False)
+                    # a fast-forward when only the remote moved: a merge commit there would be
+                    # new on this side alone, so clones syncing in turn would never meet
+                    merged = git("merge", "--no-edit", "--ff", upstream, check=False)
                     if merged.returncode != 0:
                         conflicts = git("diff", "--name-only", "--diff-filter=U").stdout.split()
                         git("merge", "--abort", check=False)

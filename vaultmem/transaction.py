@@ -278,24 +278,35 @@ class Writer:
         committed = gitstore.committed_since(self.root, journal.get("head"), message)
         left: list[str] = []  # changed by someone after the dead writer: left as they are
         if not committed:
-            restored = []
+            # Every step below may be killed in its turn: each finds what an earlier,
+            # killed settling did and does not undo it twice (a file already put back
+            # matches its "before" digest), so settling again always ends the same way.
             for rel, e in entries.items():
                 target = files.inside(self.root, rel)
                 aside = self.root / e["aside"] if e.get("aside") else None
                 now = _digest(target)
+                if "before" in e and now == e["before"]:
+                    continue  # as it was: never replaced, or already put back
                 if now == e.get("after"):  # the dead writer's content, untouched since: undo it
                     if aside is not None and aside.exists():
                         os.replace(aside, target)
-                    else:
+                    elif not e.get("existed"):
                         target.unlink(missing_ok=True)
-                    restored.append(rel)
+                    else:
+                        left.append(rel)  # its old content is gone: nothing to put back
                 elif (aside is not None and aside.exists() and now == _digest(aside)) or \
                         (now is None and not e.get("existed")):
                     continue  # never replaced: nothing to undo
                 else:
                     left.append(rel)
-            if restored:
-                gitstore.unstage(self.root, restored, wait=self.config.lock_timeout)
+        # The index agrees with HEAD for every path the journal names, whatever happened:
+        # the dead writer's 'git add' (or a rolled-back file's entry) is never left for a
+        # plain 'git commit' to record. Done before the journal goes, so a kill here is
+        # settled again by the next command.
+        if not gitstore.unstage(self.root, rels, wait=self.config.lock_timeout):
+            raise Busy(f"a killed vaultmem change of {_listed(rels)} left them staged, and git's index stayed "
+                       f"locked for {self.config.lock_timeout:g}s, so they could not be unstaged",
+                       path=".git/index.lock", hint="retry once the git command holding the index has finished")
         for e in entries.values():
             if e.get("aside"):
                 (self.root / e["aside"]).unlink(missing_ok=True)
@@ -303,6 +314,10 @@ class Writer:
         done = Settled(message, rels, "committed" if committed else "rolled back", left)
         self.settled.append(done)
         return done
+
+    def stray_staged(self) -> list[dict]:
+        """Staged paths no vaultmem change owns (:func:`stray_staged`), for ``doctor``."""
+        return stray_staged(self.root)
 
     # -- applying a change ---------------------------------------------------------------------
     def apply(self, actor: Actor, message: str, writes: dict[str, str | None],
@@ -348,6 +363,9 @@ class Writer:
                           "author": actor.name, "head": head, "paths": {
                               rel: {"existed": before[rel] is not None,
                                     "aside": asides[rel].relative_to(self.root).as_posix() if asides[rel] else None,
+                                    # what it held (None: no file), so that settling knows a file
+                                    # it has already put back
+                                    "before": _digest(asides[rel]) if asides[rel] else None,
                                     "after": None if writes[rel] is None else _text_digest(writes[rel])}
                               for rel in order}}
                 journal.parent.mkdir(parents=True, exist_ok=True)
@@ -386,9 +404,10 @@ class Writer:
             for aside in asides.values():
                 if aside is not None:
                     aside.unlink(missing_ok=True)
-            if replaced:
-                gitstore.unstage(self.root, list(writes), wait=self.config.lock_timeout)
-            journal.unlink(missing_ok=True)
+            # the journal goes only once nothing is left staged; if git's index stayed locked,
+            # the next command finds the files put back and unstages them
+            if not replaced or gitstore.unstage(self.root, list(writes), wait=self.config.lock_timeout):
+                journal.unlink(missing_ok=True)
             if isinstance(exc, OSError):
                 raise from_os_error(exc, path=_shown(exc, self.root), writing=True) from None
             raise
@@ -471,6 +490,30 @@ def _digest(path: Path) -> str | None:
         return None
 
 
+def _listed(paths: list[str], most: int = 3) -> str:
+    shown = ", ".join(paths[:most])
+    return shown + (f" and {len(paths) - most} more" if len(paths) > most else "")
+
+
+def stray_staged(root: Path) -> list[dict]:
+    """Paths whose index entry differs from HEAD that no vaultmem change under way owns
+    (``{"path", "line": None, "problem"}`` each): a plain ``git commit`` would record them,
+    though no vaultmem change made them — a killed change's leftover, or something staged
+    by hand and not committed yet. A live writer's paths (its journal names them) are its own."""
+    import shlex
+
+    try:
+        owned = set(json.loads(files.read_bytes(root, layout.TXN_JOURNAL))["paths"])
+    except (OSError, ValueError, KeyError, TypeError, VaultmemError):
+        owned = set()
+    said = {"A": "added", "M": "changed", "D": "deleted", "T": "changed (type)"}
+    return [{"path": rel, "line": None,
+             "problem": f"staged ({said.get(status, status)}) but not committed, and no vaultmem change owns it: "
+                        f"a plain 'git commit' would record it; if you did not stage it, unstage it with "
+                        f"'git reset -q -- {shlex.quote(rel)}'"}
+            for status, rel in gitstore.staged_changes(root) if rel not in owned]
+
+
 def _shown(exc: OSError, root: Path) -> str | None:
     name = getattr(exc, "filename", None)
     if not name:
@@ -486,4 +529,4 @@ def _shown(exc: OSError, root: Path) -> str | None:
     return rel.as_posix()
 
 
-__all__ = ["UNATTRIBUTED", "Scrubber", "Settled", "StorageError", "Writer", "redaction_key"]
+__all__ = ["UNATTRIBUTED", "Scrubber", "Settled", "StorageError", "Writer", "redaction_key", "stray_staged"]

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 
 from . import files, forgetting, gitstore, layout, notes, pages, recall, template
-from .config import Config, load_config, load_raw, parse_config, set_value
+from .config import Config, load_config, load_raw, parse_config, set_value, unknown_setting_problems
 from .errors import BadInput, Busy, NotFound, PermissionRefused, VaultmemError, VaultNotFound, from_os_error
 from .models import Actor, Change, NoteFields, NoteInfo, PageInfo
 from .names import check_name, check_new_name
@@ -283,6 +283,7 @@ class Vault:
                 self.rebuild_index()
                 rebuilt.append({"message": "the index was rebuilt from the files"})
                 index_problems = []
+        check("the config names only known settings", unknown_setting_problems(self.root))
         check("files parse", [{"path": p["path"], "line": p.get("line"), "problem": p["message"]}
                               for p in self.index.problems() + self.journal_index.problems() if not p.get("partial")])
         dangling, missing = notes.index_problems(self.root)
@@ -319,6 +320,7 @@ class Vault:
                 secrets += [{"path": rel, "line": n, "problem": f"a {kind} in an uncommitted file"}
                             for n, kind in guard.secret_lines(text)]
         check("no secret in uncommitted files", secrets)
+        check("nothing is staged that no change owns", self.writer.stray_staged())
         audit = self.lifecycle.audit()
         check("nothing waits for a human",
               [{"path": d.get("path"), "line": None, "problem": f"delegation {d.get('id')} pending "
@@ -376,6 +378,7 @@ class Vault:
         checks.append({"check": "the index was built by this analyzer", "ok": True, "problems": [], "fixed": stale})
         checks += [c for c in health["checks"] if c["check"] not in ("nothing waits for a human", "no oversize file")]
         for name, problems in (("the journal files each turn once", preservation.journal_problems(self.root)),
+                               ("the private keys parse", preservation.key_problems(self.root)),
                                ("skills read", self.skills()[1])):
             checks.append({"check": name, "ok": not problems, "problems": problems, "fixed": []})
         return {"ok": all(c["ok"] for c in checks), "format": v, "checks": checks,
@@ -714,7 +717,13 @@ class Vault:
         False: the query is plain words, quotes and dashes included (a question in natural
         language, as a brief's task is). ``journal``: search the journal instead (its
         turns are never part of a normal search): humans and the orchestrator only —
-        ``reader`` is the agent asking, when it is not ``agent``."""
+        ``reader`` is the agent asking, when it is not ``agent``. ``limit`` and the
+        query's size are checked first (:mod:`vaultmem.limits`): out of range, BadInput
+        names the field."""
+        from . import limits
+
+        limits.check_text("query", query)
+        limits.check("limit", limit)
         if journal:
             kinds = (layout.JOURNAL_KIND,)
         if layout.JOURNAL_KIND in kinds:
@@ -741,9 +750,13 @@ class Vault:
         """The briefing for ``agent`` before a session on ``task``, within
         ``min(ratio × window, tokens)`` tokens (see :mod:`vaultmem.brief`): its identity,
         its own page whole (the context of ``project``, or of the projects the task names,
-        or of all), the relevant memory outside it, skills, the live log and the index."""
+        or of all), the relevant memory outside it, skills, the live log and the index.
+        The task's size, ``window`` and ``tokens`` are checked first (:mod:`vaultmem.limits`)."""
+        from . import limits
         from .brief import budget_for
 
+        limits.check_text("task", task)
+        limits.check_sizes(window=window, tokens=tokens)
         agent = recall.check_brief(agent, task)
         budget = budget_for(window if window is not None else self.config.brief_window,
                             ratio if ratio is not None else self.config.brief_ratio, tokens)
@@ -839,7 +852,7 @@ class Vault:
                                         unscanned=tuple(filed.writes))
         details = {"session": t.session, "shape": t.shape, "turns": len(t.turns), "added": filed.added,
                    "known": filed.known, "days": filed.days}
-        return Change("journal add", sorted(filed.writes), sha, message, details, warnings=scrub.warnings())
+        return Change("journal add", sorted(filed.writes), sha, message, details, warnings=t.skipped + scrub.warnings())
 
     def journal_consolidate(self, actor: Actor, day=None) -> Change:
         """Make a day's record (:func:`vaultmem.journal.plan_consolidate`) at the top of its

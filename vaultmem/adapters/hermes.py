@@ -54,7 +54,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import files, journal, layout
+from .. import files, journal, layout, limits
 from ..errors import BadInput, Busy, NotFound, PermissionRefused, SecretRefused, VaultmemError, VaultNotFound
 from ..names import check_name
 from ..parse.page import SUBAGENT_FIELDS
@@ -446,6 +446,7 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
         if self._vault is None or not (query or "").strip():
             return ""
         try:
+            limits.check_text("task", query)  # before its secrets are looked for: that costs by the byte
             with self._lock:
                 b = self._current().brief(self._agent, without_secrets(query), tokens=self._settings["brief_tokens"])
             return b.markdown
@@ -1073,7 +1074,7 @@ def _log_tail(v: Vault, actor, n, unseen, agent, channel, type, since) -> dict:
 def _review_list(v: Vault, actor, status) -> dict:
     if status not in ("pending", "approved", "rejected", "all"):
         raise BadInput(f"{status!r} is not pending, approved, rejected or all", field="status")
-    return {"status": status, "items": [i.to_dict() for i in v.inbox.items(status)]}
+    return {"status": status, "items": v.inbox.listing(status)}  # what vaultmem filed, a change since marked
 
 
 TOOLS: dict[str, Tool] = {

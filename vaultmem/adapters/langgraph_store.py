@@ -44,7 +44,7 @@ try:
 except ImportError as exc:  # vaultmem itself needs none of it
     raise ImportError(f"the LangGraph store needs langgraph ({exc}): pip install 'vaultmem[langgraph]'") from exc
 
-from .. import layout
+from .. import layout, limits
 from ..errors import BadInput, NotFound, PermissionRefused, VaultmemError
 from ..models import NoteInfo
 from ..names import check_name, slugify
@@ -193,7 +193,8 @@ class VaultStore(BaseStore):
         found: list[SearchItem] = []
         if op.query:
             kinds = (("note",) if want_notes else ()) + (("entry",) if roles else ())
-            wanted = max(1, op.offset + op.limit) * 3 + 10  # room for what the filter drops
+            # room for what the filter drops, within what a search may be asked for
+            wanted = min(max(1, op.offset + op.limit) * 3 + 10, limits.SIZES["limit"].hi)
             # a store's query is natural language (LangGraph's semantic search): plain words
             hits = v.search(op.query, agent=None if self._sees_all(v) else self.agent, kinds=kinds, limit=wanted,
                             syntax=False)

@@ -16,16 +16,24 @@ it was given. Logs go to stderr: stdout carries the protocol only.
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import sys
 import threading
+from contextlib import contextmanager
 from typing import Annotated, Any, Callable, Optional
 
+import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.shared.exceptions import MCPError
-from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
+from mcp.shared.message import SessionMessage
+from mcp.types import (INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, CallToolResult, ErrorData, JSONRPCError,
+                       TextContent, ToolAnnotations, jsonrpc_message_adapter)
+from pydantic import ValidationError
 
-from .. import files, layout
+from .. import files, layout, limits
 from ..errors import BadInput, NotFound, VaultmemError
 from ..names import check_name
 from ..vault import Vault, parse_query, without_secrets
@@ -138,6 +146,117 @@ def _call_error(name: str, exc: ToolError) -> edge.UsageError:
                            hint="see the tool's input schema (list_tools)")
 
 
+# -- the lines a client sends ----------------------------------------------------------------
+# The SDK's stdio transport drops a line it cannot read (not JSON, nested deeper than its
+# parser goes, not a JSON-RPC message) without a word, and its client waits forever for
+# the answer. Each line is checked here first; one that would be dropped is answered with
+# a JSON-RPC error instead — never quoting the line — and the server reads on.
+
+
+def _error(rid, code: int, message: str) -> JSONRPCError:
+    return JSONRPCError(jsonrpc="2.0", id=rid, error=ErrorData(code=code, message=message))
+
+
+def rejection(line: str) -> JSONRPCError | None:
+    """None if ``line`` is a JSON-RPC message the SDK reads; else the error that answers
+    it: -32700 (parse error, id null) for a line that is not JSON or nests too deep to be
+    read at all, -32600 (invalid request) for JSON that is no JSON-RPC message, -32602
+    (invalid params) for a request whose params are no object or nest deeper than the
+    SDK reads — with the request's id whenever it can be read."""
+    try:
+        jsonrpc_message_adapter.validate_json(line, by_name=False)
+        return None
+    except ValidationError as exc:
+        problems = exc.errors(include_url=False, include_input=False, include_context=False)
+    unreadable = next((p["msg"] for p in problems if p["type"] == "json_invalid"), None)
+    try:
+        message = json.loads(line)
+    except RecursionError:
+        return _error(None, PARSE_ERROR, "Parse error: nested too deeply to be read")
+    except ValueError:
+        return _error(None, PARSE_ERROR, f"Parse error: {unreadable or 'not JSON'}")
+    if not isinstance(message, dict):
+        return _error(None, INVALID_REQUEST, "Invalid Request: a message is one JSON object"
+                      + (" (batches are not supported)" if isinstance(message, list) else ""))
+    rid = message.get("id")
+    rid = rid if isinstance(rid, (str, int)) and not isinstance(rid, bool) else None
+    if message.get("jsonrpc") != "2.0":
+        return _error(rid, INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be "2.0"')
+    if "method" in message:
+        if not isinstance(message["method"], str):
+            return _error(rid, INVALID_REQUEST, 'Invalid Request: "method" must be a string')
+        params = message.get("params")
+        if params is not None and not isinstance(params, dict):
+            return _error(rid, INVALID_PARAMS, 'Invalid params: "params" must be an object')
+        if unreadable:
+            return _error(rid, INVALID_PARAMS, f"Invalid params: {unreadable}")
+    return _error(rid, INVALID_REQUEST, "Invalid Request: not a JSON-RPC request, notification or response")
+
+
+class CheckedLines:
+    """The lines of stdin, for the SDK's stdio transport: each one it could not read is
+    answered here (:func:`rejection`) on the transport's own write stream — given by
+    :meth:`answer_on` once the transport is up — and never handed on; blank lines are
+    skipped."""
+
+    def __init__(self, source) -> None:
+        self.source = source  # an anyio async text file
+        self._answers = None
+        self._ready = anyio.Event()
+
+    def answer_on(self, write_stream) -> None:
+        self._answers = write_stream
+        self._ready.set()
+
+    def __aiter__(self) -> "CheckedLines":
+        return self
+
+    async def __anext__(self) -> str:
+        while True:
+            line = await self.source.readline()
+            if not line:
+                raise StopAsyncIteration
+            if not line.strip():
+                continue
+            error = rejection(line)
+            if error is None:
+                return line
+            log.warning("answered a line that is no JSON-RPC message the server reads (%d characters): %s %s",
+                        len(line), error.error.code, error.error.message)
+            await self._ready.wait()
+            try:
+                await self._answers.send(SessionMessage(error))
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                raise StopAsyncIteration from None
+
+
+@contextmanager
+def _stdin_for_protocol():
+    """stdin, for the protocol alone: a private duplicate of its descriptor is read, and
+    descriptor 0 points at the null device meanwhile, so that no child process (git)
+    reads a byte meant for the server — as the SDK's transport does when it reads stdin
+    itself. Restored on the way out."""
+    import io
+
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):
+        fd = None
+    if fd != 0:
+        yield anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+        return
+    private = os.dup(0)  # not inherited by children
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    try:
+        # never closed: a worker thread may still wait on it while the server stops
+        raw = os.fdopen(private, "rb", closefd=False)
+        yield anyio.wrap_file(io.TextIOWrapper(raw, encoding="utf-8", errors="replace"))
+    finally:
+        os.dup2(private, 0)
+
+
 class VaultServer(MCPServer):
     """An MCP server over one open vault. ``agent``: who its writes are by (``--as``;
     None: ``$VAULTMEM_AGENT``, else the human, as for the CLI)."""
@@ -228,6 +347,18 @@ class VaultServer(MCPServer):
                 hint = "give every required argument (list_prompts shows them)"
             raise MCPError(INVALID_PARAMS, without_secrets(message), data={"hint": hint}) from None
 
+    async def run_stdio_async(self) -> None:
+        """Serve on stdio: the SDK's transport, reading stdin through :class:`CheckedLines`
+        (a line it could not read is answered with a JSON-RPC error, not dropped)."""
+        from mcp.server.stdio import stdio_server
+
+        with _stdin_for_protocol() as source:
+            lines = CheckedLines(source)
+            async with stdio_server(stdin=lines) as (read_stream, write_stream):
+                lines.answer_on(write_stream)
+                await self._lowlevel_server.run(read_stream, write_stream,
+                                                self._lowlevel_server.create_initialization_options())
+
     async def call_tool(self, name, arguments, context=None):
         try:
             return await super().call_tool(name, arguments, context)
@@ -253,6 +384,7 @@ def _register(server: VaultServer) -> None:
         source; a layer cut short says what it left out; within min(ratio × window, tokens)
         tokens. Text from the vault is fenced as reference data."""
         def call(v: Vault) -> CallToolResult:
+            limits.check_text("task", task)  # before its secrets are looked for: a huge one is refused at once
             b = v.brief(agent, without_secrets(task), window=window, ratio=ratio, tokens=tokens, project=project)
             return _result(render.brief(b), b.to_dict(), b.warnings, b.skipped_files)
         return run(call)
@@ -264,6 +396,8 @@ def _register(server: VaultServer) -> None:
         """Dispatch ROLE in one step: create its page (agents/ROLE.md) on first use, then
         return its brief for TASK. Give the brief to the sub-agent that plays the role."""
         def call(v: Vault) -> CallToolResult:
+            limits.check_text("task", task)  # before the page is created: a refused brief writes nothing
+            limits.check_sizes(window=window, tokens=tokens)
             change, b = v.dispatch(role, without_secrets(task), actor(v), category=category, project=project,
                                    window=window, ratio=ratio, tokens=tokens)
             data = {**b.to_dict(), "page_created": change.details["created"], "page": change.details["path"],
@@ -297,8 +431,9 @@ def _register(server: VaultServer) -> None:
                             author_kinds=tuple(author_kind or ()), since=since, until=until,
                             where=tuple(where or ()), journal=journal, reader=None if who.is_human else who.name)
             clean = without_secrets(query)
-            data = hits.to_dict(clean)
-            if clean != query:  # the parse of the query with its secrets replaced: never a secret's words
+            shown = limits.echoed(clean)  # a long query is echoed by its beginning, never whole
+            data = hits.to_dict(shown)
+            if clean != query and shown == clean:  # the parse of the query with its secrets replaced
                 data["parsed"] = _parsed(clean)
             return _result(render.search_hits(hits), data, hits.warnings, hits.skipped_files)
         return run(call)
@@ -358,7 +493,7 @@ def _register(server: VaultServer) -> None:
         def call(v: Vault) -> CallToolResult:
             if status not in ("pending", "approved", "rejected", "all"):
                 raise BadInput(f"{status!r} is not pending, approved, rejected or all", field="status")
-            items = [i.to_dict() for i in v.inbox.items(status)]
+            items = v.inbox.listing(status)  # what vaultmem filed, a change since marked
             return _result(render.inbox(items, status=status), {"status": status, "items": items})
         return run(call)
 
@@ -398,6 +533,7 @@ def _register(server: VaultServer) -> None:
         UNSEEN: only other agents' entries this agent has not read — and they are marked
         read. SINCE: 2026-05-08, 2026-05-08T10:00Z, 30m, 2h, 3d."""
         def call(v: Vault) -> CallToolResult:
+            limits.check("n", n)
             entries = v.shared.tail(n, agent=agent, channel=channel, type_=type, since=since,
                                     unseen_as=actor(v) if unseen else None,
                                     log="decisions" if decisions else "live")
@@ -413,6 +549,7 @@ def _register(server: VaultServer) -> None:
         return its id and the sub-agent's brief: the sub-agent inherits the role's memory
         and gets no page of its own. Close it with harvest(role, delegation, …)."""
         def call(v: Vault) -> CallToolResult:
+            limits.check_text("task", task)
             change, b = v.lifecycle.delegate(role, task, actor(v), window=window, tokens=tokens)
             d = change.details
             text = (f"delegation {d['id']} (role {d['role']}) pending — when the sub-agent is done: "
@@ -505,6 +642,11 @@ def _register(server: VaultServer) -> None:
     # -- the orchestrator's walk ------------------------------------------------------------------
     @server.prompt(name="orchestrate", description="Walk an orchestrator through dispatch → work → harvest.")
     def orchestrate(role: str, task: str) -> str:
+        for field, text in (("role", role), ("task", task)):
+            try:
+                limits.check_text(field, text)
+            except BadInput as exc:
+                raise MCPError(INVALID_PARAMS, f"{field}: {exc.message}") from None
         role, task = without_secrets(role), without_secrets(task)
         return (
             f"You orchestrate the role {role!r} for the task: {task}\n\n"

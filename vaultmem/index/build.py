@@ -141,10 +141,14 @@ def _real_dir(path: Path) -> bool:
 
 def current_generation(base: Path) -> str | None:
     """The live generation named by ``CURRENT``, if that names a folder (a real one: not
-    a link, which could lead to an index built anywhere)."""
+    a link, which could lead to an index built anywhere). A ``CURRENT`` that is not a
+    regular file (a folder, a link, a FIFO that would wait for a writer) names none: the
+    index is rebuilt, and the swap replaces it (:func:`swap_current`)."""
     try:
-        fd = os.open(base / CURRENT_FILE, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(base / CURRENT_FILE, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
         with open(fd, encoding="utf-8") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                return None
             name = fh.read(200).strip()
     except (OSError, UnicodeDecodeError):
         return None
@@ -195,6 +199,24 @@ def has_links(folder: Path) -> bool:
         except OSError:
             continue
     return False
+
+
+def swap_current(base: Path, gen: str) -> None:
+    """Make ``gen`` the live generation: ``CURRENT`` replaced at once. Whatever stands in
+    its place that is not a regular file (a folder, a link, a FIFO: a hand's or a tool's)
+    is removed first — a rename cannot replace a folder, and a link is never written
+    through — so an index whose ``CURRENT`` went wrong is rebuilt, not broken for good."""
+    path = base / CURRENT_FILE
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        if stat.S_ISDIR(mode):
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+    files.atomic_write(path, gen + "\n")
 
 
 def remove_generations(base: Path, names: list[str]) -> None:
@@ -249,7 +271,7 @@ def build_generation(root: Path, base: Path, manifests: Manifests, seen: dict, e
         semantic.record(base / gen, docs, [])
     manifests.save(gen, manifest, engine=engine, pinned=pinned)
     report.engine = engine
-    files.atomic_write(base / CURRENT_FILE, gen + "\n")  # the swap
+    swap_current(base, gen)
     remove_generations(base, stale_generations(base, gen))
     report.problems = [v["p"] for v in manifest.values() if v.get("p")]
     return report

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from .. import files, layout
 from ..errors import BadInput, Busy, ModelUnavailable, VaultmemError
+from ..limits import SIZES, engine_hits
 from ..models import IndexDoc
 from ..walk import PART_MEMORY, in_part, path_stat, scan, stat_digest
 from . import Filters, Match, SearchEngine, SyncReport, registry
@@ -81,7 +82,9 @@ class IndexStore:
             raise BadInput(f"the ranking {self.ranking!r} is not {' or '.join(RANKINGS)}",
                            hint=f"set search.ranking in .vaultmem/config.yaml (or {ENV_RANKING})")
         # search.reranker: a local cross-encoder re-orders the first rerank_depth hits (index.rerankers)
-        self.reranker, self.rerank_depth = (reranker, rerank_depth) if part == PART_MEMORY else (None, 0)
+        depth = SIZES["rerank_depth"]
+        self.reranker, self.rerank_depth = ((reranker, min(max(int(rerank_depth), depth.lo), depth.hi))
+                                            if part == PART_MEMORY else (None, 0))
         self.model_spec = model or "wordllama"
         self.model_chosen = model is not None  # set by the user, not the default
         self._vectors = None  # (generation, set name, VectorSet) of the last semantic search
@@ -199,10 +202,12 @@ class IndexStore:
         raw query, for engines that read it themselves; the terms joined if not given),
         with what its syntax requires and excludes (``match``)."""
         text = " ".join(terms) if text is None else text
+        limit = engine_hits(limit)  # the edges refuse a size out of range; this is the safety net
         return self._reading(lambda engine: engine.search(terms, filters, limit, text=text, match=match))
 
     def terms_with_prefix(self, prefix: str, limit: int) -> list[str]:
         """The index terms beginning with ``prefix`` (see the engines)."""
+        limit = engine_hits(limit)
         return self._reading(lambda engine: engine.terms_with_prefix(prefix, limit))
 
     def _reading(self, call):
@@ -365,7 +370,7 @@ class IndexStore:
             self._vectors = cached = (gen, state["set"], found)
         vset = cached[2]
         query = embedders.embed_query(model, text)
-        hits = vset.search(query, filters.admits, limit)
+        hits = vset.search(query, filters.admits, engine_hits(limit))
         return hits, vset.similarity_of(list(also), query) if also else {}
 
     # -- writing -----------------------------------------------------------------------

@@ -40,6 +40,7 @@ from math import log
 from pathlib import Path
 
 from ..errors import Busy
+from ..limits import engine_hits
 from ..models import IndexDoc
 from . import DEFAULT_EXCLUDED_KINDS, INACTIVE, Filters, Match, by_rank, fold, rarest_terms
 from .fields import (FIELDS, FILTER_FIELDS, NONE, OWN_FIELDS, SEPARATOR, TEXT_FIELDS, fields_for, fields_of,
@@ -416,7 +417,11 @@ class TantivyEngine:
         bound = stats.bound(clauses)
         weighed = stats.weighed(clauses)
         scored: dict[tuple[int, int], tuple[float, object]] = {}
-        asked = limit + 10
+        # tantivy makes room for every hit asked for before it looks (a billion: 32 GB, and
+        # the process aborts): never more than the index holds, nor than limits allows
+        held = searcher.num_docs
+        limit = engine_hits(limit)
+        asked = engine_hits(limit + 10, held)
         while True:
             hits = searcher.search(query, asked, count=False).hits
             for _score, address in hits:
@@ -429,7 +434,7 @@ class TantivyEngine:
             # a document left out scores at most ``bound`` times the last tantivy score
             if len(hits) < asked or len(best) < limit or bound * hits[-1][0] < best[limit - 1]:
                 break
-            asked *= 2
+            asked = engine_hits(asked * 2, held)
         cut = best[min(limit, len(best)) - 1] if best else 0.0
         kept = [(_index_doc(stored), score) for score, stored in scored.values() if score >= cut]
         return by_rank(kept)[:limit]  # the documents are parsed only for those that can be in

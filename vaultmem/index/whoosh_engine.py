@@ -23,6 +23,7 @@ import json
 from math import log
 from pathlib import Path
 
+from ..limits import engine_hits
 from ..models import IndexDoc
 from . import DEFAULT_EXCLUDED_KINDS, INACTIVE, Filters, Match, by_rank, complete_at, fold, rarest_terms
 from .fields import (FIELDS, NONE, OWN_FIELDS, SEPARATOR, TEXT_FIELDS, fields_for, fields_of, holding_fields,
@@ -270,13 +271,15 @@ class WhooshEngine:
         for alternatives in (match.required if match is not None else ()):
             allow.append(Q.Or([Q.And([Q.Or([Q.Term(name, t) for name in holding_fields(t)]) for t in alt])
                                for alt in alternatives if alt]))
-        asked = limit + 10
+        held = searcher.doc_count()
+        limit = engine_hits(limit)  # never room for more than the index holds, nor than limits allows
+        asked = engine_hits(limit + 10, held)
         while True:  # until every document tying with the last place is in (ties go by id)
             results = searcher.search(q, limit=asked, filter=Q.And(allow) if allow else None, mask=deny or None)
             top = results.top_n  # (score, docnum), best first
             if complete_at([score for score, _n in top], limit, asked):
                 break
-            asked *= 2
+            asked = engine_hits(asked * 2, held)
         found = [(IndexDoc(**json.loads(searcher.stored_fields(docnum)["doc"])), float(score)) for score, docnum in top]
         return by_rank(found)[:limit]
 

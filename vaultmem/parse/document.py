@@ -84,9 +84,22 @@ def dump_yaml(data: Any) -> str:
 
 
 def yaml_timestamp(moment) -> Any:
-    """A YAML timestamp that is written as ``2026-05-08T14:05:00Z`` (ISO 8601, UTC)."""
+    """A YAML timestamp that is written as ``2026-05-08T14:05:00Z`` (ISO 8601, UTC, whole
+    seconds, unquoted: YAML reads it back as a timestamp) — the one form of every date and
+    time vaultmem writes in frontmatter. ``moment``: a datetime (one without a zone is UTC, as
+    YAML reads it) or its ISO 8601 text, such as :func:`plain` gives back for one read from a
+    file; text that is no date and time is returned as it is."""
     import datetime as _dt
 
+    if isinstance(moment, str):
+        try:
+            moment = _dt.datetime.fromisoformat(moment.strip().replace("Z", "+00:00"))
+        except ValueError:
+            return moment
+    if not isinstance(moment, _dt.datetime):
+        return moment  # a day (a date) is written as one
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=_dt.timezone.utc)
     utc = moment.astimezone(_dt.timezone.utc).replace(microsecond=0, tzinfo=None)
     return yaml_rt().load(f"t: {utc.isoformat()}Z")["t"]
 

@@ -82,10 +82,16 @@ def _build(name: str) -> click.Command:
 def flowed(command: click.Command) -> click.Command:
     """``command`` (and its subcommands) with help whose paragraphs flow: a docstring's
     line breaks inside a paragraph are spaces, so help wraps at the terminal's width
-    instead of breaking mid-sentence. Blank lines still part paragraphs."""
+    instead of breaking mid-sentence. Blank lines still part paragraphs; a paragraph
+    opened by a ``\\b`` line (click's mark) is kept line by line: a table, examples."""
+    def flow(para: str) -> str:
+        lines = para.strip("\n").splitlines()
+        if lines and lines[0].strip() == "\b":
+            return "\n".join(line.rstrip() for line in lines[1:])
+        return " ".join(line.strip() for line in para.strip().splitlines())
+
     if command.help:
-        command.help = "\n\n".join(" ".join(line.strip() for line in para.strip().splitlines())
-                                    for para in command.help.strip().split("\n\n"))
+        command.help = "\n\n".join(flow(para) for para in command.help.strip().split("\n\n"))
     for sub in getattr(command, "commands", {}).values():
         flowed(sub)
     return command
@@ -121,6 +127,7 @@ class LazyGroup(TyperGroup):
             rich_utils.rich_format_error(exc)
             code = exc.exit_code
         except click.ClickException as exc:
+            _hint_once(exc)
             if not standalone_mode:
                 raise
             code = usage_error(exc, as_json)
@@ -142,6 +149,14 @@ class LazyGroup(TyperGroup):
             if args and (matches := get_close_matches(args[0], self.list_commands(ctx))):
                 exc.message = f"{exc.message.rstrip('.')}. Did you mean {', '.join(repr(m) for m in matches)}?"
             raise
+
+
+def _hint_once(exc: click.ClickException) -> None:
+    """A mistyped command's "Did you mean …?" said once: typer's groups (and
+    :meth:`LazyGroup.resolve_command`) put it in the message, and click 8.4+ adds its own
+    (``NoSuchCommand.possibilities``) when the message is formatted."""
+    if getattr(exc, "possibilities", None) and "Did you mean" in getattr(exc, "message", ""):
+        exc.possibilities = None  # type: ignore[misc]
 
 
 app = typer.Typer(

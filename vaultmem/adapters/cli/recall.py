@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ... import limits
 from . import render
 from ._common import AsOpt, JsonOpt, VaultOpt, echo, echo_json, handles_errors, session
 
@@ -72,7 +73,7 @@ def search(
     since: Annotated[Optional[str], typer.Option(help="Only documents dated this day (YYYY-MM-DD) or later.")] = None,
     until: Annotated[Optional[str], typer.Option(help="Only documents dated this day (YYYY-MM-DD) or earlier.")] = None,
     where: Annotated[Optional[list[str]], typer.Option("--where", help="Only notes whose frontmatter holds KEY=VALUE, case-insensitive (repeatable: all of them).")] = None,
-    n: Annotated[int, typer.Option("-n", help="How many hits.")] = 10,
+    n: Annotated[int, typer.Option("-n", help=f"How many hits ({limits.SIZES['limit'].text()}).")] = 10,
     journal: Annotated[bool, typer.Option("--journal", help="Search the journal (whole sessions, never part of a normal search): humans and the orchestrator only.")] = False,
     vault: VaultOpt = None,
     as_: AsOpt = None,
@@ -105,7 +106,7 @@ def search(
                     author_kinds=tuple(author_kind or ()), since=since, until=until,
                     where=tuple(where or ()), journal=journal, reader=None if actor.is_human else actor.name)
 
-    s.emit(hits, render.search_hits, data=hits.to_dict(query))
+    s.emit(hits, render.search_hits, data=hits.to_dict(limits.echoed(query)))  # a long query: its beginning
 
 
 @handles_errors
@@ -156,6 +157,8 @@ def dispatch(
     Example: vaultmem dispatch 前端性能审计 --task "审查这个React组件的性能" --as lee
     """
     s = session(ctx, vault, as_, json_)
+    limits.check_text("task", task)  # before the page is created: a refused brief writes nothing
+    limits.check_sizes(window=window, tokens=tokens)
     v = s.open()
     change, b = v.dispatch(role, task, v.actor(s.agent), category=category, project=project,
                            window=window, ratio=ratio, tokens=tokens)

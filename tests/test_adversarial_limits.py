@@ -1,0 +1,277 @@
+"""Sizes and shapes a careless or hostile caller gives (issue 28, points 5, 6, 7 and two
+of 12): every size is checked against one table (vaultmem.limits) with its field named
+and its range, on a tantivy vault (whose engine aborted the process for a billion hits);
+a query or task larger than a memory note may be is refused before any work and is never
+echoed back whole; the MCP server answers any line it cannot use with a JSON-RPC error
+and reads on; a CURRENT that is not a file is rebuilt; ``search --help`` keeps its table."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import anyio
+import pytest
+from conftest import SAFETY_NET, Lines, git, run_vaultmem
+from mcp import Client, MCPError, StdioServerParameters
+
+from vaultmem import BadInput, Vault, limits
+from vaultmem.adapters.mcp import VaultServer
+
+TANTIVY = {"VAULTMEM_INDEX_ENGINE": "tantivy"}
+HUGE = 1_000_000_000
+
+
+@pytest.fixture
+def tv(tmp_path, monkeypatch) -> Vault:
+    """A vault on tantivy with a few notes, indexed."""
+    monkeypatch.setenv("VAULTMEM_INDEX_ENGINE", "tantivy")
+    v, _ = Vault.init(tmp_path / "tv", lang="en", orchestrator="orch")
+    for i in range(3):
+        (v.root / "memories" / f"port-{i}.md").write_text(
+            f"---\nname: port-{i}\ntype: fact\nscope: global\n---\nThe redis port of service {i} is 637{i}.\n",
+            encoding="utf-8")
+    git(v.root, "add", "-A")
+    git(v.root, "commit", "-qm", "notes")
+    v = Vault(v.root)
+    assert v.search("redis", limit=5)
+    assert v.index_status()["engine"] == "tantivy"
+    return v
+
+
+def text_of(result) -> str:
+    return "\n".join(c.text for c in result.content)
+
+
+# -- point 5: one argument killed the process --------------------------------------------------
+
+
+def test_search_with_a_billion_hits_is_refused_naming_n_and_its_range_on_tantivy(tv):
+    r = run_vaultmem("--vault", tv.root, "search", "redis", "-n", str(HUGE), env=TANTIVY)
+    assert r.returncode == 2, (r.returncode, r.stderr[-500:])  # was 134: memory allocation failed
+    assert r.stderr == "error: -n: is 1000000000; it must be 1–1,000 hits\n"
+    r = run_vaultmem("--vault", tv.root, "search", "redis", "-n", "1000", "--json", env=TANTIVY)
+    assert r.returncode == 0 and len(json.loads(r.stdout)["hits"]) == 3
+
+
+@pytest.mark.parametrize("args,flag", [
+    (["brief", "orch", "--task", "redis", "--tokens", str(10**12)], "--tokens"),
+    (["brief", "orch", "--task", "redis", "--window", str(10**12)], "--window"),
+    (["dispatch", "cache", "--task", "redis", "--window", str(10**12)], "--window"),
+    (["dispatch", "cache", "--task", "redis", "--tokens", str(10**12)], "--tokens"),
+])
+def test_cli_brief_and_dispatch_refuse_a_huge_budget_before_writing_anything(tv, args, flag):
+    head = git(tv.root, "rev-parse", "HEAD")
+    r = run_vaultmem("--vault", tv.root, *args, env=TANTIVY)
+    assert r.returncode == 2 and r.stderr == f"error: {flag}: is {10**12}; it must be 1–10,000,000 tokens\n", r.stderr
+    assert git(tv.root, "rev-parse", "HEAD") == head and not (tv.root / "agents" / "cache.md").exists()
+
+
+@pytest.mark.parametrize("call,field", [
+    (lambda v: v.search("redis", limit=HUGE), "limit"),
+    (lambda v: v.search("redis", limit=0), "limit"),
+    (lambda v: v.search("redis", limit="10"), "limit"),
+    (lambda v: v.brief("orch", "redis", tokens=10**12), "tokens"),
+    (lambda v: v.brief("orch", "redis", window=10**12), "window"),
+    (lambda v: v.lifecycle.delegate("cache", "redis", v.actor("orch"), window=10**12), "window"),
+    (lambda v: v.lifecycle.delegate("cache", "redis", v.actor("orch"), tokens=-1), "tokens"),
+    (lambda v: v.shared.tail(n=HUGE), "n"),
+    (lambda v: v.lifecycle.history("orch", max_count=HUGE), "n"),
+])
+def test_the_python_api_refuses_each_size_out_of_range_naming_the_field(tv, call, field):
+    head = git(tv.root, "rev-parse", "HEAD")
+    with pytest.raises(BadInput) as e:
+        call(tv)
+    assert e.value.field == field
+    assert git(tv.root, "rev-parse", "HEAD") == head  # a delegation refused records nothing
+
+
+@pytest.mark.parametrize("engine", ["whoosh", "tantivy"])
+def test_an_engine_asked_for_a_billion_hits_clamps_instead_of_aborting(tmp_path, engine):
+    """The safety net under the checked edges: the index store and the engines, asked
+    directly, answer with what they hold (in a child process: an abort would end pytest)."""
+    v, _ = Vault.init(tmp_path / "v", lang="en", orchestrator="orch")
+    (v.root / "memories" / "a.md").write_text("---\nname: a\ntype: fact\n---\nredis port\n", encoding="utf-8")
+    script = ("import sys; from vaultmem import Vault; from vaultmem.index import Filters\n"
+              "from vaultmem.analysis import query_tokens\n"
+              "v = Vault(sys.argv[1]); v.refresh_index()\n"
+              "print(len(v.index.search(query_tokens('redis'), Filters(), 10**9)))\n")
+    r = subprocess.run([sys.executable, "-c", script, str(v.root)], capture_output=True, text=True,
+                       env={**os.environ, "VAULTMEM_INDEX_ENGINE": engine}, timeout=SAFETY_NET)
+    assert r.returncode == 0 and r.stdout.strip() == "1", (r.returncode, r.stderr[-300:])
+
+
+def test_mcp_search_memory_with_a_billion_hits_is_a_tool_error_and_the_server_answers_the_next_call(tv, tmp_path):
+    params = StdioServerParameters(command=sys.executable, args=["-m", "vaultmem", "mcp", "--vault", str(tv.root)],
+                                   env={**os.environ, **TANTIVY})
+
+    async def main():
+        from mcp.client.stdio import stdio_client
+
+        with (tmp_path / "stderr.txt").open("w") as err:
+            async with Client(stdio_client(params, errlog=err)) as c:
+                bad = await c.call_tool("search_memory", {"query": "redis", "limit": HUGE})
+                tail = await c.call_tool("log_tail", {"n": HUGE})
+                brief = await c.call_tool("brief", {"agent": "orch", "task": "redis", "tokens": 10**12})
+                after = await c.call_tool("search_memory", {"query": "redis", "limit": 2})
+                return bad, tail, brief, after
+
+    bad, tail, brief, after = anyio.run(main)
+    assert bad.is_error and text_of(bad) == "error: limit: is 1000000000; it must be 1–1,000 hits"
+    assert bad.structured_content["error"]["field"] == "limit"
+    assert tail.is_error and text_of(tail) == "error: n: is 1000000000; it must be 1–10,000 entries"
+    assert brief.is_error and brief.structured_content["error"]["field"] == "tokens"
+    assert not after.is_error and len(after.structured_content["hits"]) == 2
+
+
+# -- point 7: huge arguments ---------------------------------------------------------------------
+
+
+def test_a_query_or_task_larger_than_a_note_may_be_is_refused_naming_the_field(tv):
+    big = "redis " * (limits.MAX_TEXT_BYTES // 6 + 1)
+    for call, field in [(lambda: tv.search(big), "query"), (lambda: tv.brief("orch", big), "task")]:
+        with pytest.raises(BadInput) as e:
+            call()
+        assert e.value.field == field and "262,144 bytes" in e.value.message
+    under = "r" * (limits.MAX_TEXT_BYTES - 2) + "é"  # é: two bytes in UTF-8 — 262,144 bytes, the cap
+    assert limits.check_text("query", under) is under
+    with pytest.raises(BadInput):
+        limits.check_text("query", under + "é")
+
+
+def test_the_text_cap_is_the_cap_of_a_memory_note():
+    from vaultmem.config import MAX_NOTE_BYTES
+
+    assert limits.MAX_TEXT_BYTES == MAX_NOTE_BYTES
+
+
+def test_mcp_refuses_a_10_mb_query_and_task_at_once_and_never_echoes_a_query_whole(tv):
+    server = VaultServer(tv)
+    ten_mb = "redis port " * (1024 * 1024)
+    long_query = "redis " + "x" * 5000
+
+    async def main():
+        async with Client(server) as c:
+            with pytest.raises(MCPError) as e:
+                await c.get_prompt("orchestrate", {"role": "cache", "task": ten_mb})
+            assert e.value.error.code == -32602 and str(e.value).startswith("task: the task is 11,264.0 KB")
+            return [await c.call_tool("search_memory", {"query": ten_mb}),
+                    await c.call_tool("brief", {"agent": "orch", "task": ten_mb}),
+                    await c.call_tool("dispatch", {"role": "cache", "task": ten_mb}),
+                    await c.call_tool("delegate", {"role": "cache", "task": ten_mb}),
+                    await c.call_tool("search_memory", {"query": long_query})]
+
+    *refused, echo = anyio.run(main)
+    for r, field in zip(refused, ["query", "task", "task", "task"]):
+        assert r.is_error and r.structured_content["error"]["field"] == field, text_of(r)[:300]
+        assert "262,144 bytes" in text_of(r) and len(text_of(r)) < 500
+    assert not (tv.root / "agents" / "cache.md").exists()
+    data = echo.structured_content
+    assert not echo.is_error and len(data["query"]) == limits.ECHO_CHARS and data["query"].endswith("…")
+    assert long_query not in json.dumps(data) and long_query not in text_of(echo)
+
+
+# -- point 6: lines the MCP server cannot use ------------------------------------------------------
+
+
+def test_mcp_answers_every_unusable_line_with_a_json_rpc_error_and_goes_on(tv):
+    proc = subprocess.Popen([sys.executable, "-m", "vaultmem", "mcp", "--vault", str(tv.root)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **TANTIVY})
+    out, err = Lines(proc.stdout), Lines(proc.stderr)
+    try:
+        def send(message) -> None:
+            proc.stdin.write((message if isinstance(message, str) else json.dumps(message)) + "\n")
+            proc.stdin.flush()
+
+        def answer(n: int) -> dict:
+            out.wait_count(n)
+            return json.loads(out.lines[n - 1])
+
+        deep = "[" * 300 + "]" * 300
+        cases = [
+            ("{not json", None, -32700),
+            ("[" * 200_000, None, -32700),
+            ("[1, 2]", None, -32600),
+            ('{"jsonrpc": "2.0", "id": 5, "method": 3}', 5, -32600),
+            ('{"jsonrpc": "1.0", "id": "a", "method": "ping"}', "a", -32600),
+            ('{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": [1, 2]}', 7, -32602),
+            ('{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "search_memory", '
+             '"arguments": {"query": ' + deep + '}}}', 8, -32602),
+        ]
+        for n, (line, rid, code) in enumerate(cases, 1):
+            send(line)
+            got = answer(n)
+            assert got["jsonrpc"] == "2.0" and got["id"] == rid and got["error"]["code"] == code, (line[:60], got)
+            assert len(got["error"]["message"]) < 300
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+        assert answer(len(cases) + 1)["result"]["serverInfo"]["name"] == "vaultmem"
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        assert "search_memory" in [t["name"] for t in answer(len(cases) + 2)["result"]["tools"]]
+        send({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+              "params": {"name": "search_memory", "arguments": {"query": "redis", "limit": 1}}})
+        assert len(answer(len(cases) + 3)["result"]["structuredContent"]["hits"]) == 1
+    finally:
+        proc.stdin.close()
+        proc.wait(SAFETY_NET)
+    assert "Traceback" not in err.text()
+
+
+# -- point 12: CURRENT that is not a file; search --help -----------------------------------------
+
+
+@pytest.mark.parametrize("shape,engine", [("folder", "tantivy"), ("folder", "whoosh"), ("fifo", "tantivy"),
+                                          ("link", "whoosh")])
+def test_a_current_that_is_not_a_file_is_rebuilt(tmp_path, engine, shape):
+    v, _ = Vault.init(tmp_path / "v", lang="en", orchestrator="orch")
+    env = {"VAULTMEM_INDEX_ENGINE": engine}
+    (v.root / "memories" / "a.md").write_text("---\nname: a\ntype: fact\n---\nredis port\n", encoding="utf-8")
+    assert run_vaultmem("--vault", v.root, "index", env=env).returncode == 0
+    current = v.root / ".vaultmem" / "index" / "CURRENT"
+    gen = current.read_text().strip()
+    current.unlink()
+    if shape == "folder":
+        current.mkdir()
+        (current / "x").write_text("x")
+    elif shape == "fifo":
+        os.mkfifo(current)  # opened for reading, it would wait for a writer forever
+    else:
+        current.symlink_to(gen)
+    for _ in range(2):  # rebuilt once, then used as it is
+        r = run_vaultmem("--vault", v.root, "search", "redis", "--json", env=env)
+        assert r.returncode == 0, r.stderr
+        assert [h["id"] for h in json.loads(r.stdout)["hits"]] == ["memories/a.md"]
+    assert current.is_file() and not current.is_symlink() and current.read_text().startswith("gen-")
+
+
+def test_search_help_keeps_its_syntax_table_and_examples_one_row_a_line():
+    r = run_vaultmem("search", "--help", env={"COLUMNS": "160", "TERMINAL_WIDTH": "160"})
+    assert r.returncode == 0, r.stderr
+    lines = [ln.strip(" │") for ln in r.stdout.splitlines()]
+    starts = ['"exact phrase"   its words in a row', '-word, -"a b"    leave out what holds it',
+              "a OR b           one of them must be there", "prefix*          words beginning with it",
+              "Examples:", "vaultmem search 端口 --agent 后端架构", "vaultmem search \"login 500\" --journal"]
+    for start in starts:
+        assert any(ln.startswith(start) for ln in lines), (start, r.stdout)
+    assert "\b" not in r.stdout
+    # the prose above the table still flows as one paragraph
+    assert any(ln.startswith("Each role-page entry is its own hit. Plain words are ranked and any may match;")
+               for ln in lines), r.stdout
+
+
+def test_log_tail_and_history_refuse_a_huge_count_as_the_mcp_server_does(tv):
+    for args in (["log", "tail", "-n", str(HUGE)], ["history", "orch", "-n", str(HUGE)]):
+        r = run_vaultmem("--vault", tv.root, *args, env=TANTIVY)
+        assert r.returncode == 2 and r.stderr == "error: -n: is 1000000000; it must be 1–10,000 entries\n", r.stderr
+
+
+def test_a_langgraph_store_search_far_down_the_list_asks_within_the_bounds(tv):
+    from vaultmem.adapters.langgraph_store import VaultStore
+
+    store = VaultStore(tv.root, agent="orch")
+    assert store.search(("memories",), query="redis", limit=500, offset=400) == []  # was: BadInput for limit
+    assert len(store.search(("memories",), query="redis", limit=5)) == 3
