@@ -83,6 +83,36 @@ def run_vaultmem(*args: str, cwd: Path | None = None, env: dict | None = None, t
                           capture_output=True, text=True, timeout=timeout)
 
 
+def run_vaultmem_tty(*args: str, answers: str, env: dict | None = None, timeout: float = 60):
+    """Run ``python -m vaultmem`` with a real pseudo-terminal as its standard input, as a
+    person at a keyboard would: ``answers`` typed into it, then end of input (^D); its
+    stdout and stderr are captured as :func:`run_vaultmem` captures them."""
+    master, slave = os.openpty()
+    full_env = {**os.environ, **(env or {})}
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "vaultmem", *map(str, args)], env=full_env, stdin=slave,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    finally:
+        os.close(slave)
+
+    def drain() -> None:  # the terminal echoes what is typed: read it, so that nothing blocks
+        try:
+            while os.read(master, 4096):
+                pass
+        except OSError:  # the other side closed
+            pass
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        os.write(master, answers.encode() + b"\x04")
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        os.close(master)
+    reader.join(timeout)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
 def git(root: Path, *args: str) -> str:
     return subprocess.run(["git", "-c", "core.quotepath=off", "-C", str(root), *args], capture_output=True, text=True, check=True).stdout
 

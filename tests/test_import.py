@@ -226,7 +226,7 @@ Notes from the tasting.
         "Notes from the tasting.", "Pour over provides more flavor clarity than French press",
         "Water at 205°F extracts optimal compounds #brewing", "Ethiopian beans suit lighter roasts (personal experience)",
         "喜欢浅烘焙 #咖啡",
-        "[[Coffee Brewing Methods]]:\n- relates_to [[Coffee Bean Origins]]\n- requires [[Proper Grinding Technique]] (always)"}
+        "Coffee Brewing Methods:\n- relates_to `[[Coffee Bean Origins]]`\n- requires `[[Proper Grinding Technique]]` (always)"}
     assert by_text["Pour over provides more flavor clarity than French press"]["type"] == "procedure"
     assert by_text["喜欢浅烘焙 #咖啡"]["type"] == "preference" and "咖啡" in by_text["喜欢浅烘焙 #咖啡"]["tags"]
     water = by_text["Water at 205°F extracts optimal compounds #brewing"]

@@ -4,7 +4,7 @@ quarantine of third-party content, and the interactive review (real git vaults).
 import json
 
 import pytest
-from conftest import git, out_json, run_vaultmem
+from conftest import git, out_json, run_vaultmem, run_vaultmem_tty
 
 from vaultmem.parse import parse_page
 
@@ -272,7 +272,7 @@ def test_interactive_review_in_a_real_terminal_session(vault):
     assert r.returncode == 0, r.stderr
     # approve the first with edits, reject the second with a reason
     answers = "e\nWe use pnpm, never npm\ndecision\npnpm only\nr\n\nflaky\n"
-    r = run_vaultmem("--vault", vault.root, "review", "-i", stdin=answers)
+    r = run_vaultmem_tty("--vault", vault.root, "review", "-i", answers=answers)
     assert r.returncode == 0, r.stderr
     assert "1 approved, 1 rejected, 0 skipped" in r.stdout
     assert vault.read_note("pnpm-only").body == "We use pnpm, never npm"
@@ -280,13 +280,13 @@ def test_interactive_review_in_a_real_terminal_session(vault):
     assert len(rejected) == 2 and any("reason: flaky" in p.read_text(encoding="utf-8") for p in rejected)
     # input that ends early leaves the rest waiting
     run_vaultmem("--vault", vault.root, "--as", "ella", "retain", "-", stdin=FACTS)
-    r = run_vaultmem("--vault", vault.root, "review", "-i", stdin="s\n")
+    r = run_vaultmem_tty("--vault", vault.root, "review", "-i", answers="s\n")
     assert r.returncode == 0 and "0 approved, 0 rejected, 1 skipped, 0 failed" in r.stdout
     assert len(list((vault.root / "inbox").glob("*.md"))) == 2
     assert run_vaultmem("--vault", vault.root, "review", "-i", "--json").returncode == 2  # no JSON for prompts
     # accepting every default approves the item unchanged (its description kept)
     first = json.loads(run_vaultmem("--vault", vault.root, "review", "--json").stdout)["items"][0]
-    r = run_vaultmem("--vault", vault.root, "review", "-i", stdin="e\n\n\n\nq\n")
+    r = run_vaultmem_tty("--vault", vault.root, "review", "-i", answers="e\n\n\n\nq\n")
     assert r.returncode == 0 and "approved →" in r.stdout, r.stdout
     assert vault.read_note(first["note"]["name"].replace(", ", "-").replace(" ", "-").lower()).meta["description"] \
         == first["note"]["description"]

@@ -5,7 +5,7 @@ is never committed under the acting human's or agent's name (real git vaults, re
 import json
 import re
 
-from conftest import git, out_json, run_vaultmem
+from conftest import git, out_json, run_vaultmem, run_vaultmem_tty
 
 UNKNOWN = "unknown (edited outside vaultmem)"
 
@@ -228,7 +228,7 @@ def test_the_interactive_walk_shows_an_items_escapes_as_stand_ins(vault):
     path.write_text(text.replace(f"note_name: {name}", 'note_name: "vite \\e]0;PWNED\\a name"'), encoding="utf-8")
     git(vault.root, "add", "-A")
     git(vault.root, "commit", "-qm", "hand edit")
-    r = vm(vault, "review", "-i", stdin="e\n\n\n\nq\n")
+    r = run_vaultmem_tty("--vault", vault.root, "review", "-i", answers="e\n\n\n\nq\n")
     assert "\x1b" not in r.stdout + r.stderr and "\x07" not in r.stdout + r.stderr, r.stdout
     assert "PWNED" in r.stdout  # shown, not obeyed
     index = memory(vault)[1]

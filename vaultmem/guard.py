@@ -2,7 +2,10 @@
 
 **Secrets** are found with detect-secrets' own detectors (cloud keys; GitHub, GitLab,
 Slack, Stripe, OpenAI, npm, PyPI… tokens; private key blocks; JWTs; passwords in URLs;
-``password: …`` style keywords; high-entropy strings). Every write path calls
+``password: …`` style keywords; high-entropy strings), and with ours for what they miss:
+keys known by their prefix whatever their entropy (Anthropic ``sk-ant-``, OpenAI
+``sk-proj-``, GitHub ``github_pat_``, Google ``AIza`` …), ``pass: VALUE``, URL passwords,
+passwords in prose, random base64 of 16-24 bytes. Every write path calls
 :func:`scrub` on the text it was given before anything is rendered or written; a found
 value is replaced by a typed placeholder with a short keyed hash
 (``[redacted:github-token:5d41402a]``) or, when the vault says ``safety.secrets: reject``,
@@ -13,7 +16,8 @@ the write is refused. Three deliberate differences from detect-secrets' defaults
 - high-entropy strings are looked for outside quotes too (memory is prose, not code), with
   a minimum length, and lowercase hex of 40 or 64 characters (git object names) or of
   fewer than 32 (short ids, abbreviated hashes) is not a secret; UUIDs never are;
-- public IP addresses are not secrets here.
+- public IP addresses are not secrets here, and a file path or a URL is an address: a
+  random-looking part of one (a temp folder's name) is not a key.
 
 Loading detect-secrets costs about 0.3 s, so text is first checked by a cheap gate
 (:func:`might_hold_secret`): only text with a long token, a URL with credentials, a
@@ -95,12 +99,15 @@ _MAX_JOINED_LINES = 8
 # scheme://user:password@host — the password is whatever stands before the last '@' of the
 # authority (people do write '@', '!' or ':' in them unescaped)
 _URL_CREDENTIALS = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/?#@]*:(?P<pw>[^\s/]+)@[^\s/@?#]*")
-_SECRET_WORD = (r"(?:(?<![A-Za-z0-9])(?:[A-Za-z0-9]+[_\-])*(?:password|passwd|passphrase|pwd|secret|token|"
+_SECRET_WORD = (r"(?:(?<![A-Za-z0-9])(?:[A-Za-z0-9]+[_\-])*(?:password|passwd|passphrase|pwd|pass|secret|token|"
                 r"api[_\-]?key|access[_\-]?key|private[_\-]?key|auth[_\-]?token)(?:[_\-][A-Za-z0-9]+)*"
                 r"(?![A-Za-z0-9])|密码|口令|密钥|令牌)")
+# 'pass' alone is a word of prose too ('a second pass is 2x faster', 'Lint pass: OK'): it
+# names a password only before ':' or '=', and only a value of letters with digits or signs
+_BARE_PASS = re.compile(r"(?i)(?:[A-Za-z0-9]+[_\-])*pass")
 # 'password=hunter2', 'the password is Tr0ub4dor&3', '密码：hunter22' — anywhere in a line
 _KEYWORD_VALUE = re.compile(
-    rf"(?i){_SECRET_WORD}(?P<sep>[ \t]*=[ \t]*|[ \t]*:[ \t]*|[ \t]+is[ \t]+|[ \t]*(?:是|为)[ \t]*)"
+    rf"(?i)(?P<word>{_SECRET_WORD})(?P<sep>[ \t]*=[ \t]*|[ \t]*:[ \t]*|[ \t]+is[ \t]+|[ \t]*(?:是|为)[ \t]*)"
     r"(?P<q>[\"'`]?)(?P<value>[\x21-\x7e]+?)(?P=q)(?=$|[\s,;，。、）)\]]|[\"'`])")
 _NOT_A_VALUE = re.compile(
     r"[\d.,:/\-]+|v?\d+(?:\.\d+)+\S*|[$%{<].*|.*[}>]|[*xX•.]+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|"
@@ -112,6 +119,39 @@ _MIXED = re.compile(r"(?=.*[A-Za-z])(?=.*[0-9!#$%&*+?@^~])")
 _BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/_\-]{20,}={0,2}(?![A-Za-z0-9+/=_\-])")
 _WORDISH = re.compile(r"[A-Z]?[a-z]{3,}|[A-Z]{3,}(?![a-z])|\d{3,}")
 _WORD_PIECE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+|[0-9]{1,3}|[0-9a-fA-F]{7,}")
+# Keys known by their prefix are secrets whatever their entropy ('sk-ant-api03-AAAA…' is one):
+# those detect-secrets 1.5 has no detector for, or finds only in some forms (its OpenAI
+# detector wants the legacy 'T3BlbkFJ' marker, its GitHub one not 'github_pat_', its Slack one
+# digits after the prefix, its Stripe one 'live' keys only). Its own GitHub, AWS, GitLab,
+# Stripe and Slack detectors find the rest. Each needs a body long enough that no word of
+# prose ('task-list', 'sk-learn', 'xoxb-style') matches, and that the gate's 16-character run
+# lets it through; no letter or digit may stand before it, and a match runs on to its
+# token's end.
+_PREFIXES = {
+    "anthropic-key": r"sk-ant-[A-Za-z0-9_\-]{20,}",
+    "openai-token": r"sk-(?:proj|svcacct|admin|None)-[A-Za-z0-9_\-]{20,}|sk-[A-Za-z0-9]{32,}",
+    "github-token": r"gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}",
+    "slack-token": r"xox[abposre]-[A-Za-z0-9\-]{11,}",
+    "google-api-key": r"AIza[0-9A-Za-z_\-]{35}",
+    "google-oauth-token": r"ya29\.[0-9A-Za-z_\-]{20,}",
+    "stripe-access-key": r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}",
+    "huggingface-token": r"hf_[A-Za-z0-9]{30,}",
+    "npm-token": r"npm_[A-Za-z0-9]{36,}",
+    "pypi-token": r"pypi-AgE[A-Za-z0-9_\-]{50,}",
+    "digitalocean-token": r"do[opr]_v1_[a-f0-9]{64}",
+    "groq-key": r"gsk_[A-Za-z0-9]{40,}",
+    "xai-key": r"xai-[A-Za-z0-9]{40,}",
+    "shopify-token": r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}",
+}
+_PREFIXED_KEY = re.compile("(?<![A-Za-z0-9])(?:" + "|".join(f"(?P<{kind.replace('-', '_')}>{pattern})"
+                                                          for kind, pattern in _PREFIXES.items())
+                          + r")[A-Za-z0-9_\-]*")
+# a file path — absolute, or from ~ . or .., of two parts or more, the last with an extension
+# ('/tmp/tmpk3j2_x8a/proj/CLAUDE.md', '~/.claude/projects/-home-a/3f2a.jsonl'): base64 holds
+# no '.', so a key does not read as one
+_FILE_PATH = re.compile(r"(?<![^\s\"'`(\[<=:,])(?:~|\.\.?)?(?:/[A-Za-z0-9._@\-]+)+/[A-Za-z0-9_@\-][A-Za-z0-9._@\-]*"
+                        r"\.[A-Za-z0-9]{1,10}(?![A-Za-z0-9._@/\-])")
+_CASE_FLIP = re.compile(r"(?<=[a-z])[A-Z]|(?<=[A-Z])[a-z](?=[A-Z])")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
@@ -243,12 +283,22 @@ def _random_base64(value: str) -> bool:
     return words <= 0.8 * n and _entropy(core) >= math.log2(n) - 1.1
 
 
+def _path_like(value: str) -> bool:
+    """Whether a run reads as an absolute path of three parts or more
+    ('/home/alice/work/my-project/CLAUDE', '/tmp/tmpk3j2_x8a/proj/CLAUDE'), judged segment by
+    segment: its words and separators together can read as random. Base64 holding '+' or
+    '=', or a part with three letter-case changes in it, is not a path: 2 of 200,000 random
+    keys of 16-32 bytes have this shape (and a long part of one is still judged on its own)."""
+    return (value.startswith("/") and value.count("/") >= 3 and "+" not in value and "=" not in value
+            and all(len(_CASE_FLIP.findall(seg)) < 3 for seg in value.split("/")))
+
+
 def _random_runs(line: str) -> list[tuple[int, int]]:
     """Where random base64 stands in the line (a path is judged segment by segment)."""
     found = []
     for m in _BASE64_RUN.finditer(line):
         value = m.group(0)
-        if _random_base64(value.strip("/")):
+        if not _path_like(value) and _random_base64(value.strip("/")):
             found.append((m.start(), m.end()))
         elif "/" in value:
             pos = m.start()
@@ -257,6 +307,12 @@ def _random_runs(line: str) -> list[tuple[int, int]]:
                     found.append((pos, pos + len(seg)))
                 pos += len(seg) + 1
     return found
+
+
+def _addresses(line: str) -> list[tuple[int, int]]:
+    """Where the line's URLs and file paths stand: a random-looking part of one is an
+    address, not a key (a named detector's key in one is still found)."""
+    return [(m.start(), m.end()) for pattern in (_URL, _FILE_PATH) for m in pattern.finditer(line)]
 
 
 def _keyword_value(value: str, sep: str) -> bool:
@@ -268,7 +324,7 @@ def _keyword_value(value: str, sep: str) -> bool:
 
 def _extra(line: str) -> list[tuple[int, int, str]]:
     """What detect-secrets misses: short or unusual URL passwords, a password written in
-    prose, random base64 of 16-24 bytes."""
+    prose, a key known by its prefix (:data:`_PREFIXED_KEY`), random base64 of 16-24 bytes."""
     found = []
     for m in _URL_CREDENTIALS.finditer(line):
         pw = m.group("pw")
@@ -277,9 +333,14 @@ def _extra(line: str) -> list[tuple[int, int, str]]:
         found.append((m.start("pw"), m.end("pw"), "url-password"))
     for m in _KEYWORD_VALUE.finditer(line):
         value = m.group("value").rstrip(".") or m.group("value")
+        if _BARE_PASS.fullmatch(m.group("word")) and not (re.search("[:=]", m.group("sep"))
+                                                           and _MIXED.match(value)):
+            continue
         if _keyword_value(value, m.group("sep")):
             found.append((m.start("value"), m.start("value") + len(value), "password"))
-    urls = [(m.start(), m.end()) for m in _URL.finditer(line)]
+    for m in _PREFIXED_KEY.finditer(line):
+        found.append((m.start(), m.end(), next(k for k, v in m.groupdict().items() if v).replace("_", "-")))
+    urls = _addresses(line)
     for start, end in _random_runs(line):
         if not any(u0 <= start and end <= u1 for u0, u1 in urls):
             found.append((start, end, "high-entropy"))
@@ -293,7 +354,7 @@ def _spans(line: str) -> list[tuple[int, int, str]]:
 
     context = get_code_snippet([line], 1)
     kept = [(m.start(), m.end()) for m in PLACEHOLDER.finditer(line)]  # earlier redactions stay as they are
-    urls = [(m.start(), m.end()) for m in _URL.finditer(line)]
+    urls = _addresses(line)
     found: list[tuple[int, int, str]] = []
 
     def add(start: int, end: int, kind: str) -> None:
@@ -338,7 +399,8 @@ def _spans(line: str) -> list[tuple[int, int, str]]:
             for one in values:
                 for start, end in _occurrences(line, one, widen=kind not in ("url-password", "password")):
                     if minimum is not None and any(u0 <= start and end <= u1 for u0, u1 in urls):
-                        continue  # ids in links (documents, commits, pages) are addresses, not keys
+                        continue  # ids in links and file paths (documents, commits, pages, temp folders)
+                        # are addresses, not keys
                     add(start, end, kind)
     for start, end, kind in _extra(line):
         add(start, end, kind)

@@ -36,11 +36,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from . import files, gitstore, guard, layout, notes
+from . import files, gitstore, guard, layout, limits, notes
 from .errors import BadInput, NotFound, ParseError, VaultmemError
 from .models import AUTHOR_KINDS, Actor, Change, NoteFields
 from .names import check_name, slugify
 from .parse.document import parse_document
+from .parse.wikilink import LINK
 
 SOURCES = ("claude-code", "hermes", "basic-memory", "jsonl")
 MAX_SOURCE_BYTES = 64 * 1024 * 1024  # a source file larger than this is not read at all
@@ -550,7 +551,7 @@ def _basic_note(doc, note: Path, rel: str, types: tuple[str, ...], out: Read) ->
             continue
         obs = _OBSERVATION.match(line)
         if obs and obs.group(1).strip() not in ("", "x", "X") and not line.lstrip()[2:].startswith("[["):
-            category, content = obs.group(1).strip(), obs.group(2).strip()
+            category, content = obs.group(1).strip(), _unlinked(obs.group(2).strip())
             tags = _tags(["basic-memory", category, *_HASHTAG.findall(content), *note_tags])
             out.found.append(Found(str(note), n, content, _vault_type(category, types), "third_party",
                                    f"{rel}#{category}", author="basic-memory",
@@ -559,16 +560,17 @@ def _basic_note(doc, note: Path, rel: str, types: tuple[str, ...], out: Read) ->
             continue
         rel_m = _RELATION.match(line)
         if rel_m:
-            relations.append((n, f"- {rel_m.group(1).strip()} [[{rel_m.group(2).strip()}]]{rel_m.group(3).rstrip()}"))
+            relations.append((n, _unlinked(f"- {rel_m.group(1).strip()} [[{rel_m.group(2).strip()}]]"
+                                           f"{rel_m.group(3).rstrip()}")))
             rest.append("")
             continue
         h = _HEADING.match(line)
         if h and h.group(2).strip().lower() in (title.lower(), "observations", "relations"):
             rest.append("")  # the note's own title, and the headings of its semantic sections
             continue
-        rest.append(line)
+        rest.append(_unlinked(line))
     if relations:
-        text = "\n".join([f"[[{title}]]:", *(r for _, r in relations)])
+        text = "\n".join([f"{_unlinked(title)}:", *(r for _, r in relations)])
         out.found.append(Found(str(note), relations[0][0], text, _vault_type("fact", types), "third_party",
                                f"{rel}#relations", author="basic-memory", name=f"{title} — relations",
                                description=notes.shorten(f"{title}: links to "
@@ -581,6 +583,16 @@ def _basic_note(doc, note: Path, rel: str, types: tuple[str, ...], out: Read) ->
                                description=notes.shorten(f"{' › '.join([title, *heads])}: "
                                                          f"{block.strip().splitlines()[0]}", 120),
                                tags=_tags(["basic-memory", *note_tags])))
+
+
+def _unlinked(line: str) -> str:
+    """A basic-memory line with each ``[[link]]`` in it as code: it names a basic-memory
+    entity, not a file of the vault, so as a link it would lead nowhere once approved
+    (and fail ``doctor``'s "links resolve"); as code it stays readable, as written."""
+    parts = re.split(r"(`[^`\n]*`)", line)  # code already: left as it is
+    for n in range(0, len(parts), 2):
+        parts[n] = LINK.sub(lambda m: f"`` {m.group(0)} ``" if "`" in m.group(0) else f"`{m.group(0)}`", parts[n])
+    return "".join(parts)
 
 
 # -- JSON lines -------------------------------------------------------------------------------
@@ -605,8 +617,8 @@ def read_jsonl(path: Path | None, types: tuple[str, ...]) -> Read:
     whole = None
     if stripped[:1] == "[" or (stripped[:1] == "{" and "\n{" not in stripped):
         try:
-            whole = json.loads(stripped)
-        except json.JSONDecodeError:
+            whole = limits.load_json(stripped)
+        except ValueError:  # not JSON as a whole, or nested too deep: read line by line
             whole = None
     if isinstance(whole, dict):  # mem0's get_all: {"results": [...]}; a lone object is a line like any
         whole = next((whole[k] for k in ("results", "memories", "items") if isinstance(whole.get(k), list)), None)
@@ -619,9 +631,11 @@ def read_jsonl(path: Path | None, types: tuple[str, ...]) -> Read:
             if not line.strip():
                 continue
             try:
-                records.append((n, json.loads(line), None))
+                records.append((n, limits.load_json(line), None))
             except json.JSONDecodeError as exc:
                 records.append((n, None, f"not JSON ({exc.msg}, column {exc.colno}): skipped"))
+            except ValueError as exc:  # nested too deep
+                records.append((n, None, f"{exc}: skipped"))
     for n, value, problem in records:
         shown_line = n if where == "line" else None
         if problem is None and not isinstance(value, dict):

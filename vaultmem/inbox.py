@@ -61,6 +61,11 @@ RETAIN_KEYS = {"op", "type", "text", "author", "author_kind", "source", "said", 
 UNLIMITED = 1 << 62  # a size no text reaches: what is only archived (a rejection) has no limit
 EDITABLE = ("text", "type", "name", "description", "aliases", "tags", "key", "importance")
 FLAT = {"note": "note_", "fields": "field_"}  # nested mappings, stored as prefixed flat keys
+# who filed an item, when, and who said what it holds: vaultmem never changes these after
+# filing (a review edit keeps them), so they are read from the filing commit
+PROVENANCE = ("proposed_by", "proposed", "session", "quarantined")
+NOTE_PROVENANCE = ("author", "author_kind", "source", "said", "confidence")
+NOT_FILED = "no commit by vaultmem filed it"
 
 
 def _nested(meta: dict) -> dict:
@@ -75,15 +80,15 @@ def _nested(meta: dict) -> dict:
     return meta
 
 
+ITEM_DATES = ("proposed", "reviewed", "note_created", "note_confirmed")  # written as yaml_timestamp writes them
+
+
 def _render_item(meta: dict, text: str) -> str:
-    """An item's file: the ``note`` and ``fields`` mappings flattened to prefixed keys."""
-    flat: dict[str, Any] = {}
-    for key, value in meta.items():
-        if key in FLAT and isinstance(value, dict):
-            flat.update({f"{FLAT[key]}{k}": v for k, v in value.items()})
-        else:
-            flat[key] = value
-    return render_note(flat, text)
+    """An item's file: the ``note`` and ``fields`` mappings flattened to prefixed keys; its
+    dates in the one form (an item read back holds them as text)."""
+    flat = _flat(meta)
+    return render_note({k: yaml_timestamp(v) if k in ITEM_DATES and v is not None else v for k, v in flat.items()},
+                       text)
 
 
 def _now() -> str:
@@ -138,17 +143,35 @@ class Item:
                 "summary": self.summary(), "text": self.text,
                 **{k: self.meta[k] for k in ("note", "target", "role", "section", "project", "delegation",
                                              "fields", "reviewed_by", "reviewed", "reason", "result",
-                                             "changed_after_filing", "filed_in")
+                                             "changed_after_filing", "filed_in", "changed_since_filed")
                    if self.meta.get(k) is not None}}
 
 
 @dataclass
 class Filed:
     """Whether a waiting item is as vaultmem filed it: ``changed`` says why not (None if it
-    is); ``commit`` is the commit that filed it (None if none did)."""
+    is); ``commit`` is the commit that filed it (None if none did). For an item changed
+    since, ``provenance`` is its provenance as filed (flat keys: ``proposed_by``,
+    ``quarantined``, ``flags``, ``note_author_kind`` …; None when no commit filed it),
+    ``fields`` names the fields that differ from what vaultmem wrote, and ``now`` holds
+    the provenance fields among them as the file has them now."""
 
     changed: str | None
     commit: str | None
+    provenance: dict[str, Any] | None = None
+    fields: list[str] = field(default_factory=list)
+    now: dict[str, Any] = field(default_factory=dict)
+
+
+def _parse(source: str, rel: str) -> Item:
+    """An item from the text of its file (``rel`` names it in errors)."""
+    doc = parse_document(source, rel, require_frontmatter=True)
+    meta = _nested(plain(doc.meta)) if isinstance(doc.meta, dict) else {}
+    if meta.get("type") != "inbox-item" or meta.get("op") not in NOTE_OPS + PAGE_OPS:
+        raise ParseError("this is not an inbox item (type: inbox-item and an op are needed)", path=rel, line=1)
+    text = "".join(doc.lines[doc.body_start:]).replace("\r\n", "\n").strip("\n")
+    return Item(str(meta.get("id") or rel.rsplit("/", 1)[-1][:-3]), rel, meta["op"], str(meta.get("status")),
+                meta, text, [str(f) for f in meta.get("flags") or []])
 
 
 class Inbox:
@@ -282,13 +305,7 @@ class Inbox:
                 for p in (self.root / folder).glob("i-*.md")]
 
     def _read(self, rel: str) -> Item:
-        doc = parse_document(files.read_vault_text(self.root, rel), rel, require_frontmatter=True)
-        meta = _nested(plain(doc.meta)) if isinstance(doc.meta, dict) else {}
-        if meta.get("type") != "inbox-item" or meta.get("op") not in NOTE_OPS + PAGE_OPS:
-            raise ParseError("this is not an inbox item (type: inbox-item and an op are needed)", path=rel, line=1)
-        text = "".join(doc.lines[doc.body_start:]).replace("\r\n", "\n").strip("\n")
-        return Item(str(meta.get("id") or rel.rsplit("/", 1)[-1][:-3]), rel, meta["op"], str(meta.get("status")),
-                    meta, text, [str(f) for f in meta.get("flags") or []])
+        return _parse(files.read_vault_text(self.root, rel), rel)
 
     def items(self, status: str = "pending") -> list[Item]:
         """Items waiting (``pending``), decided (``approved``/``rejected``) or ``all``;
@@ -318,33 +335,106 @@ class Inbox:
         raise NotFound(f"no inbox item {iid!r}",
                        hint=f"waiting: {', '.join(pending[:5])}" if pending else "the inbox is empty")
 
-    def filed(self, item: Item) -> Filed:
+    def filed(self, item: Item, dirty: set[str] | None = None) -> Filed:
         """Whether a waiting item is exactly what vaultmem filed (or a vaultmem edit made
-        of it since): its file as last committed, and every commit that touched it
-        vaultmem's filing or a ``review: edit``."""
-        # vaultmem's filing creates the file (ids are new), so the walk may stop a day
-        # before the item says it was filed: a later date only hides the filing commit
-        since = _day_before(item.meta.get("proposed"))
-        commits = gitstore.path_history(self.root, item.path, since)  # newest first
+        of it since): its file as last committed, every commit that touched it vaultmem's
+        filing or a ``review: edit``, and its provenance as the filing commit holds it.
+        ``dirty``: the paths known to differ from their last commit (None: ask git)."""
+        commits = self._history(item)  # newest first
         first = commits[-1] if commits else None
-        if first is None or first[1] != item.proposed_by or not first[2].startswith(f"inbox: {first[1]} proposes "):
-            return Filed("no commit by vaultmem filed it", None)
+        if first is None or not first[2].startswith(f"inbox: {first[1]} proposes "):
+            return Filed(NOT_FILED, None)
+        changed, vouched = None, first[0]  # vouched: the newest version vaultmem wrote
         for sha, author, subject in reversed(commits[:-1]):
             if subject != f"review: edit {item.id}":
-                return Filed(f"commit {sha[:12]} by {author} changed it: {subject}", first[0])
-        if gitstore.uncommitted(self.root, [item.path]):
-            return Filed("the file differs from what vaultmem committed: it was edited outside vaultmem", first[0])
-        return Filed(None, first[0])
+                changed = f"commit {sha[:12]} by {author} changed it: {subject}"
+                break
+            vouched = sha
+        edited = item.path in dirty if dirty is not None else bool(gitstore.uncommitted(self.root, [item.path]))
+        if changed is None and edited:
+            changed = "the file differs from what vaultmem committed: it was edited outside vaultmem"
+        if changed is None and vouched == first[0]:  # the file is what the filing commit holds
+            return Filed(None, first[0]) if item.proposed_by == first[1] else Filed(NOT_FILED, None)
+        filed = self._at(first[0], item.path)
+        if filed is None or filed.proposed_by != first[1]:  # vaultmem files as the one who proposes
+            return Filed(NOT_FILED, None)
+        last = filed if vouched == first[0] else (self._at(vouched, item.path) or filed)
+        fields, provenance, now = _differences(item, filed, last)
+        if fields and changed is None:  # a vaultmem edit never changes who filed it, nor its flags by hand
+            changed = f"its provenance differs from what vaultmem filed ({', '.join(fields)})"
+        return Filed(changed, first[0], provenance, fields, now) if changed else Filed(None, first[0])
 
-    def describe(self, item: Item) -> dict[str, Any]:
+    def _history(self, item: Item) -> list[tuple[str, str, str]]:
+        """The commits that touched the item's file, newest first, back to its filing."""
+        # vaultmem's filing creates the file (ids are new), so the walk may stop a day
+        # before the item says it was filed; a later date (a hand edit) only hides the
+        # filing commit, so then the whole history is walked
+        since = _day_before(item.meta.get("proposed"))
+        commits = gitstore.path_history(self.root, item.path, since)
+        if since and (not commits or not commits[-1][2].startswith(f"inbox: {commits[-1][1]} proposes ")):
+            commits = gitstore.path_history(self.root, item.path)
+        return commits
+
+    def _at(self, commit: str, rel: str) -> Item | None:
+        """The item as ``commit`` holds it, None if it holds no readable item there."""
+        source = gitstore.text_at(self.root, commit, rel)
+        try:
+            return _parse(source, rel) if source is not None else None
+        except VaultmemError:
+            return None
+
+    def describe(self, item: Item, dirty: set[str] | None = None) -> dict[str, Any]:
         """:meth:`Item.to_dict`, and for a waiting item changed after it was filed, why
-        (``changed_after_filing``) and the commit that filed it (``filed_in``)."""
+        (``changed_after_filing``), the commit that filed it (``filed_in``), the fields
+        that differ from what vaultmem wrote (``changed_since_filed``; None when no commit
+        filed it) and, in place of what the file now says, its provenance as filed
+        (``proposed_by``, ``quarantined``, ``flags``, the note's ``author_kind`` …), the
+        values now under ``as_changed``."""
         out = item.to_dict()
         if item.path.startswith(f"{INBOX_DIR}/") and item.op != "unreadable":
-            state = self.filed(item)
+            state = self.filed(item, dirty)
             if state.changed:
                 out.update(changed_after_filing=state.changed, filed_in=state.commit)
+                shown = self._as_filed(item, state)
+                out.update({k: v for k, v in shown.to_dict().items() if k in ("proposed_by", "proposed", "session",
+                                                                              "quarantined", "flags", "note")})
+                out.update(changed_since_filed=state.fields if state.provenance is not None else None,
+                           as_changed=state.now)
         return out
+
+    def listing(self, status: str = "pending") -> list[dict[str, Any]]:
+        """:meth:`describe` of each of :meth:`items` (``review list``): what vaultmem filed,
+        with what was changed since marked."""
+        found = self.items(status)
+        waiting = [i.path for i in found if i.path.startswith(f"{INBOX_DIR}/") and i.op != "unreadable"]
+        dirty = set(gitstore.uncommitted(self.root, waiting)) if waiting else set()
+        return [self.describe(i, dirty) for i in found]
+
+    @staticmethod
+    def _as_filed(item: Item, state: Filed) -> Item:
+        """The item with its provenance as vaultmem filed it (what it says otherwise, as it
+        is now). An item no commit filed has no provenance anyone vouches for: its note's
+        author is of an unknown kind (third-party stays third-party)."""
+        if not state.changed:
+            return item
+        meta = dict(item.meta)
+        note = dict(meta["note"]) if isinstance(meta.get("note"), dict) else None
+        if state.provenance is None:
+            if note is not None and note.get("author_kind") != "third_party":
+                note["author_kind"] = "unknown"
+            flags = item.flags
+        else:
+            for key, value in state.provenance.items():
+                if key.startswith(FLAT["note"]):
+                    if note is not None:
+                        note[key[len(FLAT["note"]):]] = value
+                else:
+                    meta[key] = value
+            flags = list(meta.get("flags") or [])
+        if note is not None:
+            meta["note"] = note
+        meta["flags"] = flags
+        return Item(item.id, item.path, item.op, item.status, meta, item.text, flags)
 
     def _check_filed(self, actor: Actor, item: Item) -> Filed:
         """An agent decides only an item as vaultmem filed it; a human decides any."""
@@ -445,8 +535,9 @@ class Inbox:
         scrub = self.vault.writer.scrubber()
         with self.vault.writer.locked():
             item = self._pending(iid)
-            self._check_filed(actor, item)
+            state = self._check_filed(actor, item)
             self.may_decide(actor, item)
+            item = self._as_filed(item, state)  # a human's edit writes back what was filed
             new = self._edited(item, edits, actor, scrub)
             self.may_decide(actor, new)
             if new is item:
@@ -462,12 +553,13 @@ class Inbox:
             item = self._pending(iid)
             state = self._check_filed(actor, item)  # an agent stops here if it was changed
             self.may_decide(actor, item)
+            item = self._as_filed(item, state)  # the provenance vaultmem filed, whatever the file says now
             item = self._clean(self._edited(item, edits, actor, scrub), scrub)
             self.may_decide(actor, item)  # an edit may have made it instruction-like
             writes, result, what = self._perform(item, actor, {})
             archived = {**item.meta, "status": "approved", "reviewed_by": actor.name, "reviewed": _now(),
                         "result": result}
-            changed = {"changed_after_filing": state.changed, "filed_in": state.commit} if state.changed else {}
+            changed = _changed(state)
             archived.update(changed)
             writes[item.path] = None
             writes[layout.archived_inbox_path(item.id)] = _render_item(archived, item.text)
@@ -493,9 +585,10 @@ class Inbox:
             except ParseError as exc:
                 return self._reject_unreadable(iid, actor, reason, exc, scrub)
             self.may_decide(actor, item)
-            item = self._clean(item, scrub, rejecting=True)  # a waiting item is a file anyone can edit
+            state = self.filed(item)
+            item = self._clean(self._as_filed(item, state), scrub, rejecting=True)  # a file anyone can edit
             archived = {**item.meta, "status": "rejected", "reviewed_by": actor.name, "reviewed": _now(),
-                        "reason": reason}
+                        "reason": reason, **_changed(state)}
             dst = layout.archived_inbox_path(item.id)
             message = f"review: reject {item.id} ({item.op} proposed by {item.proposed_by}): {reason}"
             sha = self.vault.writer.apply(actor, message, {item.path: None, dst: _render_item(archived, item.text)},
@@ -558,6 +651,46 @@ class Inbox:
                                                  str(item.meta["delegation"]), dict(item.meta["fields"]), actor,
                                                  item.meta.get("title"))
         return writes, link, f"sub-agent record {link}"
+
+
+def _changed(state: Filed) -> dict[str, Any]:
+    """What a decided item records of a change made after it was filed (nothing if none)."""
+    if not state.changed:
+        return {}
+    return {"changed_after_filing": state.changed, "filed_in": state.commit,
+            **({"changed_since_filed": state.fields} if state.provenance is not None else {})}
+
+
+def _flat(meta: dict) -> dict[str, Any]:
+    """An item's frontmatter with its ``note`` / ``fields`` mappings as prefixed keys."""
+    out: dict[str, Any] = {}
+    for key, value in meta.items():
+        if key in FLAT and isinstance(value, dict):
+            out.update({f"{FLAT[key]}{k}": v for k, v in value.items()})
+        else:
+            out[key] = value
+    return out
+
+
+def _differences(now: Item, filed: Item, last: Item) -> tuple[list[str], dict[str, Any], dict[str, Any]]:
+    """How an item differs from what vaultmem wrote: (the fields that differ, its
+    provenance as filed, the changed provenance fields as they are now). ``filed`` is the
+    item as its filing commit holds it, ``last`` as the newest vaultmem commit holds it (a
+    review edit may have changed its text and so its flags, never who proposed or said it)."""
+    flat_now, flat_filed, flat_last = _flat(now.meta), _flat(filed.meta), _flat(last.meta)
+    keys = [*PROVENANCE, *(f"{FLAT['note']}{k}" for k in NOTE_PROVENANCE if filed.op in ("add", "replace"))]
+    provenance = {k: flat_filed.get(k) for k in keys}
+    # the flags as vaultmem wrote them, and any the text as it is now would raise
+    flags = [*last.flags, *(f for f in _flags(now.text, now.meta.get("note"), now.meta.get("fields"),
+                                              now.meta.get("title")) if f not in last.flags)]
+    provenance["flags"] = flags
+    changed = [k for k in keys if flat_now.get(k) != provenance[k]]
+    changed += ["flags"] if set(now.flags) != set(flags) else []
+    changed += [k for k in sorted(set(flat_now) | set(flat_last)) if k not in provenance
+                and flat_now.get(k) != flat_last.get(k)]
+    changed += ["text"] if now.text != last.text else []
+    shown_now = {k: (now.flags if k == "flags" else flat_now.get(k)) for k in changed if k in provenance}
+    return sorted(changed), provenance, shown_now
 
 
 def _day_before(when: Any) -> str | None:

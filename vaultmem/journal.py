@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import files, layout
+from . import files, layout, limits
 from .errors import BadInput, VaultmemError
 from .parse.journal import DAY_FILE, RECORD_END, RECORD_START, TURN_ID, DayTurn, day_turns
 
@@ -66,6 +66,7 @@ class Transcript:
     source: str  # the file's name, or where the messages came from ("hermes")
     shape: str
     turns: list[Turn] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # 'FILE:LINE: why: skipped', a line each
 
 
 def session_hash(session: str) -> str:
@@ -120,12 +121,15 @@ def parse(text: str, source: str, session: str | None = None, default_session: s
     first = stripped[0]
     if first in "[{":
         try:
-            whole = json.loads(stripped)
+            whole = limits.load_json(stripped)
         except ValueError as exc:
             whole = None
-            if first == "[" or not _json_object(stripped.split("\n", 1)[0]):  # one document, broken
+            head = stripped.split("\n", 1)[0]
+            lines = _json_object(head) or (isinstance(exc, limits.TooDeep) and head != stripped and _too_deep(head))
+            if first == "[" or not lines:  # one document, broken
                 line = getattr(exc, "lineno", None)
-                raise _problem(source, line, f"not JSON ({getattr(exc, 'msg', exc)})") from None
+                what = f"JSON {exc}" if isinstance(exc, limits.TooDeep) else f"not JSON ({getattr(exc, 'msg', exc)})"
+                raise _problem(source, line, what) from None
         one_line = isinstance(whole, dict) and not any(isinstance(whole.get(k), list) for k in
                                                         ("messages", "turns", "conversation")) and (
             whole.get("type") in _CLAUDE_TYPES or any(k in whole for k in _SPEAKER_KEYS))
@@ -138,9 +142,20 @@ def parse(text: str, source: str, session: str | None = None, default_session: s
 def _json_object(line: str) -> bool:
     """Whether ``line`` is a JSON object by itself (the first line of JSON lines)."""
     try:
-        return isinstance(json.loads(line), dict)
+        return isinstance(limits.load_json(line), dict)
     except ValueError:
         return False
+
+
+def _too_deep(line: str) -> bool:
+    """Whether ``line`` is JSON nested too deep (a JSON-lines transcript's line to skip)."""
+    try:
+        limits.load_json(line)
+    except limits.TooDeep:
+        return True
+    except ValueError:
+        return False
+    return False
 
 
 def from_messages(messages: Any, session: str, source: str = "messages") -> Transcript:
@@ -208,11 +223,17 @@ def _item_lines(text: str) -> list[int]:
 
 def _from_json_lines(text: str, source: str, session: str | None, default: str | None) -> Transcript:
     entries: list[tuple[int, dict]] = []
+    skipped: list[str] = []
     for n, raw in enumerate(text.split("\n"), 1):
         if not raw.strip():
             continue
         try:
-            entry = json.loads(raw)
+            entry = limits.load_json(raw)
+        except limits.TooDeep as exc:
+            # complete or not, it never reads: skipped, so the turns around it are filed (and
+            # numbered the same each time the transcript is read)
+            skipped.append(f"{source}:{n}: a line {exc}: skipped")
+            continue
         except ValueError as exc:
             raise _problem(source, n, f"a line that is not JSON ({getattr(exc, 'msg', exc)})",
                            hint="each line of a JSON-lines transcript is one JSON object") from None
@@ -222,8 +243,11 @@ def _from_json_lines(text: str, source: str, session: str | None, default: str |
     claude = any(e.get("type") in _CLAUDE_TYPES and ("message" in e or "sessionId" in e or "uuid" in e)
                  for _n, e in entries)
     if claude:
-        return _from_claude(entries, source, session, default)
-    t = Transcript(session=session or default or "session", source=Path(source).name, shape="turns")
+        t = _from_claude(entries, source, session, default)
+        t.skipped = skipped
+        return t
+    t = Transcript(session=session or default or "session", source=Path(source).name, shape="turns",
+                   skipped=skipped)
     for n, entry in entries:
         if t.session == default and session is None and entry.get("session_id"):
             t.session = str(entry["session_id"])
@@ -258,7 +282,7 @@ def _object_turn(obj: dict, where: str, source: str, line: int | None) -> Turn |
         if isinstance(fn, dict):
             args = fn.get("arguments")
             try:
-                args = json.loads(args) if isinstance(args, str) else args
+                args = limits.load_json(args) if isinstance(args, str) else args
             except ValueError:
                 pass
             tools.append(tool_summary(str(fn.get("name") or "tool"), args))
@@ -519,7 +543,7 @@ def _journal_map(root: Path) -> dict[str, list[str]]:
     """Each day file (vault-relative) and the session hashes it holds."""
     folder = root / layout.JOURNAL_DIR
     try:
-        cache = json.loads(files.read_vault_text(root, layout.JOURNAL_CACHE))
+        cache = limits.load_json(files.read_vault_text(root, layout.JOURNAL_CACHE))
         if not isinstance(cache, dict):
             cache = {}
     except (OSError, ValueError, VaultmemError):

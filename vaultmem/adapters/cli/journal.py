@@ -35,7 +35,8 @@ def add(
     tool calls and results are summarised in a line; secrets become placeholders. Adding
     the same session again changes nothing; a session that grew gains its new turns. A
     line that is not JSON, or a shape vaultmem does not know, is reported with file and
-    line, and nothing is filed.
+    line, and nothing is filed; a line nested more than 256 levels deep is named and
+    skipped, and the other turns are filed.
 
     \b
     Examples:

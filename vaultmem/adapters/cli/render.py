@@ -465,6 +465,10 @@ def audit(report: dict) -> str:
         out.append(f"delegation {d['id']} ({d['role']}) not harvested for {d['age_hours']} h: {d['task'][:80]}")
     for i in report["inbox"]:
         marks = (" [quarantined]" if i["quarantined"] else "") + (" [flagged]" if i["flags"] else "")
+        if i.get("changed_after_filing"):  # what is shown is what vaultmem filed; say what differs now
+            fields = i.get("changed_since_filed")
+            marks += (" [CHANGED since filed: not filed by vaultmem]" if fields is None
+                      else f" [CHANGED since filed: {', '.join(fields)}]" if fields else " [CHANGED since filed]")
         out.append(f"inbox item {i['id']} waiting: {_what(i['op'], i['summary'])} (from {i['proposed_by']}){marks}")
     for c in report["foreign_page_commits"]:
         out.append(f"role page changed by agent {c['author']} (not the orchestrator): {c['commit'][:8]} {c['message']}")
@@ -518,6 +522,11 @@ def inbox_item(item: dict) -> str:
         filed = f"; what was filed: git show {item['filed_in'][:12]}:{item['path']}" if item.get("filed_in") else ""
         then = "only a human can decide it, as it is now" if item["status"] == "pending" else "decided as it was then"
         lines.append(f"  CHANGED after it was filed ({item['changed_after_filing']}): {then}{filed}")
+        if item.get("changed_since_filed"):  # the provenance above is what was filed
+            now = item.get("as_changed") or {}
+            lines.append("  changed since filed (provenance shown as filed): "
+                         + "; ".join(f"{k} now {_plain(now[k])}" if k in now else k
+                                     for k in item["changed_since_filed"]))
     note = item.get("note")
     if note:
         lines.append(f"  {note.get('type')}: {note.get('name')} — {note.get('description')}")
@@ -547,6 +556,10 @@ def inbox(items: list[dict], *, status: str = "pending") -> str:
     out = []
     for i in items:
         marks = (" [quarantined]" if i["quarantined"] else "") + (" [flagged]" if i["flags"] else "")
+        if i.get("changed_after_filing"):  # what is shown is what vaultmem filed; say what differs now
+            fields = i.get("changed_since_filed")
+            marks += (" [CHANGED since filed: not filed by vaultmem]" if fields is None
+                      else f" [CHANGED since filed: {', '.join(fields)}]" if fields else " [CHANGED since filed]")
         summary = i["summary"].removeprefix(f"{i['op']} ") if i["op"] == "remove" else i["summary"]
         out.append(f"{i['id']}  {i['op']:<8} {summary[:70]}  (from {i['proposed_by']}){marks}")
     return "\n".join(out)

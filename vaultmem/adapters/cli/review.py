@@ -92,7 +92,7 @@ def review(
 
 
 def _list(s, status: str) -> None:
-    items = [i.to_dict() for i in s.open().inbox.items(status)]
+    items = s.open().inbox.listing(status)  # what vaultmem filed, a change since marked
 
     s.emit(items, partial(render.inbox, status=status), data={"status": status, "items": items})
 
@@ -187,6 +187,10 @@ def _walk(s) -> None:
     actor = v.actor(s.agent)
     done = {"approved": [], "rejected": [], "skipped": [], "failed": []}
     items = v.inbox.items()
+    if items and not sys.stdin.isatty():  # answers from a pipe or a paste would take the lines meant for what follows
+        raise BadInput("-i reads its answers from a terminal, and standard input is not a terminal",
+                       hint="decide by id instead: vaultmem review list, then vaultmem review approve ID "
+                            "or vaultmem review reject ID --reason …")
     if not items:
         console.print("the inbox is empty")
     try:
