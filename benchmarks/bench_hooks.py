@@ -51,9 +51,10 @@ def transcript(path: Path, turns: int = 400) -> Path:
     lines = []
     for n in range(turns):
         said = f"Look at step {n} of the deployment." + (" I prefer small commits." if n == 3 else "")
-        lines.append({"type": "user", "message": {"role": "user", "content": said}})
+        lines.append({"type": "user", "sessionId": "bench", "uuid": f"u{n}", "message": {"role": "user", "content": said}})
         reply = f"Step {n} is done." + ("\nConclusion: the deployment works with two replicas." if n == turns - 1 else "")
-        lines.append({"type": "assistant", "message": {"role": "assistant", "content": [{"type": "text", "text": reply}]}})
+        lines.append({"type": "assistant", "sessionId": "bench", "uuid": f"a{n}",
+                      "message": {"role": "assistant", "content": [{"type": "text", "text": reply}]}})
     path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     return path
 
@@ -68,6 +69,7 @@ def env_for(root: Path) -> dict:
         env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
     env["PYTHONPATH"] = str(PROJECT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["CLAUDE_PROJECT_DIR"] = str(root)
+    env["CLAUDE_CONFIG_DIR"] = str(root.parent / "claude")  # a hook reads only transcripts in its projects/
     return env
 
 
@@ -178,7 +180,8 @@ def main() -> None:
         made = make_vault(root, args.notes)
         print(f"vault: {made['notes']} notes in {made['seconds']:.1f} s", file=sys.stderr)
         Vault(root).rebuild_index()
-        tr = transcript(Path(tmp) / "session.jsonl")
+        (Path(tmp) / "claude" / "projects" / "-bench").mkdir(parents=True)
+        tr = transcript(Path(tmp) / "claude" / "projects" / "-bench" / "session.jsonl")
         results = {"idle": measure(root, tr, args.runs, "idle")}
         procs = load_machine(root, args.load)
         try:

@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import random
+import re
 import string
 import subprocess
 import sys
@@ -27,8 +28,21 @@ _RNG = random.Random(14)
 SECRET = "ghp_" + "".join(_RNG.choice(string.ascii_letters + string.digits) for _ in range(36))
 
 
+@pytest.fixture(autouse=True)
+def _claude_config(tmp_path, monkeypatch):
+    """Claude Code's folder for these tests: a hook reads only a transcript inside it."""
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude-config"))
+
+
 def write_transcript(path: Path, entries: list[dict]) -> Path:
-    path.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries), encoding="utf-8")
+    """A transcript where Claude Code keeps it (``$CLAUDE_CONFIG_DIR/projects/<folder>/``,
+    the folder named for ``path``'s), each line with its session and uuid as Claude Code
+    writes them. Returns where it is."""
+    folder = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "projects" / re.sub(r"[^a-zA-Z0-9]", "-", str(path.parent))
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / path.name
+    lines = [{"sessionId": "sess-1", "uuid": f"u-{n}", **e} for n, e in enumerate(entries, 1)]
+    path.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in lines), encoding="utf-8")
     return path
 
 

@@ -338,8 +338,10 @@ def test_prune_removes_days_past_the_retention_policy_humans_only(en_vault, tmp_
 # -- the hooks and the provider file sessions by themselves -----------------------------------------
 
 
-def test_the_stop_hook_files_the_transcript_and_a_broken_one_is_said_not_half_filed(en_vault, tmp_path):
-    path = claude_transcript(tmp_path / "sess-1.jsonl")
+def test_the_stop_hook_files_the_transcript_and_a_broken_one_is_said_not_half_filed(en_vault, tmp_path, monkeypatch):
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))  # a hook reads only Claude Code's transcripts
+    (tmp_path / "claude/projects/-proj").mkdir(parents=True)
+    path = claude_transcript(tmp_path / "claude/projects/-proj/sess-1.jsonl")
     payload = {"session_id": "sess-1", "transcript_path": str(path), "cwd": str(en_vault.root),
                "hook_event_name": "Stop", "stop_hook_active": False, "last_assistant_message": "Tests pass."}
     done = run_vaultmem("hook", "claude", "Stop", "--vault", en_vault.root, stdin=json.dumps(payload))
@@ -359,8 +361,10 @@ def test_the_stop_hook_files_the_transcript_and_a_broken_one_is_said_not_half_fi
     assert "One more thing." not in day_file(en_vault, "2026-12-01")
 
 
-def test_session_end_files_the_journal_from_its_detached_filer(en_vault, tmp_path):
-    path = claude_transcript(tmp_path / "sess-9.jsonl", session="sess-9")
+def test_session_end_files_the_journal_from_its_detached_filer(en_vault, tmp_path, monkeypatch):
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))  # a hook reads only Claude Code's transcripts
+    (tmp_path / "claude/projects/-proj").mkdir(parents=True)
+    path = claude_transcript(tmp_path / "claude/projects/-proj/sess-9.jsonl", session="sess-9")
     payload = {"session_id": "sess-9", "transcript_path": str(path), "cwd": str(en_vault.root),
                "hook_event_name": "SessionEnd", "reason": "exit"}
     done = run_vaultmem("hook", "claude", "SessionEnd", "--vault", en_vault.root, stdin=json.dumps(payload))

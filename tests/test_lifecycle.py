@@ -41,7 +41,7 @@ def test_harvest_writes_the_four_elements_and_closes_the_delegation(cli, vault):
     h = out_json(r)
     text = (vault.root / "agents" / "前端审查.md").read_text(encoding="utf-8")
     assert "- **任务**：分析Dashboard渲染性能\n- **结论**：DataTable缺少React.memo\n- **产出**：性能报告\n" \
-           f"- **关键决策**：暂不引入react-window ^{h['entry']['id']}\n" in text
+           f"- **关键决策**：暂不引入react-window\n\n^{h['entry']['id']}\n" in text  # the id names the whole list
     page = parse_page(text, "agents/前端审查.md")
     (rec,) = [e for e in page.entries if e.section == "subagents"]
     assert rec.fields == {"task": "分析Dashboard渲染性能", "conclusion": "DataTable缺少React.memo",

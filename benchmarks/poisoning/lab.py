@@ -57,8 +57,10 @@ def vm(root: Path, *args: str, stdin: str | None = None, env: dict | None = None
 
 
 def hook(root: Path, event: str, payload: dict) -> subprocess.CompletedProcess:
+    # Claude Code's folder beside the vault: a hook reads a transcript only from there (docs/safety.md)
+    env = {**os.environ, "CLAUDE_CONFIG_DIR": str(root.parent / "claude")}
     return subprocess.run([sys.executable, "-m", "vaultmem", "hook", "claude", event, "--vault", str(root)],
-                          input=json.dumps(payload), capture_output=True, text=True, timeout=300)
+                          input=json.dumps(payload), capture_output=True, text=True, timeout=300, env=env)
 
 
 def entry(kind: str, n: int, content, session: str) -> dict:
@@ -67,6 +69,10 @@ def entry(kind: str, n: int, content, session: str) -> dict:
 
 
 def transcript(path: Path, session: str, turns: list[dict]) -> Path:
+    """The session's transcript where Claude Code keeps it: ``claude/projects/<folder>/``
+    beside the vault (``path``: its place in the lab's temporary folder, whose name it keeps)."""
+    path = path.parent / "claude" / "projects" / "-lab" / path.name
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(t, ensure_ascii=False) + "\n" for t in turns), encoding="utf-8")
     return path
 

@@ -41,6 +41,7 @@ import fcntl
 import json
 import os
 import re
+import stat
 import sys
 import time
 from pathlib import Path
@@ -59,6 +60,12 @@ ENV_AGENT = "VAULTMEM_AGENT"  # as vaultmem.vault.ENV_AGENT
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "SubagentStart", "SubagentStop", "PreCompact", "Stop", "SessionEnd")
 ENV_PROJECT = "CLAUDE_PROJECT_DIR"
+ENV_CONFIG_DIR = "CLAUDE_CONFIG_DIR"  # moves ~/.claude, where Claude Code keeps its transcripts
+# the payload's paths each event reads (docs/safety.md, "What a hook reads"): only a Claude Code transcript
+TRANSCRIPT_KEYS = {"SubagentStart": ("transcript_path",), "SubagentStop": ("agent_transcript_path",),
+                   "PreCompact": ("transcript_path",), "Stop": ("transcript_path",),
+                   "SessionEnd": ("transcript_path",)}
+SHAPE_LINES = 16  # the first lines of a file read to know it for a transcript
 MAX_PAYLOAD_BYTES = 16 * 1024 * 1024  # more than any payload Claude Code sends: read no further
 MAX_TRANSCRIPT_BYTES = 64 * 1024 * 1024  # a transcript is read up to this much (the start of it)
 TAIL_BYTES = 512 * 1024  # what "the transcript's tail" means (PreCompact, the task of a sub-agent)
@@ -168,10 +175,14 @@ def read_payload(stream, event: str | None) -> dict:
         raw = raw.encode("utf-8", "surrogatepass")
     if len(raw) > MAX_PAYLOAD_BYTES:
         raise HookError(f"the {event} payload is larger than {MAX_PAYLOAD_BYTES // (1024 * 1024)} MB; not read")
+    if not raw.strip():  # Claude Code always sends one: nothing to act on (never a checkpoint of nothing)
+        raise HookError(f"no {event} payload on stdin; nothing done")
     try:
-        payload = json.loads(raw.decode("utf-8")) if raw.strip() else {}
+        payload = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise HookError(f"the {event} payload on stdin is not JSON ({str(exc)[:80]})") from None
+    except RecursionError:
+        raise HookError(f"the {event} payload on stdin is not JSON this hook reads (nested too deeply)") from None
     if not isinstance(payload, dict):
         raise HookError(f"the {event} payload is not a JSON object")
     named = payload.get("hook_event_name")
@@ -190,6 +201,8 @@ def handle(event: str, payload: dict, vault_opt=None, agent_opt: str | None = No
         from ..names import check_name
 
         check_name(agent_opt, "agent name", field="as")
+    for key in TRANSCRIPT_KEYS.get(event, ()):  # before anything is read or written
+        transcript_file(payload.get(key), key, payload.get("cwd"), os.environ.get(ENV_PROJECT))
     root = find_root(vault_opt, payload)
     if event == "SessionEnd":  # within its ~1.5 s: a spool file and a detached filer, nothing more
         spool(root, event, payload, agent_opt)
@@ -487,7 +500,7 @@ def candidate_facts(v: Vault, actor: Actor, item: dict) -> list[dict]:
     preference, a decision or a correction (author_kind user), and the labelled
     conclusions and decisions of the assistant (author_kind agent), each with its source
     (the transcript and line)."""
-    path = item.get("transcript_path") or session_transcript(item.get("session_id"))
+    path = item.get("transcript_path")  # checked by retain_spooled: a Claude Code transcript, or None
     entries = read_transcript(path)
     types = set(v.config.note_types)
     out: list[dict] = []
@@ -518,10 +531,11 @@ def candidate_facts(v: Vault, actor: Actor, item: dict) -> list[dict]:
 
 def session_transcript(session: Any) -> str | None:
     """Where Claude Code keeps a session's transcript when the payload does not say
-    (``~/.claude/projects/<project>/<session_id>.jsonl``), if it is there."""
+    (``~/.claude/projects/<project>/<session_id>.jsonl``, or under ``$CLAUDE_CONFIG_DIR``),
+    if it is there."""
     if not isinstance(session, str) or not SAFE_ID.fullmatch(session):
         return None
-    found = sorted(Path.home().glob(f".claude/projects/*/{session}.jsonl"))
+    found = sorted(p for root in projects_folders() for p in Path(root).glob(f"*/{session}.jsonl"))
     return str(found[0]) if found else None
 
 
@@ -551,7 +565,7 @@ def journal_spooled(v: Vault, actor: Actor, item: dict) -> None:
     """File the session's transcript into the journal (with ``journal.hooks``, the
     default): its turns not filed yet. A transcript that cannot be read as a whole (a
     line still being written) is said and left for the next hook: never half-filed."""
-    path = item.get("transcript_path") or session_transcript(item.get("session_id"))
+    path = item.get("transcript_path")  # checked by retain_spooled: a Claude Code transcript, or None
     if not v.config.journal_hooks or not isinstance(path, str) or not os.path.isfile(path):
         return
     try:
@@ -565,6 +579,11 @@ def retain_spooled(v: Vault, item: dict) -> int:
     """File one spooled session end: its transcript into the journal, and its new
     candidate facts; returns how many facts."""
     actor = acting(v, item.get("agent"))
+    # checked again when filed (a spool written before the check, or planted): a file that is no
+    # transcript of the session raises, and the spool is set aside
+    named = item.get("transcript_path") or session_transcript(item.get("session_id"))
+    item = {**item, "transcript_path": transcript_file(named, "transcript_path", item.get("cwd"),
+                                                       item.get("project_dir"))}
     journal_spooled(v, actor, item)
     session = item.get("session_id")
     facts = candidate_facts(v, actor, item)
@@ -597,8 +616,8 @@ def spool(root: Path, event: str, payload: dict, agent_opt: str | None) -> Path:
     session = _id(payload, "session_id")
     item = {"event": event, "session_id": session, "agent": agent_opt or os.environ.get(ENV_AGENT) or None,
             "transcript_path": payload.get("transcript_path"), "cwd": payload.get("cwd"),
-            "reason": payload.get("reason"), "last_assistant_message": payload.get("last_assistant_message"),
-            "spooled": _now()}
+            "project_dir": os.environ.get(ENV_PROJECT) or None, "reason": payload.get("reason"),
+            "last_assistant_message": payload.get("last_assistant_message"), "spooled": _now()}
     if item["agent"] is not None:
         from ..names import check_name
 
@@ -764,16 +783,158 @@ def agent_records(root: Path) -> list[dict]:
 
 
 # -- transcripts (Claude Code's JSON lines) ---------------------------------------------------------------
+#
+# What a hook reads (docs/safety.md, "What a hook reads"): a path a payload names is read only
+# when it is a Claude Code transcript of the session, so that a hook never files /etc/passwd, a
+# key, or another project's conversation into the vault (where sync would push it).
+
+
+def projects_folders() -> list[str]:
+    """Claude Code's transcript folders, as real paths: ``$CLAUDE_CONFIG_DIR/projects``
+    when that is set, and ``~/.claude/projects`` (a ``~/.claude`` linked elsewhere, as a
+    dotfiles repository does, is followed)."""
+    out: list[str] = []
+    starts = [os.environ.get(ENV_CONFIG_DIR)]
+    try:
+        starts.append(str(Path.home() / ".claude"))
+    except RuntimeError:  # no home directory known
+        pass
+    for start in starts:
+        if isinstance(start, str) and start:
+            real = os.path.realpath(os.path.join(os.path.expanduser(start), "projects"))
+            if real not in out and os.path.isdir(real):
+                out.append(real)
+    return out
+
+
+def project_folder_names(*folders: Any) -> set[str]:
+    """The names Claude Code may give the transcript folder of a session started in one of
+    ``folders``: the path with every character that is not an ASCII letter or digit made
+    ``-`` (as Claude Code does; older versions only replaced ``/`` and ``.``: both are
+    taken), for the path as given and as resolved."""
+    names = set()
+    for folder in folders:
+        if not isinstance(folder, str) or not os.path.isabs(folder):
+            continue
+        for p in {os.path.normpath(folder), os.path.realpath(folder)}:
+            # a character outside the BMP is two UTF-16 units, each made '-' by Claude Code
+            names.add("".join(c if c.isascii() and c.isalnum() else "-" * (1 + (ord(c) > 0xFFFF)) for c in p))
+            names.add(p.replace("/", "-").replace(".", "-"))
+    return names
+
+
+def _above(folder: Any) -> list[str]:
+    """The folders above ``folder`` (an absolute path), nearest first."""
+    if not isinstance(folder, str) or not os.path.isabs(folder):
+        return []
+    out, here = [], os.path.normpath(folder)
+    while (up := os.path.dirname(here)) != here:
+        out.append(up)
+        here = up
+    return out
+
+
+def open_regular(path: Any):
+    """``path`` opened for reading in binary if it is a regular file: never through a
+    symbolic link at its end, never a FIFO or a device (opened without waiting, then
+    checked). Raises OSError, or ValueError for anything else."""
+    if not isinstance(path, str) or not path or "\0" in path:
+        raise ValueError("not a path")
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError("not a regular file")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def transcript_file(path: Any, key: str, cwd: Any = None, project_dir: Any = None) -> str | None:
+    """``path`` if it is a Claude Code transcript a hook may read; None when the payload
+    names none or nothing is there (nothing to read). Anything else raises BadInput
+    (field ``key``), so that the hook files nothing and says why in one line:
+
+    - a regular file named ``*.jsonl``, not a symbolic link, not a FIFO or a device;
+    - inside a project folder of Claude Code's transcript folder (:func:`projects_folders`),
+      its real path compared with the folder's;
+    - inside the session's own project folder when one is there — the folder named for
+      ``project_dir`` (``$CLAUDE_PROJECT_DIR``) or ``cwd`` — or one named for a folder
+      above ``cwd`` (a session started higher up); when neither is there (a name Claude
+      Code shortened), any project folder;
+    - its first lines (:data:`SHAPE_LINES`) JSON objects with a ``type``, one of them with
+      a ``sessionId`` or ``uuid``: the shape of Claude Code's transcript lines."""
+    if path is None or path == "":
+        return None
+    shown = str(path)[:200]
+
+    def refuse(why: str, hint: str | None = None) -> BadInput:
+        return BadInput(f"{shown!r} {why}; nothing read, nothing filed", field=key,
+                        hint=hint or "a hook reads only Claude Code's own transcripts (docs/safety.md)")
+
+    if not isinstance(path, str) or "\0" in path or not os.path.isabs(path):
+        raise refuse("is not an absolute path")
+    try:
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None  # nothing there: nothing read (as a transcript not written yet)
+    except OSError as exc:
+        raise refuse(f"cannot be looked at ({exc.strerror or exc})") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise refuse("is a symbolic link, not a transcript")
+    if not stat.S_ISREG(st.st_mode):
+        raise refuse("is not a regular file")
+    if not path.endswith(".jsonl"):
+        raise refuse("is not a transcript (*.jsonl)")
+    real = os.path.realpath(path)
+    roots = projects_folders()
+    place = next(((root, rel[0]) for root in roots
+                  if len(rel := Path(os.path.relpath(real, root)).parts) >= 2 and rel[0] not in ("..", ".")), None)
+    if place is None:
+        where = " or ".join(roots) if roots else "~/.claude/projects (none here)"
+        raise refuse(f"is not inside Claude Code's transcript folder ({where})")
+
+    def there(names: set[str]) -> set[tuple[str, str]]:
+        return {(root, n) for root in roots for n in names if os.path.isdir(os.path.join(root, n))}
+
+    own = there(project_folder_names(project_dir, cwd))
+    if own and place not in own | there(project_folder_names(*_above(cwd))):
+        raise refuse(f"is not inside this session's project folder ({', '.join(sorted(n for _, n in own))})",
+                     hint="the transcript of another project is not filed into this vault")
+    try:
+        fh = open_regular(path)
+    except (OSError, ValueError) as exc:
+        raise refuse(f"cannot be read as a regular file ({getattr(exc, 'strerror', None) or exc})") from None
+    budget, seen, found = MAX_TRANSCRIPT_BYTES, 0, False
+    with fh:
+        for n in range(1, SHAPE_LINES + 1):
+            raw = fh.readline(budget)
+            budget -= len(raw)
+            if not raw.endswith(b"\n"):
+                break  # the end, a line still being written, or more than is read: not judged
+            if not raw.strip():
+                continue
+            try:
+                entry = json.loads(raw)
+            except (ValueError, RecursionError):
+                raise refuse(f"is not a Claude Code transcript (line {n} is not JSON it reads)") from None
+            if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
+                raise refuse(f"is not a Claude Code transcript (line {n} is no transcript entry)")
+            seen += 1
+            found = found or any(isinstance(entry.get(k), str) for k in ("sessionId", "uuid"))
+    if not found:
+        raise refuse("is not a Claude Code transcript (no line with a type and a sessionId or uuid)"
+                     if seen else "is not a Claude Code transcript (no complete JSON line)")
+    return path
 
 
 def read_transcript(path: Any, tail: bool = False) -> list[tuple[int | None, dict]]:
     """The entries of a transcript as (line number, entry); ``tail``: only the last
     :data:`TAIL_BYTES` (line numbers then unknown). A missing or unreadable transcript
     has no entries; a line that is not JSON is passed over."""
-    if not isinstance(path, str) or not path or not os.path.isfile(path):
-        return []
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             if tail:
                 size = os.fstat(fh.fileno()).st_size
                 fh.seek(max(0, size - TAIL_BYTES))
@@ -783,7 +944,7 @@ def read_transcript(path: Any, tail: bool = False) -> list[tuple[int | None, dic
             else:
                 data = fh.read(MAX_TRANSCRIPT_BYTES)
                 numbered = list(enumerate(data.split(b"\n"), 1))
-    except OSError:
+    except (OSError, ValueError):
         return []
     out = []
     for n, raw in numbered:
@@ -791,7 +952,7 @@ def read_transcript(path: Any, tail: bool = False) -> list[tuple[int | None, dic
             continue
         try:
             entry = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(entry, dict):
             out.append((n, entry))
@@ -849,21 +1010,19 @@ def last_assistant_text(path: Any) -> str | None:
 
 def first_user_text(path: Any) -> str | None:
     """The first thing said to a sub-agent: its task (the delegation message)."""
-    if not isinstance(path, str) or not path or not os.path.isfile(path):
-        return None
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             for n, raw in enumerate(fh, 1):
                 if n > 200:
                     break
                 try:
                     entry = json.loads(raw)
-                except ValueError:
+                except (ValueError, RecursionError):
                     continue
                 found = user_texts([(n, entry)], sidechains=True) if isinstance(entry, dict) else []
                 if found:
                     return found[0][1]
-    except OSError:
+    except (OSError, ValueError):
         return None
     return None
 

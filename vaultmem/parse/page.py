@@ -401,18 +401,21 @@ def add_context_entry(page: RolePage, project: str, text: str) -> tuple[str, Ent
 
 def add_subagent_record(page: RolePage, day: _dt.date, title: str, fields: dict[str, str]) -> tuple[str, Entry]:
     """Append a ``### <date> <title>`` block with the four bullets (task, conclusion,
-    output, key decision) to the sub-agent records; the block id ends the last bullet."""
+    output, key decision) to the sub-agent records. The block id is on a line of its own
+    after the bullets, a blank line between: Obsidian's id of the whole list, so that a
+    link to the record shows all four bullets (at the end of the last bullet it would name
+    the key decision alone). Records written with the id on the last bullet read the same."""
     eid = new_entry_id(page.ids())
     sec = page.sections["subagents"]
     lang_index = 0 if page.lang == "zh" else 1
     colon = "：" if page.lang == "zh" else ": "
     bullets = [f"- **{SUBAGENT_FIELDS[k][lang_index]}**{colon}{' '.join(fields[k].split())}"
                for k in ("task", "conclusion", "output", "decision")]
-    bullets[-1] += f" ^{eid}"
     at = _insert_point(page.doc, sec.start + 1, sec.end)
-    block = ([""] if at > sec.start + 1 else []) + [f"### {day.isoformat()} {' '.join(title.split())}"] + bullets
+    head = ([""] if at > sec.start + 1 else []) + [f"### {day.isoformat()} {' '.join(title.split())}"]
+    block = head + bullets + ["", f"^{eid}"]
     _insert_block(page.doc, at, block, sec.end)
-    entry = Entry("subagents", "", at + len(block) - 4, eid, date=day.isoformat(), title=" ".join(title.split()),
+    entry = Entry("subagents", "", at + len(head), eid, date=day.isoformat(), title=" ".join(title.split()),
                   fields={k: " ".join(fields[k].split()) for k in ("task", "conclusion", "output", "decision")})
     text = page.doc.text()
     again = parse_page(text, page.path)
