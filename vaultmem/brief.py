@@ -24,6 +24,7 @@ rank, and a layer that is cut says how many of its lines it left out and where t
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,8 +120,9 @@ class BriefParts:
     skills: list[Hit] = field(default_factory=list)
     max_skills: int = 3
     # the role's own page: its entries in the page's own order (best first; never gated),
-    # and the page's path (None: the agent has no page)
-    page: list[Hit] = field(default_factory=list)
+    # and the page's path (None: the agent has no page). Any sequence of hits: read only
+    # as far as the brief shows it (a page layer makes each hit when first read)
+    page: Sequence[Hit] = field(default_factory=list)
     page_path: str | None = None
     shares: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_SHARES))
     identity_path: str | None = None
@@ -363,6 +365,20 @@ class _Layer:
                 + (_cost(self.more(left)) if left and self.more is not None else 0))
 
 
+class _Rows:
+    """``make(item)`` of each of ``items``, made when first asked for: a layer's rows
+    without reading more of its items than the brief shows."""
+
+    def __init__(self, items, make) -> None:
+        self.items, self.make = items, make
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, n: int):
+        return self.make(self.items[n])
+
+
 # the most of the room a layer may take when others leave theirs unused (an identity is
 # read in file order: a long one would crowd out what the task needs)
 CEILINGS = {"identity": 0.25}
@@ -442,7 +458,10 @@ def build_brief(parts: BriefParts, budget: int) -> Brief:
     shown_notes = notes[: parts.max_items]
     layers = [
         layer("identity", labels["identity"], plain(identity), "identity_more", link=id_link),
-        layer("page", labels["page"].format(link=page_link), [entry(h, "page") for h in parts.page], "page_more"),
+        # the page's hits are read only as far as the plan takes them (a page layer makes
+        # each entry's hit when first read: recall.PageHits)
+        layer("page", labels["page"].format(link=page_link), _Rows(parts.page, lambda h: entry(h, "page")),
+              "page_more"),
         layer("memory", labels["memory"], [entry(h, "memory") for h in shown_notes], "memory_more",
               beyond=len(notes) - len(shown_notes)),
         layer("decisions", labels["decisions"], [entry(h, "decisions") for h in decisions], "decisions_more"),

@@ -7,6 +7,7 @@ and the index and return hits or a :class:`~vaultmem.brief.Brief`, writing nothi
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Sequence
 from pathlib import Path
 
 from . import files, layout
@@ -298,7 +299,7 @@ PAGE_ORDER = {"context": 0, "work": 1, "subagents": 1}  # a project's context, t
 
 
 def page_layer(page: str, text: str, hits, task: str, project: str | None, min_relevance: float, today,
-               room: int = 0, usage=None) -> list:
+               room: int = 0, usage=None) -> PageHits:
     """The entries of the role's own page (``page``, its ``text``) a brief shows, best
     first, as hits: the project context of ``project`` (or of the projects the task
     names, or of all when it names none — entries under no project always), the
@@ -308,43 +309,105 @@ def page_layer(page: str, text: str, hits, task: str, project: str | None, min_r
     page is larger than its ``room`` in tokens, where it decides what is cut), then the
     later line first. The task only re-orders it: entries that the task's search found
     relevant (``hits``, at ``min_relevance``) come first, best first. Nothing here is
-    dropped for being irrelevant; the budget cuts from the end."""
+    dropped for being irrelevant; the budget cuts from the end.
+
+    The page is parsed once, and ordered from its parsed entries (section, date, line);
+    an entry becomes a hit — its document, with its neighbours' text — only when the
+    brief reads it (:class:`PageHits`), so a brief of a page of 150,000 entries makes the
+    few dozen it has room for."""
     from .analysis import estimate_tokens, normalize
-    from .models import Hit
-    from .parse.records import records
+    from .parse.records import page_docs
     from .retrieve import is_relevant
 
-    docs = records(page, text)
+    docs = page_docs(page, text)
+    entries = docs.entries
     if project is not None:
         wanted = {normalize(project).strip()}
     else:
-        named = task_project(task, sorted({d.project for d in docs if d.section == "context" and d.project}))
+        named = task_project(task, sorted({e.project for e in entries if e.section == "context" and e.project}))
         wanted = {normalize(p).strip() for p in named} or None
-    docs = [d for d in docs if d.section != "context" or not d.project or wanted is None
-            or normalize(d.project).strip() in wanted]
+    folded: dict[str, str] = {}
+
+    def shown(e) -> bool:
+        if e.section != "context" or not e.project or wanted is None:
+            return True
+        if e.project not in folded:
+            folded[e.project] = normalize(e.project).strip()
+        return folded[e.project] in wanted
+
+    # in the order the index lists a page's documents: by section, each in page order
+    kept = [n for same in docs.sections.values() for n in same if shown(entries[n])]
     found = {h.doc.id: h for h in hits if h.doc.path == page}
+    found_at: dict[int, object] = {}
+    if found:
+        for n in kept:
+            hit = found.get(docs.doc_id(n))
+            if hit is not None:
+                hit.relevant = is_relevant(hit, task, min_relevance)
+                found_at[n] = hit
     recalls: dict = {}
-    if usage is not None and sum(estimate_tokens(d.text) + 12 for d in docs) > room:
-        recalls = usage()
+    if usage is not None:
+        size = 0
+        for n in kept:  # larger than its room: stop counting as soon as that is known
+            size += estimate_tokens(docs.body(n)) + 12
+            if size > room:
+                recalls = usage()
+                break
+    days: dict[str | None, int] = {}
 
     def ordinal(day: str | None) -> int:
-        try:
-            return today.fromisoformat(day[:10]).toordinal() if day else 0
-        except ValueError:
-            return 0
+        if day not in days:
+            try:
+                days[day] = today.fromisoformat(day[:10]).toordinal() if day else 0
+            except ValueError:
+                days[day] = 0
+        return days[day]
 
-    out = []
-    for d in docs:
-        hit = found.get(d.id)
-        if hit is None:
-            hit = Hit(doc=d, score=0.0, channel="page")
+    keys = []
+    for n in kept:
+        hit = found_at.get(n)
+        if hit is not None:
+            d = hit.doc
+            keys.append((0 if hit.relevant else 1, -hit.score if hit.relevant else 0,
+                         PAGE_ORDER.get(d.section or "", 2), -ordinal(d.date),
+                         -recalls.get(d.id, (0, ""))[0], -(d.line or 0)))
         else:
-            hit.relevant = is_relevant(hit, task, min_relevance)
-        out.append(hit)
-    out.sort(key=lambda h: (0 if h.relevant else 1, -h.score if h.relevant else 0,
-                            PAGE_ORDER.get(h.doc.section or "", 2), -ordinal(h.doc.date),
-                            -recalls.get(h.doc.id, (0, ""))[0], -(h.doc.line or 0)))
-    return out
+            e = entries[n]
+            keys.append((1, 0, PAGE_ORDER.get(e.section or "", 2), -ordinal(e.date),
+                         -recalls.get(docs.doc_id(n), (0, ""))[0] if recalls else 0, -(e.line or 0)))
+    order = sorted(range(len(kept)), key=keys.__getitem__)
+    return PageHits(docs, [kept[k] for k in order], found_at)
+
+
+class PageHits(Sequence):
+    """The page layer's entries, best first (:func:`page_layer`): a sequence whose hits
+    are made when first read. ``made``: how many entries were made into documents."""
+
+    def __init__(self, docs, order: list[int], found: dict) -> None:
+        self._docs, self._order, self._found, self._hits = docs, order, found, {}
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __getitem__(self, n):
+        if isinstance(n, slice):
+            return [self[k] for k in range(*n.indices(len(self)))]
+        if n < 0:
+            n += len(self)
+        if not 0 <= n < len(self):
+            raise IndexError(n)
+        hit = self._hits.get(n)
+        if hit is None:
+            from .models import Hit
+
+            at = self._order[n]
+            hit = self._found.get(at) or Hit(doc=self._docs.doc(at), score=0.0, channel="page")
+            self._hits[n] = hit
+        return hit
+
+    @property
+    def made(self) -> int:
+        return self._docs.made
 
 
 def journal_fallback(journal, task: str, hits, conflicts: list, min_relevance: float, most: int):

@@ -197,30 +197,68 @@ def session_neighbours(docs: list[IndexDoc]) -> list[int]:
     return changed
 
 
+class PageDocs:
+    """A role page's entries as index documents, each made only when asked for: one
+    pass parses the page (:func:`parse_page`), and :meth:`doc` makes the document of
+    one entry — its text, and its neighbours' as ``near`` — in time independent of the
+    page's size. The brief's page layer orders a page of 150,000 entries from the parsed
+    entries alone and makes documents only of those it shows (``made`` counts them)."""
+
+    def __init__(self, rel: str, text: str) -> None:
+        self.rel, self.role = rel, _stem(rel)
+        self.page = parse_page(text, rel, stem=self.role, fast=True)
+        self.entries = self.page.entries  # in page order
+        # section → the positions of its entries, in page order (sections as they first appear)
+        self.sections: dict[str, list[int]] = {}
+        self._at: list[int] = []  # each entry's place in its section's list
+        for n, e in enumerate(self.entries):
+            same = self.sections.setdefault(e.section, [])
+            self._at.append(len(same))
+            same.append(n)
+        self.made = 0  # documents made so far
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def doc_id(self, n: int) -> str:
+        e = self.entries[n]
+        return f"{self.rel}#^{e.id}" if e.id else f"{self.rel}#L{e.line}"
+
+    def body(self, n: int) -> str:
+        """The searchable text of entry ``n``: a sub-agent record's four fields, else its text."""
+        e = self.entries[n]
+        if e.section == "subagents":
+            f = e.fields or {}
+            return "\n".join(v for v in (f.get("task"), f.get("conclusion"), f.get("output"),
+                                          f.get("decision")) if v) or e.text
+        return e.text
+
+    def doc(self, n: int) -> IndexDoc:
+        """The document of entry ``n`` (page order), with the text of its ``NEAR``
+        neighbours on each side in its section."""
+        e, k = self.entries[n], self._at[n]
+        same = self.sections[e.section]
+        neighbours = [self.entries[m] for m in same[max(0, k - NEAR) : k] + same[k + 1 : k + 1 + NEAR]]
+        self.made += 1
+        return IndexDoc(
+            id=self.doc_id(n), path=self.rel, kind="entry", text=self.body(n), title=e.title or (e.project or ""),
+            agent=self.role, section=e.section, status="active", author_kind="agent", importance=0.5, date=e.date,
+            days=_days(e.date), near=" \n".join(x.text for x in neighbours), entry_id=e.id, project=e.project,
+            line=e.line,
+        )  # fmt: skip
+
+
+def page_docs(rel: str, text: str) -> PageDocs:
+    """A role page (``agents/<role>.md``) parsed once, its documents made on demand
+    (:class:`PageDocs`). Raises ParseError as :func:`records` does."""
+    return PageDocs(rel, text)
+
+
 def _page_records(rel: str, text: str) -> list[IndexDoc]:
-    page = parse_page(text, rel, stem=_stem(rel), fast=True)
-    role = _stem(rel)
-    out: list[IndexDoc] = []
-    by_section: dict[str, list] = {}
-    for e in page.entries:
-        by_section.setdefault(e.section, []).append(e)
-    for section, entries in by_section.items():
-        for n, e in enumerate(entries):
-            neighbours = entries[max(0, n - NEAR) : n] + entries[n + 1 : n + 1 + NEAR]
-            body = e.text
-            title = e.title or ""
-            if section == "subagents":
-                f = e.fields or {}
-                body = "\n".join(v for v in (f.get("task"), f.get("conclusion"), f.get("output"),
-                                             f.get("decision")) if v) or e.text
-            out.append(IndexDoc(
-                id=f"{rel}#^{e.id}" if e.id else f"{rel}#L{e.line}",
-                path=rel, kind="entry", text=body, title=title or (e.project or ""), agent=role,
-                section=section, status="active", author_kind="agent", importance=0.5, date=e.date,
-                days=_days(e.date),
-                near=" \n".join(x.text for x in neighbours), entry_id=e.id, project=e.project, line=e.line,
-            ))  # fmt: skip
-    return out
+    """One doc per entry, grouped by section (in the order the sections first appear),
+    each section in page order."""
+    docs = PageDocs(rel, text)
+    return [docs.doc(n) for same in docs.sections.values() for n in same]
 
 
 def _log_records(rel: str, text: str) -> list[IndexDoc]:
@@ -305,4 +343,4 @@ def _section_records(rel: str, kind: str, meta: dict, body: str) -> list[IndexDo
     return out
 
 
-__all__ = ["records", "kind_of", "session_neighbours", "ParseError"]
+__all__ = ["records", "kind_of", "session_neighbours", "page_docs", "PageDocs", "ParseError"]
