@@ -279,8 +279,15 @@ class WhooshEngine:
             top = results.top_n  # (score, docnum), best first
             if complete_at([score for score, _n in top], limit, asked):
                 break
-            asked = engine_hits(asked * 2, held)
-        found = [(IndexDoc(**json.loads(searcher.stored_fields(docnum)["doc"])), float(score)) for score, docnum in top]
+            # each search scores every match again: a tie of thousands (entries of one
+            # shape on a big page) is reached in a few searches, not in one per doubling
+            asked = engine_hits(asked * 8, held)
+        scores = sorted((score for score, _n in top), reverse=True)
+        cut = scores[min(limit, len(scores)) - 1] if scores else 0.0
+        # a document is read only when it can be among the best ``limit``: above the last
+        # place, or tying with it (whose ids decide)
+        found = [(IndexDoc(**json.loads(searcher.stored_fields(docnum)["doc"])), float(score))
+                 for score, docnum in top if score >= cut]
         return by_rank(found)[:limit]
 
     def terms_with_prefix(self, prefix: str, limit: int) -> list[str]:
