@@ -606,3 +606,17 @@ def test_the_next_session_start_files_a_spool_left_behind(project, monkeypatch, 
     assert (code, err) == (0, "") and context(out, "SessionStart")  # answered at once; the filing is in the background
     wait_until(lambda: len(inbox_items(v)) == 4 and not claude.pending_spools(v.root), what="the old spool filed")
     assert {i.meta["session"] for i in inbox_items(v)} == {"sess-old"}
+
+
+def test_the_compaction_sub_process_stop_is_skipped_silently(project):
+    """During /compact Claude Code runs SubagentStop for its own compaction sub-process,
+    with no agent_type: no role dispatched it, so the hook files nothing and says nothing
+    (it printed an error line on every compaction)."""
+    v, transcript = project
+    head = git(v.root, "rev-parse", "HEAD")
+    for extra in ({}, {"agent_type": ""}):
+        r = hook("SubagentStop", payload("SubagentStop", agent_id="acompact1", transcript_path=str(transcript),
+                                         stop_hook_active=False, last_assistant_message="<summary>…</summary>",
+                                         **extra), v.root)
+        assert (r.returncode, r.stdout, r.stderr) == (0, "", "")
+    assert git(v.root, "rev-parse", "HEAD") == head and not inbox_items(v)

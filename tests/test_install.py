@@ -295,3 +295,44 @@ def test_the_installed_commands_run_and_fail_open(project, home, en_vault):
     assert subprocess.run([server["command"], *server["args"][:server["args"].index("mcp")], "--version"],
                           capture_output=True,
                           env={"PATH": "/usr/bin:/bin"}, timeout=120).returncode == 0
+
+
+def test_the_launcher_finds_vaultmem_in_the_projects_venv_or_as_recorded_by_init(tmp_path):
+    """Installed in a virtual environment (the README's set-up) with VAULTMEM_BIN unset,
+    Claude Code's minimal PATH has no vaultmem: the launcher falls back to the nearest
+    .venv at or above the project, then to the vaultmem that set the vault up (recorded by
+    ``vaultmem init`` in .vaultmem/local/, never committed). Before, the hooks did
+    nothing and the MCP server exited 127."""
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    payload = json.dumps({"session_id": "s1", "cwd": "/", "hook_event_name": "SessionStart", "source": "startup"})
+
+    # a vault set up by this vaultmem (its script beside this Python), the project inside it
+    root = tmp_path / "team"
+    made = run_vaultmem("init", root, "--lang", "en", "--orchestrator", "lee")
+    assert made.returncode == 0, made.stderr
+    record = root / ".vaultmem" / "local" / "vaultmem-bin"
+    assert record.read_text().strip() == str(VAULTMEM)
+    assert git(root, "status", "--porcelain") == ""  # per machine: never committed
+    project = root / "wiki" / "app"
+    project.mkdir(parents=True)
+    env = {"PATH": str(bare), "CLAUDE_PROJECT_DIR": str(project), "HOME": str(tmp_path)}
+    started = launch("hook", "SessionStart", env=env, stdin=payload)
+    assert started.returncode == 0 and started.stderr == "", started.stderr
+    assert "additionalContext" in json.loads(started.stdout)["hookSpecificOutput"]
+    shown = launch("config", "show", "--json", env=env)
+    assert shown.returncode == 0 and json.loads(shown.stdout)["orchestrator"] == "lee", shown.stderr
+
+    # a recorded path that is not a vaultmem script is never run
+    record.write_text("/bin/sh\n")
+    refused = launch("mcp", env=env)
+    assert refused.returncode == 127 and "cannot find vaultmem" in refused.stderr
+
+    # the project's own .venv, found from a folder below it (a link to this venv's script)
+    venv_bin = project / ".venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "vaultmem").symlink_to(VAULTMEM)
+    deeper = project / "src" / "ui"
+    deeper.mkdir(parents=True)
+    found = launch("config", "show", "--json", env={**env, "CLAUDE_PROJECT_DIR": str(deeper)})
+    assert found.returncode == 0 and json.loads(found.stdout)["orchestrator"] == "lee", found.stderr

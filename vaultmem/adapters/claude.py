@@ -416,6 +416,10 @@ def subagent_start(v: Vault, actor: Actor, payload: dict) -> str | None:
 
 
 def subagent_stop(v: Vault, actor: Actor, payload: dict) -> str | None:
+    if payload.get("agent_type") in (None, ""):
+        # Claude Code's own sub-processes (the one /compact runs) stop with no agent_type:
+        # no role dispatched them, so there is nothing to harvest and nothing to say
+        return None
     role = role_name(payload.get("agent_type"))
     agent_id = _id(payload, "agent_id", required=True)
     session = _id(payload, "session_id")

@@ -131,6 +131,23 @@ def vaultmem_command() -> list[str]:
     return [str(python), "-m", "vaultmem"]
 
 
+# the file in a vault's .vaultmem/local/ (per machine, never committed) naming the vaultmem
+# that set the vault up here: the plugin's launcher runs it when PATH has no vaultmem
+LAUNCH_RECORD = "vaultmem-bin"
+
+
+def record_vaultmem(root: Path) -> str | None:
+    """Write this vaultmem's script (:func:`vaultmem_command`, when it is a script: a
+    virtual environment's, pipx's) into the vault's ``.vaultmem/local/`` for the plugin's
+    launcher (``hooks/claude-code/bin/vaultmem-launch``), which hosts start with a minimal
+    PATH. Per machine and never committed; the path written, or None (no script, or a
+    vault it cannot write: nothing recorded, the launcher's other ways stand)."""
+    command = vaultmem_command()
+    if len(command) != 1:
+        return None
+    return command[0] if files.write_local(root, LAUNCH_RECORD, command[0] + "\n") else None
+
+
 def bundle_root() -> Path:
     """The top-level ``hooks/`` folder (the Claude Code plugin, the git hook): inside the
     installed package, or at the source checkout's top."""

@@ -36,6 +36,7 @@ def _scope(project: bool, user: bool) -> str:
 
 def _claude(ctx: typer.Context, install: bool, project: bool, user: bool, dry_run: bool,
             vault: Path | None, as_: str | None, json_: bool) -> None:
+    from ...errors import VaultmemError
     from ...names import check_name
     from ...vault import locate
     from .. import install as planner
@@ -47,6 +48,11 @@ def _claude(ctx: typer.Context, install: bool, project: bool, user: bool, dry_ru
     plan = planner.plan_claude(scope, install=install, home=Path.home(), project=Path.cwd(),
                                vault=vault_root, agent=agent)
     _finish(s, plan, dry_run, planner)
+    if install and not dry_run:
+        try:  # for the plugin's launcher too: this vaultmem, recorded in the vault it serves
+            planner.record_vaultmem(locate(s.vault))
+        except VaultmemError:
+            pass  # no vault here (yet): the hooks written above name this vaultmem themselves
 
 
 def _git_hooks(ctx: typer.Context, install: bool, dry_run: bool, vault: Path | None, json_: bool) -> None:

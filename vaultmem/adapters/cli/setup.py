@@ -35,7 +35,10 @@ def init(
         from ...names import check_name
 
         actor = Actor(check_name(s.agent, "agent name", field="actor"))
-    _v, change = Vault.init(path, lang=lang, orchestrator=orchestrator, actor=actor)
+    v, change = Vault.init(path, lang=lang, orchestrator=orchestrator, actor=actor)
+    from ..install import record_vaultmem
+
+    record_vaultmem(v.root)  # which vaultmem the Claude Code plugin's launcher runs, when PATH has none
     s.emit(change, render.init)
 
 
