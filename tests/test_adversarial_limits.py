@@ -77,6 +77,8 @@ def test_cli_brief_and_dispatch_refuse_a_huge_budget_before_writing_anything(tv,
     (lambda v: v.brief("orch", "redis", window=10**12), "window"),
     (lambda v: v.lifecycle.delegate("cache", "redis", v.actor("orch"), window=10**12), "window"),
     (lambda v: v.lifecycle.delegate("cache", "redis", v.actor("orch"), tokens=-1), "tokens"),
+    (lambda v: v.dispatch("newrole", "x" * 300_000, v.actor("orch")), "task"),
+    (lambda v: v.dispatch("newrole", "redis", v.actor("orch"), tokens=10**12), "tokens"),
     (lambda v: v.shared.tail(n=HUGE), "n"),
     (lambda v: v.lifecycle.history("orch", max_count=HUGE), "n"),
 ])
@@ -275,3 +277,27 @@ def test_a_langgraph_store_search_far_down_the_list_asks_within_the_bounds(tv):
     store = VaultStore(tv.root, agent="orch")
     assert store.search(("memories",), query="redis", limit=500, offset=400) == []  # was: BadInput for limit
     assert len(store.search(("memories",), query="redis", limit=5)) == 3
+
+
+@pytest.mark.parametrize("engine", ["whoosh", "tantivy"])
+def test_a_tie_larger_than_an_engine_is_ever_asked_for_ends(tmp_path, engine):
+    """Entries of one shape tie for the last place; when the tie is larger than the most an
+    engine is asked for (limits.ENGINE_MAX_HITS, lowered here to 20 for 61 tied entries),
+    the search must still end (it asked again forever: a hung MCP server on a big page)."""
+    v, _ = Vault.init(tmp_path / "v", lang="en", orchestrator="orch")
+    root = v.root
+    v.ensure_page("kafka", v.actor("orch"))
+    path = root / "agents" / "kafka.md"
+    text = path.read_text(encoding="utf-8")
+    lines = "".join(f"- 2026-12-01 | kafka entry ^m-{i:06x}\n" for i in range(61))
+    marker = "## Working memory\n"
+    assert marker in text
+    path.write_text(text.replace(marker, marker + lines, 1), encoding="utf-8")
+    script = (f"import vaultmem.limits as L; L.ENGINE_MAX_HITS = 20\n"
+              f"from vaultmem import Vault\n"
+              f"hits = Vault({str(root)!r}).search('kafka entry', limit=10)\n"
+              f"print(len(hits))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "VAULTMEM_INDEX_ENGINE": engine})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "10"

@@ -336,3 +336,32 @@ def test_the_launcher_finds_vaultmem_in_the_projects_venv_or_as_recorded_by_init
     deeper.mkdir(parents=True)
     found = launch("config", "show", "--json", env={**env, "CLAUDE_PROJECT_DIR": str(deeper)})
     assert found.returncode == 0 and json.loads(found.stdout)["orchestrator"] == "lee", found.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a file another user's needs root")
+def test_the_launcher_never_runs_a_vaultmem_another_user_planted_above_the_project(tmp_path):
+    """A .venv (or a recorded path) above the project that is not yours — /tmp/.venv/bin/
+    vaultmem made by another user of the machine — is never run: it would run as you in
+    every session of a project below it."""
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    ran = tmp_path / "ran"
+    planted = tmp_path / "shared" / ".venv" / "bin"
+    planted.mkdir(parents=True)
+    (planted / "vaultmem").write_text(f"#!/bin/sh\necho planted > {shlex.quote(str(ran))}\n")
+    (planted / "vaultmem").chmod(0o755)
+    record = tmp_path / "shared" / ".vaultmem" / "local"
+    record.mkdir(parents=True)
+    (record / "vaultmem-bin").write_text(f"{planted / 'vaultmem'}\n")
+    for path in (planted.parent, planted / "vaultmem", record / "vaultmem-bin"):
+        os.chown(path, 65534, 65534)  # nobody's
+    project = tmp_path / "shared" / "proj"
+    project.mkdir()
+    env = {"PATH": str(bare), "CLAUDE_PROJECT_DIR": str(project), "HOME": str(tmp_path)}
+    done = launch("hook", "SessionStart", env=env, stdin="{}")
+    assert done.returncode == 0 and "cannot find vaultmem" in done.stderr and not ran.exists()
+    # the same folders, yours: run
+    for path in (planted.parent, planted / "vaultmem", record / "vaultmem-bin"):
+        os.chown(path, 0, 0)
+    launch("hook", "SessionStart", env=env, stdin="{}")
+    assert ran.read_text().strip() == "planted"

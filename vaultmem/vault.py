@@ -987,7 +987,13 @@ class Vault:
     def dispatch(self, role: str, task: str, actor: Actor, category: str | None = None,
                  project: str | None = None, window: int | None = None, ratio: float | None = None,
                  tokens: int | None = None):
-        """Seed 000's dispatch: create the role's page on first use, then brief it."""
+        """Seed 000's dispatch: create the role's page on first use, then brief it. The
+        task's size, ``window`` and ``tokens`` are checked first: a dispatch refused
+        writes nothing."""
+        from . import limits
+
+        limits.check_text("task", task)
+        limits.check_sizes(window=window, tokens=tokens)
         change = self.ensure_page(role, actor, category=category, project=project)
         brief = self.brief(change.details["role"], task, window=window, ratio=ratio, tokens=tokens, project=project)
         return change, brief

@@ -434,7 +434,10 @@ class TantivyEngine:
             # a document left out scores at most ``bound`` times the last tantivy score
             if len(hits) < asked or len(best) < limit or bound * hits[-1][0] < best[limit - 1]:
                 break
-            asked = engine_hits(asked * 2, held)
+            more = engine_hits(asked * 2, held)
+            if more == asked:  # as many as an engine is ever asked for: ties past it go by score alone
+                break
+            asked = more
         cut = best[min(limit, len(best)) - 1] if best else 0.0
         kept = [(_index_doc(stored), score) for score, stored in scored.values() if score >= cut]
         return by_rank(kept)[:limit]  # the documents are parsed only for those that can be in

@@ -281,7 +281,10 @@ class WhooshEngine:
                 break
             # each search scores every match again: a tie of thousands (entries of one
             # shape on a big page) is reached in a few searches, not in one per doubling
-            asked = engine_hits(asked * 8, held)
+            more = engine_hits(asked * 8, held)
+            if more == asked:  # as many as an engine is ever asked for: ties past it go by score alone
+                break
+            asked = more
         scores = sorted((score for score, _n in top), reverse=True)
         cut = scores[min(limit, len(scores)) - 1] if scores else 0.0
         # a document is read only when it can be among the best ``limit``: above the last

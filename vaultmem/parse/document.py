@@ -92,6 +92,8 @@ def yaml_timestamp(moment) -> Any:
     import datetime as _dt
 
     if isinstance(moment, str):
+        if ":" not in moment:  # a day (2026-05-08), or no date and time at all: kept as written
+            return moment
         try:
             moment = _dt.datetime.fromisoformat(moment.strip().replace("Z", "+00:00"))
         except ValueError:

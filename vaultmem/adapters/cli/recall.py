@@ -157,8 +157,6 @@ def dispatch(
     Example: vaultmem dispatch 前端性能审计 --task "审查这个React组件的性能" --as lee
     """
     s = session(ctx, vault, as_, json_)
-    limits.check_text("task", task)  # before the page is created: a refused brief writes nothing
-    limits.check_sizes(window=window, tokens=tokens)
     v = s.open()
     change, b = v.dispatch(role, task, v.actor(s.agent), category=category, project=project,
                            window=window, ratio=ratio, tokens=tokens)
