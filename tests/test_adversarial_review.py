@@ -138,7 +138,7 @@ def test_a_forgery_is_seen_uncommitted_and_with_a_later_date_or_a_review_edit_su
 def test_an_item_as_filed_and_one_edited_by_vaultmem_are_listed_unmarked(vault):
     assert vm(vault, "config", "set", "review.orchestrator_approves", "true").returncode == 0
     plain = file_item(vault, USER_FACT)
-    edited = file_item(vault, USER_FACT)
+    edited = file_item(vault, USER_FACT.replace("8080", "9090"))  # another fact: the same one would join the first
     assert vm(vault, "review", "edit", edited["id"], "--name", "backend port", agent="lee").returncode == 0
     for item in (plain, edited):
         shown = listed(vault, item["id"])

@@ -49,7 +49,7 @@ ALLOWED = {
     "notes": STORAGE,
     "pages": STORAGE | {"notes"},
     "lifecycle": STORAGE | {"pages"},
-    "inbox": STORAGE | {"notes", "pages", "lifecycle"},
+    "inbox": STORAGE | {"notes", "pages", "lifecycle", "analysis"},  # analysis: a repeat told by its terms
     "shared": STORAGE | {"livelog"},
     "conflicts": STORAGE | {"analysis"},  # disagreeing memory, read from the files for a human
     "timeline": STORAGE,  # dated entries, decisions, log entries and notes in order (read only)

@@ -64,6 +64,8 @@ class Config:
     # review.auto_harvest: a sub-agent's report a hook or the Hermes provider harvests is written
     # to the role's page at once (true) or waits in the inbox for a human (false)
     auto_harvest: bool = False
+    # review.nudge_days: the orchestrator's session brief says when items have waited longer
+    nudge_days: float = 3.0
     max_note_bytes: int = MAX_NOTE_BYTES
     max_log_body_bytes: int = 64 * 1024
     claude_agent: str | None = None  # hooks.claude.agent: who the Claude Code hooks act as
@@ -92,7 +94,7 @@ SETTINGS = (
     "brief.min_relevance", "brief.min_coverage", "search.min_relevance", "search.semantic", "search.model",
     "search.ranking", "search.reranker", "search.rerank_depth", "index.lock_timeout", "index.engine",
     "checkpoint.fresh_minutes", "lifecycle.delegation_max_age_hours", "safety.secrets", "review.trusted_agents",
-    "review.orchestrator_approves", "review.auto_harvest", "hooks.claude.agent", "hooks.claude.prompt_log",
+    "review.orchestrator_approves", "review.auto_harvest", "review.nudge_days", "hooks.claude.agent", "hooks.claude.prompt_log",
     "hooks.claude.max_chars", "forgetting.min_score", "forgetting.page_tokens", "journal.keep_days",
     "journal.hooks",
 )  # fmt: skip
@@ -289,6 +291,7 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
     auto_harvest = _get(raw, "review.auto_harvest", False)
     if not isinstance(auto_harvest, bool):
         raise bad("review.auto_harvest", f"is {auto_harvest!r}; it must be true or false")
+    nudge_days = number("review.nudge_days", 3, 0, 36500)
     if "hooks" in raw and "claude" in raw["hooks"] and not isinstance(raw["hooks"]["claude"], dict):
         raise bad("hooks.claude", "must be a group of settings (key: value lines indented below it)")
     claude_agent = agent_name("hooks.claude.agent", None, "agent name",
@@ -358,6 +361,7 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
         trusted_agents=tuple(str(a) for a in trusted),
         orchestrator_approves=bool(orchestrator_approves),
         auto_harvest=auto_harvest,
+        nudge_days=float(nudge_days),
         max_note_bytes=int(max_note),
         max_log_body_bytes=int(max_body),
         claude_agent=str(claude_agent) if claude_agent is not None else None,

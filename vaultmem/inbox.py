@@ -41,11 +41,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import re
 import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import files, gitstore, guard, layout, lifecycle, notes, pages
+from .analysis import normalize, tokens
 from .errors import BadInput, NotFound, ParseError, PermissionRefused, VaultmemError
 from .models import Actor, Change, NoteFields
 from .parse.document import parse_document, plain, yaml_timestamp
@@ -66,6 +68,12 @@ FLAT = {"note": "note_", "fields": "field_"}  # nested mappings, stored as prefi
 PROVENANCE = ("proposed_by", "proposed", "session", "quarantined")
 NOTE_PROVENANCE = ("author", "author_kind", "source", "said", "confidence")
 NOT_FILED = "no commit by vaultmem filed it"
+# a repeat: the same text once case, width and punctuation are set aside, or as many of
+# the same index terms as the brief's near-duplicates share (vaultmem.brief)
+SAME_TERMS = 0.8
+SCOPE_KEYS = ("scope", "agent", "project")  # a note held or waiting for the same readers
+MAX_SESSIONS = 50  # the sessions a joined item names (the newest); ``seen`` counts them all
+JOIN_KEYS = ("seen", "sessions", "seen_by", "first_seen", "last_seen")
 
 
 def _nested(meta: dict) -> dict:
@@ -80,7 +88,7 @@ def _nested(meta: dict) -> dict:
     return meta
 
 
-ITEM_DATES = ("proposed", "reviewed", "note_created", "note_confirmed")  # written as yaml_timestamp writes them
+ITEM_DATES = ("proposed", "reviewed", "note_created", "note_confirmed", "first_seen", "last_seen")  # written as yaml_timestamp writes them
 
 
 def _render_item(meta: dict, text: str) -> str:
@@ -143,7 +151,8 @@ class Item:
                 "summary": self.summary(), "text": self.text,
                 **{k: self.meta[k] for k in ("note", "target", "role", "section", "project", "delegation",
                                              "fields", "reviewed_by", "reviewed", "reason", "result",
-                                             "changed_after_filing", "filed_in", "changed_since_filed")
+                                             "changed_after_filing", "filed_in", "changed_since_filed",
+                                             *JOIN_KEYS)
                    if self.meta.get(k) is not None}}
 
 
@@ -163,9 +172,10 @@ class Filed:
     now: dict[str, Any] = field(default_factory=dict)
 
 
-def _parse(source: str, rel: str) -> Item:
-    """An item from the text of its file (``rel`` names it in errors)."""
-    doc = parse_document(source, rel, require_frontmatter=True)
+def _parse(source: str, rel: str, fast: bool = False) -> Item:
+    """An item from the text of its file (``rel`` names it in errors; ``fast``: read
+    only, with the index's YAML reader)."""
+    doc = parse_document(source, rel, require_frontmatter=True, fast=fast)
     meta = _nested(plain(doc.meta)) if isinstance(doc.meta, dict) else {}
     if meta.get("type") != "inbox-item" or meta.get("op") not in NOTE_OPS + PAGE_OPS:
         raise ParseError("this is not an inbox item (type: inbox-item and an op are needed)", path=rel, line=1)
@@ -186,13 +196,20 @@ class Inbox:
         """File proposals (dicts: op, text and the op's fields; notes already prepared
         with :func:`vaultmem.notes.prepare`, their input scrubbed by ``scrub``) as inbox
         items, in one commit by ``actor``. A trusted agent's user-stated ADD is approved
-        in the same commit."""
+        in the same commit.
+
+        A fact is filed once: an ADD that memory already holds (an active note of the same
+        or near-equal text, for the same readers) is not filed (``held``); one equal or
+        near-equal to an ADD already waiting joins that item (``joined``: its ``seen``
+        count, ``sessions``, ``first_seen`` / ``last_seen`` updated in this commit) instead
+        of filing another. No commit when nothing is left to write."""
         scrub = scrub or self.vault.writer.scrubber()
         session = scrub.text("session", session) if session else None
         with self.vault.writer.locked():
             taken = set(self._ids())
             writes: dict[str, str | None] = {}
-            out = []
+            out, joined, held = [], [], []
+            known = _Known(self)
             for position, proposal in enumerate(proposals, 1):
                 iid = _new_id(taken)
                 meta = {"type": "inbox-item", "id": iid, "op": proposal["op"], "status": "pending",
@@ -207,6 +224,9 @@ class Inbox:
                 meta["flags"] = flags
                 item = Item(iid, f"{INBOX_DIR}/{iid}.md", proposal["op"], "pending", meta,
                             proposal.get("text") or "", flags)
+                if item.op == "add" and (holder := known.held(item)):
+                    held.append({"text": item.text, "note": holder, "position": position})
+                    continue
                 auto = (proposal["op"] == "add" and actor.name in self.config.trusted_agents
                         and note.get("author_kind") == "user" and not flags and not item.quarantined
                         and (not note.get("agent") or actor.name == self.config.orchestrator))
@@ -218,20 +238,42 @@ class Inbox:
                     writes[f"{ARCHIVE_DIR}/{iid}.md"] = _render_item(archived, item.text)
                     out.append({**item.to_dict(), "status": "approved", "result": result,
                                 "path": f"{ARCHIVE_DIR}/{iid}.md"})
+                    known.noted(item, result)
+                elif item.op == "add" and (into := known.waiting_twin(item)) is not None:
+                    merged = _joined(into, session, actor.name)
+                    writes[merged.path] = _render_item(merged.meta, merged.text)
+                    known.replace(into, merged)
+                    joined.append({"id": merged.id, "seen": merged.meta["seen"], "session": session,
+                                   "position": position})
                 else:
                     writes[item.path] = _render_item(meta, item.text)
                     out.append(item.to_dict())
+                    known.filing(item)
             pending = [o for o in out if o["status"] == "pending"]
             approved = [o for o in out if o["status"] == "approved"]
+            for j in joined:  # the item as written holds the count
+                for o in out:
+                    if o["id"] == j["id"]:
+                        o.update({k: v for k, v in known.item(j["id"]).to_dict().items() if k in JOIN_KEYS})
+            details = {"items": out, "pending": len(pending), "approved": len(approved),
+                       "flagged": sum(1 for o in out if o["flags"]),
+                       "quarantined": sum(1 for o in out if o["quarantined"]),
+                       "joined": joined, "held": held}
+            if not writes:
+                message = (f"nothing filed: memory already holds {'it' if len(held) == 1 else 'all ' + str(len(held))}"
+                           if held else "nothing filed")
+                return Change("propose", [], None, message, details, warnings=scrub.warnings())
             what = what or (f"{len(out)} items" if len(out) != 1 else f"{out[0]['op']} {out[0]['id']}")
             message = f"inbox: {actor.name} proposes {what}" + (f" (session {session})" if session else "")
             if approved:
                 message += f"; {len(approved)} approved at once (trusted agent, user-stated)"
+            body = [f"- {o['id']}: filed" for o in pending]
+            body += [f"- {j['id']}: seen again (seen {j['seen']} times)" for j in joined]
+            body += [f"- not filed, memory already holds it: {h['note']}" for h in held]
+            if joined or held:
+                message += "\n\n" + "\n".join(body)
             sha = self.vault.writer.apply(actor, message, writes)
-        return Change("propose", list(writes), sha, message,
-                      {"items": out, "pending": len(pending), "approved": len(approved),
-                       "flagged": sum(1 for o in out if o["flags"]),
-                       "quarantined": sum(1 for o in out if o["quarantined"])}, warnings=scrub.warnings())
+        return Change("propose", list(writes), sha, message, details, warnings=scrub.warnings())
 
     def retain(self, actor: Actor, text: str, source_name: str, session: str | None = None) -> Change:
         """File the facts an agent curated at the end of a session: a YAML/JSON list of
@@ -304,12 +346,14 @@ class Inbox:
         return [p.stem for folder in (INBOX_DIR, ARCHIVE_DIR) if (self.root / folder).is_dir()
                 for p in (self.root / folder).glob("i-*.md")]
 
-    def _read(self, rel: str) -> Item:
-        return _parse(files.read_vault_text(self.root, rel), rel)
+    def _read(self, rel: str, fast: bool = False) -> Item:
+        return _parse(files.read_vault_text(self.root, rel), rel, fast)
 
-    def items(self, status: str = "pending") -> list[Item]:
+    def items(self, status: str = "pending", fast: bool = False) -> list[Item]:
         """Items waiting (``pending``), decided (``approved``/``rejected``) or ``all``;
-        a file that cannot be read is listed as a problem item, not skipped."""
+        a file that cannot be read is listed as a problem item, not skipped. ``fast``:
+        to count or compare, not to write back (read with the index's YAML reader, about
+        14 times faster)."""
         folders = {"pending": [INBOX_DIR], "approved": [ARCHIVE_DIR], "rejected": [ARCHIVE_DIR]}.get(
             status, [INBOX_DIR, ARCHIVE_DIR])
         out = []
@@ -318,12 +362,29 @@ class Inbox:
             for p in sorted(path.glob("*.md")) if path.is_dir() else []:
                 rel = f"{folder}/{p.name}"
                 try:
-                    item = self._read(rel)
+                    item = self._read(rel, fast)
                 except VaultmemError as exc:
                     item = Item(p.stem, rel, "unreadable", "problem", {"problem": str(exc)}, "")
                 if status in ("all", item.status) or (status == "pending" and folder == INBOX_DIR):
                     out.append(item)
         return sorted(out, key=lambda i: (str(i.meta.get("proposed") or ""), _position(i.meta), i.id))
+
+    def overdue(self, days: float | None = None) -> int:
+        """How many items have waited longer than ``days`` (default ``review.nudge_days``)
+        since they were filed (as ``vaultmem stats`` counts them: an item whose filing
+        time cannot be read is not counted)."""
+        days = self.config.nudge_days if days is None else days
+        cut = _dt.datetime.now(_dt.timezone.utc) - _dt.timedelta(days=days)
+        return sum(1 for i in self.items(fast=True) if (at := _instant(i.meta.get("proposed"))) is not None
+                   and at < cut)
+
+    @staticmethod
+    def nudge_line(count: int, days: float) -> str | None:
+        """What the orchestrator's session brief says of ``count`` items overdue."""
+        if not count:
+            return None
+        return (f"{count} item{' has' if count == 1 else 's have'} waited over {days:g} day{'' if days == 1 else 's'}"
+                " for review: vaultmem review")
 
     def get(self, iid: str) -> Item:
         iid = (iid or "").strip().removesuffix(".md").rsplit("/", 1)[-1]
@@ -338,7 +399,8 @@ class Inbox:
     def filed(self, item: Item, dirty: set[str] | None = None) -> Filed:
         """Whether a waiting item is exactly what vaultmem filed (or a vaultmem edit made
         of it since): its file as last committed, every commit that touched it vaultmem's
-        filing or a ``review: edit``, and its provenance as the filing commit holds it.
+        filing, a ``review: edit`` or a later filing the same fact joined (``seen``), and
+        its provenance as the filing commit holds it.
         ``dirty``: the paths known to differ from their last commit (None: ask git)."""
         commits = self._history(item)  # newest first
         first = commits[-1] if commits else None
@@ -346,7 +408,8 @@ class Inbox:
             return Filed(NOT_FILED, None)
         changed, vouched = None, first[0]  # vouched: the newest version vaultmem wrote
         for sha, author, subject in reversed(commits[:-1]):
-            if subject != f"review: edit {item.id}":
+            # a review edit, or a later filing by whoever proposed the same fact again (a join)
+            if subject != f"review: edit {item.id}" and not subject.startswith(f"inbox: {author} proposes "):
                 changed = f"commit {sha[:12]} by {author} changed it: {subject}"
                 break
             vouched = sha
@@ -596,6 +659,83 @@ class Inbox:
         return Change("review.reject", [item.path, dst], sha, message, {"id": item.id, "reason": reason,
                                                                         "archived_to": dst}, warnings=scrub.warnings())
 
+    def selected(self, session: str | None = None, flagged: bool = False) -> list[Item]:
+        """The waiting items of a group: filed in ``session`` (its filing session) and/or
+        ``flagged`` as instruction-like (as filed, or by the text as it is now). Files that
+        cannot be read as items are left out: a human rejects each by its name."""
+        out = []
+        for listed in self.items(fast=True):
+            if listed.op == "unreadable" or (session is not None and listed.meta.get("session") != session):
+                continue
+            try:
+                item = self.get(listed.id)  # read as it will be archived
+            except VaultmemError:
+                continue
+            if flagged:
+                shown = self._as_filed(item, self.filed(item))
+                if not (shown.flags or item.flags or _flags(item.text, item.meta.get("note"), item.meta.get("fields"),
+                                                            item.meta.get("title"))):
+                    continue
+            out.append(item)
+        return out
+
+    def decide_group(self, actor: Actor, approve: bool, session: str | None = None, flagged: bool = False,
+                     reason: str | None = None) -> Change:
+        """Approve or reject every waiting item of a group (:meth:`selected`) in one commit
+        by a human, whose message lists each item. Each is decided as :meth:`approve` /
+        :meth:`reject` decide one; if one cannot be carried out, none is."""
+        if not actor.is_human:
+            raise PermissionRefused(f"agent {actor.name!r} may not decide a group of items: only a human does",
+                                    hint="an agent decides one item at a time, where it may: vaultmem review approve ID")
+        if session is None and not flagged:
+            raise BadInput("a group needs --session or --flagged", field="session")
+        verb = "approve" if approve else "reject"
+        if not approve:
+            reason = " ".join((reason or "").split())
+            if not reason:
+                raise BadInput("a rejection needs its reason", field="reason")
+        scrub = self.vault.writer.scrubber()
+        reason = scrub.text("reason", reason) if reason else None
+        group = " and ".join([*([f"session {session}"] if session is not None else []),
+                              *(["flagged"] if flagged else [])])
+        with self.vault.writer.locked():
+            items = self.selected(session, flagged)
+            if not items:
+                raise NotFound(f"no waiting item is in the group ({group})",
+                               hint="see the groups: vaultmem review")
+            writes: dict[str, str | None] = {}
+            decided, lines, rescrubbed = [], [], []
+            for item in items:
+                state = self.filed(item)
+                shown = self._as_filed(item, state)
+                if approve:
+                    shown = self._clean(shown, scrub)
+                    done, result, what = self._perform(shown, actor, writes)
+                    writes.update(done)
+                    archived = {**shown.meta, "status": "approved", "reviewed_by": actor.name, "reviewed": _now(),
+                                "result": result, **_changed(state)}
+                    lines.append(f"- {item.id}: {item.op} proposed by {shown.proposed_by} → {what}")
+                    entry = {"id": item.id, "op": item.op, "result": result}
+                else:
+                    shown = self._clean(shown, scrub, rejecting=True)
+                    archived = {**shown.meta, "status": "rejected", "reviewed_by": actor.name, "reviewed": _now(),
+                                "reason": reason, **_changed(state)}
+                    lines.append(f"- {item.id}: {item.op} proposed by {shown.proposed_by}")
+                    entry = {"id": item.id, "op": item.op}
+                knowingly = " (changed after it was filed: decided as it is now)" if state.changed else ""
+                lines[-1] += knowingly
+                writes[item.path] = None
+                writes[layout.archived_inbox_path(item.id)] = _render_item(archived, shown.text)
+                rescrubbed.append(item.path)
+                decided.append({**entry, "archived_to": layout.archived_inbox_path(item.id), **_changed(state)})
+            n = len(decided)
+            message = (f"review: {verb} {n} item{'' if n == 1 else 's'} ({group})" + (f": {reason}" if reason else "")
+                       + "\n\n" + "\n".join(lines))
+            sha = self.vault.writer.apply(actor, message, writes, rescrubbed=tuple(rescrubbed))
+        return Change(f"review.{verb}", list(writes), sha, message,
+                      {"decided": decided, "group": group, **({"reason": reason} if reason else {})},
+                      warnings=scrub.warnings())
+
     def _reject_unreadable(self, iid: str, actor: Actor, reason: str, problem: ParseError, scrub: Scrubber) -> Change:
         """A waiting file that is not a readable item (broken by hand): a human may still
         reject it; it moves to the archive as it is."""
@@ -653,6 +793,142 @@ class Inbox:
         return writes, link, f"sub-agent record {link}"
 
 
+_NEGATION = re.compile(r"\b(?:not|no|never|nor|none|without|cannot)\b|n't|不|没|無|无|未")
+
+
+@dataclass(frozen=True)
+class Sameness:
+    """What tells one fact's text from another's: its normalised characters, its index
+    terms, the terms that hold a digit, and whether it says no. Near-equal texts share
+    most terms (:data:`SAME_TERMS`) but never differ in a number (a changed port is a new
+    fact) or in saying no (stopwords drop "not": "we use npm" and "we do not use npm"
+    have the same terms)."""
+
+    key: str
+    terms: frozenset
+    digits: frozenset
+    negated: bool
+
+    @classmethod
+    def of(cls, text: str) -> "Sameness":
+        folded = normalize(text or "")
+        terms = frozenset(tokens(text or ""))
+        return cls(re.sub(r"\W+", "", folded), terms, frozenset(t for t in terms if any(c.isdigit() for c in t)),
+                   bool(_NEGATION.search(folded)))
+
+    def near(self, other: "Sameness") -> bool:
+        if self.key and self.key == other.key:
+            return True
+        if not self.terms or not other.terms or self.digits != other.digits or self.negated != other.negated:
+            return False
+        return len(self.terms & other.terms) / len(self.terms | other.terms) >= SAME_TERMS
+
+
+def same_fact(a: str, b: str) -> bool:
+    """Whether two texts state the same fact: equal once normalised, or near-equal."""
+    return Sameness.of(a).near(Sameness.of(b))
+
+
+def _readers(note: Any) -> tuple:
+    """Who a note (or a proposed one) is for: its scope, agent and project."""
+    note = note if isinstance(note, dict) else {}
+    return (str(note.get("scope") or "global"), *(str(note.get(k) or "") for k in SCOPE_KEYS[1:]))
+
+
+class _Known:
+    """What one filing compares its proposals with, read once, when first needed: the
+    active notes of memory and the ADD items waiting (and those this filing writes)."""
+
+    def __init__(self, inbox: "Inbox") -> None:
+        self.inbox = inbox
+        self._notes: list[tuple[str, tuple, Sameness]] | None = None
+        self._waiting: list[tuple[Item, Sameness]] | None = None
+        self._new: set[str] = set()
+
+    def notes(self) -> list[tuple[str, tuple, Sameness]]:
+        if self._notes is None:
+            self._notes = []
+            root = self.inbox.root
+            folder = root / layout.MEMORIES_DIR
+            for p in sorted(folder.glob("*.md")) if folder.is_dir() else []:
+                rel = f"{layout.MEMORIES_DIR}/{p.name}"
+                try:
+                    doc = parse_document(files.read_vault_text(root, rel), rel, require_frontmatter=False, fast=True)
+                except (VaultmemError, OSError):
+                    continue
+                meta = plain(doc.meta) if isinstance(doc.meta, dict) else {}
+                if str(meta.get("status") or "active") != "active":
+                    continue
+                body = "".join(doc.lines[doc.body_start:])
+                self._notes.append((rel, _readers(meta), Sameness.of(body)))
+        return self._notes
+
+    def held(self, item: Item) -> str | None:
+        """The active note that already holds what the ADD ``item`` proposes, for its
+        readers (a global note holds it for everyone), if one does."""
+        same, readers = Sameness.of(item.text), _readers(item.meta.get("note"))
+        for rel, theirs, other in self.notes():
+            if (theirs[0] == "global" or theirs == readers) and same.near(other):
+                return rel
+        return None
+
+    def noted(self, item: Item, rel: str) -> None:
+        """A note this filing writes (a trusted agent's fact approved at once)."""
+        self.notes().append((rel, _readers(item.meta.get("note")), Sameness.of(item.text)))
+
+    def waiting(self) -> list[tuple[Item, Sameness]]:
+        if self._waiting is None:
+            self._waiting = [(i, Sameness.of(i.text)) for i in self.inbox.items(fast=True)
+                             if i.op == "add" and i.path.startswith(f"{INBOX_DIR}/")]
+        return self._waiting
+
+    def waiting_twin(self, item: Item) -> Item | None:
+        """The oldest waiting ADD the ``item`` repeats: the same or near-equal text, for the
+        same readers, said by the same kind of author, flagged alike. Only an item as
+        vaultmem filed it is joined (a changed one waits for a human as it is)."""
+        same, note = Sameness.of(item.text), item.meta.get("note") or {}
+        for other, theirs in self.waiting():
+            mine = other.meta.get("note") if isinstance(other.meta.get("note"), dict) else {}
+            if (_readers(mine) != _readers(note) or mine.get("author_kind") != note.get("author_kind")
+                    or bool(other.flags) != bool(item.flags) or other.quarantined != item.quarantined
+                    or not same.near(theirs)):
+                continue
+            if other.id in self._new:
+                return other
+            try:
+                full = self.inbox.get(other.id)  # read as it will be written back
+            except VaultmemError:
+                continue
+            if not self.inbox.filed(full).changed:
+                return full
+        return None
+
+    def filing(self, item: Item) -> None:
+        self.waiting().append((item, Sameness.of(item.text)))
+        self._new.add(item.id)
+
+    def replace(self, old: Item, new: Item) -> None:
+        self._waiting = [(new if i.id == old.id else i, s) for i, s in self.waiting()]
+
+    def item(self, iid: str) -> Item:
+        return next(i for i, _ in self.waiting() if i.id == iid)
+
+
+def _joined(item: Item, session: str | None, proposer: str) -> Item:
+    """A waiting item seen again: its count, the sessions and proposers that saw it, when
+    first and last. Its provenance (who filed it, when, from which session) stays."""
+    meta = dict(item.meta)
+    seen = meta.get("seen")
+    sessions = [str(x) for x in meta.get("sessions") or ([meta["session"]] if meta.get("session") else [])]
+    if session and session not in sessions:
+        sessions.append(session)
+    by = [str(x) for x in meta.get("seen_by") or [item.proposed_by]]
+    meta.update(seen=(int(seen) if str(seen).isdigit() else 1) + 1, sessions=sessions[-MAX_SESSIONS:],
+                seen_by=by + ([proposer] if proposer not in by else []),
+                first_seen=meta.get("first_seen") or meta.get("proposed"), last_seen=_now())
+    return Item(item.id, item.path, item.op, item.status, meta, item.text, item.flags)
+
+
 def _changed(state: Filed) -> dict[str, Any]:
     """What a decided item records of a change made after it was filed (nothing if none)."""
     if not state.changed:
@@ -691,6 +967,15 @@ def _differences(now: Item, filed: Item, last: Item) -> tuple[list[str], dict[st
     changed += ["text"] if now.text != last.text else []
     shown_now = {k: (now.flags if k == "flags" else flat_now.get(k)) for k in changed if k in provenance}
     return sorted(changed), provenance, shown_now
+
+
+def _instant(when: Any) -> _dt.datetime | None:
+    """An item's time (``proposed``) as an aware datetime, None if it is no time."""
+    try:
+        at = _dt.datetime.fromisoformat(str(when).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return at if at.tzinfo is not None else at.replace(tzinfo=_dt.timezone.utc)
 
 
 def _day_before(when: Any) -> str | None:

@@ -1,7 +1,7 @@
 """A vault at a glance, and how well its memory serves (``vaultmem stats``). Read only.
 
 Counts: notes by type and status, role pages' sizes against their budget, what waits
-for a human, log entries per agent, the index's and the vectors' size on disk. And three
+for a human (and the inbox's age: its oldest item, those past ``review.nudge_days``), log entries per agent, the index's and the vectors' size on disk. And three
 figures of seed 002's observability, from the local usage data (:mod:`vaultmem.forgetting`
 records each brief and search: when, who, a fingerprint of what was asked, what it cited)
 and from the notes:
@@ -145,14 +145,31 @@ def collect(root: Path, config, waiting: dict[str, int]) -> dict[str, Any]:
                     fp = fingerprint(said)
                     if t and fp:
                         log_questions.append((t, fp))
+    inbox = inbox_figures(_notes(root, layout.INBOX_DIR, []), config.nudge_days)
     index_dir = root / layout.INDEX_DIR
     index = {"bytes": _size(index_dir), "vectors_bytes": _size(index_dir, only=layout.INDEX_VECTORS)}
     return {"notes": {"active": len(active), "by_type": dict(sorted(by_type.items())),
                       "by_status": dict(sorted(by_status.items()))},
-            "pages": page_rows, "waiting": waiting, "logs": dict(sorted(logs.items())), "index": index,
+            "pages": page_rows, "waiting": waiting, "inbox": inbox, "logs": dict(sorted(logs.items())), "index": index,
             "recall": recall_figures(usage_records(root), active, log_questions),
             "corrections": corrections(active, archived),
             "skipped_files": unread}
+
+
+def inbox_figures(items: dict[str, dict], nudge_days: float, now: _dt.datetime | None = None) -> dict[str, Any]:
+    """The review inbox's size and age: how many items wait, when the oldest was filed
+    and how many days ago, and how many have waited longer than ``review.nudge_days``
+    (``items``: each waiting file's frontmatter; one whose filing time cannot be read is
+    counted as waiting, not as old)."""
+    now = now or _dt.datetime.now(_dt.timezone.utc)
+    times = sorted(t for meta in items.values() if (t := instant(meta.get("proposed"))) is not None)
+    oldest = times[0] if times else None
+    cut = now - _dt.timedelta(days=nudge_days)
+    return {"waiting": len(items), "oldest": oldest.strftime("%Y-%m-%dT%H:%M:%SZ") if oldest else None,
+            "oldest_days": round((now - oldest).total_seconds() / 86400, 2) if oldest else None,
+            "nudge_days": nudge_days if nudge_days != int(nudge_days) else int(nudge_days),
+            "over_nudge": sum(1 for t in times if t < cut),
+            "seen_again": sum(1 for meta in items.values() if str(meta.get("seen") or 1) not in ("0", "1"))}
 
 
 def recall_figures(records: list[dict], notes: dict[str, dict], log_questions: list) -> dict[str, Any]:

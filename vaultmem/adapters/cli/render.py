@@ -47,10 +47,16 @@ def proposed(change) -> str:
             ([f"flagged: {'; '.join(item['flags'])}"] if item["flags"] else [])
         lines.append(f"{item['id']}: {_what(item['op'], item['summary'])} — waiting for review"
                      + (f" ({', '.join(marks)})" if marks else ""))
+    for j in change.details.get("joined") or []:
+        lines.append(f"{j['id']}: seen again — joined the item already waiting (seen {j['seen']} times)")
+    for h in change.details.get("held") or []:
+        lines.append(f"not filed, already in memory ({h['note']}): {_plain(' '.join(h['text'].split())[:70])}")
     pending = change.details["pending"]
     if pending:
         lines.append(f"filed in inbox/ (commit {change.commit[:8]}); a reviewer decides with: "
                      f"vaultmem review show ID / approve ID / reject ID --reason …")
+    elif change.commit is None:
+        lines.append("nothing was filed: no commit")
     return "\n".join(lines)
 
 
@@ -213,6 +219,15 @@ def stats(found: dict) -> str:
                    f"{p['bytes']:,} bytes, ~{p['tokens']:,} tokens{over}")
     w = found["waiting"]
     out.append(f"waiting for a human: {w['inbox']} inbox items, {w['delegations']} delegations pending")
+    box = found.get("inbox")
+    if box and box["waiting"]:
+        age = f", the oldest for {box['oldest_days']:g} days (since {box['oldest']})" if box["oldest"] else ""
+        over = (f"; {box['over_nudge']} waited over review.nudge_days ({box['nudge_days']:g}): vaultmem review"
+                if box["over_nudge"] else "")
+        again = f"; {box['seen_again']} proposed again in later sessions" if box.get("seen_again") else ""
+        out.append(f"inbox: {box['waiting']} waiting{age}{over}{again}")
+    elif box:
+        out.append("inbox: empty")
     logs = found["logs"]
     out.append("log entries: " + (", ".join(f"{a} {c['live']} live / {c['decisions']} decisions"
                                             for a, c in logs.items()) or "none"))
@@ -549,20 +564,56 @@ def inbox_item(item: dict) -> str:
     return "\n".join(lines)
 
 
+def _kind(item: dict) -> str:
+    """An item's kind, as the review groups it: the operation, and a note's type."""
+    note = item.get("note") if isinstance(item.get("note"), dict) else {}
+    return f"{item['op']} {note['type']}" if item["op"] in ("add", "replace") and note.get("type") else item["op"]
+
+
+def inbox_groups(items: list[dict]) -> list[dict]:
+    """The items by the session that filed them and their kind: ``{"session", "kind",
+    "count", "ids"}`` each, by session then kind (items filed in no session last)."""
+    found: dict[tuple, list[str]] = {}
+    for i in items:
+        found.setdefault((i.get("session"), _kind(i)), []).append(i["id"])
+    return [{"session": session, "kind": kind, "count": len(ids), "ids": ids}
+            for (session, kind), ids in sorted(found.items(), key=lambda x: (x[0][0] is None, str(x[0][0] or ""), x[0][1]))]
+
+
 def inbox(items: list[dict], *, status: str = "pending") -> str:
-    """``review`` / ``review list``: one line an item."""
+    """``review`` / ``review list``: the items by session and kind, one line an item (a
+    fact seen in several sessions says how often)."""
     if not items:
         return "the inbox is empty" if status == "pending" else f"no {status} items"
+    by_id = {i["id"]: i for i in items}
     out = []
-    for i in items:
-        marks = (" [quarantined]" if i["quarantined"] else "") + (" [flagged]" if i["flags"] else "")
-        if i.get("changed_after_filing"):  # what is shown is what vaultmem filed; say what differs now
-            fields = i.get("changed_since_filed")
-            marks += (" [CHANGED since filed: not filed by vaultmem]" if fields is None
-                      else f" [CHANGED since filed: {', '.join(fields)}]" if fields else " [CHANGED since filed]")
-        summary = i["summary"].removeprefix(f"{i['op']} ") if i["op"] == "remove" else i["summary"]
-        out.append(f"{i['id']}  {i['op']:<8} {summary[:70]}  (from {i['proposed_by']}){marks}")
+    for group in inbox_groups(items):
+        out.append(f"— session {_plain(group['session'])} · {group['kind']} ({group['count']})"
+                   if group["session"] is not None else f"— no session · {group['kind']} ({group['count']})")
+        for iid in group["ids"]:
+            i = by_id[iid]
+            marks = (" [quarantined]" if i["quarantined"] else "") + (" [flagged]" if i["flags"] else "")
+            if i.get("changed_after_filing"):  # what is shown is what vaultmem filed; say what differs now
+                fields = i.get("changed_since_filed")
+                marks += (" [CHANGED since filed: not filed by vaultmem]" if fields is None
+                          else f" [CHANGED since filed: {', '.join(fields)}]" if fields else " [CHANGED since filed]")
+            seen = f" seen {i['seen']}× ({len(i.get('sessions') or [])} sessions)" if str(i.get("seen", 1)) != "1" else ""
+            summary = i["summary"].removeprefix(f"{i['op']} ") if i["op"] == "remove" else i["summary"]
+            out.append(f"{i['id']}  {i['op']:<8} {summary[:70]}  (from {i['proposed_by']}){seen}{marks}")
+    if status == "pending":
+        out.append("decide one: vaultmem review approve ID / reject ID --reason …; a group (a human): "
+                   "vaultmem review approve --session S / reject --flagged --reason …")
     return "\n".join(out)
+
+
+def group_decided(change) -> str:
+    """A group approved or rejected in one commit: each item, and the commit."""
+    d = change.details
+    verb = "approved" if change.action == "review.approve" else "rejected"
+    lines = [f"{verb} {len(d['decided'])} item{'' if len(d['decided']) == 1 else 's'} ({d['group']}) "
+             f"in commit {change.commit[:8]}:"]
+    lines += [f"  {x['id']}" + (f" → {x['result']}" if x.get("result") else "") for x in d["decided"]]
+    return "\n".join(lines)
 
 
 def approved(change) -> str:

@@ -93,8 +93,8 @@ def review(
 
 def _list(s, status: str) -> None:
     items = s.open().inbox.listing(status)  # what vaultmem filed, a change since marked
-
-    s.emit(items, partial(render.inbox, status=status), data={"status": status, "items": items})
+    groups = render.inbox_groups(items)
+    s.emit(items, partial(render.inbox, status=status), data={"status": status, "items": items, "groups": groups})
 
 
 @app.command("list")
@@ -125,20 +125,46 @@ def show(ctx: typer.Context, item_id: IdArg, vault: VaultOpt = None, as_: AsOpt 
     s.emit(item, render.inbox_item)
 
 
+OptIdArg = Annotated[Optional[str], typer.Argument(help="The item id (i-YYYYMMDD-xxxxxx); or a group: --session, --flagged.",
+                                                     show_default=False)]
+GroupSessionOpt = Annotated[Optional[str], typer.Option("--session", help="Decide every item filed in this session (a human only).")]
+FlaggedOpt = Annotated[bool, typer.Option("--flagged", help="Decide every item flagged as instruction-like (a human only).")]
+
+
+def _one_or_group(item_id, session_, flagged, edits: dict) -> bool:
+    """Whether the command decides a group: an id, or --session / --flagged, not both."""
+    from ...errors import BadInput
+
+    group = session_ is not None or flagged
+    if group and item_id:
+        raise BadInput("give an item id or a group (--session, --flagged), not both", field="session")
+    if not group and not item_id:
+        raise BadInput("which item? give its id, or a group: --session S or --flagged", field="item_id",
+                       hint="the waiting items and their groups: vaultmem review")
+    if group and any(x not in (None, [], ()) for x in edits.values()):
+        raise BadInput("a group is decided as filed: edit an item by its id", field="text")
+    return group
+
+
 @app.command("approve")
 @handles_errors
-def approve(ctx: typer.Context, item_id: IdArg, text: TextOpt = None, type_: TypeOpt = None, name: NameOpt = None,
+def approve(ctx: typer.Context, item_id: OptIdArg = None, session_: GroupSessionOpt = None, flagged: FlaggedOpt = False,
+            text: TextOpt = None, type_: TypeOpt = None, name: NameOpt = None,
             description: DescOpt = None, alias: AliasOpt = None, tag: TagOpt = None, key: KeyOpt = None,
             importance: ImpOpt = None, vault: VaultOpt = None, as_: AsOpt = None, json_: JsonOpt = False) -> None:
     """Approve an item (optionally with edits): one commit by you writes the note and its
     MEMORY.md line (or the replacement, removal, page entry, sub-agent record) and archives the item.
+    With --session S or --flagged, a human approves the whole group in one commit that lists each item.
 
-    Example: vaultmem review approve i-20261201-3fa2c1 --name "backend port"
+    Example: vaultmem review approve i-20261201-3fa2c1 --name "backend port"; vaultmem review approve --session s-42
     """
     s = session(ctx, vault, as_, json_)
     v = s.open()
-    change = v.inbox.approve(item_id, v.actor(s.agent), **_edits(text, type_, name, description, alias, tag, key,
-                                                                  importance))
+    edits = _edits(text, type_, name, description, alias, tag, key, importance)
+    if _one_or_group(item_id, session_, flagged, edits):
+        s.emit(v.inbox.decide_group(v.actor(s.agent), True, session=session_, flagged=flagged), render.group_decided)
+        return
+    change = v.inbox.approve(item_id, v.actor(s.agent), **edits)
     s.emit(change, render.approved)
 
 
@@ -159,15 +185,22 @@ def edit(ctx: typer.Context, item_id: IdArg, text: TextOpt = None, type_: TypeOp
 @handles_errors
 def reject(
     ctx: typer.Context,
-    item_id: IdArg,
     reason: Annotated[str, typer.Option(help="Why (kept with the archived item).", show_default=False)],
+    item_id: OptIdArg = None,
+    session_: GroupSessionOpt = None,
+    flagged: FlaggedOpt = False,
     vault: VaultOpt = None,
     as_: AsOpt = None,
     json_: JsonOpt = False,
 ) -> None:
-    """Reject an item: it moves to archive/inbox/ with the reason; memory does not change."""
+    """Reject an item: it moves to archive/inbox/ with the reason; memory does not change.
+    With --session S or --flagged, a human rejects the whole group in one commit that lists each item."""
     s = session(ctx, vault, as_, json_)
     v = s.open()
+    if _one_or_group(item_id, session_, flagged, {}):
+        s.emit(v.inbox.decide_group(v.actor(s.agent), False, session=session_, flagged=flagged, reason=reason),
+               render.group_decided)
+        return
     change = v.inbox.reject(item_id, v.actor(s.agent), reason)
     s.emit(change, partial(render.rejected, item_id=item_id))
 
