@@ -443,13 +443,14 @@ def log(root: Path, path: str | None = None, max_count: int = 20) -> list[dict]:
     ]
 
 
-def path_history(root: Path, path: str, since: str | None = None) -> list[tuple[str, str, str]]:
-    """The commits that changed ``path`` (newest first) as (sha, author name, subject);
+def path_history(root: Path, path: str, since: str | None = None) -> list[tuple[str, str, str, str]]:
+    """The commits that changed ``path`` (newest first) as (sha, author name, subject,
+    author email);
     ``since`` (an ISO date) stops the walk at commits older than it, so the cost follows
     the history since then, not the whole of it."""
     import git
 
-    args = ["--format=%H%x1f%an%x1f%s", *([f"--since={since}"] if since else []), "--", path]
+    args = ["--format=%H%x1f%an%x1f%ae%x1f%s", *([f"--since={since}"] if since else []), "--", path]
     try:
         out = _repo(root).git.log(*args)
     except git.GitCommandError as exc:
@@ -457,7 +458,8 @@ def path_history(root: Path, path: str, since: str | None = None) -> list[tuple[
             return []
         text = f"{exc.stderr or ''} {exc.stdout or ''}"
         raise _storage(text, root) or GitError(f"git log failed: {text.strip()}", path=str(root)) from None
-    return [tuple(line.split("\x1f", 2)) for line in out.splitlines() if line.count("\x1f") == 2]
+    found = [line.split("\x1f", 3) for line in out.splitlines() if line.count("\x1f") >= 3]
+    return [(sha, name, subject, email) for sha, name, email, subject in found]
 
 
 def show(root: Path, commit: str, path: str) -> str:

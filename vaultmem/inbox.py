@@ -407,9 +407,11 @@ class Inbox:
         if first is None or not first[2].startswith(f"inbox: {first[1]} proposes "):
             return Filed(NOT_FILED, None)
         changed, vouched = None, first[0]  # vouched: the newest version vaultmem wrote
-        for sha, author, subject in reversed(commits[:-1]):
-            # a review edit, or a later filing by whoever proposed the same fact again (a join)
-            if subject != f"review: edit {item.id}" and not subject.startswith(f"inbox: {author} proposes "):
+        for sha, author, subject, email in reversed(commits[:-1]):
+            # a review edit by one who may decide the item, or a later filing by whoever
+            # proposed the same fact again (a join)
+            edit = subject == f"review: edit {item.id}" and self._may_have_edited(author, email, item)
+            if not edit and not subject.startswith(f"inbox: {author} proposes "):
                 changed = f"commit {sha[:12]} by {author} changed it: {subject}"
                 break
             vouched = sha
@@ -427,7 +429,15 @@ class Inbox:
             changed = f"its provenance differs from what vaultmem filed ({', '.join(fields)})"
         return Filed(changed, first[0], provenance, fields, now) if changed else Filed(None, first[0])
 
-    def _history(self, item: Item) -> list[tuple[str, str, str]]:
+    def _may_have_edited(self, author: str, email: str, item: Item) -> bool:
+        """Whether a ``review: edit`` commit's author is one vaultmem lets edit ``item``:
+        a human, or the orchestrator where it may decide (an agent never runs a review
+        edit, so such a subject by another agent is a hand-made commit)."""
+        if not email.endswith(lifecycle.AGENT_EMAIL):
+            return True
+        return author == self.config.orchestrator and (item.op in PAGE_OPS or self.config.orchestrator_approves)
+
+    def _history(self, item: Item) -> list[tuple[str, str, str, str]]:
         """The commits that touched the item's file, newest first, back to its filing."""
         # vaultmem's filing creates the file (ids are new), so the walk may stop a day
         # before the item says it was filed; a later date (a hand edit) only hides the
