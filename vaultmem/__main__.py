@@ -28,6 +28,10 @@ def main() -> None:
         code = cli_main(sys.argv[1:])
         if code is not None:
             sys.exit(code)
+    if word == "mcp":  # the handshake is answered at once, while the server loads (adapters/mcp_front.py)
+        from .adapters.mcp_front import start
+
+        start()
     if word not in AHEAD_COMMANDS:
         _cli()
         return

@@ -16,13 +16,15 @@ it was given. Logs go to stderr: stdout carries the protocol only.
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import os
 import sys
 import threading
-from contextlib import contextmanager
-from typing import Annotated, Any, Callable, Optional
+from typing import Annotated, Any, Callable, Optional, Union
+
+from typing_extensions import TypedDict
 
 import anyio
 from mcp.server import MCPServer
@@ -32,6 +34,7 @@ from mcp.shared.message import SessionMessage
 from mcp.types import (INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, CallToolResult, ErrorData, JSONRPCError,
                        TextContent, ToolAnnotations, jsonrpc_message_adapter)
 from pydantic import ValidationError
+from pydantic_core import to_jsonable_python
 
 from .. import files, layout, limits
 from ..errors import BadInput, NotFound, VaultmemError
@@ -42,7 +45,237 @@ from .cli import render
 
 log = logging.getLogger("vaultmem.mcp")
 
-Result = Annotated[CallToolResult, dict[str, Any]]
+# -- what each tool returns (its output schema) -------------------------------------------------
+# The structured result of each tool, as the CLI's --json gives it: the fields a model can
+# rely on are declared (the SDK publishes them as the tool's outputSchema and checks each
+# result against them); a result may carry more. Every result may add ``warnings`` (what
+# was done, but with a caveat) and ``problems`` (files that could not be read).
+
+Many = Optional[Union[str, list[str]]]  # a filter: one value or several
+
+
+def many(value: str | list[str] | None) -> tuple[str, ...]:
+    """A filter's values: one string is one value."""
+    if value is None:
+        return ()
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+class Problem(TypedDict, total=False):
+    """A file that could not be read."""
+    path: str
+    line: Optional[int]
+    message: str
+
+
+class _Common(TypedDict, total=False):
+    warnings: list[str]
+    problems: list[Problem]
+
+
+class ChangeOut(_Common, total=False):
+    """A write: what it did and the commit that holds it (none when nothing changed)."""
+    action: str
+    changed: bool
+    commit: Optional[str]
+    paths: list[str]
+    message: str
+
+
+class Hit(TypedDict, total=False):
+    """One search hit or brief item: its source file, entry id, link, snippet and score."""
+    id: str
+    path: str
+    kind: str
+    entry_id: Optional[str]
+    link: str
+    title: Optional[str]
+    agent: Optional[str]
+    section: Optional[str]
+    type: Optional[str]
+    date: Optional[str]
+    score: float
+    snippet: str
+    relevance: float
+    relevant: bool
+
+
+class BriefOut(_Common, total=False):
+    """A brief: its Markdown (what the sub-agent is given), the items in it by layer, its size in tokens."""
+    agent: str
+    task: str
+    budget: int
+    tokens: int
+    markdown: str
+    items: list[Hit]
+    layers: dict[str, dict[str, int]]
+    page: Optional[str]
+    identity_included: bool
+    live_entries: int
+    index_lines: int
+    index_total: int
+
+
+class DispatchOut(BriefOut, total=False):
+    """The role's brief, and whether its page was created by this dispatch."""
+    page_created: bool
+    commit: Optional[str]
+
+
+class SearchOut(_Common, total=False):
+    """Ranked hits; ``no_memory`` when nothing relevant was found."""
+    query: str
+    hits: list[Hit]
+    relevant: int
+    no_memory: bool
+    min_relevance: float
+    parsed: Optional[dict[str, Any]]
+    filters: dict[str, Any]
+
+
+class Entry(TypedDict, total=False):
+    """A page entry: its block id, date, text and link."""
+    id: Optional[str]
+    section: str
+    text: str
+    date: Optional[str]
+    line: int
+    link: Optional[str]
+    title: Optional[str]
+    fields: dict[str, str]
+
+
+class PageOut(_Common, total=False):
+    """A role page: properties and entries by section (context, work, subagents)."""
+    name: str
+    path: str
+    lang: str
+    frontmatter: dict[str, Any]
+    sections: dict[str, list[Entry]]
+    extra_sections: list[Any]
+
+
+class NoteOut(_Common, total=False):
+    """A memory note: its frontmatter and text."""
+    slug: str
+    path: str
+    frontmatter: dict[str, Any]
+    body: str
+
+
+class InboxItem(TypedDict, total=False):
+    """A review-inbox item: what is proposed, by whom, its status and flags."""
+    id: str
+    path: str
+    op: str
+    status: str
+    proposed_by: str
+    proposed: str
+    session: Optional[str]
+    quarantined: bool
+    flags: list[str]
+    summary: str
+    text: str
+    note: dict[str, Any]
+
+
+class ProposedOut(ChangeOut, total=False):
+    """A write through the review gate: the inbox items filed (an agent's) and counts by outcome."""
+    items: list[InboxItem]
+    pending: int
+    approved: int
+    flagged: int
+    quarantined: int
+    slug: str
+    path: str
+
+
+class PageAddOut(ChangeOut, total=False):
+    """The entry added to the role's page (or the inbox item that holds it for review)."""
+    role: str
+    entry: Entry
+    items: list[InboxItem]
+
+
+class ReviewOut(_Common, total=False):
+    """The review inbox's items of a status."""
+    status: str
+    items: list[InboxItem]
+
+
+class IndexStatus(TypedDict, total=False):
+    engine: str
+    files: int
+    problems: int
+    semantic: dict[str, Any]
+
+
+class StatsOut(_Common, total=False):
+    """The vault at a glance."""
+    vault: str
+    notes: int
+    pages: int
+    inbox_pending: int
+    index: IndexStatus
+    orchestrator: Optional[str]
+    acting_as: str
+
+
+class LogEntry(_Common, total=False):
+    """A signed log entry: agent#seq id, when, channel, type, summary, body, the entry it answers."""
+    id: str
+    log: str
+    agent: str
+    ts: str
+    seq: int
+    channel: str
+    type: str
+    summary: str
+    body: str
+    ref: Optional[str]
+    kid: Optional[str]
+
+
+class TailOut(_Common, total=False):
+    """Log entries, oldest first."""
+    entries: list[LogEntry]
+
+
+class DelegateOut(ChangeOut, total=False):
+    """The pending delegation's id and the sub-agent's brief."""
+    id: str
+    role: str
+    path: str
+    page_created: bool
+    brief: BriefOut
+
+
+class HarvestOut(ChangeOut, total=False):
+    """The sub-agent record written (or filed for review) and the delegation closed."""
+    role: str
+    delegation: str
+    entry: Entry
+    link: str
+    items: list[InboxItem]
+
+
+class DecideOut(_Common, total=False):
+    """The decision-log entry and its note in the live log."""
+    decision: LogEntry
+    live: LogEntry
+
+
+class CheckpointOut(_Common, total=False):
+    """An agent's working-context checkpoint."""
+    agent: str
+    path: str
+    task: Optional[str]
+    step: Optional[str]
+    next: list[str]
+    saved: Optional[str]
+    age_seconds: Optional[float]
+    stale: bool
+    text: str
 
 INSTRUCTIONS = (
     "Memory for a team of agents, kept as Markdown in a git-backed vault. Before a role works, "
@@ -89,8 +322,10 @@ def _result(text: str, data: dict[str, Any], warnings: list[str] | None = None,
         data = {**data, "problems": problems}
         lines += [f"warning: {p['path']}" + (f":{p['line']}" if p.get("line") else "") + f": not read: {p['message']}"
                   for p in problems[:10]]
+    # as the wire carries it (a date as its ISO text), so that it is checked against the
+    # tool's output schema as the client will read it
     return CallToolResult(content=[TextContent(type="text", text="\n".join(lines) or "(nothing)")],
-                          structured_content=data)
+                          structured_content=to_jsonable_python(data))
 
 
 def _parsed(query: str) -> dict | None:
@@ -230,49 +465,58 @@ class CheckedLines:
                 raise StopAsyncIteration from None
 
 
-@contextmanager
-def _stdin_for_protocol():
-    """stdin, for the protocol alone: a private duplicate of its descriptor is read, and
-    descriptor 0 points at the null device meanwhile, so that no child process (git)
-    reads a byte meant for the server — as the SDK's transport does when it reads stdin
-    itself. Restored on the way out."""
-    import io
+class _FrontLines:
+    """The lines the front kept, as the async text file :class:`CheckedLines` reads."""
 
-    try:
-        fd = sys.stdin.fileno()
-    except (AttributeError, OSError, ValueError):
-        fd = None
-    if fd != 0:
-        yield anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
-        return
-    private = os.dup(0)  # not inherited by children
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    try:
-        # never closed: a worker thread may still wait on it while the server stops
-        raw = os.fdopen(private, "rb", closefd=False)
-        yield anyio.wrap_file(io.TextIOWrapper(raw, encoding="utf-8", errors="replace"))
-    finally:
-        os.dup2(private, 0)
+    def __init__(self, front) -> None:
+        self.front = front
+
+    async def readline(self) -> str:
+        return await anyio.to_thread.run_sync(self.front.next_line, abandon_on_cancel=True)
+
+
+class _FrontOut:
+    """The SDK's stdout, on the front's wire; the answer to the replayed initialize (the
+    front answered the client's own) is dropped."""
+
+    def __init__(self, front) -> None:
+        self.front = front
+
+    async def write(self, text: str) -> None:
+        from .mcp_front import REPLAY_ID
+
+        if f'"id":"{REPLAY_ID}"' in text[:200]:
+            return
+        await anyio.to_thread.run_sync(self.front.write, text)
+
+    async def flush(self) -> None:
+        return None
 
 
 class VaultServer(MCPServer):
     """An MCP server over one open vault. ``agent``: who its writes are by (``--as``;
     None: ``$VAULTMEM_AGENT``, else the human, as for the CLI)."""
 
-    def __init__(self, vault: Vault, agent: str | None = None, watch: bool = False) -> None:
+    def __init__(self, vault: Vault | None, agent: str | None = None, watch: bool = False,
+                 failure: BaseException | None = None) -> None:
         """``watch``: follow file-system events (:class:`ChangeMonitor`, Linux) so that a
         search or brief re-reads only the files that changed instead of walking the vault
-        first; ``vaultmem mcp`` does. Stop it with :meth:`close`."""
-        super().__init__("vaultmem", instructions=INSTRUCTIONS, log_level="WARNING")
+        first; ``vaultmem mcp`` does. Stop it with :meth:`close`. ``vault`` None: the vault
+        could not be opened (``failure`` says why) — the server still lists its tools, and
+        every call is answered with that error."""
+        from .. import __version__
+
+        super().__init__("vaultmem", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+        self.parameters: dict[str, tuple[str, ...]] = {}  # tool → its parameters' names, in order
         self.vault = vault
         self.agent = agent
-        self.vault.actor(agent)  # a bad --as fails now, not at the first write
+        self.failure = failure
+        if vault is not None:
+            self.vault.actor(agent)  # a bad --as fails now, not at the first write
         self._settings = self._settings_stamp()
         self._lock = threading.Lock()  # tools run on worker threads: one call at a time
         self.monitor = None
-        if watch:
+        if watch and vault is not None:
             from .watch import ChangeMonitor
 
             monitor = ChangeMonitor(vault.root)
@@ -286,9 +530,12 @@ class VaultServer(MCPServer):
         if self.monitor is not None:
             self.monitor.stop()
             self.monitor = None
-        self.vault.index.close()
+        if self.vault is not None:
+            self.vault.index.close()
 
     def _settings_stamp(self) -> tuple | None:
+        if self.vault is None:
+            return None
         try:
             st = (self.vault.root / layout.CONFIG_PATH).stat()
         except OSError:
@@ -300,6 +547,8 @@ class VaultServer(MCPServer):
         (``config set``, an edit, a pull): who is orchestrator, the memory types, the
         index engine are then as a fresh CLI process would read them. Otherwise the same
         Vault, its index kept open and warm."""
+        if self.vault is None:
+            raise self.failure or VaultmemError("no vault")
         stamp = self._settings_stamp()
         if stamp != self._settings:
             fresh = Vault(self.vault.root)  # a broken settings file is the call's error
@@ -349,17 +598,37 @@ class VaultServer(MCPServer):
 
     async def run_stdio_async(self) -> None:
         """Serve on stdio: the SDK's transport, reading stdin through :class:`CheckedLines`
-        (a line it could not read is answered with a JSON-RPC error, not dropped)."""
+        (a line it could not read is answered with a JSON-RPC error, not dropped) — from the
+        launcher's front (:mod:`.mcp_front`) when it answered the handshake. SIGINT or
+        SIGTERM ends it as the end of stdin does: the call in progress finishes, the
+        server stops, exit code 0."""
         from mcp.server.stdio import stdio_server
 
-        with _stdin_for_protocol() as source:
-            lines = CheckedLines(source)
-            async with stdio_server(stdin=lines) as (read_stream, write_stream):
-                lines.answer_on(write_stream)
-                await self._lowlevel_server.run(read_stream, write_stream,
-                                                self._lowlevel_server.create_initialization_options())
+        from . import mcp_front
+
+        front = mcp_front.current() or mcp_front.wire()
+        front.serving()
+        lines = CheckedLines(_FrontLines(front))
+        async with stdio_server(stdin=lines, stdout=_FrontOut(front)) as (read_stream, write_stream):
+            lines.answer_on(write_stream)
+            await self._lowlevel_server.run(read_stream, write_stream,
+                                            self._lowlevel_server.create_initialization_options())
+
+    def tool_of(self, annotations: ToolAnnotations):
+        """Register a tool (``self.tool``) and remember its parameters' names."""
+        def register(fn):
+            self.parameters[fn.__name__] = tuple(inspect.signature(fn).parameters)
+            return self.tool(annotations=annotations)(fn)
+        return register
 
     async def call_tool(self, name, arguments, context=None):
+        known = self.parameters.get(name)
+        unknown = [a for a in arguments or {} if known is not None and a not in known]
+        if unknown:  # the SDK would drop them without a word: a misspelt filter would be ignored
+            named = ", ".join(repr(without_secrets(a)) for a in unknown)
+            return error_result(edge.UsageError(
+                f"{name}: unknown argument{'s' if len(unknown) > 1 else ''} {named}", field=without_secrets(unknown[0]),
+                hint=f"{name} takes: {', '.join(known)}"))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:  # unknown tool, or arguments that do not fit its schema
@@ -373,9 +642,9 @@ def _register(server: VaultServer) -> None:
         return v.actor(server.agent)
 
     # -- recall ------------------------------------------------------------------------------
-    @server.tool(annotations=READ)
+    @server.tool_of(READ)
     def brief(agent: str, task: str, tokens: Optional[int] = None, window: Optional[int] = None,
-              ratio: Optional[float] = None, project: Optional[str] = None) -> Result:
+              ratio: Optional[float] = None, project: Optional[str] = None) -> Annotated[CallToolResult, BriefOut]:
         """The briefing for AGENT before a session on TASK, in layers: its identity, its own
         page (project context — of PROJECT, else of the projects the task names, else all —
         working memory, sub-agent records; always, newest first), the memory relevant to
@@ -389,15 +658,14 @@ def _register(server: VaultServer) -> None:
             return _result(render.brief(b), b.to_dict(), b.warnings, b.skipped_files)
         return run(call)
 
-    @server.tool(annotations=_hints(False, idempotent=True))  # a second dispatch creates nothing
+    @server.tool_of(_hints(False, idempotent=True))  # a second dispatch creates nothing
     def dispatch(role: str, task: str, category: Optional[str] = None, project: Optional[str] = None,
                  tokens: Optional[int] = None, window: Optional[int] = None,
-                 ratio: Optional[float] = None) -> Result:
+                 ratio: Optional[float] = None) -> Annotated[CallToolResult, DispatchOut]:
         """Dispatch ROLE in one step: create its page (agents/ROLE.md) on first use, then
         return its brief for TASK. Give the brief to the sub-agent that plays the role."""
         def call(v: Vault) -> CallToolResult:
-            limits.check_text("task", task)  # before the page is created: a refused brief writes nothing
-            limits.check_sizes(window=window, tokens=tokens)
+            limits.check_text("task", task)  # before its secrets are looked for (Vault.dispatch checks the rest)
             change, b = v.dispatch(role, without_secrets(task), actor(v), category=category, project=project,
                                    window=window, ratio=ratio, tokens=tokens)
             data = {**b.to_dict(), "page_created": change.details["created"], "page": change.details["path"],
@@ -405,13 +673,11 @@ def _register(server: VaultServer) -> None:
             return _result(render.dispatched((change, b)), data, change.warnings + b.warnings, b.skipped_files)
         return run(call)
 
-    @server.tool(annotations=READ)
+    @server.tool_of(READ)
     def search_memory(query: str, agent: Optional[str] = None, limit: int = 10,
-                      kind: Optional[list[str]] = None, type: Optional[list[str]] = None,
-                      tag: Optional[list[str]] = None, status: Optional[list[str]] = None,
-                      author_kind: Optional[list[str]] = None, since: Optional[str] = None,
-                      until: Optional[str] = None, where: Optional[list[str]] = None,
-                      journal: bool = False) -> Result:
+                      kind: Many = None, type: Many = None, tag: Many = None, status: Many = None,
+                      author_kind: Many = None, since: Optional[str] = None, until: Optional[str] = None,
+                      where: Many = None, journal: bool = False) -> Annotated[CallToolResult, SearchOut]:
         """Ranked hits for QUERY (Chinese, English or both), each with its source, entry
         id, a snippet and its score. QUERY syntax: "exact phrase", -word (left out),
         a OR b (one of them), prefix* (words beginning with it); plain words are ranked,
@@ -426,10 +692,9 @@ def _register(server: VaultServer) -> None:
         humans only)."""
         def call(v: Vault) -> CallToolResult:
             who = actor(v)
-            hits = v.search(query, agent=agent, kinds=tuple(kind or ()), types=tuple(type or ()), limit=limit,
-                            tags=tuple(tag or ()), statuses=tuple(status or ()),
-                            author_kinds=tuple(author_kind or ()), since=since, until=until,
-                            where=tuple(where or ()), journal=journal, reader=None if who.is_human else who.name)
+            hits = v.search(query, agent=agent, kinds=many(kind), types=many(type), limit=limit, tags=many(tag),
+                            statuses=many(status), author_kinds=many(author_kind), since=since, until=until,
+                            where=many(where), journal=journal, reader=None if who.is_human else who.name)
             clean = without_secrets(query)
             shown = limits.echoed(clean)  # a long query is echoed by its beginning, never whole
             data = hits.to_dict(shown)
@@ -438,8 +703,8 @@ def _register(server: VaultServer) -> None:
             return _result(render.search_hits(hits), data, hits.warnings, hits.skipped_files)
         return run(call)
 
-    @server.tool(annotations=READ)
-    def read_page(role: str) -> Result:
+    @server.tool_of(READ)
+    def read_page(role: str) -> Annotated[CallToolResult, PageOut]:
         """A role's page (agents/ROLE.md), parsed: its properties and each entry with its
         block id, by section (context, work, subagents)."""
         def call(v: Vault) -> CallToolResult:
@@ -447,8 +712,8 @@ def _register(server: VaultServer) -> None:
             return _result(render.page(info), info.to_dict())
         return run(call)
 
-    @server.tool(annotations=READ)
-    def read_note(slug: str) -> Result:
+    @server.tool_of(READ)
+    def read_note(slug: str) -> Annotated[CallToolResult, NoteOut]:
         """A memory note (memories/SLUG.md): its frontmatter and its text."""
         def call(v: Vault) -> CallToolResult:
             note = v.read_note(slug)
@@ -457,27 +722,27 @@ def _register(server: VaultServer) -> None:
         return run(call)
 
     # -- writes, through the review gate --------------------------------------------------------
-    @server.tool(annotations=WRITE)
+    @server.tool_of(WRITE)
     def remember(text: str, type: str, name: Optional[str] = None, description: Optional[str] = None,
                  importance: Optional[float] = None, confidence: Optional[float] = None,
-                 tag: Optional[list[str]] = None, alias: Optional[list[str]] = None, key: Optional[str] = None,
+                 tag: Many = None, alias: Many = None, key: Optional[str] = None,
                  scope: Optional[str] = None, agent: Optional[str] = None, project: Optional[str] = None,
                  author: Optional[str] = None, author_kind: Optional[str] = None, source: Optional[str] = None,
-                 said: Optional[str] = None) -> Result:
+                 said: Optional[str] = None) -> Annotated[CallToolResult, ProposedOut]:
         """Remember a fact as a memory note (memories/<slug>.md and its MEMORY.md line).
         TYPE: preference, decision, fact, failure+fix, procedure, episode (the vault's
         memory.types). Written by an agent, the fact is filed in the review inbox and
         waits for a human; secrets in it are replaced by placeholders."""
         def call(v: Vault) -> CallToolResult:
             change = v.remember(text, actor(v), type, name=name, description=description, importance=importance,
-                                confidence=confidence, tags=tag or [], aliases=alias or [], key=key, scope=scope,
+                                confidence=confidence, tags=list(many(tag)), aliases=list(many(alias)), key=key, scope=scope,
                                 agent=agent, project=project, author=author, author_kind=author_kind,
                                 source=source, said=said)
             return _result(render.remembered(change), change.to_dict(), change.warnings)
         return run(call)
 
-    @server.tool(annotations=WRITE)
-    def page_add(role: str, text: str, section: str = "work", project: Optional[str] = None) -> Result:
+    @server.tool_of(WRITE)
+    def page_add(role: str, text: str, section: str = "work", project: Optional[str] = None) -> Annotated[CallToolResult, PageAddOut]:
         """Add an entry with a stable block id to ROLE's page. SECTION work: a dated
         working-memory entry; context: a project-context bullet (under PROJECT). Only the
         orchestrator writes a page directly: another agent's entry waits in the review inbox."""
@@ -486,8 +751,8 @@ def _register(server: VaultServer) -> None:
             return _result(render.page_add(change), change.to_dict(), change.warnings)
         return run(call)
 
-    @server.tool(annotations=READ)
-    def review_list(status: str = "pending") -> Result:
+    @server.tool_of(READ)
+    def review_list(status: str = "pending") -> Annotated[CallToolResult, ReviewOut]:
         """The review inbox: items waiting for a human (STATUS pending), or the decided
         ones (approved, rejected, all). Approving or rejecting is a human's, in the CLI."""
         def call(v: Vault) -> CallToolResult:
@@ -497,8 +762,8 @@ def _register(server: VaultServer) -> None:
             return _result(render.inbox(items, status=status), {"status": status, "items": items})
         return run(call)
 
-    @server.tool(annotations=READ)
-    def get_stats() -> Result:
+    @server.tool_of(READ)
+    def get_stats() -> Annotated[CallToolResult, StatsOut]:
         """The vault at a glance: memory notes, role pages, inbox items waiting for
         review, and the search index (its engine and how many files it holds)."""
         def call(v: Vault) -> CallToolResult:
@@ -515,9 +780,9 @@ def _register(server: VaultServer) -> None:
         return run(call)
 
     # -- the live log ---------------------------------------------------------------------------
-    @server.tool(annotations=WRITE)
+    @server.tool_of(WRITE)
     def log_append(summary: str, channel: str = "general", type: str = "status", body: Optional[str] = None,
-                   ref: Optional[str] = None) -> Result:
+                   ref: Optional[str] = None) -> Annotated[CallToolResult, LogEntry]:
         """Append a signed entry to the shared live-context log (one line: what happened
         in this turn; BODY: details; REF: an entry it answers, agent#seq). Needs an agent
         (--as) with a key."""
@@ -526,9 +791,9 @@ def _register(server: VaultServer) -> None:
             return _result(render.appended(e), e.to_dict(), getattr(e, "warnings", None))
         return run(call)
 
-    @server.tool(annotations=READ_MARKS)
+    @server.tool_of(READ_MARKS)
     def log_tail(n: int = 20, unseen: bool = False, agent: Optional[str] = None, channel: Optional[str] = None,
-                 type: Optional[str] = None, since: Optional[str] = None, decisions: bool = False) -> Result:
+                 type: Optional[str] = None, since: Optional[str] = None, decisions: bool = False) -> Annotated[CallToolResult, TailOut]:
         """The newest N entries of the live log (or the decision log), oldest first. With
         UNSEEN: only other agents' entries this agent has not read — and they are marked
         read. SINCE: 2026-05-08, 2026-05-08T10:00Z, 30m, 2h, 3d."""
@@ -543,8 +808,8 @@ def _register(server: VaultServer) -> None:
         return run(call)
 
     # -- the delegation lifecycle ------------------------------------------------------------------
-    @server.tool(annotations=WRITE)
-    def delegate(role: str, task: str, window: Optional[int] = None, tokens: Optional[int] = None) -> Result:
+    @server.tool_of(WRITE)
+    def delegate(role: str, task: str, window: Optional[int] = None, tokens: Optional[int] = None) -> Annotated[CallToolResult, DelegateOut]:
         """Record a pending delegation under ROLE (its page is created on first use) and
         return its id and the sub-agent's brief: the sub-agent inherits the role's memory
         and gets no page of its own. Close it with harvest(role, delegation, …)."""
@@ -559,9 +824,9 @@ def _register(server: VaultServer) -> None:
                            b.skipped_files)
         return run(call)
 
-    @server.tool(annotations=WRITE)
+    @server.tool_of(WRITE)
     def harvest(role: str, delegation: str, task: str, conclusion: str, output: str, decision: str,
-                title: Optional[str] = None) -> Result:
+                title: Optional[str] = None) -> Annotated[CallToolResult, HarvestOut]:
         """Write a sub-agent's result — task, conclusion, output, key decision, all four —
         into ROLE's sub-agent records and close the delegation, in one commit. What is not
         known is not invented: a missing element is refused. By an agent other than the
@@ -572,8 +837,8 @@ def _register(server: VaultServer) -> None:
             return _result(render.harvested(change, delegation=delegation), change.to_dict(), change.warnings)
         return run(call)
 
-    @server.tool(annotations=WRITE)
-    def retain(facts: list[dict[str, Any]], session: Optional[str] = None) -> Result:
+    @server.tool_of(WRITE)
+    def retain(facts: list[dict[str, Any]], session: Optional[str] = None) -> Annotated[CallToolResult, ProposedOut]:
         """File the facts curated at the end of a session as review-inbox items. Each fact:
         type, text, author, author_kind (user, agent, third_party, unknown), source, and
         optionally said, name, description, aliases, tags, key, importance, scope, agent,
@@ -587,8 +852,8 @@ def _register(server: VaultServer) -> None:
         return run(call)
 
     # -- decisions and checkpoints ---------------------------------------------------------------------
-    @server.tool(annotations=WRITE)
-    def decide(decision: str, why: str, supersedes: Optional[str] = None, channel: str = "decisions") -> Result:
+    @server.tool_of(WRITE)
+    def decide(decision: str, why: str, supersedes: Optional[str] = None, channel: str = "decisions") -> Annotated[CallToolResult, DecideOut]:
         """Record a decision (when, who, the decision, its rationale WHY) in the signed
         decision log, and note it in the live log. SUPERSEDES: the decision it replaces
         (agent#seq). Needs an agent (--as) with a key."""
@@ -598,19 +863,19 @@ def _register(server: VaultServer) -> None:
                            (getattr(d, "warnings", None) or []) + (getattr(live, "warnings", None) or []))
         return run(call)
 
-    @server.tool(annotations=_hints(False, idempotent=True))
+    @server.tool_of(_hints(False, idempotent=True))
     def checkpoint_save(text: str = "", task: Optional[str] = None, step: Optional[str] = None,
-                        next: Optional[list[str]] = None) -> Result:
+                        next: Many = None) -> Annotated[CallToolResult, ChangeOut]:
         """Overwrite this agent's working-context checkpoint (checkpoints/AGENT.md) — the
         task in progress, the step reached, next steps, free text — so that a resumed
         session (after a crash or a compaction) picks up where it stopped."""
         def call(v: Vault) -> CallToolResult:
-            change = v.shared.save_checkpoint(actor(v), text, task=task, step=step, next_steps=next or [])
+            change = v.shared.save_checkpoint(actor(v), text, task=task, step=step, next_steps=list(many(next)))
             return _result(render.checkpoint_saved(change), change.to_dict(), change.warnings)
         return run(call)
 
-    @server.tool(annotations=READ)
-    def checkpoint_show(agent: str) -> Result:
+    @server.tool_of(READ)
+    def checkpoint_show(agent: str) -> Annotated[CallToolResult, CheckpointOut]:
         """AGENT's checkpoint for a resumed session: task, step, next steps, text, when it
         was saved; an old one is marked stale."""
         def call(v: Vault) -> CallToolResult:
@@ -667,17 +932,24 @@ def _register(server: VaultServer) -> None:
         )
 
 
-def serve(vault: Vault, agent: str | None = None, watch: bool = True) -> None:
-    """Run the server on stdio until the client closes it. Logs go to stderr. ``watch``:
-    follow file events between calls (see :class:`VaultServer`)."""
+def serve(vault: Vault | None, agent: str | None = None, watch: bool = True,
+          failure: BaseException | None = None) -> None:
+    """Run the server on stdio until the client closes it (or SIGINT, SIGTERM). Logs go
+    to stderr. ``watch``: follow file events between calls (see :class:`VaultServer`).
+    ``vault`` None: the vault could not be opened (``failure``): each call says why."""
     import sys
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="vaultmem mcp: %(levelname)s %(message)s")
-    server = VaultServer(vault, agent, watch=watch)
+    server = VaultServer(vault, agent, watch=watch, failure=failure)
     # the secret detector's plugins take ~0.2 s to import: load them now, beside the
     # handshake, rather than in the first call whose text could hold a secret
     threading.Thread(target=without_secrets, args=("ghp_" + "x1" * 18,), daemon=True).start()
     try:
         server.run("stdio")
     finally:
+        from . import mcp_front
+
+        front = mcp_front.current()
+        if front is not None:
+            front.end()  # no worker thread is left waiting for a line
         server.close()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from ._common import AsOpt, JsonOpt, VaultOpt, handles_errors, session
+from ...errors import VaultmemError
+from ._common import AsOpt, JsonOpt, VaultOpt, handles_errors, report, session
 
 
 @handles_errors
@@ -30,13 +31,37 @@ def mcp(ctx: typer.Context, vault: VaultOpt = None, as_: AsOpt = None, json_: Js
 
     Example: claude mcp add vaultmem -- /path/to/vaultmem mcp --vault /path/to/vault --as lee
     """
-    s = session(ctx, vault, as_, json_)
-    v = s.open()  # a missing vault or a bad --as is said here, before the protocol starts
-    agent = v.actor(s.agent).name if s.agent else None
-    if claude:
-        from ..claude import acting
+    from ..mcp_front import current
 
-        agent = acting(v, s.agent).name
+    s = session(ctx, vault, as_, json_)
+    try:
+        v = s.open()  # a missing vault or a bad --as is said here
+        agent = v.actor(s.agent).name if s.agent else None
+        if claude:
+            from ..claude import acting
+
+            agent = acting(v, s.agent).name
+    except VaultmemError as exc:
+        if current() is None:  # no handshake answered yet: the error ends the command
+            raise
+        # the launcher's front has answered the handshake: the error is said on stderr now,
+        # and to each tool call, until the client closes the connection
+        from .. import edge
+        from ..mcp import serve
+
+        report(exc, False, ctx)
+        serve(None, failure=exc)
+        raise typer.Exit(edge.exit_code(exc)) from None
     from ..mcp import serve
 
     serve(v, agent, watch=watch)
+    if current() is not None:
+        # the server has stopped and closed the vault: what is left is the interpreter's
+        # teardown of the SDK's modules (~0.1 s), which a host stopping its servers with
+        # SIGINT (Claude Code) would wait out — end at once, with what was written flushed
+        import os
+        import sys
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)

@@ -1,0 +1,240 @@
+"""``vaultmem mcp``'s first moments: the handshake answered before anything heavy loads.
+
+An agent runtime does not wait for its MCP servers (Claude Code sends its first request
+with the tools of the servers that have answered by then), and the MCP SDK alone takes
+~0.6 s to import, the vault longer to open. So the launcher (:mod:`vaultmem.__main__`)
+starts this front first, with nothing but the standard library: a thread reads stdin and
+answers ``initialize``, ``ping`` and the four listings (``tools/list``, ``prompts/list``,
+``resources/list``, ``resources/templates/list``) from ``vaultmem/data/mcp-listing.json`` —
+what the SDK server answers (the same at every protocol version but for the version
+itself), written down by ``python -m vaultmem.adapters.mcp_front --write-listing`` and
+checked against it by the tests. Every other line waits, in order, for the SDK server
+(:func:`vaultmem.adapters.mcp.serve`), which takes over once the vault is open: it is
+handed the client's ``initialize`` again (under a private id, its answer dropped) and
+then every line the front did not answer. A tool call thus waits for the vault, never
+races it.
+
+``VAULTMEM_MCP_FRONT=0`` turns the front off (the SDK answers everything).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+
+LISTING_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "mcp-listing.json")
+
+REPLAY_ID = "vaultmem-front-initialize"  # the id the client's initialize is handed on with
+LISTED = ("tools/list", "prompts/list", "resources/list", "resources/templates/list")
+
+_current: Front | None = None
+
+
+class Front:
+    """The wire (private duplicates of stdin and stdout; descriptors 0 and 1 point at the
+    null device and stderr meanwhile, so no child process reads or writes the protocol),
+    a reader thread, and the lines it keeps for the SDK server."""
+
+    def __init__(self, listing: dict, answers: bool = True) -> None:
+        self.listing = listing
+        self.wire_in = os.dup(0)
+        self.wire_out = os.dup(1)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        os.dup2(2, 1)
+        self._write_lock = threading.Lock()
+        self._cond = threading.Condition()
+        self._lines: list[str] = []
+        self._ended = False  # stdin reached its end, or the server is stopping
+        self._handed = not answers  # the SDK server reads the lines: the front answers no more
+        self._version: str | None = None  # the protocol version the front negotiated
+        threading.Thread(target=self._read, name="vaultmem mcp front", daemon=True).start()
+
+    # -- the wire ------------------------------------------------------------------------------
+    def write(self, text: str) -> None:
+        """One line on the wire (stdout)."""
+        data = (text.rstrip("\n") + "\n").encode("utf-8")
+        with self._write_lock:
+            while data:
+                data = data[os.write(self.wire_out, data):]
+
+    def _read(self) -> None:
+        wire = os.fdopen(self.wire_in, "rb", closefd=False)
+        try:
+            for raw in wire:
+                line = raw.decode("utf-8", errors="replace")
+                with self._cond:
+                    if self._handed or not self._answer(line):
+                        self._lines.append(line)
+                        self._cond.notify_all()
+        except OSError:
+            pass
+        self.end()
+
+    def _answer(self, line: str) -> bool:
+        """Answer ``line`` here if it is the handshake or a listing; False: keep it for the SDK."""
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            return False
+        if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0" or "id" not in msg:
+            return False
+        method, rid, params = msg.get("method"), msg["id"], msg.get("params")
+        if not isinstance(rid, (str, int)) or isinstance(rid, bool) or rid == REPLAY_ID:
+            return False
+        if params is not None and not isinstance(params, dict):
+            return False
+        if method == "initialize" and self._version is None:
+            wanted = (params or {}).get("protocolVersion")
+            versions = self.listing["versions"]
+            if not isinstance((params or {}).get("clientInfo"), dict) or not isinstance(wanted, str):
+                return False  # the SDK says what is wrong with it
+            version = wanted if wanted in versions else self.listing["latest"]
+            from vaultmem import __version__
+
+            result = json.loads(json.dumps(self.listing["results"]["initialize"]))
+            result["serverInfo"]["version"] = __version__
+            result["protocolVersion"] = version
+            self.write(json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}, ensure_ascii=False))
+            self._version = version
+            self._lines.append(json.dumps({**msg, "id": REPLAY_ID}, ensure_ascii=False) + "\n")
+            self._cond.notify_all()
+            return True
+        if self._version is None or (params or {}).get("cursor") is not None:
+            return False
+        if method == "ping" and not params:
+            self.write(json.dumps({"jsonrpc": "2.0", "id": rid, "result": {}}))
+            return True
+        if method in LISTED and not (set(params or {}) - {"_meta"}):
+            result = self.listing["results"][method]
+            self.write(json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}, ensure_ascii=False))
+            return True
+        return False
+
+    # -- the hand-over -------------------------------------------------------------------------
+    def next_line(self) -> str:
+        """The next line for the SDK server; "" at the end. The first call hands the wire over."""
+        with self._cond:
+            self._handed = True
+            while not self._lines and not self._ended:
+                self._cond.wait()
+            return self._lines.pop(0) if self._lines else ""
+
+    def end(self) -> None:
+        """No more lines: stdin ended, or the server stops (a signal)."""
+        with self._cond:
+            self._ended = True
+            self._cond.notify_all()
+
+    def serving(self) -> None:
+        """The SDK server runs: a signal now stops it (:func:`vaultmem.adapters.mcp.serve`)."""
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: self.end())
+
+
+def _exit_at_once(signum, frame) -> None:  # noqa: ARG001
+    """A signal before the SDK server runs: nothing was done yet, nothing to finish."""
+    os._exit(0)
+
+
+def current() -> Front | None:
+    """The running front, if the launcher started one."""
+    return _current
+
+
+def wire() -> Front:
+    """The wire for a server started without the launcher's front: the same reader, but
+    the SDK server answers every line."""
+    global _current
+    if _current is None:
+        _current = Front({}, answers=False)
+    return _current
+
+
+def start() -> Front | None:
+    """Start the front (from the launcher, before anything else loads); None when it is off."""
+    global _current
+    if os.environ.get("VAULTMEM_MCP_FRONT", "1") == "0" or _current is not None:
+        return _current
+    if {"--help", "-h"} & set(sys.argv[1:]):  # help goes to stdout, no server starts
+        return None
+    try:
+        with open(LISTING_FILE, encoding="utf-8") as fh:
+            listing = json.load(fh)
+    except (OSError, ValueError):
+        return None  # the SDK answers everything, as with the front off
+    try:
+        os.fstat(0), os.fstat(1)
+    except OSError:
+        return None
+    _current = Front(listing)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _exit_at_once)
+    return _current
+
+
+# -- writing the listing down --------------------------------------------------------------------
+
+
+def read_listing(python: str = sys.executable) -> dict:
+    """What the SDK server itself answers to the handshake and the listings: a real
+    ``vaultmem mcp`` (front off) on a new vault, asked at each protocol version it
+    negotiates — the answers must be the same but for the version, and are kept once."""
+    import subprocess
+    import tempfile
+
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
+
+    from vaultmem.vault import Vault
+
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        Vault.init(os.path.join(tmp, "v"), lang="en", orchestrator="lee")
+        env = {**os.environ, "VAULTMEM_MCP_FRONT": "0"}
+        for version in HANDSHAKE_PROTOCOL_VERSIONS:
+            requests = [{"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                         "params": {"protocolVersion": version, "capabilities": {},
+                                    "clientInfo": {"name": "listing", "version": "1"}}},
+                        {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+            requests += [{"jsonrpc": "2.0", "id": i, "method": m} for i, m in enumerate(LISTED, 1)]
+            proc = subprocess.Popen([python, "-m", "vaultmem", "mcp", "--vault", os.path.join(tmp, "v")], env=env,
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            proc.stdin.write("".join(json.dumps(r) + "\n" for r in requests))
+            proc.stdin.flush()
+            answers: dict = {}
+            while len(answers) < len(LISTED) + 1:  # stdin stays open until every answer is in
+                line = proc.stdout.readline()
+                if not line:
+                    raise RuntimeError(f"vaultmem mcp ended before it answered: {sorted(answers)}")
+                answer = json.loads(line)
+                answers[answer["id"]] = answer["result"]
+            proc.stdin.close()
+            proc.wait(timeout=60)
+            results[version] = {"initialize": answers[0], **{m: answers[i] for i, m in enumerate(LISTED, 1)}}
+            results[version]["initialize"]["serverInfo"]["version"] = ""  # vaultmem's own, set when answered
+            results[version]["initialize"]["protocolVersion"] = ""  # the one negotiated, set when answered
+    kept = results[LATEST_HANDSHAKE_VERSION]
+    differ = [v for v, r in results.items() if r != kept]
+    if differ:
+        raise RuntimeError(f"the SDK answers protocol versions {differ} otherwise than {LATEST_HANDSHAKE_VERSION}: "
+                           "the front would need a listing for each")
+    return {"versions": list(HANDSHAKE_PROTOCOL_VERSIONS), "latest": LATEST_HANDSHAKE_VERSION, "results": kept}
+
+
+def write_listing() -> str:
+    from pathlib import Path
+
+    path = Path(LISTING_FILE)
+    path.write_text(json.dumps(read_listing(), ensure_ascii=False, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return str(path)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--write-listing"]:
+        print(write_listing())
+    else:
+        sys.exit("usage: python -m vaultmem.adapters.mcp_front --write-listing")
