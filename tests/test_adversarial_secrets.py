@@ -103,7 +103,10 @@ def test_remember_and_the_inbox_keep_no_prefixed_key_or_pass(tmp_path):
     r = run_vaultmem("--vault", v.root, "remember", SECRET_TEXT, "--type", "fact", "--name", "staging access")
     assert r.returncode == 0, r.stderr
     assert "redacted a anthropic-key in the text" in r.stderr and "redacted a password" in r.stderr
-    r = run_vaultmem("--vault", v.root, "--as", "ella", "remember", "agent says: " + SECRET_TEXT, "--type", "fact")
+    # another fact with the same secrets (a repeat of the note would not be filed: memory holds it)
+    agent_text = (f"Production deploys read {LOW_ANTHROPIC}; the backup host pass: {PASSWORD}; the release bot "
+                  f"signs with {PREFIXED['github-fine-grained']}, the maps widget calls {PREFIXED['google']}")
+    r = run_vaultmem("--vault", v.root, "--as", "ella", "remember", agent_text, "--type", "fact")
     assert r.returncode == 0, r.stderr
     assert list((v.root / "inbox").glob("i-*.md")), "an agent's fact goes to the inbox"
     assert leaks(v.root, SECRET_VALUES) == []

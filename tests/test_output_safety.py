@@ -26,7 +26,9 @@ def test_note_text_with_escape_sequences_is_shown_not_obeyed(en_vault):
     assert run_vaultmem("--vault", root, "page", "ensure", "bob").returncode == 0
     assert run_vaultmem("--vault", root, "page", "add", "bob", EVIL).returncode == 0
     assert run_vaultmem("--vault", root, "keys", "new", "ella").returncode == 0
-    assert run_vaultmem("--vault", root, "--as", "ella", "remember", EVIL, "--type", "fact").returncode == 0
+    # another fact (another port: memory holds the first, which an agent's repeat would not file)
+    assert run_vaultmem("--vault", root, "--as", "ella", "remember", EVIL.replace("8080", "9090"),
+                        "--type", "fact").returncode == 0
     # the live log refuses control characters itself; its display is covered all the same
     for args in (["search", "port"], ["brief", "bob", "--task", "port 8080"], ["page", "show", "bob"],
                  ["review", "list"], ["audit"], ["ask", "bob", "port"], ["index", "--rebuild"],
