@@ -12,6 +12,7 @@ import sys
 import anyio
 import pytest
 from conftest import run_vaultmem
+from test_mcp import session, text_of
 from mcp import Client, StdioServerParameters
 
 import vaultmem
@@ -19,17 +20,6 @@ from vaultmem.adapters.mcp import VaultServer
 
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
-
-
-def session(server, steps):
-    async def main():
-        async with Client(server) as client:
-            return await steps(client)
-    return anyio.run(main)
-
-
-def text_of(result) -> str:
-    return "\n".join(c.text for c in result.content)
 
 
 class Wire:
