@@ -714,10 +714,15 @@ class Inbox:
                 raise NotFound(f"no waiting item is in the group ({group})",
                                hint="see the groups: vaultmem review")
             writes: dict[str, str | None] = {}
-            decided, lines, rescrubbed = [], [], []
+            decided, lines, rescrubbed, left = [], [], [], []
             for item in items:
                 state = self.filed(item)
                 shown = self._as_filed(item, state)
+                if approve and (shown.quarantined or shown.flags or item.flags or state.changed):
+                    # what reads like an instruction, or was changed after it was filed, is
+                    # approved one by one, read first — never swept in with its session
+                    left.append(item.id)
+                    continue
                 if approve:
                     shown = self._clean(shown, scrub)
                     done, result, what = self._perform(shown, actor, writes)
@@ -739,12 +744,17 @@ class Inbox:
                 rescrubbed.append(item.path)
                 decided.append({**entry, "archived_to": layout.archived_inbox_path(item.id), **_changed(state)})
             n = len(decided)
+            why_left = (f"{len(left)} item(s) of the group read like an instruction or were changed after they were "
+                        f"filed; approve each after reading it: vaultmem review show ID ({', '.join(left)})")
+            if not decided:
+                raise PermissionRefused(f"nothing approved: {why_left}",
+                                        hint="reject them as a group: vaultmem review reject --flagged --reason …")
             message = (f"review: {verb} {n} item{'' if n == 1 else 's'} ({group})" + (f": {reason}" if reason else "")
                        + "\n\n" + "\n".join(lines))
             sha = self.vault.writer.apply(actor, message, writes, rescrubbed=tuple(rescrubbed))
         return Change(f"review.{verb}", list(writes), sha, message,
-                      {"decided": decided, "group": group, **({"reason": reason} if reason else {})},
-                      warnings=scrub.warnings())
+                      {"decided": decided, "group": group, "left": left, **({"reason": reason} if reason else {})},
+                      warnings=scrub.warnings() + ([why_left] if left else []))
 
     def _reject_unreadable(self, iid: str, actor: Actor, reason: str, problem: ParseError, scrub: Scrubber) -> Change:
         """A waiting file that is not a readable item (broken by hand): a human may still
