@@ -3,7 +3,7 @@
     python benchmarks/conv_table.py DIR SPLIT     # DIR holds SPLIT-<ranking>-<mode>.json files
 
 Each file is one run's JSON (``--json`` output); its name says the ranking (rules, learned)
-and the mode (lex, hyb, e5). Prints, per language and layout, Hit@1/Hit@5 per question kind
+and the mode (lex, hyb, e5, e5ranker). Prints, per language and layout, Hit@1/Hit@5 per question kind
 for every file present, the brief's evidence coverage with its gate / with it open on the
 'all' row, and search and brief false hits on the no-answer row.
 """
@@ -12,7 +12,8 @@ import json
 import sys
 from pathlib import Path
 
-ORDER = ("rules-lex", "rules-hyb", "rules-e5", "learned-lex", "learned-hyb", "learned-e5")
+# e5: e5 fused by RRF after the order; e5ranker: ordered by the ranker trained on e5's similarity
+ORDER = ("rules-lex", "rules-hyb", "rules-e5", "learned-lex", "learned-hyb", "learned-e5", "learned-e5ranker")
 
 
 def main(folder: str, split: str) -> None:

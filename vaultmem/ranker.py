@@ -13,7 +13,10 @@ The model is plain data — ``vaultmem/data/ranker.json``: the feature names and
 linear model, a weight each; for trees, each tree's nodes — read once per process and
 evaluated here without any library, so a search pays microseconds for it. It is trained by
 ``benchmarks/train_ranker.py`` on the tune split only (docs/recall.md, "The learned
-ranker"). Pure: no I/O but reading the model file.
+ranker"). A shipped embedding model may have a ranker of its own, trained with its
+similarity as a feature (``vaultmem/data/ranker-e5.json``, :func:`similarity_model`): a
+similarity means something only on the scale of the model that made it. Pure: no I/O but
+reading the model files.
 """
 
 from __future__ import annotations
@@ -202,6 +205,16 @@ class Model:
 
 
 _LOADED: dict[str, Model | None] = {}
+
+
+def similarity_model(spec: str | None) -> Model | None:
+    """The ranker trained with the similarity of the embedding model ``spec`` (a
+    ``search.model``) among its features, when one ships for it; None otherwise (a model
+    in a folder of the user's own has no ranker trained on its scale)."""
+    if not spec or not re.fullmatch(r"[a-z0-9]+", spec):
+        return None
+    path = MODEL_PATH.with_name(f"ranker-{spec}.json")
+    return model(path) if path.is_file() else None
 
 
 def model(path: Path | None = None) -> Model | None:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from . import ranker
 from .analysis import (DATE_PREFIX, coverage, document_date_terms, highlight, is_cjk_char, normalize,
@@ -34,7 +36,7 @@ HALF_LIFE_DAYS = 180
 
 
 def search(store, query: str | Query, filters: Filters = Filters(), limit: int = 10,
-           snippet_width: int = 160) -> list[Hit]:
+           snippet_width: int = 160, similar: Similar | None = None) -> list[Hit]:
     """The best ``limit`` hits. ``query``: text, searched as plain words (a brief's task),
     or a :class:`~vaultmem.query.Query` (``query.parse``: phrases, exclusions, OR,
     prefixes: the engine requires and excludes, a phrase's order is checked on each hit).
@@ -49,7 +51,10 @@ def search(store, query: str | Query, filters: Filters = Filters(), limit: int =
     engine is asked for enough candidates to re-order. Under ``search.ranking: learned``
     (``store.ranking``, the default) those multipliers give way to the learned ranker:
     the engine's first ``LEARNED_POOL`` candidates are ordered by the shipped model
-    (:func:`learned_order`). Each hit's ``relevance``
+    (:func:`learned_order`); with ``similar`` (:func:`fused_search` under a ranker trained
+    on the semantic channel's similarity) the semantic channel's own best join them and
+    every candidate's similarity is a feature (each hit's ``channel`` and ``similarity``
+    say so). Each hit's ``relevance``
     (:func:`relevance`) is multiplied by ``ANSWER_MISSING`` when the question asks for a
     number or a name its text does not hold (``answers.py``): it is about the question
     without answering it."""
@@ -78,8 +83,21 @@ def search(store, query: str | Query, filters: Filters = Filters(), limit: int =
             found = store.search(words or list(days), filters, asked, text=text, match=match)
     units = unit_weights(store, parsed if parsed is not None else text) if found else []
     kind = answer_kind(text)
+    sims, channels = None, {}
+    if similar is not None and learned is not None:
+        learned = similar.model
+        channels = dict.fromkeys((d.id for d, _s in found), "lexical")
+        semantic, sims = similar.scores(list(channels))
+        units = units or unit_weights(store, parsed if parsed is not None else text)
+        for doc, sim in semantic:
+            sims[doc.id] = sim
+            if doc.id in channels:
+                channels[doc.id] = "both"
+            else:
+                channels[doc.id] = "semantic"
+                found.append((doc, 0.0))
     if learned is not None:
-        rescored = learned_order(learned, found, units, kind, text, terms, days, filters.agent)
+        rescored = learned_order(learned, found, units, kind, text, terms, days, filters.agent, sims)
     else:
         rescored = rule_order(found, words, days, filters.agent)
     out = []
@@ -88,7 +106,19 @@ def search(store, query: str | Query, filters: Filters = Filters(), limit: int =
         held = parsed.coverage(whole, dates) if parsed is not None else coverage(terms, whole, dates, have=have)
         out.append(Hit(doc=doc, score=score, coverage=held,
                        snippet=highlight(doc.text, terms, width=snippet_width), relevance=share))
+        if sims is not None:
+            out[-1].channel, out[-1].similarity = channels[doc.id], sims.get(doc.id)
     return out
+
+
+@dataclass(frozen=True)
+class Similar:
+    """What :func:`search` needs to order by a ranker trained on the semantic channel
+    (:func:`ranker.similarity_model`): that ranker, and ``scores(ids)`` → (the channel's
+    own best ``(doc, similarity)``, the similarity of each of ``ids`` that has a vector)."""
+
+    model: object
+    scores: Callable[[list[str]], tuple[list[tuple], dict[str, float]]]
 
 
 # the learned ranker re-orders at least this many of the engine's candidates: on the tune
@@ -99,11 +129,12 @@ FEATURE_CHARS = 2000  # what of a candidate's text its features read (a huge not
 
 
 def learned_order(learned, found, units, kind, question: str, terms: list[str], days: set,
-                  agent: str | None) -> list[list]:
+                  agent: str | None, similarity: dict[str, float] | None = None) -> list[list]:
     """The engine's candidates (``found``: (doc, score) best first) ordered by the learned
     model (:mod:`vaultmem.ranker`): ``[doc, score, date terms]`` best first, the score the
-    model's, squashed to 0..1."""
-    cands, rows = candidate_rows(found, units, kind, question, terms, days, agent)
+    model's, squashed to 0..1. ``similarity``: each candidate's similarity to the
+    question, when the semantic channel scored them."""
+    cands, rows = candidate_rows(found, units, kind, question, terms, days, agent, similarity)
     scores = learned.score(rows)
     ordered = sorted(zip(scores, cands), key=lambda x: (not answers_in_words(x[1]), -x[0], x[1].doc.id))
     return [[c.doc, squash(s), list(c.dates)] for s, c in ordered]
@@ -138,10 +169,12 @@ def learned_candidates(store, question: str, filters: Filters = Filters(), pool:
     return cands, rows, rules
 
 
-def candidate_rows(found, units, kind, question: str, terms: list[str], days: set, agent: str | None):
+def candidate_rows(found, units, kind, question: str, terms: list[str], days: set, agent: str | None,
+                   similarity: dict[str, float] | None = None):
     """The candidates (``found``: (doc, engine score) best first) as the learned ranker
     sees them: :class:`ranker.Candidate` objects and their feature rows
-    (:func:`ranker.features`); what ``benchmarks/train_ranker.py`` trains on. Each
+    (:func:`ranker.features`); what ``benchmarks/train_ranker.py`` trains on (with each
+    one's ``similarity`` to the question, when given). Each
     candidate's text and heading (title and aliases) are analysed once, and every
     relevance feature is counted from which units each holds (as :func:`relevance`
     counts them)."""
@@ -165,7 +198,8 @@ def candidate_rows(found, units, kind, question: str, terms: list[str], days: se
             rel_all=rel_own + NEAR_CREDIT * _share(units, [b and not a for a, b in zip(own, in_near)], whole_weight),
             holds_word=any(h for (grams, _w), h in zip(units, own) if not grams[0].startswith(DATE_PREFIX)),
             coverage=held / len(terms) if terms else 0.0, title_share=_share(units, in_head, whole_weight),
-            asks=is_question(text), holds_answer=holds_answer(kind, text, question)))
+            asks=is_question(text), holds_answer=holds_answer(kind, text, question),
+            similarity=similarity.get(doc.id) if similarity is not None else None))
     return cands, ranker.features(cands, question, set(days), kind is not None, agent)
 
 
@@ -344,14 +378,20 @@ def _gate_opens(store, query: str, lexical: list[Hit]) -> bool:
     look-alikes), no lexical hit holds the model's gate share of its terms
     (``embedders.calibration``), and the model reads its language (an English-only model
     never opens for a query with Chinese in it)."""
+    from .index.embedders import calibration
+
+    gate = calibration(store.model_spec).gate
+    return reads_words(store, query) and not any(h.coverage >= gate for h in lexical)
+
+
+def reads_words(store, query: str) -> bool:
+    """Whether the semantic channel has something to weigh in ``query``: two terms at
+    least that are neither dates nor numbers or codes, in a language the model reads."""
     from .analysis import cjk_chars
-    from .index.embedders import calibration, english_only
+    from .index.embedders import english_only
 
     words = [t for t in query_tokens(query) if not t.startswith(DATE_PREFIX) and not any(c.isdigit() for c in t)]
-    gate = calibration(store.model_spec).gate
-    if len(words) < 2 or any(h.coverage >= gate for h in lexical):
-        return False
-    return not (english_only(store.model_spec) and cjk_chars(query))
+    return len(words) >= 2 and not (english_only(store.model_spec) and cjk_chars(query))
 
 
 def hybrid_search(store, query, filters: Filters = Filters(), limit: int = 10, snippet_width: int = 160):
@@ -409,9 +449,15 @@ def fused_search(store, query, filters: Filters = Filters(), limit: int = 10, sn
     query, ``semantic_rank`` its place in the semantic ranking and ``close`` whether that
     similarity reaches the model's ``relevant_at`` (``embedders.calibration``); a hit only
     the semantic channel found gets the relevance of its words, as any lexical hit.
-    Returns :class:`~vaultmem.models.Hits`; when the model cannot be used the hits
-    are lexical and ``warnings`` says why. A search that does not fuse imports no numpy
-    and loads no model."""
+    When a ranker trained on the model's similarity ships (:func:`ranker.similarity_model`:
+    e5's) and the ranking is learned, it takes the place of the fusion and of the gate —
+    under ``auto`` every query in words (:func:`reads_words`) — : both channels'
+    candidates, each scored with its similarity among its features
+    (:func:`_similarity_ranked`). On the tune split that order beat the gated fusion
+    (docs/recall.md, "A ranker that weighs e5's similarity"); a one-word lookup or a code
+    stays lexical. Returns :class:`~vaultmem.models.Hits`; when the model
+    cannot be used the hits are lexical and ``warnings`` says why. A search that does not
+    fuse imports no numpy and loads no model."""
     from .index.embedders import ModelUnavailable, calibration
     from .models import Hits
 
@@ -425,6 +471,11 @@ def fused_search(store, query, filters: Filters = Filters(), limit: int = 10, sn
         if mode in ("always", "only") or store.model_chosen:  # the default model, not installed: as before
             warnings.append(f"semantic search is off ({why}): these are lexical hits only")
         mode = "off"
+    learned_sim = None
+    if mode in ("auto", "always") and getattr(store, "ranking", "rules") == "learned":
+        learned_sim = ranker.similarity_model(store.model_spec)
+    if learned_sim is not None and (mode == "always" or reads_words(store, text)):
+        return _similarity_ranked(store, query, text, filters, limit, snippet_width, learned_sim, warnings)
     if mode == "only":
         lexical = []
     else:
@@ -452,6 +503,35 @@ def fused_search(store, query, filters: Filters = Filters(), limit: int = 10, sn
             hit.score, hit.channel, hit.similarity = score, channel, similarity.get(doc.id)
             out.append(hit)
     places = {d.id: n for n, (d, _sim) in enumerate(semantic, start=1)}
+    for hit in out:
+        hit.close = close_at is not None and hit.similarity is not None and hit.similarity >= close_at
+        hit.semantic_rank = places.get(hit.doc.id)
+    return Hits(out, warnings=warnings)
+
+
+def _similarity_ranked(store, query, text: str, filters: Filters, limit: int, snippet_width: int, learned,
+                       warnings: list[str]):
+    """:func:`search` ordered by ``learned``, a ranker trained with the semantic channel's
+    similarity among its features: the lexical candidates and the channel's own best
+    (at least ``MIN_SIMILARITY``), each scored with its similarity to the query. Lexical
+    hits alone, with why, when the model cannot be used."""
+    from .index.embedders import ModelUnavailable, calibration
+    from .models import Hits
+
+    places: dict[str, int] = {}
+
+    def scores(ids: list[str]) -> tuple[list[tuple], dict[str, float]]:
+        semantic, sims = store.semantic_search(text, filters, FUSE_DEPTH, also=ids)
+        semantic = [(d, sim) for d, sim in semantic if sim >= MIN_SIMILARITY]
+        places.update((d.id, n) for n, (d, _sim) in enumerate(semantic, start=1))
+        return semantic, sims
+
+    try:
+        out = search(store, query, filters, limit, snippet_width, similar=Similar(learned, scores))
+    except ModelUnavailable as exc:
+        return Hits(search(store, query, filters, limit, snippet_width),
+                    warnings=warnings + [f"{exc.message}: these are lexical hits only"])
+    close_at = calibration(store.model_spec).relevant_at
     for hit in out:
         hit.close = close_at is not None and hit.similarity is not None and hit.similarity >= close_at
         hit.semantic_rank = places.get(hit.doc.id)
