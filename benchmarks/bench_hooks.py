@@ -1,6 +1,7 @@
 """The Claude Code hooks end to end: SessionStart at 10,000 notes, and SessionEnd's return time.
 
     python benchmarks/bench_hooks.py [--notes 10000] [--runs 15] [--load 4] [--out docs/benchmarks.md]
+    python benchmarks/bench_hooks.py --warm [--notes 10000] [--runs 11] [--load 2] [--out FILE.md]
 
 It writes the synthetic vault of ``bench_recall.py`` (``--notes`` notes of mixed Chinese
 and English facts, 20 role pages of 50 entries, a MEMORY.md listing every note), builds
@@ -73,10 +74,12 @@ def env_for(root: Path) -> dict:
     return env
 
 
-def hook(root: Path, event: str, data: dict) -> tuple[float, subprocess.CompletedProcess]:
+def hook(root: Path, event: str, data: dict, extra_env: dict | None = None
+         ) -> tuple[float, subprocess.CompletedProcess]:
     started = time.perf_counter()
     cp = subprocess.run([sys.executable, "-m", "vaultmem", "hook", "claude", event], input=json.dumps(data),
-                        capture_output=True, text=True, env=env_for(root), cwd=str(root), timeout=120)
+                        capture_output=True, text=True, env={**env_for(root), **(extra_env or {})}, cwd=str(root),
+                        timeout=120)
     return time.perf_counter() - started, cp
 
 
@@ -123,6 +126,50 @@ def measure(root: Path, tr: Path, runs: int, tag: str) -> dict:
     return {"session_start": stats(starts), "session_end": stats(ends), "filed_after": stats(filed),
             "cli_brief": stats(briefs),
             "load": (load_before + os.getloadavg()[0]) / 2}
+
+
+WARM_EVENTS = ("SessionStart", "SubagentStart", "Stop")
+
+
+def warm_vs_cold(root: Path, tr: Path, runs: int) -> dict:
+    """SessionStart, SubagentStart and Stop with ``vaultmem mcp`` up for the vault: each
+    run once cold (``VAULTMEM_WARM=off``) and once warm, alternated, so that both see
+    the same machine. Stop files two new turns each time (as on every turn of a
+    session); SubagentStart starts a new sub-agent (a delegation and its commit)."""
+    server = subprocess.Popen([sys.executable, "-m", "vaultmem", "mcp"], stdin=subprocess.PIPE,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env_for(root), cwd=str(root))
+    try:
+        started = time.perf_counter()
+        while not any((root / ".vaultmem/local/warm").glob("*.sock")):
+            if server.poll() is not None or time.perf_counter() - started > 120:
+                raise SystemExit("vaultmem mcp did not start listening for hooks")
+            time.sleep(0.02)
+        out: dict = {f"{e} {mode}": [] for e in WARM_EVENTS for mode in ("cold", "warm")}
+        n = 0
+        for run in range(runs + 1):  # the first round warms caches: not counted
+            for mode in ("cold", "warm"):
+                for event in WARM_EVENTS:
+                    n += 1
+                    data = {"session_id": "bench", "cwd": str(root), "hook_event_name": event,
+                            "transcript_path": str(tr)}
+                    if event == "SessionStart":
+                        data["source"] = "startup"
+                    elif event == "SubagentStart":
+                        data.update(agent_id=f"a{n}", agent_type=f"role-{n % 3}")
+                    else:
+                        with tr.open("a", encoding="utf-8") as f:
+                            for who, said in (("user", f"Check item {n} of the list."), ("assistant", f"Item {n} is fine.")):
+                                f.write(json.dumps({"type": who, "sessionId": "bench", "uuid": f"x{n}{who}",
+                                                    "message": {"role": who, "content": said}}) + "\n")
+                        data.update(stop_hook_active=False, last_assistant_message=f"Item {n} is fine.")
+                    took, cp = hook(root, event, data, {"VAULTMEM_WARM": "off"} if mode == "cold" else None)
+                    assert cp.returncode == 0 and not cp.stderr, cp.stderr
+                    if run:
+                        out[f"{event} {mode}"].append(took)
+        return {k: stats(v) for k, v in out.items()}
+    finally:
+        server.stdin.close()
+        server.wait(timeout=120)
 
 
 def load_machine(root: Path, burners: int) -> list[subprocess.Popen]:
@@ -172,7 +219,11 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--load", type=int, default=4)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--warm", action="store_true", help="instead: SessionStart, SubagentStart and Stop cold and "
+                    "warm (vaultmem mcp up), idle and beside --load CPU burners; Markdown and JSON to --out")
     args = ap.parse_args()
+    if args.warm:
+        return warm_main(args)
     global PYCACHE
     with tempfile.TemporaryDirectory(prefix="bench-hooks-") as tmp:
         PYCACHE = Path(tmp) / "pycache"
@@ -200,6 +251,43 @@ def main() -> None:
         else:
             doc = doc.rstrip("\n") + "\n\n" + text + "\n"
         args.out.write_text(doc, encoding="utf-8")
+
+
+def warm_main(args) -> None:
+    global PYCACHE
+    with tempfile.TemporaryDirectory(prefix="bench-hooks-") as tmp:
+        PYCACHE = Path(tmp) / "pycache"
+        root = Path(tmp) / "vault"
+        made = make_vault(root, args.notes)
+        print(f"vault: {made['notes']} notes in {made['seconds']:.1f} s", file=sys.stderr)
+        Vault(root).rebuild_index()
+        (Path(tmp) / "claude" / "projects" / "-bench").mkdir(parents=True)
+        tr = transcript(Path(tmp) / "claude" / "projects" / "-bench" / "session.jsonl")
+        results = {"idle": warm_vs_cold(root, tr, args.runs)}
+        procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.load)]
+        try:
+            results[f"{args.load} CPU hogs"] = warm_vs_cold(root, tr, args.runs)
+        finally:
+            for p in procs:
+                p.kill()
+                p.wait()
+    rows = ["| machine | hook | cold p50 / p95 | warm p50 / p95 | warm / cold |", "|---|---|---|---|---|"]
+    for machine, r in results.items():
+        for event in WARM_EVENTS:
+            c, w = r[f"{event} cold"], r[f"{event} warm"]
+            rows.append(f"| {machine} | {event} | {c['median'] * 1000:.0f} / {c['p95'] * 1000:.0f} ms | "
+                        f"{w['median'] * 1000:.0f} / {w['p95'] * 1000:.0f} ms | ×{w['median'] / c['median']:.2f} |")
+    text = "\n".join([
+        "# Hooks on the warm path (benchmarks/bench_hooks.py --warm)", "",
+        f"Each hook as Claude Code runs it (a new process, payload on stdin), on a vault of {args.notes:,} notes with "
+        f"`vaultmem mcp` up for it: cold (`VAULTMEM_WARM=off`) and warm alternated, {args.runs} runs each; "
+        f"{os.cpu_count()} cores. Goal: ≤ 0.3 s p50 warm, ≤ 0.5 s cold.", "", *rows, "",
+        f"Reproduce: `python benchmarks/bench_hooks.py --warm --notes {args.notes} --runs {args.runs} --load {args.load}"
+        + (f" --out {args.out}`." if args.out else "`."), ""])
+    print(text)
+    if args.out:
+        args.out.write_text(text, encoding="utf-8")
+        args.out.with_suffix(".json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -36,8 +36,11 @@ The events (docs/hooks.md says what each reads, writes and prints):
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import datetime as _dt
 import fcntl
+import io
 import json
 import os
 import re
@@ -45,12 +48,12 @@ import stat
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, Mapping
 
 from .. import files, layout, sessions
 from ..errors import BadInput, NotFound, PermissionRefused, SecretRefused, VaultmemError, VaultNotFound
 from ..walk import ENV_VAULT, find_vault, is_vault
-from . import edge
+from . import edge, warm
 
 if TYPE_CHECKING:  # imported when a hook opens the vault: SessionEnd, within its budget, never does
     from ..models import Actor
@@ -81,6 +84,25 @@ class HookError(VaultmemError):
     kind = "hook_input"
 
 
+# A hook answered by a warm server (:func:`answer`) runs in the server's process, on its
+# thread: the environment it reads is the hook's own, what it says is sent back, and the
+# vault is the server's, already open.
+_ENV: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar("hook_env", default=None)
+_SAID: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("hook_said", default=None)
+_OPENER: contextvars.ContextVar[Callable[[Path], ContextManager[Vault]] | None] = contextvars.ContextVar(
+    "hook_opener", default=None)
+# what a hook's environment may say, sent to a warm server with the payload
+ENV_KEYS = (ENV_PROJECT, ENV_CONFIG_DIR, ENV_AGENT, ENV_VAULT, "HOME")
+ENV_WARM = "VAULTMEM_WARM"  # "off": every hook runs cold, whatever server is up
+WARM_EVENTS = ("SessionStart", "UserPromptSubmit", "SubagentStart", "SubagentStop", "PreCompact", "Stop")
+
+
+def environ() -> Mapping[str, str]:
+    """The hook's environment: its process's, or the one a warm server was sent."""
+    sent = _ENV.get()
+    return os.environ if sent is None else sent
+
+
 # -- the entry point ---------------------------------------------------------------------------
 
 
@@ -101,6 +123,8 @@ def main(event: str | None, vault: str | os.PathLike | None = None, agent: str |
 
     try:
         return run()
+    except warm.Declined:
+        raise  # a warm server leaves it to the cold path: nothing was done
     except BaseException as exc:  # noqa: BLE001 - a hook fails open, whatever happened
         if isinstance(exc, SystemExit) and exc.code in (None, 0):
             return 0
@@ -157,12 +181,65 @@ def command_line(argv: list[str]) -> tuple[str | None, str | None, str | None, l
 
 def cli_main(argv: list[str]) -> int | None:
     """``vaultmem hook claude …`` as the launcher runs it; None: not this command (the
-    CLI takes it)."""
+    CLI takes it). Asked of a warm server first (:func:`ask_warm`), else run here."""
     parsed = command_line(argv)
     if parsed is None:
         return None
     event, vault, agent, extra = parsed
-    return main(event, vault, agent, extra=extra)
+    stdin = None
+    if event in WARM_EVENTS and not extra and os.environ.get(ENV_WARM) != "off":
+        raw = sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)
+        answered = ask_warm(event, vault, agent, raw)
+        if answered is not None:
+            return answered
+        stdin = io.BytesIO(raw)
+    return main(event, vault, agent, stdin=stdin, extra=extra)
+
+
+def ask_warm(event: str, vault_opt: str | None, agent_opt: str | None, raw: bytes) -> int | None:
+    """Run the hook in a warm ``vaultmem mcp`` of its vault (:mod:`.warm`): print what it
+    printed and return its exit code; None when there is none to ask, or it did not
+    take the hook (then the hook runs here, as if it had not been asked)."""
+    try:
+        payload = json.loads(raw.decode("utf-8")) if len(raw) <= MAX_PAYLOAD_BYTES else None
+        if not isinstance(payload, dict):
+            return None
+        root = find_root(vault_opt, payload)
+    except (ValueError, RecursionError, VaultmemError, OSError):
+        return None  # said by the cold path, which reads it again
+    env = {k: os.environ[k] for k in ENV_KEYS if k in os.environ}
+    answer = warm.ask(root, {"event": event, "vault": vault_opt, "as": agent_opt, "env": env,
+                             "payload": raw.decode("utf-8")})
+    if answer is None:
+        return None
+    if answer["stdout"]:
+        sys.stdout.write(answer["stdout"])
+        sys.stdout.flush()
+    for line in answer["stderr"]:
+        say(str(line))
+    return int(answer.get("code") or 0)
+
+
+def answer(request: dict, opener: Callable[[Path], ContextManager[Vault]]) -> dict:
+    """One hook run by a warm server, as :func:`main` runs it: ``request`` as
+    :func:`ask_warm` sends it; ``opener(root)`` gives the server's open vault for the
+    root the hook resolves to (holding the server's lock while the hook acts) or raises
+    :class:`warm.Declined` — then nothing was done. What the hook printed: ``stdout``,
+    ``stderr`` (its lines) and ``code``."""
+    env = request.get("env")
+    event, payload = request.get("event"), request.get("payload")
+    if not isinstance(env, dict) or not isinstance(payload, str) or event not in WARM_EVENTS:
+        raise warm.Declined("not a hook request")
+    said: list[str] = []
+    out = io.StringIO()
+    tokens = (_ENV.set({str(k): str(v) for k, v in env.items()}), _SAID.set(said), _OPENER.set(opener))
+    try:
+        code = main(event, request.get("vault") or None, request.get("as") or None,
+                    stdin=io.BytesIO(payload.encode("utf-8", "surrogatepass")), stdout=out)
+    finally:
+        for var, token in zip((_ENV, _SAID, _OPENER), tokens):
+            var.reset(token)
+    return {"stdout": out.getvalue(), "stderr": said, "code": code}
 
 
 def read_payload(stream, event: str | None) -> dict:
@@ -202,15 +279,23 @@ def handle(event: str, payload: dict, vault_opt=None, agent_opt: str | None = No
 
         check_name(agent_opt, "agent name", field="as")
     for key in TRANSCRIPT_KEYS.get(event, ()):  # before anything is read or written
-        transcript_file(payload.get(key), key, payload.get("cwd"), os.environ.get(ENV_PROJECT))
+        transcript_file(payload.get(key), key, payload.get("cwd"), environ().get(ENV_PROJECT))
     root = find_root(vault_opt, payload)
     if event == "SessionEnd":  # within its ~1.5 s: a spool file and a detached filer, nothing more
         spool(root, event, payload, agent_opt)
         spawn_drainer(root)
         return None
+    opener = _OPENER.get()
+    if opener is not None:  # a warm server's vault, under its lock
+        with opener(root) as v:
+            return act(event, payload, v, root, agent_opt)
     from ..vault import Vault
 
-    v = Vault.open(root)
+    return act(event, payload, Vault.open(root), root, agent_opt)
+
+
+def act(event: str, payload: dict, v: Vault, root: Path, agent_opt: str | None) -> str | None:
+    """What :func:`handle` does once the vault is open."""
     actor = acting(v, agent_opt)
     check_sizes(v, payload)
     leftovers = pending_spools(root)
@@ -233,14 +318,15 @@ def handle(event: str, payload: dict, vault_opt=None, agent_opt: str | None = No
 def find_root(vault_opt, payload: dict) -> Path:
     """``--vault``, ``$VAULTMEM_VAULT``, then the nearest vault at or above
     ``$CLAUDE_PROJECT_DIR``, then at or above the payload's ``cwd``."""
-    if vault_opt not in (None, "") or os.environ.get(ENV_VAULT):
-        chosen = Path(str(vault_opt or os.environ.get(ENV_VAULT))).expanduser()
+    env = environ()
+    if vault_opt not in (None, "") or env.get(ENV_VAULT):
+        chosen = Path(str(vault_opt or env.get(ENV_VAULT))).expanduser()
         if is_vault(chosen):
             return chosen.resolve()
         from ..vault import locate
 
         return locate(vault_opt)  # which says why it is no vault
-    starts = [(ENV_PROJECT, os.environ.get(ENV_PROJECT)), ("the session's cwd", payload.get("cwd"))]
+    starts = [(ENV_PROJECT, env.get(ENV_PROJECT)), ("the session's cwd", payload.get("cwd"))]
     tried = []
     for label, start in starts:
         if isinstance(start, str) and start and os.path.isdir(start):
@@ -256,7 +342,7 @@ def find_root(vault_opt, payload: dict) -> Path:
 def acting(v: Vault, agent_opt: str | None) -> Actor:
     """Who the hook acts as: ``--as``, ``$VAULTMEM_AGENT``, ``hooks.claude.agent``, else
     the orchestrator. Always an agent."""
-    name = agent_opt or os.environ.get(ENV_AGENT) or v.config.claude_agent or v.config.orchestrator
+    name = agent_opt or environ().get(ENV_AGENT) or v.config.claude_agent or v.config.orchestrator
     return v.actor(name)
 
 
@@ -624,9 +710,9 @@ def retain_spooled(v: Vault, item: dict) -> int:
 def spool(root: Path, event: str, payload: dict, agent_opt: str | None) -> Path:
     """The session end as a small durable file in the spool (fsynced, renamed into place)."""
     session = _id(payload, "session_id")
-    item = {"event": event, "session_id": session, "agent": agent_opt or os.environ.get(ENV_AGENT) or None,
+    item = {"event": event, "session_id": session, "agent": agent_opt or environ().get(ENV_AGENT) or None,
             "transcript_path": payload.get("transcript_path"), "cwd": payload.get("cwd"),
-            "project_dir": os.environ.get(ENV_PROJECT) or None, "reason": payload.get("reason"),
+            "project_dir": environ().get(ENV_PROJECT) or None, "reason": payload.get("reason"),
             "last_assistant_message": payload.get("last_assistant_message"), "spooled": _now()}
     if item["agent"] is not None:
         from ..names import check_name
@@ -700,7 +786,11 @@ def _set_aside(path: Path, exc: BaseException) -> None:
 
 
 def say(line: str) -> None:
-    """One line on stderr, never an exception."""
+    """One line on stderr (sent back, for a hook a warm server runs), never an exception."""
+    said = _SAID.get()
+    if said is not None:
+        said.append(edge.printable(line)[:2000])
+        return
     try:
         sys.stderr.write(edge.printable(line)[:2000] + "\n")
         sys.stderr.flush()
@@ -804,9 +894,11 @@ def projects_folders() -> list[str]:
     when that is set, and ``~/.claude/projects`` (a ``~/.claude`` linked elsewhere, as a
     dotfiles repository does, is followed)."""
     out: list[str] = []
-    starts = [os.environ.get(ENV_CONFIG_DIR)]
+    env = environ()
+    starts = [env.get(ENV_CONFIG_DIR)]
     try:
-        starts.append(str(Path.home() / ".claude"))
+        home = env.get("HOME") if env is not os.environ else None
+        starts.append(str(Path(home or Path.home()) / ".claude"))
     except RuntimeError:  # no home directory known
         pass
     for start in starts:

@@ -16,6 +16,7 @@ it was given. Logs go to stderr: stdout carries the protocol only.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import logging
@@ -516,6 +517,7 @@ class VaultServer(MCPServer):
         self._settings = self._settings_stamp()
         self._lock = threading.Lock()  # tools run on worker threads: one call at a time
         self.monitor = None
+        self.warm = None  # the hooks' warm path (listen_for_hooks)
         if watch and vault is not None:
             from .watch import ChangeMonitor
 
@@ -525,8 +527,43 @@ class VaultServer(MCPServer):
                 vault.follow_changes(monitor)
         _register(self)
 
+    def listen_for_hooks(self) -> str | None:
+        """Answer Claude Code's hooks for this vault on a Unix socket (:mod:`.warm`): a
+        hook then runs here, on the open and watched vault, one call at a time with the
+        tools. None, or why not (the hooks then run cold)."""
+        if self.vault is None:
+            return "no vault open"
+        from . import claude, warm
+
+        root = self.vault.root.resolve()
+
+        def answer(request: dict, ready) -> dict:
+            @contextlib.contextmanager
+            def opener(found):
+                if found.resolve() != root:
+                    raise warm.Declined("another vault")
+                if not self._lock.acquire(timeout=warm.LOCK_WAIT):
+                    raise warm.Declined("busy")
+                try:
+                    if not ready():
+                        raise warm.Declined("the hook runs cold")
+                    yield self.current()
+                finally:
+                    self._lock.release()
+
+            return claude.answer(request, opener)
+
+        server = warm.WarmServer(root, answer)
+        why = server.start()
+        if why is None:
+            self.warm = server
+        return why
+
     def close(self) -> None:
-        """Stop following file-system events; the vault's index is closed."""
+        """Stop following file-system events and answering hooks; the vault's index is closed."""
+        if self.warm is not None:
+            self.warm.stop()
+            self.warm = None
         if self.monitor is not None:
             self.monitor.stop()
             self.monitor = None
@@ -941,6 +978,8 @@ def serve(vault: Vault | None, agent: str | None = None, watch: bool = True,
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="vaultmem mcp: %(levelname)s %(message)s")
     server = VaultServer(vault, agent, watch=watch, failure=failure)
+    if watch and (why := server.listen_for_hooks()) is not None and vault is not None:
+        log.info("hooks run cold: %s", why)
     # the secret detector's plugins take ~0.2 s to import: load them now, beside the
     # handshake, rather than in the first call whose text could hold a secret
     threading.Thread(target=without_secrets, args=("ghp_" + "x1" * 18,), daemon=True).start()
