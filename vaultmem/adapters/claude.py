@@ -36,7 +36,6 @@ The events (docs/hooks.md says what each reads, writes and prints):
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import datetime as _dt
 import fcntl
