@@ -17,6 +17,9 @@ engine ``auto`` picks for it. Then, in one run:
    ``--calls`` timed rounds of ``brief`` (20 role × task pairs in turn), ``search_memory``
    (30 queries in turn) and ``get_stats``, each timed at the client (JSON-RPC over the
    pipes included): median and p95;
+   The same rounds again over bare JSON-RPC lines on the server's pipes (standard library
+   only): the server and the transport without the SDK client's own work (it checks each
+   result against the tool's output schema with jsonschema);
 2. the cold CLI brief: ``python -m vaultmem brief ROLE --task TASK`` as a new process
    each time, ``--cold`` runs over the same pairs (bytecode cache warm, as a user has it),
    median and p95;
@@ -160,6 +163,50 @@ def bench_server(root: Path, mode: str, calls: int, warmup: int, python: str | N
     return out
 
 
+def bench_raw(root: Path, calls: int, warmup: int) -> dict:
+    """The same rounds over bare JSON-RPC lines on the server's pipes (standard library
+    only): each call timed from writing its line to reading and parsing its answer. What
+    the server and the transport cost, without the SDK client's own work (it checks every
+    result against the tool's output schema with jsonschema, which a client in another
+    language does its own way, or not at all)."""
+    import subprocess
+
+    proc = subprocess.Popen([PY, "-m", "vaultmem", "mcp", "--vault", str(root)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=br.child_env(), cwd=str(br.PROJECT))
+    times: dict[str, list[float]] = {"brief": [], "search_memory": [], "get_stats": []}
+    ids = iter(range(1, 1 << 30))
+
+    def send(method: str, params: dict, notify: bool = False) -> dict | None:
+        msg = {"jsonrpc": "2.0", "method": method, "params": params}
+        if not notify:
+            msg["id"] = next(ids)
+        proc.stdin.write((json.dumps(msg) + "\n").encode())
+        proc.stdin.flush()
+        if notify:
+            return None
+        while True:
+            answer = json.loads(proc.stdout.readline())
+            if answer.get("id") == msg["id"]:
+                if "error" in answer or answer["result"].get("isError"):
+                    raise SystemExit(f"{method} {params} failed: {answer}")
+                return answer
+
+    try:
+        send("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                            "clientInfo": {"name": "bench", "version": "0"}})
+        send("notifications/initialized", {}, notify=True)
+        for i in range(warmup + calls):
+            for tool, a in tool_args(i).items():
+                t = time.perf_counter()
+                send("tools/call", {"name": tool, "arguments": a})
+                if i >= warmup:
+                    times[tool].append(time.perf_counter() - t)
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=120)
+    return {k: {"p50": p50(v), "p95": p95(v), "max": max(v), "n": len(v)} for k, v in times.items()}
+
+
 # -- the cold CLI ------------------------------------------------------------------------
 
 
@@ -287,7 +334,16 @@ def report(results: list[dict], meta: dict) -> str:
                      f"| {ms(t['get_stats']['p50'])} / {ms(t['get_stats']['p95'])} "
                      f"| {br.fmt_s(s['start_to_first_answer_s'])} "
                      f"| {br.fmt_s(r['cold']['p50'])} / {br.fmt_s(r['cold']['p95'])} |")
+        if r.get("raw"):
+            t = r["raw"]
+            w.append(f"| {r['notes']:,} | | watch, bare JSON-RPC client "
+                     f"| {ms(t['brief']['p50'])} / {ms(t['brief']['p95'])} "
+                     f"| {ms(t['search_memory']['p50'])} / {ms(t['search_memory']['p95'])} "
+                     f"| {ms(t['get_stats']['p50'])} / {ms(t['get_stats']['p95'])} | | |")
     w.append("")
+    w.append("The bare JSON-RPC client writes each request line to the server's stdin and reads its answer "
+             "line: the server and the transport, without the SDK client's own check of every result against "
+             "the tool's output schema (jsonschema, in Python), which is the rest of the SDK client's figure.\n")
     w.append("| goal | " + " | ".join(f"{r['notes']:,} notes" for r in results) + " |")
     w.append("|---|" + "---|" * len(results))
     for label, key, goal in (("warm brief p50 ≤ 20 ms", "p50", GOAL_P50), ("warm brief p95 ≤ 50 ms", "p95", GOAL_P95)):
@@ -368,6 +424,8 @@ def main(argv: list[str] | None = None) -> int:
                 log(f"{n:,} notes: vaultmem mcp of {args.baseline_label}, {args.calls} rounds")
                 r["servers"].append({**bench_server(root, "watch", args.calls, args.warmup, python=args.baseline),
                                      "mode": args.baseline_label})
+            log(f"{n:,} notes: vaultmem mcp (watch) over bare JSON-RPC lines, {args.calls} rounds")
+            r["raw"] = bench_raw(root, args.calls, args.warmup)
             log(f"{n:,} notes: cold CLI brief × {args.cold}")
             r["cold"] = bench_cold(root, args.cold)
             r["imports"] = sdk_imports(root)
