@@ -195,3 +195,23 @@ def test_brief_lines_say_who_stated_each_fact(cli, team):
     md = out_json(vm(cli, team, "brief", "前端审查", "--task", "function components 端口", "--json"))["markdown"]
     assert "function components over class components (用户所述) [[memories/function-components]]" in md
     assert "后端端口固定8080 (agent推断) [[memories/后端端口固定8080]]" in md
+
+
+def test_a_search_by_a_person_never_asks_git_who_they_are(team, tmp_path):
+    """A read needs no author: the human's search loads no git library (it costs a cold
+    search a tenth of its time); who asks still decides who may search the journal."""
+    from conftest import run_vaultmem
+
+    res = run_vaultmem("search", "useEffect", "--json", env={"VAULTMEM_VAULT": str(team.root),
+                                                             "PYTHONPROFILEIMPORTTIME": "1", "VAULTMEM_AGENT": ""})
+    assert res.returncode == 0, res.stderr
+    imported = {line.split("|")[-1].strip() for line in res.stderr.splitlines() if line.startswith("import time:")}
+    assert "vaultmem.vault" in imported and "git" not in imported
+    assert any(h["path"] == "agents/前端审查.md" for h in out_json(res)["hits"])
+    for who, allowed in ((["--as", "前端审查"], False), (["--as", "lee"], True), ([], True)):
+        res = run_vaultmem("search", "useEffect", "--journal", *who, env={"VAULTMEM_VAULT": str(team.root),
+                                                                           "VAULTMEM_AGENT": ""})
+        assert (res.returncode == 0) is allowed, (who, res.stderr)
+        assert allowed or "may not read the journal" in res.stderr
+    bad = run_vaultmem("search", "x", "--as", "../etc", env={"VAULTMEM_VAULT": str(team.root)})
+    assert bad.returncode != 0 and "agent name" in bad.stderr

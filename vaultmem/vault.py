@@ -146,10 +146,14 @@ class Vault:
     # -- who acts ----------------------------------------------------------------------
     def actor(self, name: str | None = None) -> Actor:
         """The agent named by ``--as`` / ``$VAULTMEM_AGENT``, or the human when neither is set."""
+        agent = self.agent_name(name)
+        return gitstore.human_actor(self.root) if agent is None else Actor(agent, "agent")
+
+    def agent_name(self, name: str | None = None) -> str | None:
+        """The agent named by ``--as`` / ``$VAULTMEM_AGENT`` (checked), or None for the
+        human — without asking git who the human is: a read needs no name."""
         name = name if name not in (None, "") else os.environ.get(ENV_AGENT) or None
-        if name is None:
-            return gitstore.human_actor(self.root)
-        return Actor(check_name(name, "agent name"), "agent")
+        return None if name is None else check_name(name, "agent name")
 
     def tidy(self) -> int:
         """Settle a killed writer's journal and remove its temp files, if no writer is

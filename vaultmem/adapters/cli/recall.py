@@ -100,11 +100,10 @@ def search(
     """
     s = session(ctx, vault, as_, json_)
     v = s.open()
-    actor = v.actor(s.agent)
     hits = v.search(query, agent=agent, kinds=tuple(kind or ()), types=tuple(type_ or ()), limit=n,
                     tags=tuple(tag or ()), statuses=tuple(status or ()),
                     author_kinds=tuple(author_kind or ()), since=since, until=until,
-                    where=tuple(where or ()), journal=journal, reader=None if actor.is_human else actor.name)
+                    where=tuple(where or ()), journal=journal, reader=v.agent_name(s.agent))
 
     s.emit(hits, render.search_hits, data=hits.to_dict(limits.echoed(query)))  # a long query: its beginning
 
