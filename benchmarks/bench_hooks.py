@@ -213,6 +213,19 @@ def table(results: dict, args, cores: int) -> str:
         "", END])
 
 
+def prepared(tmp: Path, notes: int) -> tuple[Path, Path]:
+    """The benchmark's vault of ``notes`` notes, indexed, and a session's transcript where
+    Claude Code keeps it; children get their bytecode caches under ``tmp``."""
+    global PYCACHE
+    PYCACHE = tmp / "pycache"
+    root = tmp / "vault"
+    made = make_vault(root, notes)
+    print(f"vault: {made['notes']} notes in {made['seconds']:.1f} s", file=sys.stderr)
+    Vault(root).rebuild_index()
+    (tmp / "claude" / "projects" / "-bench").mkdir(parents=True)
+    return root, transcript(tmp / "claude" / "projects" / "-bench" / "session.jsonl")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--notes", type=int, default=10_000)
@@ -224,15 +237,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.warm:
         return warm_main(args)
-    global PYCACHE
     with tempfile.TemporaryDirectory(prefix="bench-hooks-") as tmp:
-        PYCACHE = Path(tmp) / "pycache"
-        root = Path(tmp) / "vault"
-        made = make_vault(root, args.notes)
-        print(f"vault: {made['notes']} notes in {made['seconds']:.1f} s", file=sys.stderr)
-        Vault(root).rebuild_index()
-        (Path(tmp) / "claude" / "projects" / "-bench").mkdir(parents=True)
-        tr = transcript(Path(tmp) / "claude" / "projects" / "-bench" / "session.jsonl")
+        root, tr = prepared(Path(tmp), args.notes)
         results = {"idle": measure(root, tr, args.runs, "idle")}
         procs = load_machine(root, args.load)
         try:
@@ -254,15 +260,8 @@ def main() -> None:
 
 
 def warm_main(args) -> None:
-    global PYCACHE
     with tempfile.TemporaryDirectory(prefix="bench-hooks-") as tmp:
-        PYCACHE = Path(tmp) / "pycache"
-        root = Path(tmp) / "vault"
-        made = make_vault(root, args.notes)
-        print(f"vault: {made['notes']} notes in {made['seconds']:.1f} s", file=sys.stderr)
-        Vault(root).rebuild_index()
-        (Path(tmp) / "claude" / "projects" / "-bench").mkdir(parents=True)
-        tr = transcript(Path(tmp) / "claude" / "projects" / "-bench" / "session.jsonl")
+        root, tr = prepared(Path(tmp), args.notes)
         results = {"idle": warm_vs_cold(root, tr, args.runs)}
         procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.load)]
         try:
