@@ -6,6 +6,7 @@ Each has ``to_dict()`` giving the stable JSON shape the CLI prints with ``--json
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from dataclasses import fields as _fields
 from typing import Any
 
 SECTIONS = ("context", "work", "subagents")
@@ -144,8 +145,6 @@ class NoteFields:
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
-        from dataclasses import fields as _fields
-
         return tuple(f.name for f in _fields(cls))
 
     @classmethod
@@ -192,12 +191,20 @@ class IndexDoc:
     days: list[str] = field(default_factory=list)  # ISO days it is dated by (said, created…): date terms
     speaker: str | None = None  # who said it (a note's speaker or author): not what it is about
 
+    def plain(self) -> dict:
+        """Its fields as a dict JSON takes, in their order (they are flat: ``asdict``'s deep
+        copy costs many times as much, and an index build makes one per document)."""
+        return {name: self.__dict__[name] for name in _INDEX_DOC_FIELDS}
+
     @property
     def link(self) -> str:
         target = self.path.removesuffix(".md")
         if self.entry_id:
             return f"[[{target}#^{self.entry_id}]]"
         return f"[[{target}]]"
+
+
+_INDEX_DOC_FIELDS = tuple(f.name for f in _fields(IndexDoc))
 
 
 @dataclass

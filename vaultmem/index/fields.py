@@ -7,7 +7,6 @@ engines only split them again, so what matches never depends on the engine.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from pathlib import Path
 
 from .. import files
@@ -107,7 +106,7 @@ def fields_of(doc: IndexDoc) -> dict:
         "agent": doc.agent or NONE,
         "type": doc.type or NONE,
         "status": doc.status or "active",
-        "doc": json.dumps(asdict(doc), ensure_ascii=False),
+        "doc": json.dumps(doc.plain(), ensure_ascii=False),
         "title": " ".join(without(tokens(doc.title), said_by)),
         "body": " ".join(tokens(doc.text)),
         "aliases": " ".join(without(tokens(" ".join(doc.aliases)), said_by)),
@@ -121,7 +120,7 @@ def fields_of(doc: IndexDoc) -> dict:
 def with_neighbours(fields: dict, doc: IndexDoc) -> dict:
     """``fields`` (``fields_of(doc)`` before ``doc.near`` was filled in) with the
     neighbours' text: the same as ``fields_of(doc)`` now, without analysing the rest again."""
-    return {**fields, "doc": json.dumps(asdict(doc), ensure_ascii=False), "near": _near(doc, _said_by(doc))}
+    return {**fields, "doc": json.dumps(doc.plain(), ensure_ascii=False), "near": _near(doc, _said_by(doc))}
 
 
 def lengths_of(fields: dict) -> list[int]:

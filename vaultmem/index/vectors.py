@@ -91,7 +91,7 @@ def record(gen_dir: Path, add: list[IndexDoc], delete_paths: list[str]) -> None:
         return
     base = folder(gen_dir)
     base.mkdir(parents=True, exist_ok=True)
-    line = json.dumps({"del": sorted(set(delete_paths)), "add": [_plain(d) for d in add]},
+    line = json.dumps({"del": sorted(set(delete_paths)), "add": [d.plain() for d in add]},
                       ensure_ascii=False, separators=(",", ":")) + "\n"
     state = read_state(gen_dir)
     path = base / _journal_name(state)
@@ -107,12 +107,6 @@ def record(gen_dir: Path, add: list[IndexDoc], delete_paths: list[str]) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _plain(doc: IndexDoc) -> dict:
-    """A document's fields as JSON takes them (its fields are flat: ``asdict``'s deep copy
-    costs 14 times as much)."""
-    return {k: v for k, v in doc.__dict__.items() if k in _DOC_FIELDS}
 
 
 def pending(gen_dir: Path, fingerprint: str | None = None) -> bool:
