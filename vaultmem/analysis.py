@@ -190,6 +190,9 @@ _DATE_PATTERNS = [re.compile(p, re.I) for p in (
     r"(?<!\d)" + _YEAR + r"\s*年\s*(?P<m>[01]?\d)\s*月(?!\s*[0-3]?\d\s*[日号號])",     # 2023年5月
     r"(?<![\w])" + _MONTH + r"\s+" + _YEAR + r"(?![\w])",                            # May 2023
 )]
+# what each of _DATE_PATTERNS cannot match without: a text without it skips the pattern
+_DATE_NEEDS = (None, "月", "month", "month", "月", "month")
+_MONTH_WORD = re.compile(r"(?<![^\W\d_])(?:" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")(?![^\W\d_])", re.I)
 _RELATIVE = {"today": 0, "yesterday": -1, "tomorrow": 1, "今天": 0, "今日": 0, "昨天": -1, "昨日": -1,
              "前天": -2, "明天": 1, "后天": 2}
 _RELATIVE_RE = re.compile(r"(?<![\w])(?:today|yesterday|tomorrow)(?![\w])|今天|今日|昨天|昨日|前天|明天|后天", re.I)
@@ -226,7 +229,14 @@ def find_dates(text: str, ref=None) -> list[tuple[int, int, list[str]]]:
     flat = unicodedata.normalize("NFKC", text)
     found: list[tuple[int, int, list[str]]] = []
     taken: list[tuple[int, int]] = []
-    for pattern in _DATE_PATTERNS:
+    month_word = None
+    for pattern, needs in zip(_DATE_PATTERNS, _DATE_NEEDS):
+        if needs == "月" and "月" not in flat:
+            continue
+        if needs == "month":  # the month-name patterns: one look for a month's name first
+            month_word = _MONTH_WORD.search(flat) is not None if month_word is None else month_word
+            if not month_word:
+                continue
         for m in pattern.finditer(flat):
             if any(s < m.end() and m.start() < e for s, e in taken):
                 continue
