@@ -70,6 +70,36 @@ while True:
 """
 
 
+def test_a_long_lived_process_sweeps_only_after_a_writer_died_holding_the_lock(vault):
+    """A server (one Vault object, never reopened) writes on: each write lists the vault's
+    folders for temp files only when the writer before it died holding the lock — not on
+    every write, which would cost a time growing with the vault."""
+    from vaultmem import Vault
+    from vaultmem.transaction import WRITING_MARK
+
+    vault.ensure_page("前端审查", vault.actor("lee"))
+    server = Vault.open(vault.root)
+    mark = vault.root / ".vaultmem" / "local" / WRITING_MARK
+    server.add_entry("前端审查", "before", server.actor("lee"))
+    assert not mark.exists()  # a writer that finished leaves no mark
+    stray = vault.root / "memories" / f".stray.md{TEMP_MARK}0"  # not a dead writer's: left for a command's tidy
+    stray.write_text("x")
+    server.add_entry("前端审查", "no sweep", server.actor("lee"))
+    assert stray.exists()
+    proc = subprocess.Popen([sys.executable, "-c", ENTRY_WRITER, str(vault.root)], stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    Lines(proc.stdout).wait_count(2)
+    kill_when(proc, lambda: holds_flock(vault.root / ".vaultmem" / "write.lock"))
+    wait_until(lambda: not group_alive(proc.pid), what="the killed writer's git commands to finish")
+    assert mark.exists()  # it died holding the lock
+    torn = vault.root / "agents" / f".前端审查.md{TEMP_MARK}dead"
+    torn.write_text("torn")
+    server.add_entry("前端审查", "after the crash", server.actor("lee"))
+    assert temp_files(vault.root) == [] and not mark.exists()
+    assert parse_page((vault.root / "agents/前端审查.md").read_text(encoding="utf-8"),
+                      "agents/前端审查.md").entries[-1].text == "after the crash"
+
+
 def test_vault_command_killed_mid_write_leaves_a_whole_page_and_no_temp_files(vault):
     vault.ensure_page("前端审查", vault.actor("lee"))
     page_path = vault.root / "agents" / "前端审查.md"

@@ -51,6 +51,9 @@ if TYPE_CHECKING:
     from .guard import Finding
 
 TIDY_STAMPS = "tidy.bin"  # in .vaultmem/local/: folders' mtimes when they held no temp file
+# in .vaultmem/local/: there while a writer holds the write lock; found by the next one, it
+# says the last writer died holding it, and only then are the folders listed for its temp files
+WRITING_MARK = "writing"
 JOURNAL_VERSION = 1
 # who edits outside vaultmem is not known to it: such edits are committed under this name
 UNATTRIBUTED = Actor(name="unknown (edited outside vaultmem)", kind="unknown", email="unattributed@vaultmem.invalid")
@@ -178,7 +181,10 @@ class Writer:
 
     @contextmanager
     def locked(self) -> Iterator[None]:
-        """Hold the vault's write lock: settle a dead writer's journal, sweep temp files."""
+        """Hold the vault's write lock: settle a dead writer's journal, and sweep the temp
+        files of a writer that died holding the lock (:data:`WRITING_MARK` says one did:
+        listing every writable folder on every write would cost a write time that grows
+        with the vault)."""
         from filelock import Timeout
 
         depth = getattr(self._held, "depth", 0)
@@ -202,12 +208,21 @@ class Writer:
             except OSError as exc:
                 raise from_os_error(exc, path=layout.WRITE_LOCK, writing=True) from None
             self._held.depth = 1
+            mark, marked = self.root / layout.LOCAL_DIR / WRITING_MARK, False
             try:
+                died = os.path.lexists(mark)
+                marked = files.write_local(self.root, WRITING_MARK, f"{os.getpid()}\n")
                 self._settle()
-                files.sweep_temp_files(self.root, layout.WRITABLE)
+                if died or not marked:  # a writer killed holding the lock may have left temp files
+                    files.sweep_temp_files(self.root, layout.WRITABLE)
                 yield
             finally:
                 self._held.depth = 0
+                if marked:
+                    try:
+                        mark.unlink()
+                    except OSError:
+                        pass
                 lock.release()
         finally:
             self._threads.release()
