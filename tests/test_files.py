@@ -89,7 +89,7 @@ def test_a_long_lived_process_sweeps_only_after_a_writer_died_holding_the_lock(v
     proc = subprocess.Popen([sys.executable, "-c", ENTRY_WRITER, str(vault.root)], stdout=subprocess.PIPE, text=True,
                             start_new_session=True)
     Lines(proc.stdout).wait_count(2)
-    kill_when(proc, lambda: holds_flock(vault.root / ".vaultmem" / "write.lock"))
+    kill_when(proc, lambda: holds_flock(vault.root / ".vaultmem" / "write.lock") and mark.exists())
     wait_until(lambda: not group_alive(proc.pid), what="the killed writer's git commands to finish")
     assert mark.exists()  # it died holding the lock
     torn = vault.root / "agents" / f".前端审查.md{TEMP_MARK}dead"

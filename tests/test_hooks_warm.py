@@ -59,11 +59,12 @@ def server(project):
             proc.wait(timeout=60)
 
 
-def hook(event: str, data: str, root: Path) -> tuple[subprocess.CompletedProcess, set[str]]:
+def hook(event: str, data: str, root: Path, *args: str, cwd: Path | None = None
+         ) -> tuple[subprocess.CompletedProcess, set[str]]:
     """The real hook command in a real process; what it printed, and which modules it
     imported (``-X importtime``): a hook answered warm never imports the vault facade."""
-    cp = subprocess.run([sys.executable, "-X", "importtime", "-m", "vaultmem", "hook", "claude", event], input=data,
-                        capture_output=True, text=True, env=env_for(root), cwd=root, timeout=120)
+    cp = subprocess.run([sys.executable, "-X", "importtime", "-m", "vaultmem", "hook", "claude", event, *args],
+                        input=data, capture_output=True, text=True, env=env_for(root), cwd=cwd or root, timeout=120)
     imported = {line.split("|")[-1].strip() for line in cp.stderr.splitlines() if line.startswith("import time:")}
     cp.stderr = "".join(line + "\n" for line in cp.stderr.splitlines() if not line.startswith("import time:"))
     return cp, imported
@@ -249,3 +250,42 @@ def test_a_warm_hook_reads_the_hooks_environment_not_the_servers(project, monkey
     got = claude.answer(request, opener)
     assert got["code"] == 0 and got["stderr"] == []
     assert "Memory brief — orch" in context(got["stdout"], "SessionStart")  # not someone-else's
+
+
+def test_a_relative_vault_option_means_the_hooks_folder_not_the_servers(project, server, tmp_path):
+    v, transcript = project
+    r, imported = hook("SessionStart", payload("SessionStart", source="startup", transcript_path=str(transcript),
+                                               cwd=str(tmp_path)), v.root, "--vault", "proj", cwd=tmp_path)
+    assert (r.returncode, r.stderr) == (0, "") and "vaultmem.vault" not in imported
+    assert "payment service retries" in context(r.stdout, "SessionStart")
+
+
+def test_a_server_gone_after_go_is_never_followed_by_a_second_run(tmp_path):
+    """The server may have acted once the hook said "go": when it ends before answering,
+    the hook says so in one line and does not run the event again."""
+    root = tmp_path / "vault"
+    folder = root / warm.WARM_DIR
+    folder.mkdir(parents=True, mode=0o700)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(folder / "1.sock"))
+    listener.listen(1)
+    heard = []
+
+    def dying_server():
+        conn, _ = listener.accept()
+        with conn:
+            reader = conn.makefile("rb")
+            heard.append(reader.readline())
+            conn.sendall(b'{"ready": true}\n')
+            heard.append(reader.readline())  # "go": then it dies mid-hook
+
+    t = threading.Thread(target=dying_server)
+    t.start()
+    try:
+        got = warm.ask(root, {"event": "Stop"})
+    finally:
+        t.join(timeout=60)
+        listener.close()
+    assert json.loads(heard[1]) == {"go": True}
+    assert got is not None and got["stdout"] == "" and got["code"] == 0
+    assert len(got["stderr"]) == 1 and "not run again" in got["stderr"][0]

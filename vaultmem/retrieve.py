@@ -83,7 +83,7 @@ def search(store, query: str | Query, filters: Filters = Filters(), limit: int =
             found = store.search(words or list(days), filters, asked, text=text, match=match)
     units = unit_weights(store, parsed if parsed is not None else text) if found else []
     kind = answer_kind(text)
-    sims, channels = None, {}
+    sims, channels, extra = None, {}, []
     if similar is not None and learned is not None:
         learned = similar.model
         channels = dict.fromkeys((d.id for d, _s in found), "lexical")
@@ -95,9 +95,9 @@ def search(store, query: str | Query, filters: Filters = Filters(), limit: int =
                 channels[doc.id] = "both"
             else:
                 channels[doc.id] = "semantic"
-                found.append((doc, 0.0))
+                extra.append((doc, 0.0))
     if learned is not None:
-        rescored = learned_order(learned, found, units, kind, text, terms, days, filters.agent, sims)
+        rescored = learned_order(learned, found, units, kind, text, terms, days, filters.agent, sims, extra)
     else:
         rescored = rule_order(found, words, days, filters.agent)
     out = []
@@ -129,12 +129,18 @@ FEATURE_CHARS = 2000  # what of a candidate's text its features read (a huge not
 
 
 def learned_order(learned, found, units, kind, question: str, terms: list[str], days: set,
-                  agent: str | None, similarity: dict[str, float] | None = None) -> list[list]:
+                  agent: str | None, similarity: dict[str, float] | None = None, extra=()) -> list[list]:
     """The engine's candidates (``found``: (doc, score) best first) ordered by the learned
     model (:mod:`vaultmem.ranker`): ``[doc, score, date terms]`` best first, the score the
     model's, squashed to 0..1. ``similarity``: each candidate's similarity to the
-    question, when the semantic channel scored them."""
+    question, when the semantic channel scored them; ``extra``: the channel's own
+    candidates the engine did not find. Each group's rows are made over its own pool (a
+    row holds pool-wide features: the candidates' date range, who they name, their
+    neighbours), so the engine's are exactly what the ranker was trained on."""
     cands, rows = candidate_rows(found, units, kind, question, terms, days, agent, similarity)
+    if extra:
+        more, more_rows = candidate_rows(list(extra), units, kind, question, terms, days, agent, similarity)
+        cands, rows = cands + more, rows + more_rows
     scores = learned.score(rows)
     ordered = sorted(zip(scores, cands), key=lambda x: (not answers_in_words(x[1]), -x[0], x[1].doc.id))
     return [[c.doc, squash(s), list(c.dates)] for s, c in ordered]

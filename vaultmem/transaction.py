@@ -208,17 +208,18 @@ class Writer:
             except OSError as exc:
                 raise from_os_error(exc, path=layout.WRITE_LOCK, writing=True) from None
             self._held.depth = 1
-            mark, marked = self.root / layout.LOCAL_DIR / WRITING_MARK, False
+            mark, marked, settled = self.root / layout.LOCAL_DIR / WRITING_MARK, False, False
             try:
                 died = os.path.lexists(mark)
                 marked = files.write_local(self.root, WRITING_MARK, f"{os.getpid()}\n")
                 self._settle()
                 if died or not marked:  # a writer killed holding the lock may have left temp files
                     files.sweep_temp_files(self.root, layout.WRITABLE)
+                settled = True
                 yield
             finally:
                 self._held.depth = 0
-                if marked:
+                if marked and (settled or not died):  # a sweep that failed is tried again by the next writer
                     try:
                         mark.unlink()
                     except OSError:

@@ -187,7 +187,10 @@ def cli_main(argv: list[str]) -> int | None:
     event, vault, agent, extra = parsed
     stdin = None
     if event in WARM_EVENTS and not extra and os.environ.get(ENV_WARM) != "off":
-        raw = sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)
+        try:
+            raw = sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)
+        except (OSError, ValueError, AttributeError):  # no stdin: the cold path says so, and exits 0
+            return main(event, vault, agent, extra=extra)
         answered = ask_warm(event, vault, agent, raw)
         if answered is not None:
             return answered
@@ -207,7 +210,8 @@ def ask_warm(event: str, vault_opt: str | None, agent_opt: str | None, raw: byte
     except (ValueError, RecursionError, VaultmemError, OSError):
         return None  # said by the cold path, which reads it again
     env = {k: os.environ[k] for k in ENV_KEYS if k in os.environ}
-    answer = warm.ask(root, {"event": event, "vault": vault_opt, "as": agent_opt, "env": env,
+    # the vault as this process found it (a relative --vault is this process's, not the server's)
+    answer = warm.ask(root, {"event": event, "vault": str(root), "as": agent_opt, "env": env,
                              "payload": raw.decode("utf-8")})
     if answer is None:
         return None
@@ -216,7 +220,7 @@ def ask_warm(event: str, vault_opt: str | None, agent_opt: str | None, raw: byte
         sys.stdout.flush()
     for line in answer["stderr"]:
         say(str(line))
-    return int(answer.get("code") or 0)
+    return 0  # a hook always exits 0 (the server's main() does too)
 
 
 def answer(request: dict, opener: Callable[[Path], ContextManager[Vault]]) -> dict:
@@ -306,11 +310,11 @@ def act(event: str, payload: dict, v: Vault, root: Path, agent_opt: str | None) 
         spool(root, event, payload, agent_opt)
         # within the hook's installed timeout (10 s): when another filer holds the spool
         # that long, this turn's spool stays for it or for the next hook
-        drain(root, wait=STOP_WAIT)
+        drain(root, wait=STOP_WAIT, vault=v)
         return None
     out = HANDLERS[event](v, actor, payload)
     if leftovers:
-        drain(root, wait=0)
+        drain(root, wait=0, vault=v)
     return out
 
 
@@ -731,11 +735,12 @@ def pending_spools(root: Path) -> list[Path]:
         return []
 
 
-def drain(root: Path, wait: float = DRAIN_WAIT) -> int:
+def drain(root: Path, wait: float = DRAIN_WAIT, vault: Vault | None = None) -> int:
     """File every spooled session end, oldest first, under the drain lock (one filer at a
     time; with ``wait`` 0 a busy lock means another filer is at it). A spool goes only
     once its facts are filed; a kill before that leaves it for the next filer, and the
-    facts a killed filer did file are not filed twice (see :func:`filed_before`)."""
+    facts a killed filer did file are not filed twice (see :func:`filed_before`).
+    ``vault``: the vault already open (a hook's, a warm server's), else one is opened."""
     if not pending_spools(root):
         return 0
     lock_path = _own(root, layout.CLAUDE_DIR) / Path(layout.CLAUDE_DRAIN_LOCK).name
@@ -751,7 +756,7 @@ def drain(root: Path, wait: float = DRAIN_WAIT) -> int:
                     return 0
                 time.sleep(0.05)
         filed = 0
-        v = None
+        v = vault
         for path in pending_spools(root):
             try:
                 item = json.loads(path.read_text(encoding="utf-8"))

@@ -494,6 +494,9 @@ class _FrontOut:
         return None
 
 
+CLOSE_WAIT = 30.0  # seconds a closing server waits for the call or hook in progress
+
+
 class VaultServer(MCPServer):
     """An MCP server over one open vault. ``agent``: who its writes are by (``--as``;
     None: ``$VAULTMEM_AGENT``, else the human, as for the CLI)."""
@@ -562,13 +565,18 @@ class VaultServer(MCPServer):
     def close(self) -> None:
         """Stop following file-system events and answering hooks; the vault's index is closed."""
         if self.warm is not None:
-            self.warm.stop()
+            self.warm.stop()  # no new hook; one running now finishes before the index closes
             self.warm = None
         if self.monitor is not None:
             self.monitor.stop()
             self.monitor = None
         if self.vault is not None:
-            self.vault.index.close()
+            held = self._lock.acquire(timeout=CLOSE_WAIT)
+            try:
+                self.vault.index.close()
+            finally:
+                if held:
+                    self._lock.release()
 
     def _settings_stamp(self) -> tuple | None:
         if self.vault is None:

@@ -32,6 +32,7 @@ import socket
 import stat
 import struct
 import threading
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -90,6 +91,8 @@ def ask(root: Path, request: dict, ready_wait: float = READY_WAIT) -> dict | Non
             continue
         with conn:
             try:
+                if _peer_uid(conn) != os.getuid():
+                    continue  # a socket served by someone else: what it says would reach the agent
                 conn.sendall(line)
                 conn.settimeout(ready_wait)
                 reader = conn.makefile("rb")
@@ -99,12 +102,29 @@ def ask(root: Path, request: dict, ready_wait: float = READY_WAIT) -> dict | Non
                 if not first.get("ready"):
                     continue  # another vault's, or busy: the next server, else cold
                 conn.sendall(b'{"go": true}\n')
+            except (OSError, ValueError):  # gone before "go": nothing was done, the hook runs cold
+                return None
+            try:
                 conn.settimeout(None)  # the hook's own timeout (Claude Code's) bounds this wait
                 answer = _message(reader.readline(MAX_LINE))
-            except (OSError, ValueError):  # gone before "ready": nothing done; after "go": done in part
-                return None
-            return answer if _printed(answer) else None
+            except (OSError, ValueError):
+                answer = {}
+            if _printed(answer):
+                return answer
+            # after "go" the server may have done some or all of it: never run it again here
+            return {"stdout": "", "stderr": [GONE], "code": 0}
     return None
+
+
+GONE = ("vaultmem hook: the vaultmem mcp that took this hook ended before it answered; what it had done "
+        "stays done, the rest is not run again (the session goes on)")
+
+
+def _peer_uid(conn: socket.socket) -> int:
+    """The user id of the process at the other end of a Unix socket."""
+    _pid, uid, _gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                         struct.calcsize("3i")))
+    return uid
 
 
 def _printed(message: dict) -> bool:
@@ -192,11 +212,7 @@ class WarmServer:
             os.chmod(folder, 0o700)
             _remove(self.path)  # a server of this pid before (a pid is reused)
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            old = os.umask(0o177)
-            try:
-                _at(self.path, sock.bind)
-            finally:
-                os.umask(old)
+            _at(self.path, sock.bind)  # in a folder only this user enters (0700)
             os.chmod(self.path, 0o600)
             sock.listen(16)
         except Exception as exc:  # noqa: BLE001 - no warm path: the hooks run cold
@@ -225,15 +241,14 @@ class WarmServer:
             except OSError as exc:
                 if self._sock is None or exc.errno in (errno.EBADF, errno.EINVAL):
                     return
+                time.sleep(0.05)  # out of descriptors, say: not a busy loop
                 continue
             threading.Thread(target=self._serve, args=(conn,), name="vaultmem-warm-hook", daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
         with conn:
             try:
-                pid, uid, gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
-                                                                    struct.calcsize("3i")))
-                if uid != os.getuid():
+                if _peer_uid(conn) != os.getuid():
                     return  # another user: not a word
                 conn.settimeout(REQUEST_WAIT)
                 reader = conn.makefile("rb")
