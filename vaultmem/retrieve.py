@@ -456,8 +456,8 @@ def fused_search(store, query, filters: Filters = Filters(), limit: int = 10, sn
     similarity reaches the model's ``relevant_at`` (``embedders.calibration``); a hit only
     the semantic channel found gets the relevance of its words, as any lexical hit.
     When a ranker trained on the model's similarity ships (:func:`ranker.similarity_model`:
-    e5's) and the ranking is learned, it takes the place of the fusion and of the gate —
-    under ``auto`` every query in words (:func:`reads_words`) — : both channels'
+    e5's) and the ranking is learned, it takes the place of the fusion and of the gate
+    (under ``auto``, for every query in words: :func:`reads_words`): both channels'
     candidates, each scored with its similarity among its features
     (:func:`_similarity_ranked`). On the tune split that order beat the gated fusion
     (docs/recall.md, "A ranker that weighs e5's similarity"); a one-word lookup or a code
