@@ -289,3 +289,34 @@ def test_a_server_gone_after_go_is_never_followed_by_a_second_run(tmp_path):
     assert json.loads(heard[1]) == {"go": True}
     assert got is not None and got["stdout"] == "" and got["code"] == 0
     assert len(got["stderr"]) == 1 and "not run again" in got["stderr"][0]
+
+
+def test_a_server_busy_with_a_tool_call_leaves_the_hook_to_run_cold(project):
+    """The server's lock is held by a tool call for longer than a hook waits for it: the
+    hook is declined before anything is done (then it runs cold, as if no server were up)."""
+    from vaultmem.adapters.mcp import VaultServer
+
+    v, transcript = project
+    server = VaultServer(Vault.open(v.root))
+    assert server.listen_for_hooks() is None
+    busy, release = threading.Event(), threading.Event()
+
+    def long_tool_call(vault):
+        busy.set()
+        release.wait(timeout=120)
+
+    caller = threading.Thread(target=server.run_call, args=(long_tool_call,))
+    caller.start()
+    try:
+        assert busy.wait(timeout=60)
+        request = {"event": "SubagentStart", "vault": str(v.root), "as": None,
+                   "env": {"CLAUDE_PROJECT_DIR": str(v.root), "CLAUDE_CONFIG_DIR": os.environ["CLAUDE_CONFIG_DIR"]},
+                   "payload": payload("SubagentStart", agent_id="a9", agent_type="code-reviewer",
+                                      transcript_path=str(transcript), cwd=str(v.root))}
+        assert warm.ask(v.root, request) is None  # declined: busy
+        assert not (v.root / "agents" / "code-reviewer.md").exists()  # nothing was done
+    finally:
+        release.set()
+        caller.join(timeout=120)
+        server.close()
+    assert warm.sockets(v.root) == []
