@@ -79,6 +79,7 @@ def build_venv(root: Path, claude: str, standin) -> dict:
     sc.facts["vaultmem_reachable_without_venv"] = probe.stdout.strip()
     run = sc.run("venv", ["--plugin-dir", str(PLUGIN), "-p", VENV_PROMPT], env)
     assert run["returncode"] == 0, run["stderr"] or run["stdout"][-2000:]
+    sc.wait_filed(run["session_id"])  # SessionEnd files from a detached process: wait for it
     return sc.result()
 
 
