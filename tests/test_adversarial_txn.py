@@ -109,6 +109,7 @@ def recovery_points(root: Path, tmp: Path, args: list[str]) -> list[str]:
     return [f"any:{k}{after}" for k in range(1, last + 1) for after in ("", "+")]
 
 
+@pytest.mark.soak
 def test_recovery_killed_at_any_step_leaves_nothing_staged(vault, tmp_path):
     """A `remember` killed as a group right after `git add`; the next command's recovery of
     its journal killed before and after each of its file steps; then a command that runs
@@ -162,6 +163,7 @@ def counting_git(tmp: Path) -> Path:
 KILLS = int(os.environ.get("VAULTMEM_TEST_GROUP_KILLS", "12"))  # set it higher for a longer soak
 
 
+@pytest.mark.soak
 def test_group_kills_at_random_points_including_recovery_leave_nothing_staged(vault, tmp_path):
     """`remember` killed as a whole process group (vaultmem and its git children) at random
     points of its git work — after its Nth git call has started (N at random) and a random

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 
+import pytest
 from conftest import git, out_json
 
 from vaultmem import forgetting
@@ -206,6 +207,7 @@ def test_a_broken_budget_setting_is_named(cli, vault):
     assert r.exit_code != 0 and "forgetting.page_entries.work" in r.output
 
 
+@pytest.mark.soak
 def test_a_compaction_killed_at_any_step_leaves_the_page_as_before_or_as_after(cli, vault, tmp_path):
     """SIGKILL just before each file-system step of a real `vaultmem compact` process."""
     from test_kills import clean_env, kill_at, kill_points

@@ -194,6 +194,7 @@ def test_agents_may_look_but_not_collect(cli, vault):
     assert active(vault) == ["trip"]
 
 
+@pytest.mark.soak
 def test_a_gc_killed_at_any_step_leaves_the_vault_as_before_or_as_after(vault, tmp_path):
     """SIGKILL just before each file-system step of a real `vaultmem gc` process."""
     from test_kills import clean_env, kill_at, kill_points
@@ -226,6 +227,7 @@ def test_a_gc_killed_at_any_step_leaves_the_vault_as_before_or_as_after(vault, t
     assert not problems, "\n".join(problems)
 
 
+@pytest.mark.soak
 def test_gc_while_agents_write_and_a_watcher_runs_loses_no_write(vault, tmp_path):
     """While gc archives 30 notes, with `vaultmem watch` running: two processes remember,
     the orchestrator adds page entries, a human approves an agent's proposals — every

@@ -405,6 +405,7 @@ def test_two_processes_filing_sessions_at_once_lose_no_turn(en_vault, tmp_path):
     assert git(en_vault.root, "status", "--porcelain") == ""
 
 
+@pytest.mark.soak
 def test_a_journal_add_killed_at_any_step_leaves_the_day_as_before_or_as_after(en_vault, tmp_path):
     """SIGKILL just before each file-system step of a real `vaultmem journal add`."""
     import shutil

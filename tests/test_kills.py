@@ -389,6 +389,7 @@ def approve_steps(root: Path, iid: str, tmp: Path) -> list[tuple[str, str]]:
     return [tuple(line.split("\t", 1)) for line in log.read_text().splitlines()]
 
 
+@pytest.mark.soak
 def test_review_approve_killed_at_every_file_step_is_all_or_nothing(template, tmp_path):
     """`review approve` SIGKILLed just before each of its os.replace / os.unlink calls
     (and just after the last): the item stays pending with no note, or is archived

@@ -202,6 +202,7 @@ print(seen)
 """
 
 
+@pytest.mark.soak
 def test_eight_processes_append_hundreds_of_entries_each_losing_nothing(team):
     # 8 × 400 appends racing on one file (VAULTMEM_STRESS_APPENDS=1000 for the longer run
     # this test was written with: 8,000 entries, about 40 s)
@@ -266,6 +267,7 @@ def test_a_lock_held_by_a_killed_process_does_not_block_the_next_writer(team):
     assert [e.summary for e in read_entries(path)[0]] == ["first", "second"]
 
 
+@pytest.mark.soak
 def test_writers_killed_mid_append_leave_a_log_that_verifies_or_repairs(team):
     rng = random.Random(5)
     path = team.root / "shared" / "log" / "max.md"

@@ -103,6 +103,7 @@ def test_sync_without_a_remote_points_to_log_commit(team):
     assert "remote add" in r.stderr and "log commit" in r.stderr, r.stderr
 
 
+@pytest.mark.soak
 def test_five_clones_syncing_at_once_all_succeed_and_converge(team, tmp_path):
     remote = published(team, tmp_path)
     clones = [clone(remote, tmp_path / f"c{n}", team.root) for n in range(5)]

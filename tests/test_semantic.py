@@ -257,6 +257,7 @@ def _consistent(root: Path, spec: str) -> int:
     return count
 
 
+@pytest.mark.soak
 def test_a_kill_at_any_step_of_an_embedding_leaves_right_vectors_or_the_old_ones(tmp_path):
     import shutil
 
