@@ -185,3 +185,29 @@ def test_a_change_of_thousands_of_files_is_committed_and_unstaged_past_the_argum
     subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
     assert gitstore.unstage(root, names)
     assert len(gitstore.staged_ids(root, names)) == 3000 and len(gitstore.uncommitted(root, names)) == 3000
+
+
+def test_a_long_lived_process_sees_the_humans_new_git_identity(vault, tmp_path, monkeypatch):
+    """``vaultmem mcp`` asks who the human is at every call and remembers the answer
+    only while git's configuration files stay as they were: a ``git config user.name``
+    in the vault, or a new global file, is seen at the next call."""
+    from vaultmem.gitstore import human_actor
+
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    git(vault.root, "config", "user.name", "Ada One")
+    git(vault.root, "config", "user.email", "ada@example.org")
+    assert (human_actor(vault.root).name, human_actor(vault.root).email) == ("Ada One", "ada@example.org")
+    git(vault.root, "config", "user.name", "Ada Two")
+    assert human_actor(vault.root).name == "Ada Two"
+    git(vault.root, "config", "--unset", "user.name")
+    assert human_actor(vault.root).name == "vaultmem user"  # git knows no name now
+    (home / ".gitconfig").write_text("[user]\n\tname = Global Grace\n")
+    assert human_actor(vault.root).name == "Global Grace"
+    (home / ".gitconfig").write_text("[include]\n\tpath = more.inc\n")
+    (home / "more.inc").write_text("[user]\n\tname = Included Ida\n")
+    assert human_actor(vault.root).name == "Included Ida"
+    (home / "more.inc").write_text("[user]\n\tname = Included Iris\n")  # only the included file changed
+    assert human_actor(vault.root).name == "Included Iris"

@@ -58,17 +58,55 @@ def _supports_initial_branch() -> bool:
 
 
 def human_actor(root: Path) -> Actor:
-    """The person at the keyboard, as git knows them (falls back to a neutral name)."""
+    """The person at the keyboard, as git knows them (falls back to a neutral name).
+
+    Read again only when a file git reads it from changed (or the environment naming
+    them): a long-lived process — ``vaultmem mcp`` asks for every call — skips opening
+    the repository and parsing its configuration, ~1.3 ms a call."""
+    stamp = _config_stamp(root)
+    known = _HUMAN.get(root)
+    if stamp is not None and known is not None and known[0] == stamp:
+        return known[1]
     import git
 
     name = email = None
+    includes = False
     try:
         reader = git.Repo(root).config_reader() if (root / ".git").exists() else git.GitConfigParser()
         name = reader.get_value("user", "name", None)
         email = reader.get_value("user", "email", None)
+        includes = any(section.startswith("include") for section in reader.sections())
     except Exception:
         pass
-    return Actor(name=str(name or FALLBACK_NAME), kind="human", email=str(email or FALLBACK_EMAIL))
+    actor = Actor(name=str(name or FALLBACK_NAME), kind="human", email=str(email or FALLBACK_EMAIL))
+    if stamp is not None and not includes:  # a file it includes could change unseen: read each time
+        _HUMAN[root] = (stamp, actor)
+    return actor
+
+
+_HUMAN: dict[Path, tuple[tuple, Actor]] = {}
+_GIT_ENV = ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM",
+            "GIT_CONFIG_COUNT", "GIT_DIR")
+
+
+def _config_stamp(root: Path) -> tuple | None:
+    """What the identity git gives for ``root`` depends on: the environment that names its
+    configuration files, and each file's size, times and inode (None: a ``.git`` that is
+    not a folder, whose configuration lives elsewhere — not remembered)."""
+    dot_git = root / ".git"
+    if dot_git.is_symlink() or (dot_git.exists() and not dot_git.is_dir()):
+        return None
+    env = tuple(os.environ.get(k) for k in _GIT_ENV)
+    home = Path(os.path.expanduser("~"))
+    xdg = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+    stamps = []
+    for path in (dot_git / "config", home / ".gitconfig", xdg / "git" / "config", Path("/etc/gitconfig")):
+        try:
+            st = path.stat()
+            stamps.append((st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino))
+        except OSError:
+            stamps.append(None)
+    return env, tuple(stamps)
 
 
 # the human's name and email when git knows neither (no user.name / user.email anywhere)
