@@ -219,7 +219,7 @@ def test_a_link_planted_for_the_hooks_folder_is_never_written_through(project, t
 
 def test_stop_leaves_its_spool_to_a_busy_filer_within_its_timeout(project, monkeypatch, capsys):
     v, transcript = project
-    monkeypatch.setattr(claude, "STOP_WAIT", 0.2)
+    monkeypatch.setattr(claude.hook, "STOP_WAIT", 0.2)
     lock = v.root / ".vaultmem/local/claude/drain.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock, os.O_RDWR | os.O_CREAT)
