@@ -191,9 +191,11 @@ class LiveStats:
             if not text:
                 continue
             words = text.split()
-            counts, dl = Counter(words), fieldnorm(len(words))
+            dl = fieldnorm(len(words))
+            # a few terms are counted where they stand (C); many, through one count of every word
+            count = words.count if len(pairs) <= 4 else Counter(words).__getitem__
             for term, weight in pairs:
-                tf = counts.get(term)
+                tf = count(term)
                 if tf:
                     total += self.term_score(weight, field, tf, dl)
         return total
