@@ -338,6 +338,8 @@ class _Layer:
     said: bool = False  # nothing shown, but what was left out is said
     _lines: list = field(default_factory=list)
     _sums: list = field(default_factory=lambda: [0])  # cost of the first n lines
+    _fixed: int | None = None  # the heading's cost, with the blank line before it
+    _more: dict = field(default_factory=dict)  # n left out → the cost of the line saying so
 
     def line(self, n: int) -> str:
         while len(self._lines) <= n:
@@ -360,9 +362,17 @@ class _Layer:
         if k <= 0:
             return 0
         self.line(k - 1)
-        left = self.left(k)
-        return (_cost("") + _cost(self.heading) + self._sums[k]
-                + (_cost(self.more(left)) if left and self.more is not None else 0))
+        if self._fixed is None:
+            self._fixed = _cost("") + _cost(self.heading)
+        return self._fixed + self._sums[k] + self.more_cost(self.left(k))
+
+    def more_cost(self, left: int) -> int:
+        """What the line saying ``left`` candidates were left out costs (0: none said)."""
+        if not left or self.more is None:
+            return 0
+        if left not in self._more:
+            self._more[left] = _cost(self.more(left))
+        return self._more[left]
 
 
 class _Rows:
@@ -445,8 +455,8 @@ def build_brief(parts: BriefParts, budget: int) -> Brief:
         more = (lambda n: labels[more_key].format(n=n, agent=agent, **fmt)) if more_key else None
         return _Layer(name, heading, len(rows), lambda n: rows[n](n), more, beyond)
 
-    def plain(lines: list[str]) -> list:
-        return [lambda _n, x=x: (shorten(x, parts.max_line_chars), None) for x in lines]
+    def plain(lines: list[str]) -> _Rows:  # made when asked for: MEMORY.md may list 10,000 notes
+        return _Rows(lines, lambda x: lambda _n: (shorten(x, parts.max_line_chars), None))
 
     identity = [x for x in parts.identity.strip().splitlines() if x.strip()]
     id_link = f"[[{parts.identity_path.removesuffix('.md')}]]" if parts.identity_path else "identity/"
