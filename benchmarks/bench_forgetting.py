@@ -11,7 +11,7 @@ disagree) committed once; then, timed (median of --repeat runs, wall clock):
 - ``conflicts``: ``Vault.conflicts()``, the whole report;
 - ``gc --dry-run``: ``Vault.gc(dry_run=True)`` a year later (every note scored; the
   episodes' share falls below the cut);
-- ``doctor``: ``Vault.doctor()``, every check, the index already built (a first build
+- ``doctor``: ``upkeep.doctor(vault)``, every check, the index already built (a first build
   is the index's cost, docs/benchmarks.md).
 
     python benchmarks/bench_forgetting.py --sizes 1000 10000 --repeat 5
@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from vaultmem import Vault, notes  # noqa: E402
+from vaultmem import Vault, notes, upkeep  # noqa: E402
 
 
 def make(root: Path, n: int) -> Vault:
@@ -94,7 +94,7 @@ def main() -> None:
 
             gc_dry = timed(dry, max(1, args.repeat // 2))
             v.refresh_index()
-            doctor = timed(lambda: v.doctor(), max(1, args.repeat // 2))
+            doctor = timed(lambda: upkeep.doctor(v), max(1, args.repeat // 2))
             print(f"| {n:,} | {slugs * 1000:.1f} | {same * 1000:.1f} | {plain * 1000:.0f} | {remember * 1000:.0f} | {conflicts:.2f} | "
                   f"{len(report.conflicts)} | {gc_dry:.2f} | {len(planned.archive):,} | {doctor:.2f} |", flush=True)
 

@@ -65,8 +65,11 @@ ALLOWED = {
     # the facade
     "vault": STORAGE | RECALL | {"recall", "template", "notes", "conflicts", "forgetting", "compaction", "stats", "links", "timeline", "pages", "lifecycle", "inbox", "shared", "livelog",
                                  "importers", "staged", "journal", "skills", "preservation"},
+    # over the facade: the vault's upkeep for a human (doctor, verify, migrate, backups)
+    "upkeep": {"compaction", "config", "errors", "files", "gitstore", "guard", "layout", "links", "models", "notes",
+               "pages", "preservation", "analysis", "vault"},
     # adapters: the CLI, the watcher and the edge they share (edge.py needs only errors)
-    "adapters": {"errors", "limits", "models", "names", "parse", "vault", "walk", "layout", "files", "livelog", "sessions",
+    "adapters": {"errors", "limits", "models", "names", "parse", "vault", "upkeep", "walk", "layout", "files", "livelog", "sessions",
                  "journal", "adapters", "__init__"},
 }
 

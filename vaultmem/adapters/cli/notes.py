@@ -256,7 +256,9 @@ def doctor(
     """
     s = session(ctx, vault, as_, json_)
     v = s.open()
-    report = v.doctor(fix=fix, actor=v.actor(s.agent) if fix else None)
+    from ... import upkeep
+
+    report = upkeep.doctor(v, fix=fix, actor=v.actor(s.agent) if fix else None)
     s.emit(report, render.doctor)
     if not report["ok"]:
         raise typer.Exit(1)

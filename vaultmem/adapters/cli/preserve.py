@@ -24,7 +24,9 @@ def verify(ctx: typer.Context, vault: VaultOpt = None, as_: AsOpt = None, json_:
     files, the journal's markers (each turn once), the skills. Example: vaultmem verify
     """
     s = session(ctx, vault, as_, json_)
-    report = s.open().verify()
+    from ... import upkeep
+
+    report = upkeep.verify(s.open())
     s.emit(report, render.vault_verified, data={k: v for k, v in report.items() if k != "skipped_files"})
     if not report["ok"]:
         raise typer.Exit(1)
@@ -46,7 +48,9 @@ def migrate(
     """
     s = session(ctx, vault, as_, json_)
     v = s.open()
-    change = v.migrate(v.actor(s.agent), dry_run=dry_run)
+    from ... import upkeep
+
+    change = upkeep.migrate(v, v.actor(s.agent), dry_run=dry_run)
     s.emit(change, render.migrated)
 
 
@@ -65,7 +69,9 @@ def backup_create(
     Example: vaultmem backup create ~/backups/team-memory.bundle --keys ~/private/team-memory-keys.tgz
     """
     s = session(ctx, vault, as_, json_)
-    made = s.open().backup_create(path, keys=keys)
+    from ... import upkeep
+
+    made = upkeep.backup_create(s.open(), path, keys=keys)
     s.emit(made, render.backup_made)
 
 
@@ -75,10 +81,10 @@ def backup_verify(ctx: typer.Context,
                   path: Annotated[Path, typer.Argument(help="The bundle.", show_default=False)],
                   json_: JsonOpt = False) -> None:
     """Restore a backup into a temporary folder and run 'vaultmem verify' on it: exit 0 when it passes."""
-    from ...vault import Vault
+    from ... import upkeep
 
     s = session(ctx, None, None, json_)
-    report = Vault.backup_verify(path)
+    report = upkeep.backup_verify(path)
     s.emit(report, render.backup_verified)
     if not report["ok"]:
         raise typer.Exit(1)
@@ -97,10 +103,10 @@ def backup_restore(
 
     Example: vaultmem backup restore team-memory.bundle ~/team-memory --keys team-memory-keys.tgz
     """
-    from ...vault import Vault
+    from ... import upkeep
 
     s = session(ctx, None, None, json_)
-    report = Vault.backup_restore(path, dest, keys=keys)
+    report = upkeep.backup_restore(path, dest, keys=keys)
     s.emit(report, render.backup_restored)
     if not report["ok"]:
         raise typer.Exit(1)
