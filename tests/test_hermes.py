@@ -1,4 +1,4 @@
-"""The Hermes Agent memory provider (``vaultmem/adapters/hermes.py``), driven as Hermes
+"""The Hermes Agent memory provider (``vaultmem/adapters/hermes/``), driven as Hermes
 drives it: by Hermes's own ``MemoryManager`` when ``hermes-agent`` is installed, and
 always by :class:`FakeHost`, which calls the provider exactly as Hermes 0.19's code does.
 The vault is checked afterwards: files, commits and their authors, inbox items."""

@@ -1,67 +1,29 @@
-"""vaultmem as a Hermes Agent memory provider (``memory.provider: vaultmem``).
-
-Hermes (``hermes-agent``) keeps one external memory provider beside its built-in
-MEMORY.md / USER.md: an object implementing its ``MemoryProvider`` interface
-(``agent/memory_provider.py``), driven by its ``MemoryManager``
-(``agent/memory_manager.py``). This module is that object for a vault:
-
-- ``prefetch(query)`` → the brief of the provider's agent for the turn (budgeted);
-- ``sync_turn`` → never blocks: the turn goes to a background writer, which keeps what
-  is worth keeping — the lasting facts said in it, spooled for the session's retention
-  proposal, and a signed live-log line when the agent has a key;
-- ``on_delegation(task, result)`` → a delegation under the role named in the task and
-  its harvest (task, conclusion, output, key decision) from the sub-agent's result;
-  what cannot be found in it goes to the review inbox, nothing is made up;
-- ``on_pre_compress(messages)`` → a checkpoint of the working context, whose text is
-  returned for the compression summary;
-- ``on_session_end(messages)`` → a retention proposal in the review inbox
-  (``inbox.retain``: ``author_kind`` by who said it, ``source`` the session);
-- tools (OpenAI function format) mirroring the MCP server's: ``search_memory``,
-  ``read_page``, ``read_note``, ``remember``, ``page_add``, ``log_append``, ``log_tail``,
-  ``review_list`` — the same facade calls, the same review gate. A result is a JSON
-  string; a library error is a JSON error (message, hint, field), never a traceback.
-
-The provider acts as one agent of the vault (``agent`` in its settings, else
-``$VAULTMEM_AGENT``, else ``hermes``) — never as the human: what it writes passes the
-review gate as any agent's does. A sub-agent, cron or flush context (``agent_context``)
-reads and writes nothing.
-
-Nothing a session hands over is lost: the writer first puts each piece of work in an
-outbox file (``.vaultmem/local/hermes/<instance>/``, secrets already replaced), then
-into the vault, then drops the file. ``shutdown`` waits a bounded time; what is still
-waiting stays in the outbox, and the next provider to start on that vault carries it
-out. The outbox of a provider still running is never touched (its owner holds a lock).
-
-Registration: ``register(ctx)`` → ``ctx.register_memory_provider(VaultmemProvider())``,
-published in the entry point group ``hermes_agent.memory_providers``. Hermes 0.19
-finds providers in ``$HERMES_HOME/plugins/<name>/`` only: :func:`install_plugin`
-(``python -m vaultmem.adapters.hermes install``) writes the two-line folder that loads
-this module there. vaultmem imports and works without ``hermes-agent``: the class
-subclasses Hermes's ``MemoryProvider`` only when it is importable.
-"""
+"""The ``MemoryProvider`` itself: prefetch, sync_turn, delegations, pre-compress
+checkpoints, session ends and the tools, over the facade."""
 
 from __future__ import annotations
 
-import datetime as _dt
-import fcntl
 import json
 import logging
-import os
 import queue
-import re
-import secrets
 import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import files, journal, layout, limits
-from ..errors import BadInput, Busy, NotFound, PermissionRefused, SecretRefused, VaultmemError, VaultNotFound
-from ..names import check_name
-from ..parse.page import SUBAGENT_FIELDS
-from ..sessions import FIELDS, MAX_FACT_CHARS, fact_candidates, report_fields, without_code
-from ..vault import ENV_AGENT, Vault, locate, without_instructions, without_secrets
-from ..walk import ENV_VAULT, is_vault
-from . import edge
+from ... import files, journal, layout, limits
+from ...errors import BadInput, Busy, NotFound, PermissionRefused, SecretRefused, VaultmemError, VaultNotFound
+from ...names import check_name
+from ...parse.page import SUBAGENT_FIELDS
+from ...sessions import FIELDS, MAX_FACT_CHARS
+from ...vault import Vault, without_secrets
+from .. import edge
+from .outbox import Outbox
+from .settings import (CHECKPOINT_CHARS, DEFAULTS, MAX_RESULT_CHARS, NAME, SETTINGS_FILE, WRITING_CONTEXTS, agent_name,
+                       checked_settings, find_vault, hermes_home, load_settings)
+from .texts import (checkpoint_of, error_json, facts_in, facts_in_messages, first_line, now, record_fields, scrubbed,
+                    split_task, today)
+from .tools import TOOLS
+
 
 try:  # Hermes's own interface, when Hermes is installed beside vaultmem
     from agent.memory_provider import MemoryProvider as _Base  # type: ignore[import-not-found]
@@ -69,242 +31,6 @@ except Exception:  # noqa: BLE001 - not installed (or another package's "agent")
     _Base = object  # type: ignore[assignment,misc]
 
 log = logging.getLogger("vaultmem.hermes")
-
-NAME = "vaultmem"
-ENTRY_POINT_GROUP = "hermes_agent.memory_providers"
-SETTINGS_FILE = "vaultmem.json"  # in $HERMES_HOME, written by save_config
-DEFAULT_VAULT = "vault"  # $HERMES_HOME/vault, when nothing else names one
-DEFAULTS: dict[str, Any] = {
-    "vault": "",  # the vault folder ('' = $VAULTMEM_VAULT, else $HERMES_HOME/vault)
-    "agent": "",  # who the provider writes as ('' = $VAULTMEM_AGENT, else hermes)
-    "delegation_role": "subagent",  # the role a delegation is recorded under, unless its task names one
-    "brief_tokens": 2000,  # the budget of the brief prefetched for each turn
-    "log_turns": True,  # a signed live-log line per turn (when the agent has a key)
-    "channel": "general",  # the live-log channel of those lines
-    "flush_timeout": 10.0,  # seconds shutdown / session end wait for the writer
-}
-WRITING_CONTEXTS = ("primary", "")  # agent_context values that write; subagent, cron, flush do not
-MAX_TURN_TEXT = 64 * 1024  # of each side of a turn, what is read for facts
-MAX_RESULT_CHARS = 4000  # of a sub-agent's result kept in an inbox item when it could not be harvested
-CHECKPOINT_CHARS = 6000
-_LOCK_NAME = "owner.lock"
-
-
-# -- settings and the vault -----------------------------------------------------------------
-
-def hermes_home(given: str | os.PathLike | None = None) -> Path:
-    """The active Hermes home: ``given`` (the ``hermes_home`` Hermes passes), else
-    ``$HERMES_HOME``, else Hermes's own answer when it is installed, else ``~/.hermes``."""
-    if given:
-        return Path(given).expanduser()
-    if os.environ.get("HERMES_HOME"):
-        return Path(os.environ["HERMES_HOME"]).expanduser()
-    try:
-        from hermes_constants import get_hermes_home  # type: ignore[import-not-found]
-
-        return Path(get_hermes_home())
-    except Exception:  # noqa: BLE001 - Hermes not installed
-        return Path("~/.hermes").expanduser()
-
-
-def load_settings(home: Path) -> dict[str, Any]:
-    """The provider's settings: the defaults, then ``memory.vaultmem`` in Hermes's
-    ``config.yaml``, then ``$HERMES_HOME/vaultmem.json`` (what ``hermes memory setup``
-    saves). A file that cannot be read is an error naming it."""
-    out = dict(DEFAULTS)
-    cfg = home / "config.yaml"
-    if cfg.is_file():
-        import yaml
-
-        try:
-            data = yaml.safe_load(cfg.read_text(encoding="utf-8-sig")) or {}
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            line = getattr(getattr(exc, "problem_mark", None), "line", None)
-            raise BadInput(f"cannot read Hermes's settings: {' '.join(str(exc).split())[:200]}", path=str(cfg),
-                           line=line + 1 if line is not None else None,
-                           hint="fix the YAML of that file") from None
-        section = ((data.get("memory") or {}) if isinstance(data, dict) else {}).get(NAME)
-        if isinstance(section, dict):
-            out.update({k: v for k, v in section.items() if k in DEFAULTS})
-    own = home / SETTINGS_FILE
-    if own.is_file():
-        try:
-            data = json.loads(own.read_text(encoding="utf-8-sig"))
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
-            raise BadInput(f"cannot read the vaultmem provider's settings: {exc}", path=str(own),
-                           hint="fix the JSON of that file, or write it again with: hermes memory setup") from None
-        if not isinstance(data, dict):
-            raise BadInput("the vaultmem provider's settings must be a JSON object", path=str(own))
-        out.update({k: v for k, v in data.items() if k in DEFAULTS})
-    return _checked_settings(out, own)
-
-
-def _checked_settings(s: dict[str, Any], where: Path) -> dict[str, Any]:
-    def number(key: str, low: float, high: float, kind=float):
-        value = s[key]
-        try:
-            value = kind(value)
-        except (TypeError, ValueError):
-            raise BadInput(f"is {s[key]!r}; it must be a number", field=key, path=str(where)) from None
-        if not low <= value <= high:
-            raise BadInput(f"is {value}; it must be from {low} to {high}", field=key, path=str(where))
-        return value
-
-    s["brief_tokens"] = number("brief_tokens", 100, 200_000, int)
-    s["flush_timeout"] = number("flush_timeout", 0, 600)
-    if isinstance(s["log_turns"], str):
-        s["log_turns"] = s["log_turns"].strip().lower() in ("1", "true", "yes", "on")
-    s["log_turns"] = bool(s["log_turns"])
-    for key in ("vault", "agent", "delegation_role", "channel"):
-        s[key] = "" if s[key] is None else str(s[key]).strip()
-    return s
-
-
-def find_vault(settings: dict[str, Any], home: Path) -> Path:
-    """The vault: the ``vault`` setting, else ``$VAULTMEM_VAULT``, else ``$HERMES_HOME/vault``."""
-    if settings.get("vault"):
-        raw = settings["vault"].replace("${HERMES_HOME}", str(home)).replace("$HERMES_HOME", str(home))
-        return locate(Path(raw).expanduser())
-    if os.environ.get(ENV_VAULT):
-        return locate(None)
-    candidate = home / DEFAULT_VAULT
-    if is_vault(candidate):
-        return candidate.resolve()
-    raise VaultNotFound(f"no vault for Hermes: no vault setting, no {ENV_VAULT}, and {candidate} is not a vault",
-                        hint=f"name one in {home / SETTINGS_FILE} ({{\"vault\": \"PATH\"}}), set {ENV_VAULT}, "
-                             f"or create one there: vaultmem init {candidate}")
-
-
-def agent_name(settings: dict[str, Any]) -> str:
-    return check_name(settings.get("agent") or os.environ.get(ENV_AGENT) or "hermes", "agent name", field="agent")
-
-
-# -- what is worth keeping: facts said in a conversation ----------------------------------------
-
-def facts_in(text: str, kind: str) -> list[dict[str, str]]:
-    """The sentences of ``text`` that state something lasting (:func:`vaultmem.sessions.fact_candidates`),
-    as retain items without author: ``{"type", "text", "author_kind": kind}``. Everything
-    found is only proposed: a human decides in the review inbox."""
-    return [{"type": type_, "text": sentence, "author_kind": kind}
-            for type_, sentence in fact_candidates((text or "")[:MAX_TURN_TEXT])]
-
-
-def message_text(message: Any) -> str:
-    """The text of an OpenAI-style message's ``content`` (a string, or a list of parts)."""
-    content = message.get("content") if isinstance(message, dict) else None
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(str(p.get("text") or "") for p in content if isinstance(p, dict) and p.get("type") == "text")
-    return ""
-
-
-def facts_in_messages(messages: Any) -> list[dict[str, str]]:
-    """Facts said by the user (``author_kind: user``) and the assistant (``agent``);
-    tool output is left out (it is third-party text, not what anyone said)."""
-    out = []
-    for m in messages if isinstance(messages, list) else []:
-        role = m.get("role") if isinstance(m, dict) else None
-        if role in ("user", "assistant"):
-            out += facts_in(message_text(m), "user" if role == "user" else "agent")
-    return out
-
-
-# -- a sub-agent's result: the four elements of its record ------------------------------------
-
-_ROLE_LINE = re.compile(r"^\s*(?:role|角色)\s*[:：]\s*(\S[^\n]*?)\s*$", re.I | re.M)
-
-
-def split_task(task: str, default_role: str) -> tuple[str, str]:
-    """(role, task): a first ``role: NAME`` line of the delegated goal names the role (and
-    is not part of the task); else ``default_role``."""
-    task = task or ""
-    m = _ROLE_LINE.search(task)
-    if m and not task[:m.start()].strip():
-        return m.group(1).strip(), (task[:m.start()] + task[m.end():]).strip()
-    return default_role, task.strip()
-
-
-def record_fields(result: str) -> dict[str, str]:
-    """The conclusion, output and key decision a sub-agent's result states under a label
-    (``Conclusion: …``, ``**Files created:** …``, ``## Decision`` with lines below it, 结论：…;
-    :func:`vaultmem.sessions.report_fields`); the first of each. An element not stated is
-    absent: nothing is guessed. The task is the delegated goal's, never the result's."""
-    return {k: v for k, v in report_fields(result).items() if k != "task"}
-
-
-# -- the outbox: what a session handed over, until it is in the vault ---------------------------
-
-class Outbox:
-    """One provider's folder in ``.vaultmem/local/hermes/``: numbered JSON files, each a
-    piece of work (``turn-facts``, ``log``, ``delegation``, ``session-end``,
-    ``checkpoint``), written before the work is done and removed once it is. The owner
-    holds ``owner.lock`` (an OS lock, freed when its process dies) for its lifetime."""
-
-    def __init__(self, root: Path, folder: Path, lock_fd: int | None = None) -> None:
-        self.root = root
-        self.folder = folder
-        self._seq = 0
-        self._lock_fd = lock_fd
-        self._mutex = threading.Lock()
-
-    @classmethod
-    def create(cls, root: Path) -> Outbox:
-        base = files.own_folder(root, layout.LOCAL_DIR)
-        base.mkdir(parents=True, exist_ok=True)
-        files.ensure_gitignore(base, "# per-machine state (watcher heartbeat, read cursors, caches): never committed\n*\n")
-        name = f"{_dt.datetime.now(_dt.timezone.utc):%Y%m%dT%H%M%S}-{os.getpid()}-{secrets.token_hex(3)}"
-        files.own_folder(root, layout.HERMES_OUTBOX_DIR)  # a link planted there is removed, never followed
-        folder = root / layout.HERMES_OUTBOX_DIR / name
-        folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(folder / _LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # new and ours: never held by another
-        return cls(root, folder, fd)
-
-    def put(self, kind: str, data: dict[str, Any]) -> Path:
-        with self._mutex:
-            self._seq += 1
-            path = self.folder / f"{self._seq:08d}-{kind}.json"
-        files.atomic_write(path, json.dumps({"kind": kind, **data}, ensure_ascii=False), mode=0o600)
-        return path
-
-    def pending(self) -> list[Path]:
-        return sorted(p for p in self.folder.glob("*.json") if p.name[:8].isdigit())
-
-    def close(self) -> None:
-        """Let go of the folder: removed when empty, else left for the next provider."""
-        if self._lock_fd is None:
-            return
-        try:
-            if not self.pending():
-                for p in self.folder.iterdir():
-                    p.unlink(missing_ok=True)
-                self.folder.rmdir()
-        except OSError:
-            pass
-        os.close(self._lock_fd)
-        self._lock_fd = None
-
-    @staticmethod
-    def orphans(root: Path, own: Path | None) -> list[Path]:
-        """Folders of providers that are gone (their lock is free), oldest first."""
-        base = files.own_folder(root, layout.HERMES_OUTBOX_DIR)
-        out = []
-        for folder in sorted(base.iterdir()) if base.is_dir() else []:
-            if folder == own or not folder.is_dir():
-                continue
-            try:
-                fd = os.open(folder / _LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
-            except OSError:
-                continue
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                os.close(fd)  # its provider still runs
-                continue
-            os.close(fd)
-            out.append(folder)
-        return out
 
 
 # -- the provider ---------------------------------------------------------------------------------
@@ -464,14 +190,14 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
             return
         self._turns += 1
         self._jobs.put(("turn", {"session": session_id or self._session, "user": str(user_content or ""),
-                                 "assistant": str(assistant_content or ""), "n": self._turns, "said": _now()}))
+                                 "assistant": str(assistant_content or ""), "n": self._turns, "said": now()}))
 
     def on_memory_write(self, action: str, target: str, content: str, metadata: dict | None = None) -> None:
         """What Hermes's built-in memory tool adds is proposed for the vault at session end."""
         if self._worker is None or self._closed or action != "add" or not (content or "").strip():
             return
         kind = "preference" if target == "user" else "fact"
-        self._jobs.put(("facts", {"session": self._session, "said": _now(), "source": "hermes memory tool",
+        self._jobs.put(("facts", {"session": self._session, "said": now(), "source": "hermes memory tool",
                                   "facts": [{"type": kind, "text": " ".join(content.split())[:MAX_FACT_CHARS],
                                              "author_kind": "agent"}]}))
 
@@ -491,7 +217,7 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
         try:
             cp = checkpoint_of(messages)
             self._jobs.put(("checkpoint", {"session": self._session, **cp}))
-            self._jobs.put(("facts", {"session": self._session, "said": _now(), "facts": facts_in_messages(messages)}))
+            self._jobs.put(("facts", {"session": self._session, "said": now(), "facts": facts_in_messages(messages)}))
             path = layout.checkpoint_path(self._agent)
             return without_secrets(f"vaultmem checkpoint ({path}): task: {cp['task'] or '-'}; {cp['step']}.\n"
                                    f"{cp['text']}")[:CHECKPOINT_CHARS]
@@ -505,8 +231,8 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
         if self._worker is None or self._closed:
             return
         if isinstance(messages, list) and messages and self._vault is not None and self._vault.config.journal_hooks:
-            self._jobs.put(("journal", {"session": self._session, "day": _today(), "messages": messages}))
-        self._jobs.put(("session-end", {"session": self._session, "said": _now(),
+            self._jobs.put(("journal", {"session": self._session, "day": today(), "messages": messages}))
+        self._jobs.put(("session-end", {"session": self._session, "said": now(),
                                         "facts": facts_in_messages(messages)}))
         self.flush(self._settings["flush_timeout"])
 
@@ -581,7 +307,7 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
                 current = {}
         merged = {**(current if isinstance(current, dict) else {}),
                   **{k: v for k, v in (values or {}).items() if k in DEFAULTS}}
-        _checked_settings({**DEFAULTS, **merged}, path)
+        checked_settings({**DEFAULTS, **merged}, path)
         home.mkdir(parents=True, exist_ok=True)
         files.atomic_write(path, json.dumps(merged, ensure_ascii=False, indent=2) + "\n", mode=0o600)
 
@@ -688,7 +414,7 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
         scrub = self._scrubber(v)
         if kind == "turn":
             facts = facts_in(data["user"], "user") + facts_in(data["assistant"], "agent")
-            out = [("facts", {"session": data["session"], "said": data["said"], "facts": _scrubbed(scrub, facts)})]
+            out = [("facts", {"session": data["session"], "said": data["said"], "facts": scrubbed(scrub, facts)})]
             summary = first_line(data["assistant"]) or first_line(data["user"])
             if self._settings["log_turns"] and summary and (self._root / layout.public_key_path(self._agent)).exists():
                 try:
@@ -697,7 +423,7 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
                     log.warning("vaultmem provider left a turn out of the live log: %s", edge.one_line(exc))
             return [o for o in out if o[0] != "facts" or o[1]["facts"]]
         if kind in ("facts", "session-end"):
-            return [(kind, {**data, "facts": _scrubbed(scrub, data.get("facts") or [])})]
+            return [(kind, {**data, "facts": scrubbed(scrub, data.get("facts") or [])})]
         if kind == "journal":  # the session's messages as turns, secrets replaced whatever safety.secrets says
             t = journal.from_messages(data["messages"], data["session"], source="hermes")
             redact = v.writer.scrubber()
@@ -903,275 +629,3 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
                     folder.rmdir()
                 except OSError:
                     pass
-
-
-def _scrubbed(scrub: Callable[[str], str], facts: list[dict]) -> list[dict]:
-    """The facts with their secrets replaced; in a vault that rejects secrets, a fact
-    holding one is left out (and logged), the others are kept."""
-    out = []
-    for f in facts:
-        text = str(f.get("text") or "")
-        if not text.strip():
-            continue
-        try:
-            out.append({**f, "text": scrub(text)})
-        except SecretRefused as exc:
-            log.warning("vaultmem provider left a fact out: %s", edge.one_line(exc))
-    return out
-
-
-def _today() -> str:
-    """The local day (a Hermes message carries no time: its session's turns are filed under it)."""
-    return _dt.datetime.now().astimezone().date().isoformat()
-
-
-def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def first_line(text: str, limit: int = 160) -> str:
-    for line in without_code(text).splitlines():
-        line = " ".join(line.split()).strip(" -*>#")
-        if line:
-            return line if len(line) <= limit else line[:limit - 1] + "…"
-    return ""
-
-
-def checkpoint_of(messages: list[dict[str, Any]]) -> dict[str, str]:
-    """A checkpoint of the messages about to be compressed: the task (the last request
-    of the user), the step reached, and the last exchanges, shortened."""
-    said = [(m.get("role"), " ".join(message_text(m).split())) for m in messages
-            if isinstance(m, dict) and m.get("role") in ("user", "assistant")]
-    said = [(r, t) for r, t in said if t]
-    users = [t for r, t in said if r == "user"]
-    task = users[-1][:300] if users else ""
-    lines, size = [], 0
-    for role, text in reversed(said):
-        line = f"- {role}: {text[:600]}"
-        if size + len(line) > CHECKPOINT_CHARS - 500:
-            break
-        lines.append(line)
-        size += len(line)
-    step = f"context compression of {len(messages)} messages"
-    # copied from the conversation into a checkpoint no review gates: instruction-like lines left out
-    return {"task": without_instructions(task)[0], "step": step,
-            "text": without_instructions("\n".join(reversed(lines)))[0]}
-
-
-def error_json(exc: BaseException) -> str:
-    """A library error as the JSON a Hermes tool answers with: ``error`` (one line, with
-    its hint) for Hermes's display, and the error's fields; nothing that reads like a
-    secret is repeated."""
-    err = edge.as_error(exc)
-    if isinstance(err, edge.Unexpected):
-        log.error("unexpected error in a vaultmem tool", exc_info=exc)
-    data = {k: without_secrets(v) if isinstance(v, str) else v for k, v in edge.error_dict(err).items()}
-    return edge.json_text({"success": False, "error": without_secrets(edge.one_line(err)), **data}, indent=None)
-
-
-# -- the tools ---------------------------------------------------------------------------------------
-
-class Tool:
-    """One tool: its description, its parameters (name → (JSON type, description,
-    default or REQUIRED)), whether it writes, and the facade call it makes."""
-
-    def __init__(self, description: str, params: dict[str, tuple], run: Callable[..., dict], writes: bool):
-        self.description = description
-        self.params = params
-        self.run = run
-        self.writes = writes
-
-    def parameters(self) -> dict[str, Any]:
-        props = {}
-        for name, (kind, desc, default) in self.params.items():
-            schema: dict[str, Any] = {"type": kind, "description": desc}
-            if kind == "array":
-                schema["items"] = {"type": "string"}
-            if default is not REQUIRED and default is not None:
-                schema["default"] = default
-            props[name] = schema
-        return {"type": "object", "properties": props,
-                "required": [n for n, (_k, _d, default) in self.params.items() if default is REQUIRED]}
-
-    def check(self, args: Any) -> dict[str, Any]:
-        """The arguments, checked against the parameters (a usage error names the first
-        one at fault, without repeating its value)."""
-        if args is None:
-            args = {}
-        if not isinstance(args, dict):
-            raise edge.UsageError("the arguments must be an object", field="arguments")
-        unknown = sorted(set(map(str, args)) - set(self.params))
-        if unknown:
-            raise edge.UsageError(f"unknown parameter {unknown[0]!r}", field=unknown[0],
-                                  hint=f"the parameters: {', '.join(self.params)}")
-        out = {}
-        for name, (kind, _desc, default) in self.params.items():
-            value = args.get(name)
-            if value is None:
-                if default is REQUIRED:
-                    raise edge.UsageError("is required", field=name)
-                out[name] = default
-                continue
-            ok = {"string": isinstance(value, str),
-                  "integer": isinstance(value, int) and not isinstance(value, bool),
-                  "number": isinstance(value, (int, float)) and not isinstance(value, bool),
-                  "boolean": isinstance(value, bool),
-                  "array": isinstance(value, list) and all(isinstance(x, str) for x in value)}[kind]
-            if not ok:
-                wanted = {"array": "a list of strings"}.get(kind, f"a {kind}")
-                raise edge.UsageError(f"must be {wanted}", field=name)
-            out[name] = value
-        return out
-
-
-REQUIRED = object()
-
-
-def _search(v: Vault, actor, query, agent, limit, kind, type) -> dict:
-    hits = v.search(query, agent=agent, kinds=tuple(kind or ()), types=tuple(type or ()), limit=limit)
-    return _with(hits, hits.to_dict(without_secrets(query)))
-
-
-def _with(result, data: dict) -> dict:
-    warnings = list(dict.fromkeys(getattr(result, "warnings", None) or []))
-    if warnings:
-        data["warnings"] = warnings
-    if getattr(result, "skipped_files", None):
-        data["problems"] = result.skipped_files
-    return data
-
-
-def _read_page(v: Vault, actor, role) -> dict:
-    return v.read_page(role).to_dict()
-
-
-def _read_note(v: Vault, actor, slug) -> dict:
-    return v.read_note(slug).to_dict()
-
-
-def _remember(v: Vault, actor, text, type, name, description, importance, tag, key, scope, author_kind,
-              source) -> dict:
-    change = v.remember(text, actor, type, name=name, description=description, importance=importance,
-                        tags=tag or [], key=key, scope=scope, author_kind=author_kind, source=source)
-    return change.to_dict()
-
-
-def _page_add(v: Vault, actor, role, text, section, project) -> dict:
-    return v.add_entry(role, text, actor, section=section, project=project).to_dict()
-
-
-def _log_append(v: Vault, actor, summary, channel, type, body) -> dict:
-    e = v.shared.append(actor, channel, type, summary, body or "")
-    return _with(e, e.to_dict())
-
-
-def _log_tail(v: Vault, actor, n, unseen, agent, channel, type, since) -> dict:
-    entries = v.shared.tail(n, agent=agent, channel=channel, type_=type, since=since,
-                            unseen_as=actor if unseen else None)
-    return {"entries": [e.to_dict() for e in entries]}
-
-
-def _review_list(v: Vault, actor, status) -> dict:
-    if status not in ("pending", "approved", "rejected", "all"):
-        raise BadInput(f"{status!r} is not pending, approved, rejected or all", field="status")
-    return {"status": status, "items": v.inbox.listing(status)}  # what vaultmem filed, a change since marked
-
-
-TOOLS: dict[str, Tool] = {
-    "search_memory": Tool(
-        "Search the team's vault memory (Chinese, English or both): ranked hits, each with its source, entry "
-        "id, a snippet and its score. With agent: only that role's own page and memory plus global and shared "
-        "memory.",
-        {"query": ("string", "what to look for", REQUIRED),
-         "agent": ("string", "search as this role (its page, global and shared memory)", None),
-         "limit": ("integer", "how many hits at most", 10),
-         "kind": ("array", "only these kinds: note, entry, identity, wiki, skill, journal, shared, checkpoint", None),
-         "type": ("array", "only notes of these types", None)},
-        _search, writes=False),
-    "read_page": Tool(
-        "A role's page in the vault (agents/ROLE.md), parsed: its properties and each entry with its block id, "
-        "by section (context, work, subagents).",
-        {"role": ("string", "the role's name", REQUIRED)}, _read_page, writes=False),
-    "read_note": Tool(
-        "A memory note of the vault (memories/SLUG.md): its frontmatter and its text.",
-        {"slug": ("string", "the note's slug", REQUIRED)}, _read_note, writes=False),
-    "remember": Tool(
-        "Propose a lasting fact for the vault's memory (a memory note and its MEMORY.md line). It waits in the "
-        "review inbox until a human approves it; secrets in it are replaced by placeholders.",
-        {"text": ("string", "the fact, in a sentence or two", REQUIRED),
-         "type": ("string", "preference, decision, fact, failure+fix, procedure or episode", REQUIRED),
-         "name": ("string", "a short title", None), "description": ("string", "one line for the index", None),
-         "importance": ("number", "0 to 1", None), "tag": ("array", "tags", None),
-         "key": ("string", "a key such as backend.port: a newer fact with the same key supersedes", None),
-         "scope": ("string", "global, agent or project", None),
-         "author_kind": ("string", "who stated it: user, agent, third_party or unknown", None),
-         "source": ("string", "where it comes from (a session, a file)", None)},
-        _remember, writes=True),
-    "page_add": Tool(
-        "Add an entry with a stable block id to a role's page: section work (a dated working-memory entry) or "
-        "context (a project-context bullet, under project). Only the orchestrator writes a page directly; "
-        "another agent's entry waits in the review inbox.",
-        {"role": ("string", "the role's name", REQUIRED), "text": ("string", "what was learned", REQUIRED),
-         "section": ("string", "work or context", "work"), "project": ("string", "the project (context)", None)},
-        _page_add, writes=True),
-    "log_append": Tool(
-        "Append a signed entry to the team's shared live log: one line on what happened (needs the agent's key).",
-        {"summary": ("string", "one line", REQUIRED), "channel": ("string", "the channel", "general"),
-         "type": ("string", "status, question, answer, handoff …", "status"),
-         "body": ("string", "details", None)},
-        _log_append, writes=True),
-    "log_tail": Tool(
-        "The newest entries of the shared live log, oldest first. With unseen: only other agents' entries "
-        "this agent has not read, which are then marked read.",
-        {"n": ("integer", "how many", 20), "unseen": ("boolean", "only entries not read yet", False),
-         "agent": ("string", "only this agent's", None), "channel": ("string", "only this channel", None),
-         "type": ("string", "only this type", None), "since": ("string", "2026-05-08, 30m, 2h, 3d", None)},
-        _log_tail, writes=False),
-    "review_list": Tool(
-        "The vault's review inbox: what waits for a human's decision (status pending), or decided items.",
-        {"status": ("string", "pending, approved, rejected or all", "pending")}, _review_list, writes=False),
-}
-# log_tail with unseen marks entries read (per-machine state, not the vault's memory): a read here
-
-
-# -- registration ----------------------------------------------------------------------------------
-
-def register(ctx: Any) -> None:
-    """Hermes's plugin entry point: ``ctx.register_memory_provider(VaultmemProvider())``."""
-    ctx.register_memory_provider(VaultmemProvider())
-
-
-PLUGIN_INIT = '''"""vaultmem, the team's memory vault, as this Hermes profile's MemoryProvider.
-
-Written by vaultmem (python -m vaultmem.adapters.hermes install): the provider is
-vaultmem.adapters.hermes, from the vaultmem package installed beside Hermes.
-"""
-from vaultmem.adapters.hermes import register  # register(ctx): ctx.register_memory_provider(...)
-'''
-PLUGIN_YAML = "name: vaultmem\ndescription: Team memory in a git-backed Markdown vault (vaultmem)\n"
-
-
-def install_plugin(home: str | os.PathLike | None = None) -> Path:
-    """Write ``$HERMES_HOME/plugins/vaultmem/`` (``__init__.py`` loading this module,
-    ``plugin.yaml``), where Hermes 0.19 looks for memory providers; the folder."""
-    folder = hermes_home(home) / "plugins" / NAME
-    folder.mkdir(parents=True, exist_ok=True)
-    files.atomic_write(folder / "__init__.py", PLUGIN_INIT)
-    files.atomic_write(folder / "plugin.yaml", PLUGIN_YAML)
-    return folder
-
-
-def main(argv: list[str] | None = None) -> int:
-    import sys
-
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] != "install" or len(args) > 2:
-        sys.stderr.write("usage: python -m vaultmem.adapters.hermes install [HERMES_HOME]\n")
-        return 2
-    folder = install_plugin(args[1] if len(args) == 2 else None)
-    sys.stdout.write(f"wrote {folder}: set memory.provider: vaultmem in {folder.parent.parent / 'config.yaml'}\n")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
