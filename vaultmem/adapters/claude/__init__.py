@@ -42,21 +42,11 @@ one filer at a time), :mod:`.records` (per-machine records of started sub-agents
 
 from .events import HANDLERS, fit
 from .hook import STOP_WAIT, answer, ask_warm, cli_main, command_line, handle, main
-from .payload import (
-                      ENV_AGENT,
-                      ENV_CONFIG_DIR,
-                      ENV_KEYS,
-                      ENV_PROJECT,
-                      ENV_WARM,
-                      EVENTS,
-                      WARM_EVENTS,
-                      HookError,
-                      environ,
-                      read_payload,
-)
+from .payload import (ENV_AGENT, ENV_CONFIG_DIR, ENV_KEYS, ENV_PROJECT, ENV_WARM, EVENTS, WARM_EVENTS, HookError,
+                      acting, environ, find_root, read_payload)
 from .spool import drain, pending_spools, spool
 from .transcripts import transcript_file
 
 __all__ = ["ENV_AGENT", "ENV_CONFIG_DIR", "ENV_KEYS", "ENV_PROJECT", "ENV_WARM", "EVENTS", "HANDLERS", "STOP_WAIT",
-           "WARM_EVENTS", "HookError", "answer", "ask_warm", "cli_main", "command_line", "drain", "environ", "fit",
-           "handle", "main", "pending_spools", "read_payload", "spool", "transcript_file"]
+           "WARM_EVENTS", "HookError", "acting", "answer", "ask_warm", "cli_main", "command_line", "drain", "environ",
+           "find_root", "fit", "handle", "main", "pending_spools", "read_payload", "spool", "transcript_file"]

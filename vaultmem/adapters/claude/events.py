@@ -11,32 +11,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ... import files, layout, sessions
-from ...errors import (
-    BadInput,
-    NotFound,
-    PermissionRefused,
-    SecretRefused,
-    VaultmemError,
-)
+from ...errors import BadInput, NotFound, PermissionRefused, SecretRefused, VaultmemError
 from .. import edge
 from .payload import SAFE_ID, acting, checked_id, now, role_name, say, secret_free
 from .records import agent_records, load_agent_record, save_agent_record
-from .transcripts import (
-    assistant_texts,
-    first_user_text,
-    last_assistant_text,
-    projects_folders,
-    read_transcript,
-    task_from_parent,
-    transcript_file,
-    user_texts,
-)
+from .transcripts import (assistant_texts, first_user_text, last_assistant_text, projects_folders, read_transcript,
+                          task_from_parent, transcript_file, user_texts)
 
 if TYPE_CHECKING:  # imported when a hook opens the vault: SessionEnd, within its budget, never does
     from ...models import Actor
     from ...vault import Vault
 
 ASSISTANT_FACTS = {"conclusion": "episode", "decision": "decision"}
+
 
 def context_json(event: str, text: str) -> str:
     return edge.json_text({"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}, indent=None)

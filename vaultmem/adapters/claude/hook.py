@@ -13,27 +13,9 @@ from typing import TYPE_CHECKING, Callable, ContextManager
 from ...errors import VaultmemError
 from .. import edge, warm
 from .events import HANDLERS
-from .payload import (
-    ENV_KEYS,
-    ENV_PROJECT,
-    ENV_WARM,
-    HOOK_ENV,
-    HOOK_OPENER,
-    HOOK_SAID,
-    MAX_PAYLOAD_BYTES,
-    TRANSCRIPT_KEYS,
-    WARM_EVENTS,
-    HookError,
-    acting,
-    check_sizes,
-    checked_id,
-    environ,
-    find_root,
-    read_payload,
-    role_name,
-    say,
-    secret_free,
-)
+from .payload import (ENV_KEYS, ENV_PROJECT, ENV_WARM, HOOK_ENV, HOOK_OPENER, HOOK_SAID, MAX_PAYLOAD_BYTES,
+                      TRANSCRIPT_KEYS, WARM_EVENTS, HookError, acting, check_sizes, checked_id, environ, find_root,
+                      read_payload, role_name, say, secret_free)
 from .spool import drain, pending_spools, spawn_drainer, spool
 from .transcripts import transcript_file
 

@@ -15,16 +15,7 @@ from ... import files, layout
 from ...errors import BadInput, NotFound
 from .. import edge
 from .events import retain_spooled
-from .payload import (
-    ENV_AGENT,
-    ENV_PROJECT,
-    HookError,
-    checked_id,
-    environ,
-    now,
-    say,
-    secret_free,
-)
+from .payload import ENV_AGENT, ENV_PROJECT, HookError, checked_id, environ, now, say, secret_free
 from .records import local_folder
 
 if TYPE_CHECKING:  # imported when a hook opens the vault: SessionEnd, within its budget, never does
