@@ -1,187 +1,19 @@
-"""The review gate: ``inbox/`` holds what agents want remembered until someone decides.
-
-Every change of memory an agent asks for — ADD (``retain``, ``remember``), REPLACE,
-REMOVE (``forget``), and entries or sub-agent records for a role page it may not write —
-becomes one inbox item, ``inbox/<id>.md``: the proposed operation and its provenance in
-the frontmatter, the text as the body, readable and editable in Obsidian. Reached as
-``vault.inbox``.
-
-Deciding is one commit by the decider: approval performs the operation (the note and
-its ``MEMORY.md`` line, the superseding note, the archived note, the page entry, the
-sub-agent record) and moves the item to ``archive/inbox/`` marked approved; rejection
-moves it there with the reason. Who may decide:
-
-- a human: every item;
-- the orchestrator: role-page proposals, and memory-note items when
-  ``review.orchestrator_approves`` is set — never its own items, never quarantined
-  (third-party) or instruction-flagged ones: those wait for a human.
-
-The one way around the gate: ``review.trusted_agents`` may file user-stated facts (ADD,
-``author_kind: user``, nothing flagged) that are approved at once — the item is still
-archived, so the trail stays. Confidence plays no part in any of this.
-
-Items are never retrieved into a brief (the brief draws on memory, not ``inbox/``).
-
-An item is a file anyone can edit, so an agent's decision never rests on the fields as
-they stand: it rests on what vaultmem filed. The item must be in the working copy as
-vaultmem committed it, and every commit that touched it must be vaultmem's — the filing
-(``inbox: <proposer> proposes …``, by the proposer) or a ``review: edit <id>``. An item
-changed any other way (edited by hand, committed with plain git, or written without
-being filed) goes back to a human, who approves it as it is now, knowingly: the approval
-says so, and the outside edit is committed first as unattributed
-(:data:`vaultmem.transaction.UNATTRIBUTED`), never as the human's. The gate also reads
-quarantine and flags from the text itself, not only from the fields.
-
-The note's fields are stored flat (``note_type``, ``note_name`` …; a harvest's sub-agent
-fields as ``field_task`` …) so that Obsidian's properties view shows them; items written
-with a nested ``note:`` / ``fields:`` mapping (the previous format) are read as well.
-"""
+"""The review gate itself: filing proposals, retaining a session's facts, listing, and
+deciding — approve, reject, edit — in one commit by the decider."""
 
 from __future__ import annotations
 
 import datetime as _dt
-import json
-import re
-import secrets
-from dataclasses import dataclass, field
 from typing import Any
 
-from . import files, gitstore, guard, layout, lifecycle, notes, pages
-from .analysis import normalize, tokens
-from .errors import BadInput, NotFound, ParseError, PermissionRefused, VaultmemError
-from .models import Actor, Change, NoteFields
-from .parse.document import parse_document, plain, yaml_timestamp
-from .parse.note import render_note
-from .transaction import Scrubber
-
-INBOX_DIR = layout.INBOX_DIR
-ARCHIVE_DIR = layout.ARCHIVED_INBOX_DIR
-NOTE_OPS = ("add", "replace", "remove")
-PAGE_OPS = ("page-add", "harvest")
-RETAIN_KEYS = {"op", "type", "text", "author", "author_kind", "source", "said", "when", "name", "description",
-               "aliases", "tags", "key", "importance", "confidence", "scope", "agent", "project", "target"}
-UNLIMITED = 1 << 62  # a size no text reaches: what is only archived (a rejection) has no limit
-EDITABLE = ("text", "type", "name", "description", "aliases", "tags", "key", "importance")
-FLAT = {"note": "note_", "fields": "field_"}  # nested mappings, stored as prefixed flat keys
-# who filed an item, when, and who said what it holds: vaultmem never changes these after
-# filing (a review edit keeps them), so they are read from the filing commit
-PROVENANCE = ("proposed_by", "proposed", "session", "quarantined")
-NOTE_PROVENANCE = ("author", "author_kind", "source", "said", "confidence")
-NOT_FILED = "no commit by vaultmem filed it"
-# a repeat: the same text once case, width and punctuation are set aside, or as many of
-# the same index terms as the brief's near-duplicates share (vaultmem.brief)
-SAME_TERMS = 0.8
-SCOPE_KEYS = ("scope", "agent", "project")  # a note held or waiting for the same readers
-MAX_SESSIONS = 50  # the sessions a joined item names (the newest); ``seen`` counts them all
-JOIN_KEYS = ("seen", "sessions", "seen_by", "first_seen", "last_seen")
-
-
-def _nested(meta: dict) -> dict:
-    """An item's frontmatter with its flat ``note_…`` / ``field_…`` keys gathered back into
-    the ``note`` / ``fields`` mappings (an item in the previous format has them nested)."""
-    for key, prefix in FLAT.items():
-        if isinstance(meta.get(key), dict):
-            continue
-        flat = {k[len(prefix):]: meta.pop(k) for k in [k for k in meta if str(k).startswith(prefix)]}
-        if flat:
-            meta[key] = flat
-    return meta
-
-
-ITEM_DATES = ("proposed", "reviewed", "note_created", "note_confirmed", "first_seen", "last_seen")  # written as yaml_timestamp writes them
-
-
-def _render_item(meta: dict, text: str) -> str:
-    """An item's file: the ``note`` and ``fields`` mappings flattened to prefixed keys; its
-    dates in the one form (an item read back holds them as text)."""
-    flat = _flat(meta)
-    return render_note({k: yaml_timestamp(v) if k in ITEM_DATES and v is not None else v for k, v in flat.items()},
-                       text)
-
-
-def _now() -> str:
-    return yaml_timestamp(_dt.datetime.now(_dt.timezone.utc))
-
-
-def _flags(text: str, note: dict | None, fields: dict | None, title: str | None = None) -> list[str]:
-    """Instruction-like phrases anywhere in what an item would write."""
-    note = note if isinstance(note, dict) else {}
-    fields = fields if isinstance(fields, dict) else {}
-    return guard.instruction_flags("\n".join(
-        [text or "", str(note.get("name") or ""), str(note.get("description") or ""), title or "",
-         *(str(a) for a in note.get("aliases") or []), *(str(v) for v in (fields or {}).values())]))
-
-
-@dataclass
-class Item:
-    """One inbox item as stored."""
-
-    id: str
-    path: str
-    op: str
-    status: str
-    meta: dict[str, Any]
-    text: str
-    flags: list[str] = field(default_factory=list)
-
-    @property
-    def quarantined(self) -> bool:
-        return bool(self.meta.get("quarantined"))
-
-    @property
-    def proposed_by(self) -> str:
-        return str(self.meta.get("proposed_by") or "")
-
-    def summary(self) -> str:
-        note = self.meta.get("note") or {}
-        if self.op == "unreadable":
-            return f"cannot be read: {self.meta.get('problem')}"
-        if self.op in ("add", "replace"):
-            what = f"{note.get('type')}: {note.get('name')}"
-        elif self.op == "remove":
-            what = f"remove {self.meta.get('target')}"
-        else:
-            what = f"{self.meta.get('role')}: {' '.join(self.text.split())[:60]}"
-        return what
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "path": self.path, "op": self.op, "status": self.status,
-                "proposed_by": self.proposed_by, "proposed": self.meta.get("proposed"),
-                "session": self.meta.get("session"), "quarantined": self.quarantined, "flags": self.flags,
-                "summary": self.summary(), "text": self.text,
-                **{k: self.meta[k] for k in ("note", "target", "role", "section", "project", "delegation",
-                                             "fields", "reviewed_by", "reviewed", "reason", "result",
-                                             "changed_after_filing", "filed_in", "changed_since_filed",
-                                             *JOIN_KEYS)
-                   if self.meta.get(k) is not None}}
-
-
-@dataclass
-class Filed:
-    """Whether a waiting item is as vaultmem filed it: ``changed`` says why not (None if it
-    is); ``commit`` is the commit that filed it (None if none did). For an item changed
-    since, ``provenance`` is its provenance as filed (flat keys: ``proposed_by``,
-    ``quarantined``, ``flags``, ``note_author_kind`` …; None when no commit filed it),
-    ``fields`` names the fields that differ from what vaultmem wrote, and ``now`` holds
-    the provenance fields among them as the file has them now."""
-
-    changed: str | None
-    commit: str | None
-    provenance: dict[str, Any] | None = None
-    fields: list[str] = field(default_factory=list)
-    now: dict[str, Any] = field(default_factory=dict)
-
-
-def _parse(source: str, rel: str, fast: bool = False) -> Item:
-    """An item from the text of its file (``rel`` names it in errors; ``fast``: read
-    only, with the index's YAML reader)."""
-    doc = parse_document(source, rel, require_frontmatter=True, fast=fast)
-    meta = _nested(plain(doc.meta)) if isinstance(doc.meta, dict) else {}
-    if meta.get("type") != "inbox-item" or meta.get("op") not in NOTE_OPS + PAGE_OPS:
-        raise ParseError("this is not an inbox item (type: inbox-item and an op are needed)", path=rel, line=1)
-    text = "".join(doc.lines[doc.body_start:]).replace("\r\n", "\n").strip("\n")
-    return Item(str(meta.get("id") or rel.rsplit("/", 1)[-1][:-3]), rel, meta["op"], str(meta.get("status")),
-                meta, text, [str(f) for f in meta.get("flags") or []])
+from .. import files, gitstore, layout, lifecycle, notes, pages
+from ..errors import BadInput, NotFound, ParseError, PermissionRefused, VaultmemError
+from ..models import Actor, Change, NoteFields
+from ..transaction import Scrubber
+from .items import (ARCHIVE_DIR, EDITABLE, FLAT, Filed, INBOX_DIR, Item, JOIN_KEYS, NOTE_OPS, NOT_FILED, PAGE_OPS,
+                    RETAIN_KEYS, UNLIMITED, changed_fields, day_before, instant_of, item_differences, load_items,
+                    new_item_id, now_stamp, opt_text, parse_item, position_of, render_item, text_flags)
+from .sameness import Known, joined_item
 
 
 class Inbox:
@@ -209,18 +41,18 @@ class Inbox:
             taken = set(self._ids())
             writes: dict[str, str | None] = {}
             out, joined, held = [], [], []
-            known = _Known(self)
+            known = Known(self)
             for position, proposal in enumerate(proposals, 1):
-                iid = _new_id(taken)
+                iid = new_item_id(taken)
                 meta = {"type": "inbox-item", "id": iid, "op": proposal["op"], "status": "pending",
-                        "proposed_by": actor.name, "proposed": _now(), "session": session,
+                        "proposed_by": actor.name, "proposed": now_stamp(), "session": session,
                         "position": position if len(proposals) > 1 else None}
                 for k in ("target", "role", "section", "project", "delegation", "title", "note", "fields"):
                     if proposal.get(k) is not None:
                         meta[k] = proposal[k]
                 note = proposal.get("note") or {}
                 meta["quarantined"] = note.get("author_kind") == "third_party"
-                flags = _flags(proposal.get("text") or "", note, proposal.get("fields"), proposal.get("title"))
+                flags = text_flags(proposal.get("text") or "", note, proposal.get("fields"), proposal.get("title"))
                 meta["flags"] = flags
                 item = Item(iid, f"{INBOX_DIR}/{iid}.md", proposal["op"], "pending", meta,
                             proposal.get("text") or "", flags)
@@ -234,19 +66,19 @@ class Inbox:
                     done, result, _ = self._perform(item, actor, writes)
                     writes.update(done)
                     archived = {**meta, "status": "approved", "reviewed_by": "auto (review.trusted_agents)",
-                                "reviewed": _now(), "result": result}
-                    writes[f"{ARCHIVE_DIR}/{iid}.md"] = _render_item(archived, item.text)
+                                "reviewed": now_stamp(), "result": result}
+                    writes[f"{ARCHIVE_DIR}/{iid}.md"] = render_item(archived, item.text)
                     out.append({**item.to_dict(), "status": "approved", "result": result,
                                 "path": f"{ARCHIVE_DIR}/{iid}.md"})
                     known.noted(item, result)
                 elif item.op == "add" and (into := known.waiting_twin(item)) is not None:
-                    merged = _joined(into, session, actor.name)
-                    writes[merged.path] = _render_item(merged.meta, merged.text)
+                    merged = joined_item(into, session, actor.name)
+                    writes[merged.path] = render_item(merged.meta, merged.text)
                     known.replace(into, merged)
                     joined.append({"id": merged.id, "seen": merged.meta["seen"], "session": session,
                                    "position": position})
                 else:
-                    writes[item.path] = _render_item(meta, item.text)
+                    writes[item.path] = render_item(meta, item.text)
                     out.append(item.to_dict())
                     known.filing(item)
             pending = [o for o in out if o["status"] == "pending"]
@@ -279,7 +111,7 @@ class Inbox:
         """File the facts an agent curated at the end of a session: a YAML/JSON list of
         {type, text, author, author_kind, source, …} (or a mapping with ``items:``). Every
         item is checked before any is filed; a bad one is named with its line."""
-        items, lines = _load_items(text, source_name)
+        items, lines = load_items(text, source_name)
         scrub = self.vault.writer.scrubber()
         proposals = []
         for n, (raw, line) in enumerate(zip(items, lines), 1):
@@ -331,7 +163,7 @@ class Inbox:
             return [str(v) for v in value]
 
         said = raw.get("said", raw.get("when"))
-        given = {k: _opt(raw, k) for k in ("name", "description", "key", "scope", "agent", "project", "author",
+        given = {k: opt_text(raw, k) for k in ("name", "description", "key", "scope", "agent", "project", "author",
                                            "author_kind", "source")}
         fields = NoteFields(
             type=str(raw["type"]), importance=raw.get("importance"), confidence=raw.get("confidence"),
@@ -347,7 +179,7 @@ class Inbox:
                 for p in (self.root / folder).glob("i-*.md")]
 
     def _read(self, rel: str, fast: bool = False) -> Item:
-        return _parse(files.read_vault_text(self.root, rel), rel, fast)
+        return parse_item(files.read_vault_text(self.root, rel), rel, fast)
 
     def items(self, status: str = "pending", fast: bool = False) -> list[Item]:
         """Items waiting (``pending``), decided (``approved``/``rejected``) or ``all``;
@@ -367,7 +199,7 @@ class Inbox:
                     item = Item(p.stem, rel, "unreadable", "problem", {"problem": str(exc)}, "")
                 if status in ("all", item.status) or (status == "pending" and folder == INBOX_DIR):
                     out.append(item)
-        return sorted(out, key=lambda i: (str(i.meta.get("proposed") or ""), _position(i.meta), i.id))
+        return sorted(out, key=lambda i: (str(i.meta.get("proposed") or ""), position_of(i.meta), i.id))
 
     def overdue(self, days: float | None = None) -> int:
         """How many items have waited longer than ``days`` (default ``review.nudge_days``)
@@ -375,7 +207,7 @@ class Inbox:
         time cannot be read is not counted)."""
         days = self.config.nudge_days if days is None else days
         cut = _dt.datetime.now(_dt.timezone.utc) - _dt.timedelta(days=days)
-        return sum(1 for i in self.items(fast=True) if (at := _instant(i.meta.get("proposed"))) is not None
+        return sum(1 for i in self.items(fast=True) if (at := instant_of(i.meta.get("proposed"))) is not None
                    and at < cut)
 
     @staticmethod
@@ -424,7 +256,7 @@ class Inbox:
         if filed is None or filed.proposed_by != first[1]:  # vaultmem files as the one who proposes
             return Filed(NOT_FILED, None)
         last = filed if vouched == first[0] else (self._at(vouched, item.path) or filed)
-        fields, provenance, now = _differences(item, filed, last)
+        fields, provenance, now = item_differences(item, filed, last)
         if fields and changed is None:  # a vaultmem edit never changes who filed it, nor its flags by hand
             changed = f"its provenance differs from what vaultmem filed ({', '.join(fields)})"
         return Filed(changed, first[0], provenance, fields, now) if changed else Filed(None, first[0])
@@ -442,7 +274,7 @@ class Inbox:
         # vaultmem's filing creates the file (ids are new), so the walk may stop a day
         # before the item says it was filed; a later date (a hand edit) only hides the
         # filing commit, so then the whole history is walked
-        since = _day_before(item.meta.get("proposed"))
+        since = day_before(item.meta.get("proposed"))
         commits = gitstore.path_history(self.root, item.path, since)
         if since and (not commits or not commits[-1][2].startswith(f"inbox: {commits[-1][1]} proposes ")):
             commits = gitstore.path_history(self.root, item.path)
@@ -452,7 +284,7 @@ class Inbox:
         """The item as ``commit`` holds it, None if it holds no readable item there."""
         source = gitstore.text_at(self.root, commit, rel)
         try:
-            return _parse(source, rel) if source is not None else None
+            return parse_item(source, rel) if source is not None else None
         except VaultmemError:
             return None
 
@@ -532,7 +364,7 @@ class Inbox:
             return
         note = item.meta.get("note") if isinstance(item.meta.get("note"), dict) else {}
         # read from the text as well as the fields: a field is easier to rewrite than a fact
-        flags = item.flags or _flags(item.text, note, item.meta.get("fields"), item.meta.get("title"))
+        flags = item.flags or text_flags(item.text, note, item.meta.get("fields"), item.meta.get("title"))
         if item.quarantined or note.get("author_kind") == "third_party":
             why = "it is third-party content (quarantined until a human promotes it)"
         elif flags:
@@ -574,7 +406,7 @@ class Inbox:
             if not text and item.op != "remove":
                 raise BadInput("the text is empty", field="text")
         meta["edited_by"] = actor.name
-        meta["flags"] = _flags(text, meta.get("note"), meta.get("fields"), meta.get("title"))
+        meta["flags"] = text_flags(text, meta.get("note"), meta.get("fields"), meta.get("title"))
         return Item(item.id, item.path, item.op, item.status, meta, text, meta["flags"])
 
     def _clean(self, item: Item, scrub: Scrubber, rejecting: bool = False) -> Item:
@@ -616,7 +448,7 @@ class Inbox:
             if new is item:
                 raise BadInput("nothing to edit", hint=f"give one of: {', '.join(EDITABLE)}")
             message = f"review: edit {item.id}"
-            sha = self.vault.writer.apply(actor, message, {item.path: _render_item(new.meta, new.text)})
+            sha = self.vault.writer.apply(actor, message, {item.path: render_item(new.meta, new.text)})
         return Change("review.edit", [item.path], sha, message, {"item": new.to_dict()}, warnings=scrub.warnings())
 
     def approve(self, iid: str, actor: Actor, **edits: Any) -> Change:
@@ -630,12 +462,12 @@ class Inbox:
             item = self._clean(self._edited(item, edits, actor, scrub), scrub)
             self.may_decide(actor, item)  # an edit may have made it instruction-like
             writes, result, what = self._perform(item, actor, {})
-            archived = {**item.meta, "status": "approved", "reviewed_by": actor.name, "reviewed": _now(),
+            archived = {**item.meta, "status": "approved", "reviewed_by": actor.name, "reviewed": now_stamp(),
                         "result": result}
-            changed = _changed(state)
+            changed = changed_fields(state)
             archived.update(changed)
             writes[item.path] = None
-            writes[layout.archived_inbox_path(item.id)] = _render_item(archived, item.text)
+            writes[layout.archived_inbox_path(item.id)] = render_item(archived, item.text)
             knowingly = ", as changed after it was filed" if state.changed else ""
             message = f"review: approve {item.id} ({item.op} proposed by {item.proposed_by}{knowingly}) → {what}"
             sha = self.vault.writer.apply(actor, message, writes, rescrubbed=(item.path,))
@@ -660,11 +492,11 @@ class Inbox:
             self.may_decide(actor, item)
             state = self.filed(item)
             item = self._clean(self._as_filed(item, state), scrub, rejecting=True)  # a file anyone can edit
-            archived = {**item.meta, "status": "rejected", "reviewed_by": actor.name, "reviewed": _now(),
-                        "reason": reason, **_changed(state)}
+            archived = {**item.meta, "status": "rejected", "reviewed_by": actor.name, "reviewed": now_stamp(),
+                        "reason": reason, **changed_fields(state)}
             dst = layout.archived_inbox_path(item.id)
             message = f"review: reject {item.id} ({item.op} proposed by {item.proposed_by}): {reason}"
-            sha = self.vault.writer.apply(actor, message, {item.path: None, dst: _render_item(archived, item.text)},
+            sha = self.vault.writer.apply(actor, message, {item.path: None, dst: render_item(archived, item.text)},
                                           rescrubbed=(item.path,))
         return Change("review.reject", [item.path, dst], sha, message, {"id": item.id, "reason": reason,
                                                                         "archived_to": dst}, warnings=scrub.warnings())
@@ -683,7 +515,7 @@ class Inbox:
                 continue
             if flagged:
                 shown = self._as_filed(item, self.filed(item))
-                if not (shown.flags or item.flags or _flags(item.text, item.meta.get("note"), item.meta.get("fields"),
+                if not (shown.flags or item.flags or text_flags(item.text, item.meta.get("note"), item.meta.get("fields"),
                                                             item.meta.get("title"))):
                     continue
             out.append(item)
@@ -727,22 +559,22 @@ class Inbox:
                     shown = self._clean(shown, scrub)
                     done, result, what = self._perform(shown, actor, writes)
                     writes.update(done)
-                    archived = {**shown.meta, "status": "approved", "reviewed_by": actor.name, "reviewed": _now(),
-                                "result": result, **_changed(state)}
+                    archived = {**shown.meta, "status": "approved", "reviewed_by": actor.name, "reviewed": now_stamp(),
+                                "result": result, **changed_fields(state)}
                     lines.append(f"- {item.id}: {item.op} proposed by {shown.proposed_by} → {what}")
                     entry = {"id": item.id, "op": item.op, "result": result}
                 else:
                     shown = self._clean(shown, scrub, rejecting=True)
-                    archived = {**shown.meta, "status": "rejected", "reviewed_by": actor.name, "reviewed": _now(),
-                                "reason": reason, **_changed(state)}
+                    archived = {**shown.meta, "status": "rejected", "reviewed_by": actor.name, "reviewed": now_stamp(),
+                                "reason": reason, **changed_fields(state)}
                     lines.append(f"- {item.id}: {item.op} proposed by {shown.proposed_by}")
                     entry = {"id": item.id, "op": item.op}
                 knowingly = " (changed after it was filed: decided as it is now)" if state.changed else ""
                 lines[-1] += knowingly
                 writes[item.path] = None
-                writes[layout.archived_inbox_path(item.id)] = _render_item(archived, shown.text)
+                writes[layout.archived_inbox_path(item.id)] = render_item(archived, shown.text)
                 rescrubbed.append(item.path)
-                decided.append({**entry, "archived_to": layout.archived_inbox_path(item.id), **_changed(state)})
+                decided.append({**entry, "archived_to": layout.archived_inbox_path(item.id), **changed_fields(state)})
             n = len(decided)
             why_left = (f"{len(left)} item(s) of the group read like an instruction or were changed after they were "
                         f"filed; approve each after reading it: vaultmem review show ID ({', '.join(left)})")
@@ -811,255 +643,3 @@ class Inbox:
                                                  str(item.meta["delegation"]), dict(item.meta["fields"]), actor,
                                                  item.meta.get("title"))
         return writes, link, f"sub-agent record {link}"
-
-
-_NEGATION = re.compile(r"\b(?:not|no|never|nor|none|without|cannot)\b|n't|不|没|無|无|未")
-
-
-@dataclass(frozen=True)
-class Sameness:
-    """What tells one fact's text from another's: its normalised characters, its index
-    terms, the terms that hold a digit, and whether it says no. Near-equal texts share
-    most terms (:data:`SAME_TERMS`) but never differ in a number (a changed port is a new
-    fact) or in saying no (stopwords drop "not": "we use npm" and "we do not use npm"
-    have the same terms)."""
-
-    key: str
-    terms: frozenset
-    digits: frozenset
-    negated: bool
-
-    @classmethod
-    def of(cls, text: str) -> "Sameness":
-        folded = normalize(text or "")
-        terms = frozenset(tokens(text or ""))
-        return cls(re.sub(r"\W+", "", folded), terms, frozenset(t for t in terms if any(c.isdigit() for c in t)),
-                   bool(_NEGATION.search(folded)))
-
-    def near(self, other: "Sameness") -> bool:
-        if self.key and self.key == other.key:
-            return True
-        if not self.terms or not other.terms or self.digits != other.digits or self.negated != other.negated:
-            return False
-        return len(self.terms & other.terms) / len(self.terms | other.terms) >= SAME_TERMS
-
-
-def same_fact(a: str, b: str) -> bool:
-    """Whether two texts state the same fact: equal once normalised, or near-equal."""
-    return Sameness.of(a).near(Sameness.of(b))
-
-
-def _readers(note: Any) -> tuple:
-    """Who a note (or a proposed one) is for: its scope, agent and project."""
-    note = note if isinstance(note, dict) else {}
-    return (str(note.get("scope") or "global"), *(str(note.get(k) or "") for k in SCOPE_KEYS[1:]))
-
-
-class _Known:
-    """What one filing compares its proposals with, read once, when first needed: the
-    active notes of memory and the ADD items waiting (and those this filing writes)."""
-
-    def __init__(self, inbox: "Inbox") -> None:
-        self.inbox = inbox
-        self._notes: list[tuple[str, tuple, Sameness]] | None = None
-        self._waiting: list[tuple[Item, Sameness]] | None = None
-        self._new: set[str] = set()
-
-    def notes(self) -> list[tuple[str, tuple, Sameness]]:
-        if self._notes is None:
-            self._notes = []
-            root = self.inbox.root
-            folder = root / layout.MEMORIES_DIR
-            for p in sorted(folder.glob("*.md")) if folder.is_dir() else []:
-                rel = f"{layout.MEMORIES_DIR}/{p.name}"
-                try:
-                    doc = parse_document(files.read_vault_text(root, rel), rel, require_frontmatter=False, fast=True)
-                except (VaultmemError, OSError):
-                    continue
-                meta = plain(doc.meta) if isinstance(doc.meta, dict) else {}
-                if str(meta.get("status") or "active") != "active":
-                    continue
-                body = "".join(doc.lines[doc.body_start:])
-                self._notes.append((rel, _readers(meta), Sameness.of(body)))
-        return self._notes
-
-    def held(self, item: Item) -> str | None:
-        """The active note that already holds what the ADD ``item`` proposes, for its
-        readers (a global note holds it for everyone), if one does."""
-        same, readers = Sameness.of(item.text), _readers(item.meta.get("note"))
-        for rel, theirs, other in self.notes():
-            if (theirs[0] == "global" or theirs == readers) and same.near(other):
-                return rel
-        return None
-
-    def noted(self, item: Item, rel: str) -> None:
-        """A note this filing writes (a trusted agent's fact approved at once)."""
-        self.notes().append((rel, _readers(item.meta.get("note")), Sameness.of(item.text)))
-
-    def waiting(self) -> list[tuple[Item, Sameness]]:
-        if self._waiting is None:
-            self._waiting = [(i, Sameness.of(i.text)) for i in self.inbox.items(fast=True)
-                             if i.op == "add" and i.path.startswith(f"{INBOX_DIR}/")]
-        return self._waiting
-
-    def waiting_twin(self, item: Item) -> Item | None:
-        """The oldest waiting ADD the ``item`` repeats: the same or near-equal text, for the
-        same readers, said by the same kind of author, flagged alike. Only an item as
-        vaultmem filed it is joined (a changed one waits for a human as it is)."""
-        same, note = Sameness.of(item.text), item.meta.get("note") or {}
-        for other, theirs in self.waiting():
-            mine = other.meta.get("note") if isinstance(other.meta.get("note"), dict) else {}
-            if (_readers(mine) != _readers(note) or mine.get("author_kind") != note.get("author_kind")
-                    or bool(other.flags) != bool(item.flags) or other.quarantined != item.quarantined
-                    or not same.near(theirs)):
-                continue
-            if other.id in self._new:
-                return other
-            try:
-                full = self.inbox.get(other.id)  # read as it will be written back
-            except VaultmemError:
-                continue
-            if not self.inbox.filed(full).changed:
-                return full
-        return None
-
-    def filing(self, item: Item) -> None:
-        self.waiting().append((item, Sameness.of(item.text)))
-        self._new.add(item.id)
-
-    def replace(self, old: Item, new: Item) -> None:
-        self._waiting = [(new if i.id == old.id else i, s) for i, s in self.waiting()]
-
-    def item(self, iid: str) -> Item:
-        return next(i for i, _ in self.waiting() if i.id == iid)
-
-
-def _joined(item: Item, session: str | None, proposer: str) -> Item:
-    """A waiting item seen again: its count, the sessions and proposers that saw it, when
-    first and last. Its provenance (who filed it, when, from which session) stays."""
-    meta = dict(item.meta)
-    seen = meta.get("seen")
-    sessions = [str(x) for x in meta.get("sessions") or ([meta["session"]] if meta.get("session") else [])]
-    if session and session not in sessions:
-        sessions.append(session)
-    by = [str(x) for x in meta.get("seen_by") or [item.proposed_by]]
-    meta.update(seen=(int(seen) if str(seen).isdigit() else 1) + 1, sessions=sessions[-MAX_SESSIONS:],
-                seen_by=by + ([proposer] if proposer not in by else []),
-                first_seen=meta.get("first_seen") or meta.get("proposed"), last_seen=_now())
-    return Item(item.id, item.path, item.op, item.status, meta, item.text, item.flags)
-
-
-def _changed(state: Filed) -> dict[str, Any]:
-    """What a decided item records of a change made after it was filed (nothing if none)."""
-    if not state.changed:
-        return {}
-    return {"changed_after_filing": state.changed, "filed_in": state.commit,
-            **({"changed_since_filed": state.fields} if state.provenance is not None else {})}
-
-
-def _flat(meta: dict) -> dict[str, Any]:
-    """An item's frontmatter with its ``note`` / ``fields`` mappings as prefixed keys."""
-    out: dict[str, Any] = {}
-    for key, value in meta.items():
-        if key in FLAT and isinstance(value, dict):
-            out.update({f"{FLAT[key]}{k}": v for k, v in value.items()})
-        else:
-            out[key] = value
-    return out
-
-
-def _differences(now: Item, filed: Item, last: Item) -> tuple[list[str], dict[str, Any], dict[str, Any]]:
-    """How an item differs from what vaultmem wrote: (the fields that differ, its
-    provenance as filed, the changed provenance fields as they are now). ``filed`` is the
-    item as its filing commit holds it, ``last`` as the newest vaultmem commit holds it (a
-    review edit may have changed its text and so its flags, never who proposed or said it)."""
-    flat_now, flat_filed, flat_last = _flat(now.meta), _flat(filed.meta), _flat(last.meta)
-    keys = [*PROVENANCE, *(f"{FLAT['note']}{k}" for k in NOTE_PROVENANCE if filed.op in ("add", "replace"))]
-    provenance = {k: flat_filed.get(k) for k in keys}
-    # the flags as vaultmem wrote them, and any the text as it is now would raise
-    flags = [*last.flags, *(f for f in _flags(now.text, now.meta.get("note"), now.meta.get("fields"),
-                                              now.meta.get("title")) if f not in last.flags)]
-    provenance["flags"] = flags
-    changed = [k for k in keys if flat_now.get(k) != provenance[k]]
-    changed += ["flags"] if set(now.flags) != set(flags) else []
-    changed += [k for k in sorted(set(flat_now) | set(flat_last)) if k not in provenance
-                and flat_now.get(k) != flat_last.get(k)]
-    changed += ["text"] if now.text != last.text else []
-    shown_now = {k: (now.flags if k == "flags" else flat_now.get(k)) for k in changed if k in provenance}
-    return sorted(changed), provenance, shown_now
-
-
-def _instant(when: Any) -> _dt.datetime | None:
-    """An item's time (``proposed``) as an aware datetime, None if it is no time."""
-    try:
-        at = _dt.datetime.fromisoformat(str(when).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return at if at.tzinfo is not None else at.replace(tzinfo=_dt.timezone.utc)
-
-
-def _day_before(when: Any) -> str | None:
-    """An ISO time a day before ``when`` (an item's ``proposed``), None if it is no time."""
-    try:
-        at = _dt.datetime.fromisoformat(str(when).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if at.tzinfo is None:
-        at = at.replace(tzinfo=_dt.timezone.utc)
-    return (at - _dt.timedelta(days=1)).astimezone(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _position(meta: dict) -> int:
-    value = str(meta.get("position") or 0)
-    return int(value) if value.isdigit() else 0
-
-
-def _opt(raw: dict, key: str) -> str | None:
-    value = raw.get(key)
-    return None if value is None or value == "" else str(value)
-
-
-def _new_id(taken: set[str]) -> str:
-    while True:
-        iid = f"i-{_dt.datetime.now(_dt.timezone.utc):%Y%m%d}-{secrets.token_hex(3)}"
-        if iid not in taken:
-            taken.add(iid)
-            return iid
-
-
-def _load_items(text: str, source_name: str) -> tuple[list, list[int | None]]:
-    """The items of a retain file and the line each starts on (None for JSON)."""
-    stripped = text.lstrip("\ufeff").strip()
-    if not stripped:
-        raise BadInput("there is nothing to retain: the input is empty", path=source_name)
-    if stripped[0] in "[{":
-        try:
-            data = json.loads(stripped)
-            lines: list | None = None
-        except json.JSONDecodeError:
-            data, lines = None, []
-    else:
-        data, lines = None, []
-    if lines is not None:
-        from .parse.document import load_yaml
-
-        try:
-            data = load_yaml(stripped, source_name, first_line=1, what="YAML of the retained items",
-                             hint="give a list of items: '- type: fact' / '  text: …'")
-        except ParseError as exc:
-            raise BadInput(exc.message, path=exc.path, line=exc.line, hint=exc.hint) from None
-    if isinstance(data, dict) and "items" in data:
-        data = data["items"]
-    if not isinstance(data, list):
-        raise BadInput("the input must be a list of items (or a mapping with items:)", path=source_name, line=1,
-                       hint="- type: fact\n    text: the backend listens on 8080\n    author: alice\n    author_kind: user")
-    if lines is None:
-        starts = [None] * len(data)
-    else:
-        starts = []
-        for n in range(len(data)):
-            try:
-                starts.append(data.lc.item(n)[0] + 1)
-            except (AttributeError, KeyError, TypeError):
-                starts.append(None)
-    return [plain(d) if isinstance(d, dict) else d for d in data], starts
