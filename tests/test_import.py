@@ -5,8 +5,11 @@ import json
 import os
 import re
 
+import pytest
+
 from conftest import git, out_json, run_vaultmem
 
+from vaultmem import BadInput
 from vaultmem.parse import parse_note
 
 SECRET = "sk-ant-api03-" + "Qw7eRt9yUi2oPa4sDf6gHj8kLz1xCv3bNm5" + "QwErTyUiOpAsDfGhJkLzXcVbNm0123456789ab-XYZ12AA"
@@ -360,3 +363,32 @@ def test_what_an_import_says_never_repeats_a_secret(cli, en_vault, tmp_path):
         assert r.exit_code == 0, r.output
         said = r.stdout + r.stderr
         assert token not in said and "hunter2hunter2" not in said, said
+
+
+def test_a_source_registered_as_the_builtin_ones_are_is_imported_through_the_same_gate(en_vault, tmp_path):
+    """The importers' protocol: a source is a name and a reader, registered as each built-in
+    one registers itself; what it reads goes through the same gate (scrubbed, filed for
+    review, keyed so a second import files nothing)."""
+    from vaultmem import importers
+    from vaultmem.importers import Found, Read, Source
+
+    asked = []
+
+    def read(where, types, human=None, memory_dir=None, vault_root=None):
+        asked.append((where, vault_root))
+        return Read(str(where), found=[Found(str(where / "notes.txt"), 3, "The staging database listens on 6543.",
+                                              "fact", "third_party", "staging")])
+
+    importers.register(Source("test-notes", read))
+    try:
+        human = en_vault.actor()
+        first = en_vault.import_memory("test-notes", tmp_path, human)
+        again = en_vault.import_memory("test-notes", tmp_path, human)
+    finally:
+        importers.REGISTRY.pop("test-notes")
+    assert asked == [(tmp_path, en_vault.root)] * 2
+    filed = [i for i in en_vault.inbox.items() if "6543" in i.text]
+    assert len(filed) == 1 and filed[0].meta["note"]["author_kind"] == "third_party" and filed[0].quarantined
+    assert first.commit and again.commit is None  # the second import files nothing
+    with pytest.raises(BadInput, match="a memory folder is named only for claude-code"):
+        en_vault.import_memory("jsonl", tmp_path, human, memory_dir=tmp_path)
