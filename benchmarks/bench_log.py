@@ -281,7 +281,7 @@ def append_breakdown(root: Path, agent: str, size: int, reps: int) -> dict:
     out["check the name and fields"] = med(
         lambda: (check_name(agent, "agent name"), livelog.check_fields("general", "status", summary, body)))
     out["load the private key (file read + from_private_bytes)"] = med(lambda: livelog.load_private_key(root, agent))
-    out["key id (public key + SHA-256)"] = med(lambda: livelog.key_id(livelog._public_raw(key)))
+    out["key id (public key + SHA-256)"] = med(lambda: livelog.key_id(livelog.public_raw(key)))
     out["resolve the file path (files.inside: 2 × Path.resolve)"] = med(
         lambda: files.inside(root, f"{livelog.LOG_DIRS['live']}/{agent}.md"))
     out["mkdir(parents, exist_ok) of the log folder"] = med(lambda: path.parent.mkdir(parents=True, exist_ok=True))
@@ -294,13 +294,13 @@ def append_breakdown(root: Path, agent: str, size: int, reps: int) -> dict:
         os.close(fd)
 
     out["open + flock + fstat + pread(1) + close"] = med(lock_cycle)
-    out["read the last line (_tail_lines: open, 64 KiB read, split)"] = med(
-        lambda: next(livelog._tail_lines(path, want=1)))
-    last = next(livelog._tail_lines(path, want=1))
+    out["read the last line (tail_lines: open, 64 KiB read, split)"] = med(
+        lambda: next(livelog.tail_lines(path, want=1)))
+    last = next(livelog.tail_lines(path, want=1))
     out["parse it + line hash"] = med(lambda: (parse_line(last).seq, line_hash(last)))
 
     def make():
-        return LogEntry(log="live", agent=agent, ts=livelog._now(), seq=1, prev="0" * 32, nonce="0" * 16,
+        return LogEntry(log="live", agent=agent, ts=livelog.now_stamp(), seq=1, prev="0" * 32, nonce="0" * 16,
                         channel="general", type="status", summary=summary, body=body, kid="0" * 16)
 
     e = make()
@@ -385,7 +385,7 @@ def build_log(vault: Vault, agents: list[str], total: int, size: int) -> dict:
     root = vault.root
     r = random.Random(SEED + total)
     keys = {a: livelog.load_private_key(root, a) for a in agents}
-    kids = {a: livelog.key_id(livelog._public_raw(k)) for a, k in keys.items()}
+    kids = {a: livelog.key_id(livelog.public_raw(k)) for a, k in keys.items()}
     seq = {a: 0 for a in agents}
     prev = {a: "" for a in agents}
     lines: dict[str, list[str]] = {a: [] for a in agents}
