@@ -1,25 +1,5 @@
-"""The journal: what was said in each session, as it happened, one file a day.
-
-The last-resort layer of the design (seed 003's high-fidelity episodic archive): a
-session's transcript is filed into ``journal/YYYY-MM-DD.md`` — who said what, in order,
-tool calls summarised, each turn a list item with a block id (``^j-<session hash>-<n>``)
-and where it came from (the session, the file and its line). It is indexed but kept out
-of normal search and briefs; a brief for the orchestrator falls back to it only when the
-normal layers have nothing relevant (``recall.brief``).
-
-- :func:`read` / :func:`from_messages`: a transcript — Claude Code's JSON lines, a list
-  of chat messages (Hermes, OpenAI style), JSON turns, or Markdown ``Name: text`` lines —
-  as :class:`Transcript`. A line that is not JSON, or a shape none of these is, raises
-  :class:`~vaultmem.errors.BadInput` naming the file and line: nothing is half-imported.
-- :func:`plan_add`: the day files with the turns not filed before (a session added twice
-  changes nothing; a session that grew gains its new turns only).
-- :func:`plan_consolidate`: the day's record at the top of a day file — each session in
-  time order with its request, decisions and corrections, doubts, tools and last word.
-- :func:`plan_prune`: the day files older than the retention policy.
-
-Pure functions over text, except where the vault's files are read (``root``); the
-facade (:class:`vaultmem.vault.Vault`) writes and commits.
-"""
+"""A session's transcript read into turns, whatever its shape: Claude Code's JSON lines,
+OpenAI-style messages, a JSON list of turns, or Markdown."""
 
 from __future__ import annotations
 
@@ -32,19 +12,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import files, layout, limits
-from .errors import BadInput, VaultmemError
-from .parse.journal import DAY_FILE, RECORD_END, RECORD_START, TURN_ID, DayTurn, day_turns
+from .. import limits
+from ..errors import BadInput
+
 
 MAX_TURN_CHARS = 20_000  # a turn's text in the journal; the rest stays in the transcript (said)
 MAX_TOOL_CHARS = 160  # a tool call's or result's one-line summary
 SHAPES = ("claude-code", "messages", "turns", "markdown")
-_SPEAKER_KEYS = ("speaker", "role", "author", "name", "from", "sender")
-_TEXT_KEYS = ("text", "content", "message", "body")
-_TIME_KEYS = ("time", "timestamp", "ts", "date", "created_at", "createdAt")
-_CLAUDE_TYPES = frozenset({"user", "assistant", "system", "summary", "attachment", "file-history-snapshot",
+SPEAKER_KEYS = ("speaker", "role", "author", "name", "from", "sender")
+TEXT_KEYS = ("text", "content", "message", "body")
+TIME_KEYS = ("time", "timestamp", "ts", "date", "created_at", "createdAt")
+CLAUDE_TYPES = frozenset({"user", "assistant", "system", "summary", "attachment", "file-history-snapshot",
                            "queue-operation", "progress"})
-_MAIN_ARGS = ("command", "file_path", "path", "pattern", "url", "query", "description", "prompt", "skill", "name")
+MAIN_ARGS = ("command", "file_path", "path", "pattern", "url", "query", "description", "prompt", "skill", "name")
 
 
 @dataclass
@@ -81,7 +61,7 @@ def turn_id(session: str, n: int) -> str:
 # -- reading transcripts ------------------------------------------------------------------------
 
 
-def _problem(source: str, line: int | None, message: str, hint: str | None = None) -> BadInput:
+def problem_at(source: str, line: int | None, message: str, hint: str | None = None) -> BadInput:
     return BadInput(f"{message}; nothing was filed", path=source, line=line,
                     hint=hint or "a transcript is Claude Code's JSON lines, a JSON list of messages or turns "
                                  "({role|speaker, content|text}), or Markdown lines 'Name: text' (docs/journal.md)")
@@ -108,7 +88,7 @@ def read(path: str | os.PathLike, session: str | None = None, max_bytes: int = 6
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise _problem(name, line, "not UTF-8 text") from None
+        raise problem_at(name, line, "not UTF-8 text") from None
     return parse(text, name, session=session, default_session=p.stem)
 
 
@@ -117,7 +97,7 @@ def parse(text: str, source: str, session: str | None = None, default_session: s
     text = text.lstrip("\ufeff")
     stripped = text.strip()
     if not stripped:
-        raise _problem(source, None, "the transcript is empty")
+        raise problem_at(source, None, "the transcript is empty")
     first = stripped[0]
     if first in "[{":
         try:
@@ -129,10 +109,10 @@ def parse(text: str, source: str, session: str | None = None, default_session: s
             if first == "[" or not lines:  # one document, broken
                 line = getattr(exc, "lineno", None)
                 what = f"JSON {exc}" if isinstance(exc, limits.TooDeep) else f"not JSON ({getattr(exc, 'msg', exc)})"
-                raise _problem(source, line, what) from None
+                raise problem_at(source, line, what) from None
         one_line = isinstance(whole, dict) and not any(isinstance(whole.get(k), list) for k in
                                                         ("messages", "turns", "conversation")) and (
-            whole.get("type") in _CLAUDE_TYPES or any(k in whole for k in _SPEAKER_KEYS))
+            whole.get("type") in CLAUDE_TYPES or any(k in whole for k in SPEAKER_KEYS))
         if whole is not None and not one_line:  # (one JSON line of a transcript is read as JSON lines)
             return _from_json(whole, text, source, session, default_session)
         return _from_json_lines(text, source, session, default_session)
@@ -162,11 +142,11 @@ def from_messages(messages: Any, session: str, source: str = "messages") -> Tran
     """Chat messages as an agent runtime holds them (Hermes: ``{role, content,
     tool_calls}``) as a transcript; each turn's place is ``#<index>``."""
     if not isinstance(messages, list):
-        raise _problem(source, None, "the messages are not a list")
+        raise problem_at(source, None, "the messages are not a list")
     t = Transcript(session=session, source=source, shape="messages")
     for i, m in enumerate(messages):
         if not isinstance(m, dict):
-            raise _problem(source, None, f"message {i} is not an object")
+            raise problem_at(source, None, f"message {i} is not an object")
         turn = _object_turn(m, f"#{i}", source, None)
         if turn is not None:
             t.turns.append(turn)
@@ -184,17 +164,17 @@ def _from_json(whole: Any, text: str, source: str, session: str | None, default:
     if isinstance(whole, dict):
         key = next((k for k in ("messages", "turns", "conversation") if isinstance(whole.get(k), list)), None)
         if key is None:
-            raise _problem(source, 1, "a JSON object without a list of 'messages' or 'turns'")
+            raise problem_at(source, 1, "a JSON object without a list of 'messages' or 'turns'")
         items = whole[key]
         session = session or _scalar(whole.get("session_id") or whole.get("session") or whole.get("id"))
     if not isinstance(items, list):
-        raise _problem(source, 1, "JSON that is not a list of messages or turns")
+        raise problem_at(source, 1, "JSON that is not a list of messages or turns")
     lines = _item_lines(text) if key is None else None
     t = Transcript(session=session or default or "session", source=Path(source).name, shape="messages")
     for i, item in enumerate(items):
         line = lines[i] if lines and i < len(lines) else None
         if not isinstance(item, dict):
-            raise _problem(source, line, f"item {i} is not an object")
+            raise problem_at(source, line, f"item {i} is not an object")
         turn = _object_turn(item, f"L{line}" if line else f"#{i}", source, line)
         if turn is not None:
             t.turns.append(turn)
@@ -235,12 +215,12 @@ def _from_json_lines(text: str, source: str, session: str | None, default: str |
             skipped.append(f"{source}:{n}: a line {exc}: skipped")
             continue
         except ValueError as exc:
-            raise _problem(source, n, f"a line that is not JSON ({getattr(exc, 'msg', exc)})",
+            raise problem_at(source, n, f"a line that is not JSON ({getattr(exc, 'msg', exc)})",
                            hint="each line of a JSON-lines transcript is one JSON object") from None
         if not isinstance(entry, dict):
-            raise _problem(source, n, "a line that is not a JSON object")
+            raise problem_at(source, n, "a line that is not a JSON object")
         entries.append((n, entry))
-    claude = any(e.get("type") in _CLAUDE_TYPES and ("message" in e or "sessionId" in e or "uuid" in e)
+    claude = any(e.get("type") in CLAUDE_TYPES and ("message" in e or "sessionId" in e or "uuid" in e)
                  for _n, e in entries)
     if claude:
         t = _from_claude(entries, source, session, default)
@@ -267,15 +247,15 @@ def _scalar(value: Any) -> str | None:
 def _object_turn(obj: dict, where: str, source: str, line: int | None) -> Turn | None:
     """A message (``role``, ``content``, ``tool_calls``) or a turn (``speaker``, ``text``)
     as a turn; None for a system prompt or an empty message."""
-    speaker = next((obj[k] for k in _SPEAKER_KEYS if isinstance(obj.get(k), str) and obj[k].strip()), None)
-    has_text = any(k in obj for k in _TEXT_KEYS) or "tool_calls" in obj
+    speaker = next((obj[k] for k in SPEAKER_KEYS if isinstance(obj.get(k), str) and obj[k].strip()), None)
+    has_text = any(k in obj for k in TEXT_KEYS) or "tool_calls" in obj
     if speaker is None or not has_text:
         missing = "a speaker (role, speaker, author …)" if speaker is None else "a text (content, text …)"
-        raise _problem(source, line, f"{'message ' + where if line is None else 'a line'} without {missing}")
+        raise problem_at(source, line, f"{'message ' + where if line is None else 'a line'} without {missing}")
     role = speaker.strip()
     if role == "system":
         return None
-    content = next((obj[k] for k in _TEXT_KEYS if k in obj), None)
+    content = next((obj[k] for k in TEXT_KEYS if k in obj), None)
     text, tools = _content(content)
     for call in obj.get("tool_calls") or []:
         fn = call.get("function") if isinstance(call, dict) else None
@@ -293,7 +273,7 @@ def _object_turn(obj: dict, where: str, source: str, line: int | None) -> Turn |
     body = "\n".join(x for x in (text, *[f"→ {x}" for x in tools]) if x)
     if not body.strip():
         return None
-    when = next((obj[k] for k in _TIME_KEYS if isinstance(obj.get(k), (str, int, float)) and obj.get(k) != ""), None)
+    when = next((obj[k] for k in TIME_KEYS if isinstance(obj.get(k), (str, int, float)) and obj.get(k) != ""), None)
     return Turn(n=0, speaker=role, text=body, time=_iso(when), where=where)
 
 
@@ -331,11 +311,11 @@ def tool_summary(name: str, args: Any) -> str:
     """One line for a tool call: its name and its main argument."""
     main = ""
     if isinstance(args, dict):
-        key = next((k for k in _MAIN_ARGS if isinstance(args.get(k), str) and args[k].strip()), None)
+        key = next((k for k in MAIN_ARGS if isinstance(args.get(k), str) and args[k].strip()), None)
         main = args[key] if key else json.dumps(args, ensure_ascii=False, sort_keys=True)
     elif args not in (None, ""):
         main = str(args)
-    return _one_line(f"{name}: {main}" if main else name, MAX_TOOL_CHARS)
+    return one_line(f"{name}: {main}" if main else name, MAX_TOOL_CHARS)
 
 
 def result_summary(name: str, text: str, error: bool) -> str:
@@ -343,10 +323,10 @@ def result_summary(name: str, text: str, error: bool) -> str:
     lines = [x for x in (text or "").splitlines() if x.strip()]
     head = lines[0] if lines else "(nothing)"
     more = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
-    return _one_line(f"{'error from' if error else 'result of'} {name}: {head.strip()}", MAX_TOOL_CHARS - len(more)) + more
+    return one_line(f"{'error from' if error else 'result of'} {name}: {head.strip()}", MAX_TOOL_CHARS - len(more)) + more
 
 
-def _one_line(text: str, limit: int) -> str:
+def one_line(text: str, limit: int) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
@@ -439,264 +419,9 @@ def _from_markdown(text: str, source: str, session: str) -> Transcript:
             t.turns.append(current)
             continue
         if current is None:
-            raise _problem(source, i + 1, "text before any turn (a turn starts with 'Name: text')")
+            raise problem_at(source, i + 1, "text before any turn (a turn starts with 'Name: text')")
         current.text = f"{current.text}\n{raw.strip()}".strip()
     if not t.turns:
-        raise _problem(source, None, "no turns found")
+        raise problem_at(source, None, "no turns found")
     _number(t)
     return t
-
-
-# -- the day files ------------------------------------------------------------------------------
-
-
-def day_path(day: str) -> str:
-    return f"{layout.JOURNAL_DIR}/{day}.md"
-
-
-def day_of(turn: Turn, default: str) -> str:
-    """The day a turn is filed under: the date its time gives, else ``default``."""
-    if turn.time:
-        m = re.match(r"(\d{4}-\d{2}-\d{2})", turn.time)
-        if m:
-            try:
-                _dt.date.fromisoformat(m.group(1))
-                return m.group(1)
-            except ValueError:
-                pass
-    return default
-
-
-def _clock(turn: Turn) -> str:
-    m = re.match(r"\d{4}-\d{2}-\d{2}[T ](\d{2}:\d{2}(?::\d{2})?)", turn.time or "")
-    return m.group(1) if m else ""
-
-
-def day_header(day: str, lang: str) -> str:
-    title = f"日志 {day}" if lang == "zh" else f"Journal {day}"
-    return f"---\ntype: journal\ndate: {day}\n---\n# {title}\n"
-
-
-def clipped(text: str, source: str, where: str) -> str:
-    """A turn's text cut to :data:`MAX_TURN_CHARS`, saying where the rest is — before it is
-    scrubbed, so that a huge paste costs the scanner nothing and is never refused."""
-    if len(text) <= MAX_TURN_CHARS:
-        return text
-    keep = MAX_TURN_CHARS - 300  # room for the note: a clipped text is never clipped again
-    return text[:keep].rstrip() + f" … ({len(text) - keep:,} more characters in {source[:120]} {where[:40]})"
-
-
-def render_turn(turn: Turn, session: str, source: str) -> str:
-    """A turn as a list item: time, speaker, where it came from, the text (later lines
-    indented under it, blank lines dropped), and its block id at the end."""
-    text = turn.text
-    lines = [x.rstrip() for x in text.replace("\r\n", "\n").replace("\r", "\n").split("\n") if x.strip()]
-    lines = lines or ["(empty)"]
-    clock = _clock(turn)
-    speaker = " ".join(turn.speaker.split()).replace("*", "")
-    head = f"- **{clock + ' ' if clock else ''}{speaker}** · {turn.where} — {lines[0]}"
-    body = [head] + [f"  {x}" for x in lines[1:]]
-    body[-1] += f" ^{turn_id(session, turn.n)}"
-    return "\n".join(body) + "\n"
-
-
-def session_heading(t: Transcript, agent: str | None, first: Turn) -> str:
-    """A session's section heading on a day, and the line that says where it came from."""
-    clock = _clock(first)[:5]
-    who = f" · {agent}" if agent else ""
-    session = " ".join(t.session.replace("·", "-").split())  # one line, and the heading's separator kept apart
-    return (f"\n## {clock + ' · ' if clock else ''}session {session}{who}\n"
-            f"source: {' '.join(t.source.split())} ({t.shape})\n\n")
-
-
-@dataclass
-class Filed:
-    """What :func:`plan_add` would write: the day files (vault-relative → text), how many
-    turns are new, and on which days."""
-
-    writes: dict[str, str]
-    added: int
-    days: list[str]
-    known: int  # turns of the session already in the journal
-
-
-def filed_turns(root: Path, session: str) -> set[int]:
-    """The turns of ``session`` already in the journal (their ``n``), from every day file.
-    A per-machine cache (``.vaultmem/local/journal.json``: each day file's size, time and
-    the session hashes it holds) keeps this to the day files that changed."""
-    sh = session_hash(session)
-    out: set[int] = set()
-    for rel, sessions in _journal_map(root).items():
-        if sh in sessions:
-            try:
-                text = files.read_vault_text(root, rel)
-            except (OSError, VaultmemError):  # unreadable (not UTF-8, a link out): as if it held nothing
-                continue
-            for line in text.splitlines():
-                m = TURN_ID.search(line)
-                if m and m.group(1) == sh:
-                    out.add(int(m.group(2)))
-    return out
-
-
-def _journal_map(root: Path) -> dict[str, list[str]]:
-    """Each day file (vault-relative) and the session hashes it holds."""
-    folder = root / layout.JOURNAL_DIR
-    try:
-        cache = limits.load_json(files.read_vault_text(root, layout.JOURNAL_CACHE))
-        if not isinstance(cache, dict):
-            cache = {}
-    except (OSError, ValueError, VaultmemError):
-        cache = {}
-    out: dict[str, list[str]] = {}
-    fresh: dict[str, Any] = {}
-    changed = False
-    for p in sorted(folder.glob("*.md")) if folder.is_dir() else []:
-        if not DAY_FILE.match(p.name) or p.is_symlink():
-            continue
-        rel = f"{layout.JOURNAL_DIR}/{p.name}"
-        try:
-            st = p.stat()
-        except OSError:
-            continue
-        stamp = [st.st_size, st.st_mtime_ns]
-        seen = cache.get(rel)
-        if isinstance(seen, dict) and seen.get("stamp") == stamp and isinstance(seen.get("sessions"), list):
-            sessions = seen["sessions"]
-        else:
-            try:
-                text = files.read_vault_text(root, rel)
-            except (OSError, VaultmemError):  # unreadable: as if it held nothing, and looked at again
-                continue
-            sessions = sorted({m.group(1) for line in text.splitlines() if (m := TURN_ID.search(line))})
-            changed = True
-        fresh[rel] = {"stamp": stamp, "sessions": sessions}
-        out[rel] = sessions
-    if changed or set(fresh) != set(cache):  # a cache: if it cannot be written, the next call reads the files
-        files.write_local(root, layout.JOURNAL_CACHE.rsplit("/", 1)[1], json.dumps(fresh, sort_keys=True))
-    return out
-
-
-def plan_add(root: Path, t: Transcript, agent: str | None, today: str, lang: str, scrub) -> Filed:
-    """The day files with ``t``'s turns that are not in the journal yet, each under the
-    day its time gives (``today`` for a turn without one), appended after the session's
-    last filed turn on that day or in a new section at the end. ``scrub(field, text)``
-    takes the secrets out of each text. Nothing is read but the journal."""
-    known = filed_turns(root, t.session)
-    new = [x for x in t.turns if x.n not in known]
-    writes: dict[str, str] = {}
-    days: list[str] = []
-    by_day: dict[str, list[Turn]] = {}
-    for turn in new:
-        by_day.setdefault(day_of(turn, today), []).append(turn)
-    session = scrub("session", t.session)
-    source = scrub("source", t.source)
-    sh = session_hash(t.session)
-    for day, turns in sorted(by_day.items()):
-        rel = day_path(day)
-        path = root / rel
-        text = files.read_vault_text(root, rel) if path.exists() else day_header(day, lang)
-        rendered = "".join(render_turn(Turn(x.n, scrub("speaker", x.speaker[:200]),
-                                            scrub("text", clipped(x.text, t.source, x.where)), x.time, x.where),
-                                       t.session, source) for x in turns)
-        lines = text.splitlines(keepends=True)
-        last = max((i for i, line in enumerate(lines) if (m := TURN_ID.search(line)) and m.group(1) == sh), default=None)
-        if last is None:
-            shown = Transcript(session, source, t.shape)
-            text = text.rstrip("\n") + "\n" + session_heading(shown, agent, turns[0]) + rendered
-        else:
-            if not lines[last].endswith("\n"):
-                lines[last] += "\n"
-            text = "".join(lines[: last + 1]) + rendered + "".join(lines[last + 1 :])
-        writes[rel] = text
-        days.append(day)
-    return Filed(writes=writes, added=len(new), days=days, known=len(known))
-
-
-# -- the day's record ----------------------------------------------------------------------------
-
-_DOUBT = re.compile(r"\b(?:not sure|unsure|I think|maybe|perhaps|might be|unclear|I doubt|hard to say|"
-                    r"I'm not certain)\b|不确定|可能|也许|大概|不清楚|好像|拿不准", re.I)
-_CORRECTION = re.compile(r"^(?:no|nope|actually|wrong)\b[,!. ]|\bthat'?s (?:wrong|not right|incorrect)\b|"
-                         r"\bit should be\b|\bis actually\b|\binstead\b|不对|其实|错了|应该是|不是.{1,40}而是", re.I)
-
-
-def plan_consolidate(text: str, day: str, lang: str) -> str:
-    """The day file with its record (made again from its turns): for each session, in
-    the order it began, the request that opened it, what was decided or corrected, what
-    was in doubt, the tools it used (and how many failed) and its last word — each a
-    link to its turn, so the sequence and its causes can be followed."""
-    from . import sessions as said
-
-    turns = day_turns(text)
-    link = f"{day_path(day).removesuffix('.md')}#^"  # whole links: the record is read apart from its file too
-    by_session: dict[str, list[DayTurn]] = {}
-    for t in turns:
-        by_session.setdefault(t.session, []).append(t)
-    order = sorted(by_session, key=lambda s: (by_session[s][0].clock or "99", by_session[s][0].line))
-    zh = lang == "zh"
-    out = [RECORD_START, f"## {'当日记录' if zh else 'Day record'}", ""]
-    if not order:
-        out.append("（这一天没有会话）" if zh else "(no sessions this day)")
-    for s in order:
-        ts = by_session[s]
-        span = "–".join(dict.fromkeys(x for x in (ts[0].clock[:5], ts[-1].clock[:5]) if x))
-        who = f" ({ts[0].agent})" if ts[0].agent else ""
-        asked = next((t for t in ts if t.speaker in ("user", "human") or t.speaker not in ("assistant", "tool")), None)
-        head = f"- {span + ' · ' if span else ''}{'会话' if zh else 'session'} {s}{who}"
-        if asked is not None:
-            head += f"{'：' if zh else ': '}{_one_line(asked.text, 140)} [[{link}{asked.id}]]"
-        out.append(head)
-        tools: dict[str, list[int]] = {}
-        for t in ts:
-            if t.speaker == "tool":
-                m = re.match(r"(result of|error from) ([^:]+):", t.text)
-                if m:
-                    tools.setdefault(m.group(2), [0, 0])[0 if m.group(1) == "result of" else 1] += 1
-                continue
-            body = re.sub(r"(?m)^→ .*$", "", t.text)
-            for kind, sentence in said.fact_candidates(body):
-                label = {"decision": "决定" if zh else "decided", "preference": "偏好" if zh else "prefers",
-                         "failure+fix": "修复" if zh else "fixed"}.get(kind)
-                if kind == "fact" and _CORRECTION.search(sentence):
-                    label = "更正" if zh else "corrected"
-                if label:
-                    out.append(f"  - {label}{'：' if zh else ': '}{_one_line(sentence, 160)} [[{link}{t.id}]]")
-            for sentence in said.sentences(body):
-                if t.speaker != "tool" and _DOUBT.search(sentence) and not sentence.endswith(("?", "？")):
-                    out.append(f"  - {'存疑' if zh else 'doubt'}{'：' if zh else ': '}{_one_line(sentence, 160)} "
-                               f"[[{link}{t.id}]]")
-                    break
-        if tools:
-            parts = [f"{name} ×{ok + bad}" + (f" ({bad} {'失败' if zh else 'failed'})" if bad else "")
-                     for name, (ok, bad) in sorted(tools.items())]
-            out.append(f"  - {'工具' if zh else 'tools'}{'：' if zh else ': '}{', '.join(parts)}")
-        last = next((t for t in reversed(ts) if t.speaker == "assistant"), None)
-        if last is not None:
-            out.append(f"  - {'最后' if zh else 'last word'}{'：' if zh else ': '}{_one_line(last.text, 160)} "
-                       f"[[{link}{last.id}]]")
-    out.append(RECORD_END)
-    record = "\n".join(out) + "\n"
-    start, end = text.find(RECORD_START), text.find(RECORD_END)
-    if start != -1 and end > start:  # made before: replaced
-        return text[:start] + record + "\n" + text[end + len(RECORD_END):].lstrip("\n")
-    lines = text.splitlines(keepends=True)
-    at = next((i + 1 for i, line in enumerate(lines) if line.startswith("# ")), len(lines))
-    return "".join(lines[:at]) + "\n" + record + "".join(lines[at:])
-
-
-# -- retention ----------------------------------------------------------------------------------
-
-
-def days(root: Path) -> list[str]:
-    """The days the journal holds, oldest first."""
-    folder = root / layout.JOURNAL_DIR
-    return sorted(m.group(1) for p in (folder.iterdir() if folder.is_dir() else ()) if (m := DAY_FILE.match(p.name)))
-
-
-def plan_prune(root: Path, keep_days: int, today: _dt.date) -> list[str]:
-    """The day files older than ``keep_days`` before ``today`` (none when 0: kept forever)."""
-    if not keep_days:
-        return []
-    cut = (today - _dt.timedelta(days=keep_days)).isoformat()
-    return [day_path(d) for d in days(root) if d < cut]
