@@ -75,8 +75,8 @@ def main() -> None:
             same = timed(lambda: notes.same_key(v.root, meta), args.repeat)
             actor = v.actor(None)
             count = iter(range(10**6))
-            plain = timed(lambda: v.remember(f"service 6 noted {next(count)}", actor, "fact"), args.repeat)
-            remember = timed(lambda: v.remember(f"service 5 moved to port {9000 + next(count)}", actor, "fact",
+            plain = timed(lambda: v.notes.remember(f"service 6 noted {next(count)}", actor, "fact"), args.repeat)
+            remember = timed(lambda: v.notes.remember(f"service 5 moved to port {9000 + next(count)}", actor, "fact",
                                                 key="service5.port"), args.repeat)
             report = None
 

@@ -128,7 +128,7 @@ def fallback(tmp: Path, with_journal: Path, repeat: int) -> dict:
     task = "which port does the billing service listen on"
     for root in (with_journal, without):
         v = Vault.open(root)
-        v.remember("The billing service listens on port 8443 behind the ingress.", v.actor(None), "fact",
+        v.notes.remember("The billing service listens on port 8443 behind the ingress.", v.actor(None), "fact",
                    name="billing port")
         v.refresh_index()
     times: dict[str, list[float]] = {"with": [], "without": [], "fallback": []}

@@ -286,7 +286,7 @@ def test_a_tie_larger_than_an_engine_is_ever_asked_for_ends(tmp_path, engine):
     the search must still end (it asked again forever: a hung MCP server on a big page)."""
     v, _ = Vault.init(tmp_path / "v", lang="en", orchestrator="orch")
     root = v.root
-    v.ensure_page("kafka", v.actor("orch"))
+    v.pages.ensure("kafka", v.actor("orch"))
     path = root / "agents" / "kafka.md"
     text = path.read_text(encoding="utf-8")
     lines = "".join(f"- 2026-12-01 | kafka entry ^m-{i:06x}\n" for i in range(61))

@@ -67,13 +67,13 @@ def test_generated_vaults_brief_within_budget_and_never_across_roles(notes, entr
                 agent=f"agent: {agent}\n" if agent else "", imp=round(imp, 2), body=body.replace("---", "-")),
                 encoding="utf-8")
         actor = vault.actor("o")
-        vault.ensure_page("a", actor)
-        vault.ensure_page("b", actor)
+        vault.pages.ensure("a", actor)
+        vault.pages.ensure("b", actor)
         b_ids = set()
         for role, text in entries:
             clean = " ".join(text.replace("`", "'").replace("~", "-").split()) or "x"
             try:
-                change = vault.add_entry(role, clean, actor)
+                change = vault.pages.add(role, clean, actor)
             except BadInput:
                 continue
             if role == "b":

@@ -31,9 +31,9 @@ UNRELATED_TASK = "检查登录页面的表单校验"  # shares no word with the 
 def page_vault(vault) -> Vault:
     """The issue's vault: a role with one working-memory entry and one project's context."""
     lee = vault.actor("lee")
-    vault.ensure_page(ROLE, lee)
-    vault.add_entry(ROLE, WORK, lee)
-    vault.add_entry(ROLE, CONTEXT, lee, section="context", project="dashboard")
+    vault.pages.ensure(ROLE, lee)
+    vault.pages.add(ROLE, WORK, lee)
+    vault.pages.add(ROLE, CONTEXT, lee, section="context", project="dashboard")
     return vault
 
 
@@ -65,7 +65,7 @@ def test_the_roles_own_entries_are_in_its_brief_whatever_the_task_shares_with_th
 
 
 def test_the_gate_still_keeps_unrelated_global_memory_out(page_vault):
-    page_vault.remember("后端端口固定8080", page_vault.actor(None), "fact")
+    page_vault.notes.remember("后端端口固定8080", page_vault.actor(None), "fact")
     b = page_vault.brief(ROLE, UNRELATED_TASK, tokens=600)
     assert "8080" not in b.markdown.split("## 记忆索引")[0]  # not as relevant memory (the index may list it)
     assert WORK in b.markdown
@@ -75,8 +75,8 @@ def test_the_gate_still_keeps_unrelated_global_memory_out(page_vault):
 
 def test_another_roles_page_is_never_in_the_brief(page_vault):
     lee = page_vault.actor("lee")
-    page_vault.ensure_page("后端架构", lee)
-    page_vault.add_entry("后端架构", "大列表接口要分页，已警告3次", lee)
+    page_vault.pages.ensure("后端架构", lee)
+    page_vault.pages.add("后端架构", "大列表接口要分页，已警告3次", lee)
     b = page_vault.brief(ROLE, "大列表渲染", tokens=2000)
     assert "分页" not in b.markdown and WORK in b.markdown
     other = page_vault.brief("后端架构", "大列表渲染", tokens=2000)
@@ -85,7 +85,7 @@ def test_another_roles_page_is_never_in_the_brief(page_vault):
 
 def test_a_project_named_by_the_task_or_given_shows_only_that_projects_context(page_vault):
     lee = page_vault.actor("lee")
-    page_vault.add_entry(ROLE, "管理后台用 Vue 3", lee, section="context", project="admin-portal")
+    page_vault.pages.add(ROLE, "管理后台用 Vue 3", lee, section="context", project="admin-portal")
     both = page_vault.brief(ROLE, UNRELATED_TASK, tokens=2000)
     assert CONTEXT in both.markdown and "Vue 3" in both.markdown  # no project named: all of them
     named = page_vault.brief(ROLE, "检查admin-portal登录页面", tokens=2000)
@@ -97,9 +97,9 @@ def test_a_project_named_by_the_task_or_given_shows_only_that_projects_context(p
 
 def test_a_latin_project_name_counts_only_as_a_whole_word(en_vault):
     orch = en_vault.actor("orch")
-    en_vault.ensure_page("reviewer", orch)
-    en_vault.add_entry("reviewer", "Go services use gRPC", orch, section="context", project="api")
-    en_vault.add_entry("reviewer", "Nightly jobs run in UTC", orch, section="context", project="jobs")
+    en_vault.pages.ensure("reviewer", orch)
+    en_vault.pages.add("reviewer", "Go services use gRPC", orch, section="context", project="api")
+    en_vault.pages.add("reviewer", "Nightly jobs run in UTC", orch, section="context", project="jobs")
     b = en_vault.brief("reviewer", "a rapid check of the login form", tokens=2000)
     assert "gRPC" in b.markdown and "UTC" in b.markdown  # "rapid" names no project: all of them
     b = en_vault.brief("reviewer", "check the api login form", tokens=2000)
@@ -123,7 +123,7 @@ def many_entries(vault: Vault, n: int = 30) -> list[str]:
 
 
 def test_a_short_budget_keeps_the_newest_entries_and_says_how_many_it_left_out(vault):
-    vault.ensure_page(ROLE, vault.actor("lee"))
+    vault.pages.ensure(ROLE, vault.actor("lee"))
     ids = many_entries(vault)
     b = vault.brief(ROLE, UNRELATED_TASK, tokens=700)
     shown = [i["entry_id"] for i in b.items if i["layer"] == "page"]
@@ -136,7 +136,7 @@ def test_a_short_budget_keeps_the_newest_entries_and_says_how_many_it_left_out(v
 
 
 def test_relevance_to_the_task_only_reorders_the_page(vault):
-    vault.ensure_page(ROLE, vault.actor("lee"))
+    vault.pages.ensure(ROLE, vault.actor("lee"))
     ids = many_entries(vault)
     page = vault.root / "agents" / f"{ROLE}.md"
     page.write_text(page.read_text(encoding="utf-8").replace("组件3要注意状态管理", "虚拟滚动列表要预估行高"),
@@ -150,7 +150,7 @@ def test_relevance_to_the_task_only_reorders_the_page(vault):
 
 
 def test_entries_of_one_day_are_ordered_by_how_often_they_were_recalled(vault):
-    vault.ensure_page(ROLE, vault.actor("lee"))
+    vault.pages.ensure(ROLE, vault.actor("lee"))
     page = vault.root / "agents" / f"{ROLE}.md"
     text = page.read_text(encoding="utf-8")
     lines = "".join(f"- 2026-02-01 | 同一天的第{i}条经验，关于缓存和请求合并 ^m-d{i:05d}\n" for i in range(1, 20))
@@ -165,9 +165,9 @@ def test_entries_of_one_day_are_ordered_by_how_often_they_were_recalled(vault):
 
 
 def test_a_page_too_big_for_its_share_leaves_room_for_the_other_layers(vault):
-    vault.ensure_page(ROLE, vault.actor("lee"))
+    vault.pages.ensure(ROLE, vault.actor("lee"))
     many_entries(vault, 200)
-    vault.remember("表单校验统一用 zod，登录页也一样", vault.actor(None), "decision")
+    vault.notes.remember("表单校验统一用 zod，登录页也一样", vault.actor(None), "decision")
     b = vault.brief(ROLE, UNRELATED_TASK, tokens=1500)
     assert any(i["layer"] == "memory" and "zod" in i["line"] for i in b.items)
     assert 0 < b.layers["page"]["shown"] < 200 and b.tokens <= 1500
@@ -182,10 +182,10 @@ def distinct(seed: int, n: int = 12) -> str:
 
 
 def test_the_shares_come_from_the_config(vault, cli):
-    vault.ensure_page(ROLE, vault.actor("lee"))
+    vault.pages.ensure(ROLE, vault.actor("lee"))
     many_entries(vault, 200)
     for i in range(40):
-        vault.remember(f"登录页表单校验：{distinct(i)}", vault.actor(None), "fact")
+        vault.notes.remember(f"登录页表单校验：{distinct(i)}", vault.actor(None), "fact")
     default = vault.brief(ROLE, UNRELATED_TASK, tokens=3000)
     vault.set_config("brief.shares.page", 0.05, vault.actor(None))
     vault.set_config("brief.shares.memory", 0.9, vault.actor(None))
@@ -263,10 +263,10 @@ def test_a_budget_that_can_hold_the_page_holds_all_of_it(vault):
     of them when its share of the budget can, and never none when one line could fit."""
     from vaultmem.brief import DEFAULT_SHARES
 
-    vault.ensure_page(ROLE, vault.actor("lee"))
+    vault.pages.ensure(ROLE, vault.actor("lee"))
     many_entries(vault, 12)
     for i in range(30):
-        vault.remember(f"登录页表单校验规则第{i}条", vault.actor(None), "fact")
+        vault.notes.remember(f"登录页表单校验规则第{i}条", vault.actor(None), "fact")
     whole = vault.brief(ROLE, UNRELATED_TASK, tokens=100_000)
     page_cost = sum(estimate_tokens(i["line"] + "\n") for i in whole.items if i["layer"] == "page") + 40
     head = 120  # the header, the task and the closing fence
@@ -358,5 +358,5 @@ def test_a_page_that_cannot_be_parsed_is_an_error_only_for_its_own_commands(page
     page = page_vault.root / "agents" / f"{ROLE}.md"
     page.write_text("---\nname: [\n---\n", encoding="utf-8")
     with pytest.raises(ParseError):
-        page_vault.read_page(ROLE)
+        page_vault.pages.read(ROLE)
     assert page_vault.brief("其他角色", UNRELATED_TASK, tokens=600).tokens <= 600

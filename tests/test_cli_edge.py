@@ -15,6 +15,8 @@ from vaultmem import Vault
 from vaultmem.adapters.cli import fields
 from vaultmem.errors import BadInput
 from vaultmem.models import Change
+from vaultmem.notes import Notes
+from vaultmem.pages import Pages
 from vaultmem.parse.logline import LogEntry
 from vaultmem.shared import Shared
 
@@ -69,7 +71,7 @@ def test_a_field_the_command_does_not_take_names_no_flag():
 
 
 def test_a_field_error_names_the_flag_in_text_and_json(cli, vault, monkeypatch):
-    monkeypatch.setattr(Vault, "remember", raising(
+    monkeypatch.setattr(Notes, "remember", raising(
         BadInput("is 1.5; it must be a number between 0 and 1", field="importance")))
     r = cli("--vault", vault.root, "remember", "x", "--type", "fact", "--importance", "1.5")
     assert r.exit_code == 2
@@ -82,7 +84,7 @@ def test_a_field_error_names_the_flag_in_text_and_json(cli, vault, monkeypatch):
 
 
 def test_a_positional_argument_is_named_by_its_metavar(cli, vault, monkeypatch):
-    monkeypatch.setattr(Vault, "remember", raising(BadInput("the fact to remember is empty", field="text")))
+    monkeypatch.setattr(Notes, "remember", raising(BadInput("the fact to remember is empty", field="text")))
     r = cli("--vault", vault.root, "remember", " ", "--type", "fact")
     assert r.exit_code == 2 and r.stderr.startswith("error: TEXT: the fact to remember is empty")
 
@@ -106,7 +108,7 @@ def test_an_error_without_a_field_keeps_its_shape(cli, tmp_path):
 
 
 def test_a_full_disk_is_a_storage_error_not_a_traceback(cli, vault, monkeypatch):
-    monkeypatch.setattr(Vault, "remember", raising(
+    monkeypatch.setattr(Notes, "remember", raising(
         OSError(errno.ENOSPC, "No space left on device", "/v/memories/x.md")))
     r = cli("--vault", vault.root, "remember", "x", "--type", "fact")  # the fixture raises on a traceback
     assert r.exit_code == 5
@@ -118,7 +120,7 @@ def test_a_full_disk_is_a_storage_error_not_a_traceback(cli, vault, monkeypatch)
 
 def test_another_oserror_is_a_plain_error(cli, vault, monkeypatch):
     denied = PermissionError(errno.EACCES, "Permission denied", "/v/agents/r.md")
-    monkeypatch.setattr(Vault, "read_page", raising(denied))
+    monkeypatch.setattr(Pages, "read", raising(denied))
     r = cli("--vault", vault.root, "page", "show", "r")
     assert r.exit_code == 1 and r.stderr == "error: cannot access /v/agents/r.md: Permission denied\n"
 
@@ -174,7 +176,7 @@ def test_a_result_carries_its_own_warnings():
 def test_the_cli_prints_the_warnings_of_the_result_it_emits(cli, vault, monkeypatch):
     done = Change("memory.remember", ["memories/x.md"], "0123456789", "m", {"path": "memories/x.md"},
                   warnings=["redacted a github-token in the text: stored as [redacted:github-token:ab]"])
-    monkeypatch.setattr(Vault, "remember", lambda *_a, **_k: done)
+    monkeypatch.setattr(Notes, "remember", lambda *_a, **_k: done)
     r = cli("--vault", vault.root, "remember", "x", "--type", "fact")
     assert r.exit_code == 0 and r.stdout == "remembered memories/x.md (commit 01234567)\n"
     assert r.stderr == "warning: redacted a github-token in the text: stored as [redacted:github-token:ab]\n"

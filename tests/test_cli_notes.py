@@ -150,6 +150,6 @@ def test_memory_index_without_markers_gets_a_block_and_broken_markers_are_report
 
 
 def test_python_api_reads_a_note(vault):
-    vault.remember("Use pnpm, not npm", vault.actor(None), "preference", name="pnpm", aliases=["包管理器"])
-    n = vault.read_note("pnpm")
+    vault.notes.remember("Use pnpm, not npm", vault.actor(None), "preference", name="pnpm", aliases=["包管理器"])
+    n = vault.notes.read("pnpm")
     assert n.body == "Use pnpm, not npm" and n.meta["aliases"] == ["包管理器"] and n.meta["author_kind"] == "user"

@@ -31,7 +31,7 @@ def test_a_newer_note_with_the_same_key_supersedes_the_older_in_one_commit(cli, 
     assert notes(vault) == ["后端端口9090.md"]
     old = (vault.root / "archive/memories/后端端口.md").read_text(encoding="utf-8")
     assert "status: superseded" in old and "superseded_by: memories/后端端口9090" in old and "8080" in old
-    assert vault.read_note("后端端口9090").meta["supersedes"] == "memories/后端端口"
+    assert vault.notes.read("后端端口9090").meta["supersedes"] == "memories/后端端口"
     index = (vault.root / "MEMORY.md").read_text(encoding="utf-8")
     assert "后端端口9090" in index and "[[memories/后端端口|" not in index
     assert "supersedes memories/后端端口" in git(vault.root, "log", "-1", "--format=%s")

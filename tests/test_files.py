@@ -64,7 +64,7 @@ actor = v.actor("lee")
 print("ready", flush=True)
 i = 0
 while True:
-    v.add_entry("前端审查", f"lesson {i} " + "x" * 2000, actor)
+    v.pages.add("前端审查", f"lesson {i} " + "x" * 2000, actor)
     i += 1
     print(i, flush=True)
 """
@@ -77,14 +77,14 @@ def test_a_long_lived_process_sweeps_only_after_a_writer_died_holding_the_lock(v
     from vaultmem import Vault
     from vaultmem.transaction import WRITING_MARK
 
-    vault.ensure_page("前端审查", vault.actor("lee"))
+    vault.pages.ensure("前端审查", vault.actor("lee"))
     server = Vault.open(vault.root)
     mark = vault.root / ".vaultmem" / "local" / WRITING_MARK
-    server.add_entry("前端审查", "before", server.actor("lee"))
+    server.pages.add("前端审查", "before", server.actor("lee"))
     assert not mark.exists()  # a writer that finished leaves no mark
     stray = vault.root / "memories" / f".stray.md{TEMP_MARK}0"  # not a dead writer's: left for a command's tidy
     stray.write_text("x")
-    server.add_entry("前端审查", "no sweep", server.actor("lee"))
+    server.pages.add("前端审查", "no sweep", server.actor("lee"))
     assert stray.exists()
     proc = subprocess.Popen([sys.executable, "-c", ENTRY_WRITER, str(vault.root)], stdout=subprocess.PIPE, text=True,
                             start_new_session=True)
@@ -94,14 +94,14 @@ def test_a_long_lived_process_sweeps_only_after_a_writer_died_holding_the_lock(v
     assert mark.exists()  # it died holding the lock
     torn = vault.root / "agents" / f".前端审查.md{TEMP_MARK}dead"
     torn.write_text("torn")
-    server.add_entry("前端审查", "after the crash", server.actor("lee"))
+    server.pages.add("前端审查", "after the crash", server.actor("lee"))
     assert temp_files(vault.root) == [] and not mark.exists()
     assert parse_page((vault.root / "agents/前端审查.md").read_text(encoding="utf-8"),
                       "agents/前端审查.md").entries[-1].text == "after the crash"
 
 
 def test_vault_command_killed_mid_write_leaves_a_whole_page_and_no_temp_files(vault):
-    vault.ensure_page("前端审查", vault.actor("lee"))
+    vault.pages.ensure("前端审查", vault.actor("lee"))
     page_path = vault.root / "agents" / "前端审查.md"
     write_lock = vault.root / ".vaultmem" / "write.lock"
     rng = random.Random(11)
@@ -133,7 +133,7 @@ def test_vault_command_killed_mid_write_leaves_a_whole_page_and_no_temp_files(va
 
 
 def test_read_commands_also_sweep_orphan_temp_files(vault, cli):
-    vault.ensure_page("r", vault.actor("lee"))
+    vault.pages.ensure("r", vault.actor("lee"))
     (vault.root / "memories" / f".x.md{TEMP_MARK}0001").write_text("torn")
     (vault.root / f".MEMORY.md{TEMP_MARK}0002").write_text("torn")
     assert cli("--vault", vault.root, "page", "show", "r").exit_code == 0

@@ -110,7 +110,7 @@ def test_a_rejecting_git_hook_leaves_no_half_change(vault):
     hook.chmod(0o755)
     index_before = (vault.root / "MEMORY.md").read_text(encoding="utf-8")
     try:
-        vault.remember("a fact", vault.actor("lee"), "fact")
+        vault.notes.remember("a fact", vault.actor("lee"), "fact")
     except GitError as exc:
         assert "no commits today" in exc.message
     else:
@@ -125,7 +125,7 @@ def test_a_rejecting_git_hook_leaves_no_half_change(vault):
 def test_concurrent_writers_in_separate_processes_lose_nothing(vault):
     """Four processes add 5 entries each to the same page at once: the write lock
     serialises them, so all 20 entries and 20 commits are there."""
-    vault.ensure_page("r", vault.actor("lee"))
+    vault.pages.ensure("r", vault.actor("lee"))
     # 20 writes queue for the write lock; on a busy machine one writer can wait behind
     # the other 19 for longer than the usual 10 s: the timeout is a safety net here
     vault.set_config("git.lock_timeout", SAFETY_NET, vault.actor(None))
@@ -133,11 +133,11 @@ def test_concurrent_writers_in_separate_processes_lose_nothing(vault):
     code = (
         "import sys; from vaultmem import Vault\n"
         "v = Vault(sys.argv[1])\n"
-        "for i in range(5): v.add_entry('r', f'{sys.argv[2]} entry {i}', v.actor('lee'))\n"
+        "for i in range(5): v.pages.add('r', f'{sys.argv[2]} entry {i}', v.actor('lee'))\n"
     )
     procs = [subprocess.Popen([sys.executable, "-c", code, str(vault.root), f"w{n}"]) for n in range(4)]
     assert [p.wait(timeout=SAFETY_NET * 2) for p in procs] == [0, 0, 0, 0]
-    page = vault.read_page("r")
+    page = vault.pages.read("r")
     texts = sorted(e.text for e in page.entries if e.section == "work")
     assert texts == sorted(f"w{n} entry {i}" for n in range(4) for i in range(5))
     assert len({e.id for e in page.entries}) == 20
@@ -150,7 +150,7 @@ def test_busy_write_lock_is_reported(vault):
 
     vault.set_config("git.lock_timeout", 0.2, vault.actor(None))
     with FileLock(str(vault.root / ".vaultmem" / "write.lock")):
-        code = "import sys; from vaultmem import Vault; v = Vault(sys.argv[1]); v.ensure_page('r', v.actor('lee'))"
+        code = "import sys; from vaultmem import Vault; v = Vault(sys.argv[1]); v.pages.ensure('r', v.actor('lee'))"
         r = subprocess.run([sys.executable, "-c", code, str(vault.root)], capture_output=True, text=True)
     assert r.returncode != 0 and "Busy" in r.stderr and "another vaultmem process" in r.stderr
     assert Busy.exit_code == 4

@@ -157,9 +157,9 @@ def outbox_files(root: Path) -> list[Path]:
 def test_a_session_driven_as_hermes_drives_it_leaves_its_memory_in_the_vault(kind, home):
     root = home / "vault"
     v = Vault(root)
-    v.ensure_page("researcher", v.actor(None))
-    v.add_entry("researcher", "the staging database is read-only on Fridays", v.actor(None))
-    v.remember("The staging database is read-only on Fridays.", v.actor(None), "fact")
+    v.pages.ensure("researcher", v.actor(None))
+    v.pages.add("researcher", "the staging database is read-only on Fridays", v.actor(None))
+    v.notes.remember("The staging database is read-only on Fridays.", v.actor(None), "fact")
     v.shared.new_key("hermes", v.actor(None))  # with a key, each turn is also a signed live-log line
     host = make_host(kind)
     provider = start(host, home)
@@ -194,7 +194,7 @@ def test_a_session_driven_as_hermes_drives_it_leaves_its_memory_in_the_vault(kin
     host.shutdown_all()
 
     # the record: on the researcher page, by hermes (the orchestrator), delegation closed
-    info = Vault(root).read_page("researcher")
+    info = Vault(root).pages.read("researcher")
     record = [e for e in info.entries if e.section == "subagents"]
     assert len(record) == 1 and record[0].fields == {
         "task": "Find which port the backend uses", "conclusion": "The backend listens on 8080.",
@@ -244,7 +244,7 @@ def test_an_agent_that_is_not_the_orchestrator_only_proposes(kind, home):
     root = home / "vault"
     (home / "vaultmem.json").write_text(json.dumps({"agent": "helper"}), encoding="utf-8")
     v = Vault(root)
-    v.ensure_page("researcher", v.actor(None))
+    v.pages.ensure("researcher", v.actor(None))
     host = make_host(kind)
     start(host, home)
     before = (root / "agents/researcher.md").read_text(encoding="utf-8")

@@ -111,7 +111,7 @@ def inbox_items(v: Vault, status: str = "pending"):
 def project(tmp_path) -> tuple[Vault, Path]:
     """A vault (orchestrator 'orch') inside a project folder, and the session's transcript."""
     v, _ = Vault.init(tmp_path / "proj", lang="en", orchestrator="orch")
-    v.remember("The payment service retries a failed charge three times", v.actor(None), "fact")
+    v.notes.remember("The payment service retries a failed charge three times", v.actor(None), "fact")
     # these tests follow a harvest to the page; the default (a human approves it first) has its own
     v.set_config("review.auto_harvest", True, v.actor(None))
     return Vault.open(v.root), write_transcript(tmp_path / "session.jsonl", MAIN)
@@ -317,7 +317,7 @@ def test_an_agent_other_than_the_orchestrator_only_proposes(project, tmp_path, m
     assert "Memory brief — tester" in context(out, "SubagentStart")  # briefed all the same
     assert not (v.root / "agents/tester.md").exists() and git(v.root, "rev-parse", "HEAD") == head
 
-    v.ensure_page("code-reviewer", v.actor("orch"))
+    v.pages.ensure("code-reviewer", v.actor("orch"))
     v.lifecycle.delegate("code-reviewer", "Review payments.py", v.actor("orch"))
     for event in ("SubagentStart", "SubagentStop"):
         data = payload(event, agent_id="a3", agent_type="code-reviewer", last_assistant_message=REPORT,
@@ -434,7 +434,7 @@ BIG = "Conclusion: " + "x" * 300_000
 def test_bad_input_fails_open_and_writes_nothing(event, project, tmp_path, monkeypatch, capsys):
     v, transcript = project
     root = v.root
-    v.ensure_page("code-reviewer", v.actor("orch"))
+    v.pages.ensure("code-reviewer", v.actor("orch"))
     base = {"agent_id": "a9", "agent_type": "code-reviewer", "transcript_path": str(transcript), "source": "resume",
             "trigger": "manual", "reason": "other"}
     monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(root))
@@ -498,7 +498,7 @@ def test_a_broken_vault_fails_open(event, project, tmp_path, monkeypatch, capsys
         assert snapshot(root) == before
     config.write_text(good, encoding="utf-8")
     # a broken role page: the harvest into it is refused, nothing written
-    v.ensure_page("code-reviewer", v.actor("orch"))
+    v.pages.ensure("code-reviewer", v.actor("orch"))
     page = root / "agents/code-reviewer.md"
     page.write_text("---\ntype: [broken\n---\n# code-reviewer\n", encoding="utf-8")
     git(root, "add", "-A")
@@ -563,7 +563,7 @@ def test_a_fact_holding_a_secret_is_left_out_when_the_vault_refuses_secrets(proj
 def test_the_session_brief_draws_on_the_index_of_either_engine(project, both_engines, monkeypatch, capsys):
     v, _ = project
     monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(v.root))
-    v.remember("The payment gateway times out after 30 seconds", v.actor(None), "fact")
+    v.notes.remember("The payment gateway times out after 30 seconds", v.actor(None), "fact")
     v.shared.save_checkpoint(v.actor("orch"), "half-way", task="payment gateway timeouts", step="reading logs")
     code, out, err = in_process("SessionStart", payload("SessionStart", source="resume"), capsys)
     assert (code, err) == (0, "")

@@ -33,7 +33,7 @@ def _claude_config(tmp_path, monkeypatch):
 @pytest.fixture
 def project(tmp_path):
     v, _ = Vault.init(tmp_path / "proj", lang="en", orchestrator="orch")
-    v.remember("The payment service retries a failed charge three times", v.actor(None), "fact")
+    v.notes.remember("The payment service retries a failed charge three times", v.actor(None), "fact")
     v.set_config("review.auto_harvest", True, v.actor(None))
     return Vault.open(v.root), write_transcript(tmp_path / "session.jsonl", MAIN)
 

@@ -33,8 +33,8 @@ NOTE = "---\nname: {name}\ntype: fact\nscope: global\n---\n{body}\n"
 def filled(vault):
     write(vault, "memories/port.md", NOTE.format(name="port", body="后端端口固定8080"))
     write(vault, "memories/db.md", NOTE.format(name="db", body="We chose PostgreSQL for billing"))
-    vault.ensure_page("前端审查", vault.actor("lee"))
-    vault.add_entry("前端审查", "reviews must check useEffect cleanup", vault.actor("lee"))
+    vault.pages.ensure("前端审查", vault.actor("lee"))
+    vault.pages.add("前端审查", "reviews must check useEffect cleanup", vault.actor("lee"))
     return vault
 
 

@@ -231,7 +231,7 @@ def test_a_brief_for_the_orchestrator_falls_back_to_the_journal_only_when_memory
     assert fell and all(i["line"].startswith("- From the journal: (session sess-1, 2026-12-01") for i in fell)
     assert "[[journal/2026-12-01#^j-" in b.markdown
     # memory that answers: the journal is not searched
-    en_vault.remember("The login hashes passwords with argon2id (decided in December).", en_vault.actor(None), "decision",
+    en_vault.notes.remember("The login hashes passwords with argon2id (decided in December).", en_vault.actor(None), "decision",
                       name="login hashing")
     b = en_vault.brief("orch", task)
     assert b.items and not any(i["kind"] == "journal" for i in b.items)

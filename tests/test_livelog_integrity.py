@@ -324,13 +324,13 @@ def test_three_clones_append_concurrently_and_sync_to_the_same_log(team, tmp_pat
 def test_sync_reports_a_page_conflict_and_merges_nothing(team, tmp_path):
     remote = tmp_path / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(remote)], check=True)
-    team.ensure_page("r", team.actor("lee"))
+    team.pages.ensure("r", team.actor("lee"))
     git(team.root, "remote", "add", "origin", str(remote))
     git(team.root, "push", "-q", "origin", "HEAD:main")
     a = _clone(remote, tmp_path / "a", team.root)
     b = _clone(remote, tmp_path / "b", team.root)
-    a.add_entry("r", "from a", a.actor("lee"))
-    b.add_entry("r", "from b", b.actor("lee"))
+    a.pages.add("r", "from a", a.actor("lee"))
+    b.pages.add("r", "from b", b.actor("lee"))
     a.shared.sync(a.actor("lee"))
     before = git(b.root, "rev-parse", "HEAD")
     from vaultmem import GitError

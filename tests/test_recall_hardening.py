@@ -167,8 +167,8 @@ def test_with_a_watcher_alive_this_processs_own_writes_are_answered_at_once(vaul
     w.start()
     try:
         assert vault.watcher_alive()
-        vault.ensure_page("r", vault.actor("lee"))
-        vault.add_entry("r", "freshentry lesson", vault.actor("lee"))
+        vault.pages.ensure("r", vault.actor("lee"))
+        vault.pages.add("r", "freshentry lesson", vault.actor("lee"))
         assert [h.doc.agent for h in vault.search("freshentry")] == ["r"]
         (vault.root / "memories" / "x.md").write_text(NOTE.format(n="x", body="externalword"), encoding="utf-8")
         heard(w, "memories/x.md")  # the watcher has the event but waits: its heartbeat says so

@@ -38,4 +38,4 @@ def test_the_refusal_in_a_real_process_names_the_flag(vault):
 def test_ordinary_names_with_spaces_dots_and_chinese_are_kept(cli, vault, name, slug):
     r = cli("--vault", vault.root, "remember", "a fact", "--type", "fact", "--name", name, "--json")
     assert r.exit_code == 0, r.output
-    assert out_json(r)["slug"] == slug and vault.read_note(slug).meta["name"] == name
+    assert out_json(r)["slug"] == slug and vault.notes.read(slug).meta["name"] == name

@@ -56,7 +56,7 @@ def test_retained_facts_wait_in_the_inbox_until_a_human_approves(cli, vault):
     done = out_json(r)
     note_path = vault.root / done["result"]
     assert note_path.exists() and "pnpm" in (vault.root / "MEMORY.md").read_text(encoding="utf-8")
-    note = vault.read_note(note_path.stem).meta
+    note = vault.notes.read(note_path.stem).meta
     assert note["author"] == "alice" and note["author_kind"] == "user" and note["proposed_by"] == "ella"
     assert note["inbox"] == first["id"]
     # one commit by the approver: note + MEMORY.md + the item moved to the archive
@@ -89,7 +89,7 @@ def test_approve_with_edits_and_edit_without_deciding(cli, vault):
     r = vm(cli, vault, "review", "approve", item["id"], "--name", "pnpm only", "--type", "preference",
            "--alias", "包管理器", "--json")
     assert r.exit_code == 0, r.output
-    note = vault.read_note("pnpm-only")
+    note = vault.notes.read("pnpm-only")
     assert note.body == "We use pnpm 9, never npm" and note.meta["type"] == "preference"
     assert note.meta["aliases"] == ["包管理器"] and note.meta["author"] == "alice"
     assert vm(cli, vault, "review", "approve", "i-20990101-000000").exit_code == 1  # no such item
@@ -108,7 +108,7 @@ def test_replace_and_remove_pass_the_gate_too(cli, vault):
     assert notes(vault) == ["backend-port-9090.md"]
     old = (vault.root / "archive/memories/backend-port.md").read_text(encoding="utf-8")
     assert "status: superseded" in old and "superseded_by: memories/backend-port-9090" in old
-    assert vault.read_note("backend-port-9090").meta["supersedes"] == "memories/backend-port"
+    assert vault.notes.read("backend-port-9090").meta["supersedes"] == "memories/backend-port"
     index = (vault.root / "MEMORY.md").read_text(encoding="utf-8")
     assert "backend-port-9090" in index and "[[memories/backend-port|" not in index
     # the REMOVE now points at a note that is gone: refused with a clear error, item kept
@@ -275,7 +275,7 @@ def test_interactive_review_in_a_real_terminal_session(vault):
     r = run_vaultmem_tty("--vault", vault.root, "review", "-i", answers=answers)
     assert r.returncode == 0, r.stderr
     assert "1 approved, 1 rejected, 0 skipped" in r.stdout
-    assert vault.read_note("pnpm-only").body == "We use pnpm, never npm"
+    assert vault.notes.read("pnpm-only").body == "We use pnpm, never npm"
     rejected = list((vault.root / "archive/inbox").glob("*.md"))
     assert len(rejected) == 2 and any("reason: flaky" in p.read_text(encoding="utf-8") for p in rejected)
     # input that ends early leaves the rest waiting
@@ -288,7 +288,7 @@ def test_interactive_review_in_a_real_terminal_session(vault):
     first = json.loads(run_vaultmem("--vault", vault.root, "review", "--json").stdout)["items"][0]
     r = run_vaultmem_tty("--vault", vault.root, "review", "-i", answers="e\n\n\n\nq\n")
     assert r.returncode == 0 and "approved →" in r.stdout, r.stdout
-    assert vault.read_note(first["note"]["name"].replace(", ", "-").replace(" ", "-").lower()).meta["description"] \
+    assert vault.notes.read(first["note"]["name"].replace(", ", "-").replace(" ", "-").lower()).meta["description"] \
         == first["note"]["description"]
 
 

@@ -94,7 +94,7 @@ def test_the_session_end_hook_says_what_memory_already_holds(en_vault, tmp_path,
     v = en_vault
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude-config"))
     monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(v.root))
-    v.remember("I prefer tabs over spaces in this project.", v.actor(None), "preference")
+    v.notes.remember("I prefer tabs over spaces in this project.", v.actor(None), "preference")
     folder = tmp_path / "claude-config" / "projects" / "-proj"
     folder.mkdir(parents=True)
     tr = folder / "sess-1.jsonl"

@@ -64,7 +64,7 @@ def test_vaultmem_works_without_either_sdk_and_each_backend_names_its_extra(vaul
     library work, and importing a backend says which extra brings what it needs."""
     code = ("import sys\nsys.modules.update({'anthropic': None, 'langgraph': None})\n"
             "from vaultmem import Vault\nv = Vault.open(sys.argv[1])\n"
-            "v.remember('A fact.', v.actor('ella'), 'fact')\nprint(len(v.inbox.items()))\n"
+            "v.notes.remember('A fact.', v.actor('ella'), 'fact')\nprint(len(v.inbox.items()))\n"
             "for m in ('anthropic_memory', 'langgraph_store'):\n"
             "    try:\n        __import__('vaultmem.adapters.' + m)\n"
             "    except ImportError as e:\n        print(e)\n")
@@ -148,8 +148,8 @@ def test_a_created_memory_is_a_proposal_view_marks_it_pending_and_approval_makes
 
 @needs_anthropic
 def test_edits_deletes_and_renames_of_a_note_are_proposals_and_the_note_stays_as_it_was(vault):
-    vault.remember("The backend listens on 8080.", human(vault), "fact", name="backend-port")
-    vault.remember("Deploys go out on Tuesdays.", human(vault), "procedure", name="deploy-day")
+    vault.notes.remember("The backend listens on 8080.", human(vault), "fact", name="backend-port")
+    vault.notes.remember("Deploys go out on Tuesdays.", human(vault), "procedure", name="deploy-day")
     note = vault.root / "memories/backend-port.md"
     before = note.read_text(encoding="utf-8")
     tool = memory_tool(vault)
@@ -171,7 +171,7 @@ def test_edits_deletes_and_renames_of_a_note_are_proposals_and_the_note_stays_as
     tool.call({"command": "insert", "path": "/memories/deploy-day.md", "insert_line": 1,
                "insert_text": "Never on Fridays."})
     assert "already waits" in refused(tool, {"command": "delete", "path": "/memories/backend-port.md"})
-    vault.remember("The office is in Leeds.", human(vault), "fact", name="office")
+    vault.notes.remember("The office is in Leeds.", human(vault), "fact", name="office")
     tool.call({"command": "delete", "path": "/memories/office.md"})
     ops = sorted((i.op, i.meta.get("target"), i.text) for i in pending(vault))
     assert ("replace", "memories/deploy-day", "Deploys go out on Tuesdays.\nNever on Fridays.") in ops
@@ -179,7 +179,7 @@ def test_edits_deletes_and_renames_of_a_note_are_proposals_and_the_note_stays_as
     assert "delete it" in tool.call({"command": "view", "path": "/memories"}).split("office.md", 1)[1].splitlines()[0]
     assert "waits" in tool.call({"command": "view", "path": "/memories"}).split("deploy-day.md", 1)[1].splitlines()[0]
 
-    vault.remember("Standups are at ten.", human(vault), "fact", name="standup")
+    vault.notes.remember("Standups are at ten.", human(vault), "fact", name="standup")
     tool.call({"command": "rename", "old_path": "/memories/standup.md", "new_path": "/memories/standup-time.md"})
     renamed = [i for i in pending(vault) if i.meta.get("target") == "memories/standup"][0]
     assert renamed.op == "replace" and renamed.meta["note"]["name"] == "standup-time"
@@ -226,7 +226,7 @@ def test_role_pages_are_read_by_their_role_and_an_insert_is_an_entry_through_the
 
 @needs_anthropic
 def test_escapes_huge_text_broken_yaml_and_bad_commands_are_tool_errors_and_nothing_is_written(vault, tmp_path):
-    vault.remember("Plain fact.", human(vault), "fact", name="plain")
+    vault.notes.remember("Plain fact.", human(vault), "fact", name="plain")
     outside = tmp_path / "outside.md"
     outside.write_text("---\nname: outside\ntype: fact\n---\nsecret plans\n", encoding="utf-8")
     os.symlink(outside, vault.root / "memories/link.md")
@@ -284,7 +284,7 @@ def test_escapes_huge_text_broken_yaml_and_bad_commands_are_tool_errors_and_noth
 
 @needs_anthropic
 def test_a_secret_is_replaced_in_the_proposal_and_never_repeated_in_an_answer(vault):
-    vault.remember("The CI bot posts to #builds.", human(vault), "fact", name="ci-bot")
+    vault.notes.remember("The CI bot posts to #builds.", human(vault), "fact", name="ci-bot")
     tool = memory_tool(vault)
     secret = token()
     said = tool.call({"command": "create", "path": "/memories/ci-token.md", "file_text": f"The CI token is {secret}"})
@@ -381,12 +381,12 @@ def store_for(v: Vault, agent: str = "reviewer"):
 
 def team_vault(v: Vault) -> Vault:
     h = human(v)
-    v.remember("The backend listens on 8080.", h, "fact", name="backend-port")
-    v.remember("Deploys go out on Tuesdays.", h, "procedure", name="deploy-day")
-    v.remember("max keeps his drafts in drafts/.", h, "fact", name="max-drafts", agent="max")
+    v.notes.remember("The backend listens on 8080.", h, "fact", name="backend-port")
+    v.notes.remember("Deploys go out on Tuesdays.", h, "procedure", name="deploy-day")
+    v.notes.remember("max keeps his drafts in drafts/.", h, "fact", name="max-drafts", agent="max")
     v.dispatch("reviewer", "review the API", v.actor("lee"))
     v.dispatch("max", "write docs", v.actor("lee"))
-    v.add_entry("reviewer", "Two endpoints on port 8080 are unpaginated.", v.actor("lee"))
+    v.pages.add("reviewer", "Two endpoints on port 8080 are unpaginated.", v.actor("lee"))
     return v
 
 

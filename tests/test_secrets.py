@@ -96,7 +96,7 @@ def test_ids_and_hashes_are_written_as_they_are(cli, vault):
             "123e4567-e89b-12d3-a456-426614174000")
     r = vm(cli, vault, "remember", text, "--type", "fact", "--name", "ci fix", "--json")
     assert r.exit_code == 0 and "warnings" not in out_json(r)
-    assert vault.read_note("ci-fix").body == text
+    assert vault.notes.read("ci-fix").body == text
 
 
 def test_the_last_line_of_defence_refuses_an_unscrubbed_write(vault):
@@ -110,7 +110,7 @@ def test_the_last_line_of_defence_refuses_an_unscrubbed_write(vault):
     (vault.root / "memories" / "old.md").write_text(f"---\nname: old\n---\n{secret}\n", encoding="utf-8")
     subprocess.run(["git", "-C", str(vault.root), "add", "-A"], check=True)
     subprocess.run(["git", "-C", str(vault.root), "commit", "-qm", "human note"], check=True)
-    change = vault.forget("old", vault.actor(None))
+    change = vault.notes.forget("old", vault.actor(None))
     assert change.commit
 
 
@@ -244,7 +244,7 @@ def test_remember_with_or_without_a_name_stores_a_redacted_secret(cli, vault, te
         assert raw not in index and raw not in stored and raw not in history
     assert "redacted" in index.split("<!-- vaultmem:index:begin")[1]
     if name:
-        assert vault.read_note(data["slug"]).meta["name"] == name
+        assert vault.notes.read(data["slug"]).meta["name"] == name
 
 
 @pytest.mark.parametrize("form", ["full-width", "split", "short-url", "prose"])
@@ -266,7 +266,7 @@ def test_a_note_named_after_a_redacted_secret_gets_a_slug_without_the_placeholde
     human = Actor(name="lee", email="lee@example.com", kind="human")
     for seed in range(40):  # forty vault-independent tokens, each written as a note of its own
         secret = token(seed)
-        change = vault.remember(f"> deploy with {secret[:15]}\n> {secret[15:]} today", human, "fact")
+        change = vault.notes.remember(f"> deploy with {secret[:15]}\n> {secret[15:]} today", human, "fact")
         note = next(p for p in change.paths if p.startswith("memories/"))
         assert re.fullmatch(r"memories/deploy-with-redacted-github-token(-\d+)?\.md", note), note
         assert secret[:15] not in (vault.root / "MEMORY.md").read_text(encoding="utf-8")

@@ -372,7 +372,7 @@ from vaultmem import Vault, walk
 ahead = walk.start_ahead(["--vault", sys.argv[1], "dispatch", "x"])
 started = ahead.pending
 v = Vault.open(sys.argv[1], ahead=ahead)
-v.ensure_page("新角色", v.actor("lee"))  # dispatch's first step: the role's page is written
+v.pages.ensure("新角色", v.actor("lee"))  # dispatch's first step: the role's page is written
 print(json.dumps({"started": started, "left": ahead.pending, "taken": ahead.take()}))
 """
 

@@ -22,7 +22,7 @@ def commit(*args, **kwargs):
     os._exit(9)
 transaction.gitstore.commit = commit
 vault = Vault.open(sys.argv[1])
-vault.remember(sys.argv[2], vault.actor(), "fact")
+vault.notes.remember(sys.argv[2], vault.actor(), "fact")
 """
 
 
@@ -38,7 +38,7 @@ def test_threads_of_one_process_take_turns(vault):
 
     def remember(n):
         try:
-            vault.remember(f"service {n} listens on port 80{n}", vault.actor(), "fact")
+            vault.notes.remember(f"service {n} listens on port 80{n}", vault.actor(), "fact")
         except Exception as exc:  # noqa: BLE001 - collected for the assertion
             errors.append(repr(exc))
 
@@ -90,7 +90,7 @@ def test_a_failure_after_git_committed_keeps_the_change(vault, monkeypatch):
 
     monkeypatch.setattr(transaction.gitstore, "commit", commits_then_fails)
     try:
-        vault.remember("mysql runs on 3306", vault.actor(), "fact")
+        vault.notes.remember("mysql runs on 3306", vault.actor(), "fact")
     except KeyboardInterrupt:
         pass
     assert (vault.root / "memories" / "mysql-runs-on-3306.md").exists()

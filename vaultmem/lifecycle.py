@@ -55,7 +55,7 @@ class Lifecycle:
             raise BadInput("the task is empty", field="task", hint="say what the sub-agent is to do")
         scrub = self.vault.writer.scrubber()
         task = scrub.text("task", task)
-        page = self.vault.ensure_page(role, actor)
+        page = self.vault.pages.ensure(role, actor)
         role = page.details["role"]
         did = f"d-{_now():%Y%m%d}-{secrets.token_hex(3)}"
         rel = f"{DELEGATIONS_DIR}/{did}.md"
@@ -170,7 +170,7 @@ class Lifecycle:
         :data:`OPEN_ITEM`: an unchecked box, TODO, 待办, 未解决, 遗留问题, or a label such as
         "后续：" or "Follow-up:") — and its delegations not yet harvested."""
         name = pages.resolve(self.root, role)
-        info = self.vault.read_page(name)
+        info = self.vault.pages.read(name)
         items = [e.to_dict(info.path) for e in info.entries if OPEN_ITEM.search(e.text)]
         return {"role": name, "items": items, "pending_delegations": self.delegations(role=name, status="pending")}
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from . import files, layout
 from .errors import BadInput, NameRefused, NotFound, VaultmemError
-from .models import AUTHOR_KINDS, SCOPES, Actor, NoteFields, NoteInfo
+from .models import AUTHOR_KINDS, SCOPES, Actor, Change, NoteFields, NoteInfo
 from .names import check_name, collision_key, slugify
 from .parse import index_line, parse_note, render_note, set_note_fields, update_index
 from .parse.document import parse_document, yaml_timestamp
@@ -420,3 +420,51 @@ def shorten(text: str, limit: int) -> str:
     if re.match(r"[\w\-+/=.~]", text[limit - 1]) and re.search(r"[A-Za-z0-9_\-+/=.~]$", cut):
         cut = re.sub(r"[A-Za-z0-9_\-+/=.~]+$", "", cut) or cut
     return cut.rstrip() + "…"
+
+
+class Notes:
+    """A vault's memory notes, as ``vault.notes``: one remembered (a human's at once, an
+    agent's through the review inbox), one read, one forgotten (archived)."""
+
+    def __init__(self, vault) -> None:
+        self.vault = vault
+
+    def remember(self, text: str, actor: Actor, type: str, **fields) -> Change:
+        """Write ``memories/<slug>.md`` and its line in MEMORY.md, as one commit — when a
+        human says so (``fields``: see :class:`~vaultmem.models.NoteFields`). What an
+        agent remembers is filed in the review inbox; a trusted agent's user-stated fact
+        may pass at once."""
+        scrub = self.vault.writer.scrubber()
+        meta, body = prepare(text, actor, NoteFields(type=type, **fields), self.vault.config, scrub)
+        if not actor.is_human:
+            return self.vault.inbox.file(actor, [{"op": "add", "note": meta, "text": body}], scrub=scrub)
+        with self.vault.writer.locked():
+            plan = plan_add(self.vault.root, meta, body)
+            message = f"remember: {meta['name']} ({plan.path})"
+            if plan.superseded:
+                message += f"; supersedes {', '.join(plan.superseded)} (key {meta['key']})"
+            sha = self.vault.writer.apply(actor, message, plan.writes)
+        return Change("remember", list(plan.writes), sha, message,
+                      {"slug": plan.slug, "path": plan.path, "superseded": plan.superseded},
+                      warnings=scrub.warnings())
+
+    def read(self, slug: str) -> NoteInfo:
+        return read(self.vault.root, slug)
+
+    def forget(self, slug: str, actor: Actor, reason: str | None = None) -> Change:
+        """Move a note to ``archive/memories/`` (status archived) and drop its MEMORY.md
+        line — when a human says so; an agent's REMOVE goes to the review inbox."""
+        scrub = self.vault.writer.scrubber()
+        reason = scrub.text("reason", reason) if reason else reason
+        name = resolve(self.vault.root, slug)
+        if not actor.is_human:
+            return self.vault.inbox.file(actor, [{"op": "remove", "target": layout.note_ref(name),
+                                                  "text": reason or ""}], scrub=scrub)
+        with self.vault.writer.locked():
+            name = resolve(self.vault.root, slug)
+            writes = plan_archive(self.vault.root, name, actor, reason)
+            src, dst = layout.note_path(name), next(iter(writes))
+            message = f"forget: {src} → {dst}" + (f" ({reason})" if reason else "")
+            sha = self.vault.writer.apply(actor, message, writes)
+        return Change("forget", list(writes), sha, message, {"slug": name, "archived_to": dst},
+                      warnings=scrub.warnings())

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from . import files, layout
 from .errors import BadInput, NotFound, PermissionRefused, VaultmemError
-from .models import Actor, Entry
-from .names import check_name, collision_key
+from .models import Actor, Change, Entry, PageInfo
+from .names import check_name, check_new_name, collision_key
 from .notes import close_matches
 from .parse import RolePage, add_context_entry, add_project, add_work_entry, new_page_text, parse_page
 
@@ -142,3 +142,59 @@ def plan_ensure(root: Path, name: str, actor: Actor, config, category: str | Non
     parse_page(text, rel)  # the template itself must parse
     details.update(created=True, project_added=project is not None)
     return {rel: text}, f"page: create {rel} on first dispatch", details
+
+
+class Pages:
+    """A vault's role pages, as ``vault.pages``: which roles there are, a page read, a page
+    made on first dispatch, an entry added — through the vault's writer, the review gate
+    before it (another agent's entry is filed in the inbox instead)."""
+
+    def __init__(self, vault) -> None:
+        self.vault = vault
+
+    def roles(self) -> list[str]:
+        return roles(self.vault.root)
+
+    def read(self, role: str) -> PageInfo:
+        return load(self.vault.root, resolve(self.vault.root, role)).info()
+
+    def listing(self) -> list[dict]:
+        return listing(self.vault.root)
+
+    def ensure(self, role: str, actor: Actor, category: str | None = None,
+               project: str | None = None) -> Change:
+        """Create ``agents/<role>.md`` on first use; on an existing page only add ``project``."""
+        scrub = self.vault.writer.scrubber()
+        project = clean_project(project)
+        scrub.refuse("project", project)
+        category = scrub.text("category", category) if category else category
+        with self.vault.writer.locked():
+            name = check_new_name(role, roles(self.vault.root), "role name")
+            writes, message, details = plan_ensure(self.vault.root, name, actor, self.vault.config, category, project)
+            sha = self.vault.writer.apply(actor, message, writes) if writes else None
+        return Change("page.ensure", [details["path"]], sha, message, details, warnings=scrub.warnings())
+
+    def add(self, role: str, text: str, actor: Actor, section: str = "work",
+            project: str | None = None) -> Change:
+        """Append a dated working-memory entry, or a project-context bullet, with a block id.
+        Only the orchestrator (or a human) writes a role page: another agent's entry, or
+        one that reads like an instruction, is filed in the review inbox instead."""
+        scrub = self.vault.writer.scrubber()
+        project = clean_project(project)
+        scrub.refuse("project", project)
+        text = scrub.text("entry text", text)
+        with self.vault.writer.locked():
+            name = resolve(self.vault.root, role)
+            plan_entry(self.vault.root, name, text, section, project)  # refuse bad input before proposing
+        from . import guard
+
+        if not actor.is_human and (actor.name != self.vault.config.orchestrator or guard.instruction_flags(text)):
+            return self.vault.inbox.file(actor, [{"op": "page-add", "role": name, "section": section,
+                                                  "project": project, "text": text}], scrub=scrub)
+        with self.vault.writer.locked():
+            writes, entry, what = plan_entry(self.vault.root, name, text, section, project)
+            rel = next(iter(writes))
+            message = f"page: add {what} ^{entry.id} to {rel}"
+            sha = self.vault.writer.apply(actor, message, writes)
+        return Change("page.add", [rel], sha, message, {"role": name, "entry": entry.to_dict(rel)},
+                      warnings=scrub.warnings())

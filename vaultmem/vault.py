@@ -161,73 +161,7 @@ class Vault:
         return self.writer.tidy()
 
     # -- role pages ----------------------------------------------------------------------
-    def roles(self) -> list[str]:
-        return pages.roles(self.root)
-
-    def read_page(self, role: str) -> PageInfo:
-        return pages.load(self.root, pages.resolve(self.root, role)).info()
-
-    def list_pages(self) -> list[dict]:
-        return pages.listing(self.root)
-
-    def ensure_page(self, role: str, actor: Actor, category: str | None = None,
-                    project: str | None = None) -> Change:
-        """Create ``agents/<role>.md`` on first use; on an existing page only add ``project``."""
-        scrub = self.writer.scrubber()
-        project = pages.clean_project(project)
-        scrub.refuse("project", project)
-        category = scrub.text("category", category) if category else category
-        with self.writer.locked():
-            name = check_new_name(role, pages.roles(self.root), "role name")
-            writes, message, details = pages.plan_ensure(self.root, name, actor, self.config, category, project)
-            sha = self.writer.apply(actor, message, writes) if writes else None
-        return Change("page.ensure", [details["path"]], sha, message, details, warnings=scrub.warnings())
-
-    def add_entry(self, role: str, text: str, actor: Actor, section: str = "work",
-                  project: str | None = None) -> Change:
-        """Append a dated working-memory entry, or a project-context bullet, with a block id.
-        Only the orchestrator (or a human) writes a role page: another agent's entry, or
-        one that reads like an instruction, is filed in the review inbox instead."""
-        scrub = self.writer.scrubber()
-        project = pages.clean_project(project)
-        scrub.refuse("project", project)
-        text = scrub.text("entry text", text)
-        with self.writer.locked():
-            name = pages.resolve(self.root, role)
-            pages.plan_entry(self.root, name, text, section, project)  # refuse bad input before proposing
-        from . import guard
-
-        if not actor.is_human and (actor.name != self.config.orchestrator or guard.instruction_flags(text)):
-            return self.inbox.file(actor, [{"op": "page-add", "role": name, "section": section,
-                                            "project": project, "text": text}], scrub=scrub)
-        with self.writer.locked():
-            writes, entry, what = pages.plan_entry(self.root, name, text, section, project)
-            rel = next(iter(writes))
-            message = f"page: add {what} ^{entry.id} to {rel}"
-            sha = self.writer.apply(actor, message, writes)
-        return Change("page.add", [rel], sha, message, {"role": name, "entry": entry.to_dict(rel)},
-                      warnings=scrub.warnings())
-
     # -- memory notes ----------------------------------------------------------------------
-    def remember(self, text: str, actor: Actor, type: str, **fields) -> Change:
-        """Write ``memories/<slug>.md`` and its line in MEMORY.md, as one commit — when a
-        human says so (``fields``: see :class:`~vaultmem.models.NoteFields`). What an
-        agent remembers is filed in the review inbox; a trusted agent's user-stated fact
-        may pass at once."""
-        scrub = self.writer.scrubber()
-        meta, body = notes.prepare(text, actor, NoteFields(type=type, **fields), self.config, scrub)
-        if not actor.is_human:
-            return self.inbox.file(actor, [{"op": "add", "note": meta, "text": body}], scrub=scrub)
-        with self.writer.locked():
-            plan = notes.plan_add(self.root, meta, body)
-            message = f"remember: {meta['name']} ({plan.path})"
-            if plan.superseded:
-                message += f"; supersedes {', '.join(plan.superseded)} (key {meta['key']})"
-            sha = self.writer.apply(actor, message, plan.writes)
-        return Change("remember", list(plan.writes), sha, message,
-                      {"slug": plan.slug, "path": plan.path, "superseded": plan.superseded},
-                      warnings=scrub.warnings())
-
     def conflicts(self, min_sources: int | None = None):
         """Memory that disagrees with itself, for a human to settle (:mod:`vaultmem.conflicts`):
         active notes with one key and different values, and a note's code or number that
@@ -276,27 +210,6 @@ class Vault:
         found, unread = timeline.events(self.root, role, since)
         return {"role": role, "since": since, "events": [e.to_dict() for e in found], "skipped_files": unread}
 
-    def read_note(self, slug: str) -> NoteInfo:
-        return notes.read(self.root, slug)
-
-    def forget(self, slug: str, actor: Actor, reason: str | None = None) -> Change:
-        """Move a note to ``archive/memories/`` (status archived) and drop its MEMORY.md
-        line — when a human says so; an agent's REMOVE goes to the review inbox."""
-        scrub = self.writer.scrubber()
-        reason = scrub.text("reason", reason) if reason else reason
-        name = notes.resolve(self.root, slug)
-        if not actor.is_human:
-            return self.inbox.file(actor, [{"op": "remove", "target": layout.note_ref(name), "text": reason or ""}],
-                                   scrub=scrub)
-        with self.writer.locked():
-            name = notes.resolve(self.root, slug)
-            writes = notes.plan_archive(self.root, name, actor, reason)
-            src, dst = layout.note_path(name), next(iter(writes))
-            message = f"forget: {src} → {dst}" + (f" ({reason})" if reason else "")
-            sha = self.writer.apply(actor, message, writes)
-        return Change("forget", list(writes), sha, message, {"slug": name, "archived_to": dst},
-                      warnings=scrub.warnings())
-
     def import_memory(self, source: str, path: str | Path | None, actor: Actor, dry_run: bool = False,
                       memory_dir: str | Path | None = None, progress=None) -> Change:
         """File another tool's memory (``source``: claude-code, hermes, basic-memory or
@@ -339,6 +252,16 @@ class Vault:
 
             self._shared = Shared(self)
         return self._shared
+
+    @property
+    def pages(self):
+        """The role pages: roles, read, listing, ensure, add (see :class:`vaultmem.pages.Pages`)."""
+        return pages.Pages(self)
+
+    @property
+    def notes(self):
+        """The memory notes: remember, read, forget (see :class:`vaultmem.notes.Notes`)."""
+        return notes.Notes(self)
 
     @property
     def inbox(self):
@@ -786,7 +709,7 @@ class Vault:
 
         limits.check_text("task", task)
         limits.check_sizes(window=window, tokens=tokens)
-        change = self.ensure_page(role, actor, category=category, project=project)
+        change = self.pages.ensure(role, actor, category=category, project=project)
         brief = self.brief(change.details["role"], task, window=window, ratio=ratio, tokens=tokens, project=project)
         return change, brief
 

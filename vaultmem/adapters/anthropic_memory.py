@@ -241,7 +241,7 @@ class VaultMemoryTool(BetaAbstractMemoryTool):
         return owner in (None, "", self.agent) or self._sees_all(v)
 
     def _roles(self, v: Vault) -> list[str]:
-        roles = v.roles()
+        roles = v.pages.roles()
         return roles if self._sees_all(v) else [r for r in roles if r == self.agent]
 
     def _waiting(self, v: Vault) -> Waiting:
@@ -269,18 +269,18 @@ class VaultMemoryTool(BetaAbstractMemoryTool):
         is refused; one that cannot be read is the reader's error (file and line)."""
         if not os.path.lexists(v.root / layout.note_path(t.name)):
             return None
-        info = v.read_note(t.name)
+        info = v.notes.read(t.name)
         if not self._sees_note(v, info):
             raise PermissionRefused(f"{t.path} is {info.meta.get('agent')}'s own memory, not this agent's")
         return info
 
     def _page(self, v: Vault, t: Target):
-        if t.name not in v.roles():
+        if t.name not in v.pages.roles():
             raise NotFound(f"the path {t.path} does not exist: {t.name} has no role page",
                            hint="a role page is created by its role's first dispatch")
         if t.name not in self._roles(v):
             raise PermissionRefused(f"{t.path} is another role's page, not this agent's memory")
-        return v.read_page(t.name)
+        return v.pages.read(t.name)
 
     # -- view ---------------------------------------------------------------------------------
     def _view(self, v: Vault, c: dict) -> str:
@@ -331,7 +331,7 @@ class VaultMemoryTool(BetaAbstractMemoryTool):
             for p in sorted(folder.glob("*.md")) if folder.is_dir() else []:
                 path = f"{ROOT}/{p.name}"
                 try:
-                    info = v.read_note(p.stem)
+                    info = v.notes.read(p.stem)
                 except VaultmemError as exc:
                     rows.append((path, f"-\t{path} (cannot be read: {edge.one_line(exc).removeprefix('error: ')})"))
                     continue
@@ -376,7 +376,7 @@ class VaultMemoryTool(BetaAbstractMemoryTool):
         if t.path in waiting.new:
             raise BadInput(f"{t.path} is already proposed (inbox item {waiting.new[t.path].id}) and waits "
                            "for a human's review; it needs no second proposal")
-        change = v.remember(c["file_text"], v.actor(self.agent), self.note_type, name=t.name,
+        change = v.notes.remember(c["file_text"], v.actor(self.agent), self.note_type, name=t.name,
                             source=f"memory tool {t.path}")
         return _said(change, f"Proposed {t.path} as a memory note")
 
@@ -427,7 +427,7 @@ class VaultMemoryTool(BetaAbstractMemoryTool):
         t = target(c["path"])
         if t.kind == "page":
             self._page(v, t)
-            change = v.add_entry(t.name, c["insert_text"], v.actor(self.agent))
+            change = v.pages.add(t.name, c["insert_text"], v.actor(self.agent))
             if change.action == "propose":
                 head = f"Proposed an entry for {t.path}"
             else:
@@ -451,7 +451,7 @@ class VaultMemoryTool(BetaAbstractMemoryTool):
         if t.kind != "note":
             return self._page_refused(v, t, "delete")
         self._editable(v, t)
-        change = v.forget(t.name, v.actor(self.agent), reason=f"deleted through the memory tool by {self.agent}")
+        change = v.notes.forget(t.name, v.actor(self.agent), reason=f"deleted through the memory tool by {self.agent}")
         return _said(change, f"Proposed deleting {t.path} (approved, the note moves to the archive)")
 
     def _rename(self, v: Vault, c: dict) -> str:
@@ -468,7 +468,7 @@ class VaultMemoryTool(BetaAbstractMemoryTool):
     def _page_refused(self, v: Vault, t: Target, command: str) -> str:
         if t.kind == "root":
             raise BadInput(f"{command} cannot act on the {ROOT} folder itself", hint=f"memory paths are {SHAPES}")
-        if t.kind == "page" and command == "create" and t.name not in v.roles():
+        if t.kind == "page" and command == "create" and t.name not in v.pages.roles():
             raise BadInput(f"{t.path}: a role page is created by its role's first dispatch, not here")
         raise BadInput(f"{t.path}: a role page keeps its entries; the memory tool only adds one (insert), "
                        "which waits for review as any agent's entry does" if t.kind == "page" else

@@ -105,7 +105,7 @@ class VaultStore(BaseStore):
         return self.agent == v.config.orchestrator
 
     def _roles(self, v: Vault) -> list[str]:
-        roles = v.roles()
+        roles = v.pages.roles()
         return roles if self._sees_all(v) else [r for r in roles if r == self.agent]
 
     def _namespaces(self, v: Vault) -> list[tuple[str, ...]]:
@@ -123,7 +123,7 @@ class VaultStore(BaseStore):
             except VaultmemError as exc:
                 why = exc.message.rpartition(" is refused: ")[2]
                 raise BadInput(f"the namespace {_shown(namespace)} is refused: {why}", field="namespace") from None
-            if role not in v.roles():
+            if role not in v.pages.roles():
                 raise NotFound(f"there is no role page for {_shown(role)} (namespace {_shown(namespace)})",
                                hint="a role page is created by its role's first dispatch")
             if role not in self._roles(v):
@@ -147,7 +147,7 @@ class VaultStore(BaseStore):
         return SearchItem(**args, score=score) if cls is SearchItem else Item(**args)
 
     def _entries(self, v: Vault, role: str) -> list[tuple[dict, Any]]:
-        page = v.read_page(role)
+        page = v.pages.read(role)
         mtime = _mtime(v, page.path)
         out = []
         for e in page.entries:
@@ -170,7 +170,7 @@ class VaultStore(BaseStore):
         slug = _slug(key)
         if not os.path.lexists(v.root / layout.note_path(slug)):
             return None
-        info = v.read_note(slug)  # a broken file is its reader's error, with file and line
+        info = v.notes.read(slug)  # a broken file is its reader's error, with file and line
         return info if self._visible(v, info) else None
 
     def _get(self, v: Vault, op: GetOp) -> Item | None:
@@ -219,7 +219,7 @@ class VaultStore(BaseStore):
                 folder = v.root / layout.MEMORIES_DIR
                 for p in sorted(folder.glob("*.md")) if folder.is_dir() else []:
                     try:
-                        info = v.read_note(p.stem)
+                        info = v.notes.read(p.stem)
                     except VaultmemError:
                         continue  # a file that cannot be read is not listed (get names its problem)
                     if self._visible(v, info):
@@ -250,7 +250,7 @@ class VaultStore(BaseStore):
                 raise BadInput(f"the entry {op.key} exists: a role page's entries are never rewritten",
                                field="key", hint="put a new entry (any new key) that corrects it")
             text, fields = _value(op.value, ENTRY_FIELDS)
-            change = v.add_entry(role, text, actor, section=fields.get("section") or "work",
+            change = v.pages.add(role, text, actor, section=fields.get("section") or "work",
                                  project=fields.get("project"))
             self.last_changes.append(change)
             return None
@@ -264,7 +264,7 @@ class VaultStore(BaseStore):
                 return None  # nothing to forget: as for any store, deleting what is not there does nothing
             if any(i.op == "remove" and i.meta.get("target") == layout.note_ref(slug) for i in mine):
                 return None  # already proposed
-            change = v.forget(slug, actor, reason=f"deleted through the LangGraph store by {self.agent}")
+            change = v.notes.forget(slug, actor, reason=f"deleted through the LangGraph store by {self.agent}")
             self.last_changes.append(change)
             return None
         text, fields = _value(op.value, NOTE_FIELDS)
@@ -276,8 +276,9 @@ class VaultStore(BaseStore):
             if same:
                 raise BadInput(f"memories/{slug}.md is already proposed (inbox item {same[0].id}) and waits for "
                                "review: it cannot be changed until a human decides it", field="key")
-            change = v.remember(text, actor, fields.pop("type", None) or self.note_type, name=fields.pop("name", slug),
-                                source=f"LangGraph store {NOTES[0]}/{slug}", **_note_kwargs(fields))
+            change = v.notes.remember(text, actor, fields.pop("type", None) or self.note_type,
+                                      name=fields.pop("name", slug), source=f"LangGraph store {NOTES[0]}/{slug}",
+                                      **_note_kwargs(fields))
         else:
             if any(i.meta.get("target") == layout.note_ref(slug) for i in mine):
                 raise BadInput(f"a proposal about memories/{slug}.md already waits for review", field="key",

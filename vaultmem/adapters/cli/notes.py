@@ -46,7 +46,7 @@ def remember(
     """
     s = session(ctx, vault, as_, json_)
     v = s.open()
-    change = v.remember(
+    change = v.notes.remember(
         read_text_arg(text), v.actor(s.agent), type_, name=name, description=description,
         importance=importance, confidence=confidence, tags=tag or [], aliases=alias or [], key=key,
         scope=scope, agent=agent, project=project, author=author, author_kind=author_kind, source=source,
@@ -70,7 +70,7 @@ def forget(
     """
     s = session(ctx, vault, as_, json_)
     v = s.open()
-    change = v.forget(slug, v.actor(s.agent), reason=reason)
+    change = v.notes.forget(slug, v.actor(s.agent), reason=reason)
     s.emit(change, render.forgotten)
 
 

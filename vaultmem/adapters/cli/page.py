@@ -35,7 +35,7 @@ def ensure(
     """
     s = session(ctx, vault, as_, json_)
     v = s.open()
-    change = v.ensure_page(role, v.actor(s.agent), category=category, project=project)
+    change = v.pages.ensure(role, v.actor(s.agent), category=category, project=project)
     s.emit(change, partial(render.page_ensure, project=project))
 
 
@@ -57,7 +57,7 @@ def add(
     """
     s = session(ctx, vault, as_, json_)
     v = s.open()
-    change = v.add_entry(role, read_text_arg(text), v.actor(s.agent), section=section, project=project)
+    change = v.pages.add(role, read_text_arg(text), v.actor(s.agent), section=section, project=project)
     s.emit(change, render.page_add)
 
 
@@ -67,7 +67,7 @@ def show(ctx: typer.Context, role: RoleArg, vault: VaultOpt = None, as_: AsOpt =
          json_: JsonOpt = False) -> None:
     """Print a role page, parsed: its properties and each entry with its block id."""
     s = session(ctx, vault, as_, json_)
-    info = s.open().read_page(role)
+    info = s.open().pages.read(role)
     s.emit(info, render.page)
 
 
@@ -76,6 +76,6 @@ def show(ctx: typer.Context, role: RoleArg, vault: VaultOpt = None, as_: AsOpt =
 def list_(ctx: typer.Context, vault: VaultOpt = None, as_: AsOpt = None, json_: JsonOpt = False) -> None:
     """List the roles that have a page (only roles that were ever dispatched)."""
     s = session(ctx, vault, as_, json_)
-    rows = s.open().list_pages()
+    rows = s.open().pages.listing()
 
     s.emit(rows, render.page_list, data={"pages": rows})

@@ -147,7 +147,7 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
         try:
             with self._lock:
                 v = self._current()
-                pages = len(v.roles())
+                pages = len(v.pages.roles())
             lines = [f"Team memory (vaultmem): the vault at {v.root}, role pages {pages}."]
             if not self.writes:
                 lines.append(f"This {self._context} context reads the vault and writes nothing to it.")

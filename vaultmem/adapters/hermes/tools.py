@@ -83,22 +83,22 @@ def _with(result, data: dict) -> dict:
 
 
 def _read_page(v: Vault, actor, role) -> dict:
-    return v.read_page(role).to_dict()
+    return v.pages.read(role).to_dict()
 
 
 def _read_note(v: Vault, actor, slug) -> dict:
-    return v.read_note(slug).to_dict()
+    return v.notes.read(slug).to_dict()
 
 
 def _remember(v: Vault, actor, text, type, name, description, importance, tag, key, scope, author_kind,
               source) -> dict:
-    change = v.remember(text, actor, type, name=name, description=description, importance=importance,
+    change = v.notes.remember(text, actor, type, name=name, description=description, importance=importance,
                         tags=tag or [], key=key, scope=scope, author_kind=author_kind, source=source)
     return change.to_dict()
 
 
 def _page_add(v: Vault, actor, role, text, section, project) -> dict:
-    return v.add_entry(role, text, actor, section=section, project=project).to_dict()
+    return v.pages.add(role, text, actor, section=section, project=project).to_dict()
 
 
 def _log_append(v: Vault, actor, summary, channel, type, body) -> dict:

@@ -94,7 +94,7 @@ def register_tools(server: VaultServer) -> None:
         """A role's page (agents/ROLE.md), parsed: its properties and each entry with its
         block id, by section (context, work, subagents)."""
         def call(v: Vault) -> CallToolResult:
-            info = v.read_page(role)
+            info = v.pages.read(role)
             return tool_result(render.page(info), info.to_dict())
         return run(call)
 
@@ -102,7 +102,7 @@ def register_tools(server: VaultServer) -> None:
     def read_note(slug: str) -> Annotated[CallToolResult, NoteOut]:
         """A memory note (memories/SLUG.md): its frontmatter and its text."""
         def call(v: Vault) -> CallToolResult:
-            note = v.read_note(slug)
+            note = v.notes.read(slug)
             head = f"{note.slug} — {note.path} ({note.meta.get('type') or '-'})"
             return tool_result(f"{head}\n\n{note.body.rstrip()}", note.to_dict())
         return run(call)
@@ -120,7 +120,7 @@ def register_tools(server: VaultServer) -> None:
         memory.types). Written by an agent, the fact is filed in the review inbox and
         waits for a human; secrets in it are replaced by placeholders."""
         def call(v: Vault) -> CallToolResult:
-            change = v.remember(text, actor(v), type, name=name, description=description, importance=importance,
+            change = v.notes.remember(text, actor(v), type, name=name, description=description, importance=importance,
                                 confidence=confidence, tags=list(many(tag)), aliases=list(many(alias)), key=key, scope=scope,
                                 agent=agent, project=project, author=author, author_kind=author_kind,
                                 source=source, said=said)
@@ -133,7 +133,7 @@ def register_tools(server: VaultServer) -> None:
         working-memory entry; context: a project-context bullet (under PROJECT). Only the
         orchestrator writes a page directly: another agent's entry waits in the review inbox."""
         def call(v: Vault) -> CallToolResult:
-            change = v.add_entry(role, text, actor(v), section=section, project=project)
+            change = v.pages.add(role, text, actor(v), section=section, project=project)
             return tool_result(render.page_add(change), change.to_dict(), change.warnings)
         return run(call)
 
@@ -155,7 +155,7 @@ def register_tools(server: VaultServer) -> None:
         def call(v: Vault) -> CallToolResult:
             index = v.index_status()
             notes = count_notes(v.root / layout.MEMORIES_DIR)
-            pages = v.roles()  # the pages' names: parsing 20 pages would cost more than the rest
+            pages = v.pages.roles()  # the pages' names: parsing 20 pages would cost more than the rest
             pending = len(v.inbox.items("pending"))
             data = {"vault": str(v.root), "notes": notes, "pages": len(pages), "inbox_pending": pending,
                     "index": index, "orchestrator": v.config.orchestrator, "acting_as": actor(v).name}
@@ -287,7 +287,7 @@ def register_tools(server: VaultServer) -> None:
     @server.resource("vault://agents/{role}", name="role_page", mime_type="text/markdown",
                      description="agents/ROLE.md: a role's page, as it is on disk.")
     def role_page(role: str) -> str:
-        return server.read(lambda v: files.read_vault_text(v.root, v.read_page(role).path))
+        return server.read(lambda v: files.read_vault_text(v.root, v.pages.read(role).path))
 
     # -- the orchestrator's walk ------------------------------------------------------------------
     @server.prompt(name="orchestrate", description="Walk an orchestrator through dispatch → work → harvest.")
