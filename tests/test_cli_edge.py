@@ -11,7 +11,6 @@ import typer
 from conftest import out_json
 
 import vaultmem.adapters.cli as cli_mod
-from vaultmem import Vault
 from vaultmem.adapters.cli import fields
 from vaultmem.errors import BadInput
 from vaultmem.models import Change
