@@ -432,7 +432,7 @@ def test_sync_turn_returns_at_once_while_another_process_holds_the_lock_and_noth
     assert sorted(i["text"] for i in items) == ["I prefer release notes in English.",
                                                 "Remember that the demo is on Monday."]
     assert {i["session"] for i in items} == {"s1"}
-    days = Vault(root).journal_days()  # and the session's messages reached the journal
+    days = Vault(root).journal.days()  # and the session's messages reached the journal
     assert len(days) == 1 and "Remember that the demo is on Monday." in (root / f"journal/{days[0]}.md").read_text()
     later.shutdown()
     assert outbox_files(root) == []

@@ -84,24 +84,24 @@ def test_a_claude_code_session_is_filed_turn_by_turn_with_ids_and_provenance(en_
 def test_adding_a_session_again_changes_nothing_and_a_grown_one_gains_its_new_turns(en_vault, tmp_path):
     path = claude_transcript(tmp_path / "sess-1.jsonl")
     actor = en_vault.actor(None)
-    assert en_vault.journal_add(path, actor).details["added"] == 4
+    assert en_vault.journal.add(path, actor).details["added"] == 4
     before, head = day_file(en_vault, "2026-12-01"), git(en_vault.root, "rev-parse", "HEAD")
-    again = en_vault.journal_add(path, actor)
+    again = en_vault.journal.add(path, actor)
     assert (again.commit, again.details["added"], again.details["known"]) == (None, 0, 4)
     assert day_file(en_vault, "2026-12-01") == before and git(en_vault.root, "rev-parse", "HEAD") == head
     # the next day the session goes on: its new turn goes to that day, the old ones stay put
     with path.open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(claude_entry("user", 8, "Actually, it should be bcrypt, not argon2.", day="2026-12-02")) + "\n")
-    grown = en_vault.journal_add(path, actor)
+    grown = en_vault.journal.add(path, actor)
     assert (grown.details["added"], grown.details["days"]) == (1, ["2026-12-02"])
     assert day_file(en_vault, "2026-12-01") == before
     assert f"bcrypt, not argon2. ^j-{journal.session_hash('sess-1')}-5" in day_file(en_vault, "2026-12-02")
     # turns of two sessions on one day: each session's new turns go after its own last one
     other = claude_transcript(tmp_path / "sess-2.jsonl", session="sess-2")
-    en_vault.journal_add(other, actor)
+    en_vault.journal.add(other, actor)
     with path.open("a", encoding="utf-8") as fh:
         fh.write(json.dumps(claude_entry("assistant", 9, "Switched to bcrypt.", day="2026-12-01")) + "\n")
-    en_vault.journal_add(path, actor)
+    en_vault.journal.add(path, actor)
     turns = journal.day_turns(day_file(en_vault, "2026-12-01"))
     assert [t.session for t in turns] == ["sess-1"] * 5 + ["sess-2"] * 4
     assert turns[4].text == "Switched to bcrypt."
@@ -137,7 +137,7 @@ def test_hermes_messages_json_turns_and_markdown_are_read(en_vault, tmp_path):
         ("Ana", "I finished the migration.\nIt took two days.", "L6"), ("Bo", "[09:05] Blocked on review.", "L9"),
         ("林夏", "我来审。", "L10")]
     # turns without a time go under the day given
-    change = en_vault.journal_add(md, en_vault.actor(None), day="2026-12-04")
+    change = en_vault.journal.add(md, en_vault.actor(None), day="2026-12-04")
     assert change.details["days"] == ["2026-12-04"]
     assert "- **林夏** · L10 — 我来审。 ^j-" in day_file(en_vault, "2026-12-04")
 
@@ -166,7 +166,7 @@ def test_a_huge_paste_is_filed_cut_with_where_the_rest_is(en_vault, tmp_path):
     path = tmp_path / "paste.jsonl"
     huge = "log line with nothing secret in it\n" * 10_000  # 340 KB in one turn, more than a note may hold
     path.write_text(json.dumps(claude_entry("user", 1, huge)) + "\n", encoding="utf-8")
-    change = en_vault.journal_add(path, en_vault.actor(None))
+    change = en_vault.journal.add(path, en_vault.actor(None))
     assert change.details["added"] == 1
     text = day_file(en_vault, "2026-12-01")
     assert f"({len(huge.strip()) - journal.MAX_TURN_CHARS + 300:,} more characters in paste.jsonl L1) ^j-" in text
@@ -178,26 +178,26 @@ def test_a_huge_paste_is_filed_cut_with_where_the_rest_is(en_vault, tmp_path):
 def test_missing_empty_and_undecodable_transcripts_and_bad_days_are_refused(en_vault, tmp_path):
     actor = en_vault.actor(None)
     with pytest.raises(BadInput, match="no such transcript"):
-        en_vault.journal_add(tmp_path / "nope.jsonl", actor)
+        en_vault.journal.add(tmp_path / "nope.jsonl", actor)
     (tmp_path / "empty.md").write_text("  \n", encoding="utf-8")
     with pytest.raises(BadInput, match="empty"):
-        en_vault.journal_add(tmp_path / "empty.md", actor)
+        en_vault.journal.add(tmp_path / "empty.md", actor)
     (tmp_path / "latin1.md").write_bytes("A: ok\nB: caf\xe9\n".encode("latin-1"))
     with pytest.raises(BadInput) as err:
-        en_vault.journal_add(tmp_path / "latin1.md", actor)
+        en_vault.journal.add(tmp_path / "latin1.md", actor)
     assert err.value.line == 2 and "not UTF-8" in err.value.message
     (tmp_path / "ok.md").write_text("A: hello\n", encoding="utf-8")
     with pytest.raises(BadInput, match="not a day"):
-        en_vault.journal_add(tmp_path / "ok.md", actor, day="2026-13-01")
+        en_vault.journal.add(tmp_path / "ok.md", actor, day="2026-13-01")
     with pytest.raises(BadInput):
-        en_vault.journal_add(tmp_path / "ok.md", actor, agent="../escape")
+        en_vault.journal.add(tmp_path / "ok.md", actor, agent="../escape")
 
 
 # -- kept out of normal recall; the last resort -------------------------------------------------
 
 
 def test_the_journal_never_leaks_into_a_normal_search_or_brief(en_vault, tmp_path):
-    en_vault.journal_add(claude_transcript(tmp_path / "s.jsonl"), en_vault.actor(None))
+    en_vault.journal.add(claude_transcript(tmp_path / "s.jsonl"), en_vault.actor(None))
     root = en_vault.root
     for args in (["search", "argon2"], ["search", "argon2", "--agent", "coder"], ["search", "argon2", "--as", "orch"]):
         assert out_json(run_vaultmem(*args, "--json", cwd=root))["hits"] == [], args
@@ -224,7 +224,7 @@ def test_the_journal_never_leaks_into_a_normal_search_or_brief(en_vault, tmp_pat
 
 
 def test_a_brief_for_the_orchestrator_falls_back_to_the_journal_only_when_memory_has_nothing(en_vault, tmp_path):
-    en_vault.journal_add(claude_transcript(tmp_path / "s.jsonl"), en_vault.actor(None))
+    en_vault.journal.add(claude_transcript(tmp_path / "s.jsonl"), en_vault.actor(None))
     task = "which hashing algorithm does the login use, argon2?"
     b = en_vault.brief("orch", task)
     fell = [i for i in b.items if i["kind"] == "journal"]
@@ -242,7 +242,7 @@ def test_a_brief_for_the_orchestrator_falls_back_to_the_journal_only_when_memory
 
 
 def test_ask_falls_back_to_the_journal_for_a_human_and_says_when_nothing_is_known(en_vault, tmp_path):
-    en_vault.journal_add(claude_transcript(tmp_path / "s.jsonl"), en_vault.actor(None))
+    en_vault.journal.add(claude_transcript(tmp_path / "s.jsonl"), en_vault.actor(None))
     root = en_vault.root
     assert run_vaultmem("page", "ensure", "coder", "--as", "orch", cwd=root).returncode == 0
     done = run_vaultmem("ask", "coder", "which hashing algorithm, argon2?", cwd=root)
@@ -257,7 +257,7 @@ def test_ask_falls_back_to_the_journal_for_a_human_and_says_when_nothing_is_know
 
 
 def test_two_active_notes_that_disagree_send_the_orchestrator_to_the_journal(en_vault, tmp_path):
-    en_vault.journal_add(claude_transcript(tmp_path / "s.jsonl"), en_vault.actor(None))
+    en_vault.journal.add(claude_transcript(tmp_path / "s.jsonl"), en_vault.actor(None))
     # two people wrote the same fact apart (remember would have superseded the first)
     write_note(en_vault.root, "hashing-a", "Login hashing uses argon2.", key="login.hashing", created="2026-11-01")
     write_note(en_vault.root, "hashing-b", "Login hashing uses bcrypt.", key="login.hashing", created="2026-11-02")
@@ -272,7 +272,7 @@ def test_mcp_search_memory_reads_the_journal_for_the_orchestrator_only(en_vault,
 
     from vaultmem.adapters.mcp import VaultServer
 
-    en_vault.journal_add(claude_transcript(tmp_path / "s.jsonl"), en_vault.actor(None))
+    en_vault.journal.add(claude_transcript(tmp_path / "s.jsonl"), en_vault.actor(None))
 
     def ask(agent: str):
         async def main():
@@ -291,8 +291,8 @@ def test_mcp_search_memory_reads_the_journal_for_the_orchestrator_only(en_vault,
 
 def test_consolidate_writes_the_days_record_once_and_keeps_sequence_decisions_doubts_and_tools(en_vault, tmp_path):
     human = en_vault.actor(None)
-    en_vault.journal_add(claude_transcript(tmp_path / "s.jsonl"), human)
-    change = en_vault.journal_consolidate(human, day="2026-12-01")
+    en_vault.journal.add(claude_transcript(tmp_path / "s.jsonl"), human)
+    change = en_vault.journal.consolidate(human, day="2026-12-01")
     text = day_file(en_vault, "2026-12-01")
     sh = journal.session_hash("sess-1")
     record = text[text.index(journal.RECORD_START):text.index(journal.RECORD_END)]
@@ -303,13 +303,13 @@ def test_consolidate_writes_the_days_record_once_and_keeps_sequence_decisions_do
     assert f"  - doubt: I think the bug is in auth.py. [[journal/2026-12-01#^j-{sh}-2]]" in record
     assert "  - tools: Read ×1" in record and "  - last word: Fixed: the salt came from" in record
     assert change.commit is not None
-    again = en_vault.journal_consolidate(human, day="2026-12-01")
+    again = en_vault.journal.consolidate(human, day="2026-12-01")
     assert again.commit is None and day_file(en_vault, "2026-12-01") == text
     # the record is searched with the journal (as one more document of the day)
     hits = en_vault.search("argon2", journal=True)
     assert "journal/2026-12-01.md#record" in [h.doc.id for h in hits]
     with pytest.raises(PermissionRefused):
-        en_vault.journal_consolidate(en_vault.actor("coder"), day="2026-12-01")
+        en_vault.journal.consolidate(en_vault.actor("coder"), day="2026-12-01")
     done = run_vaultmem("journal", "consolidate", "--date", "2026-11-11", cwd=en_vault.root)
     assert done.returncode == 1 and "the journal has no day 2026-11-11" in done.stderr
 
@@ -320,17 +320,17 @@ def test_prune_removes_days_past_the_retention_policy_humans_only(en_vault, tmp_
     human = en_vault.actor(None)
     for day in ("2026-10-01", "2026-11-20", "2026-12-01"):
         (tmp_path / f"{day}.md").write_text("A: hello\n", encoding="utf-8")
-        en_vault.journal_add(tmp_path / f"{day}.md", human, session=f"s-{day}", day=day)
-    assert en_vault.journal_prune(human).paths == []  # keep_days 0: forever
+        en_vault.journal.add(tmp_path / f"{day}.md", human, session=f"s-{day}", day=day)
+    assert en_vault.journal.prune(human).paths == []  # keep_days 0: forever
     en_vault.set_config("journal.keep_days", 30, human)
     v = Vault.open(en_vault.root)
     with pytest.raises(PermissionRefused):
-        v.journal_prune(v.actor("orch"), today=dt.date(2026, 12, 3))
-    dry = v.journal_prune(v.actor("orch"), dry_run=True, today=dt.date(2026, 12, 3))
+        v.journal.prune(v.actor("orch"), today=dt.date(2026, 12, 3))
+    dry = v.journal.prune(v.actor("orch"), dry_run=True, today=dt.date(2026, 12, 3))
     assert dry.paths == ["journal/2026-10-01.md"] and dry.commit is None
-    done = v.journal_prune(human, today=dt.date(2026, 12, 3))
+    done = v.journal.prune(human, today=dt.date(2026, 12, 3))
     assert done.paths == ["journal/2026-10-01.md"] and done.commit
-    assert v.journal_days() == ["2026-11-20", "2026-12-01"]
+    assert v.journal.days() == ["2026-11-20", "2026-12-01"]
     assert "A: hello" not in git(v.root, "status", "--porcelain")
     assert git(v.root, "show", f"{done.commit}~1:journal/2026-10-01.md")  # history keeps it
 
@@ -383,7 +383,7 @@ def test_the_hermes_provider_files_the_session_at_its_end(en_vault, tmp_path, mo
         assert p.flush(60)
     finally:
         p.shutdown()
-    days = Vault.open(en_vault.root).journal_days()
+    days = Vault.open(en_vault.root).journal.days()
     assert len(days) == 1
     text = day_file(en_vault, days[0])
     assert "session hermes-7 · orch" in text and "source: hermes (messages)" in text
@@ -413,7 +413,7 @@ def test_a_journal_add_killed_at_any_step_leaves_the_day_as_before_or_as_after(e
     from test_kills import clean_env, kill_at, kill_points
 
     human = en_vault.actor(None)
-    en_vault.journal_add(claude_transcript(tmp_path / "old.jsonl", session="old"), human)
+    en_vault.journal.add(claude_transcript(tmp_path / "old.jsonl", session="old"), human)
     path = claude_transcript(tmp_path / "new.jsonl", session="new")
     counting, points = kill_points(en_vault.root, ["journal", "add", str(path)], tmp_path)
     after = day_file(Vault.open(counting), "2026-12-01")
@@ -445,8 +445,8 @@ def test_a_chinese_vault_names_its_journal_and_record_in_chinese(vault, tmp_path
     md = tmp_path / "聊天.md"
     md.write_text("林夏：我们决定用川菜馆办年会。\n小北：也许要提前订位，我不确定有没有包间。\n", encoding="utf-8")
     human = vault.actor(None)
-    vault.journal_add(md, human, day="2026-12-03")
-    vault.journal_consolidate(human, day="2026-12-03")
+    vault.journal.add(md, human, day="2026-12-03")
+    vault.journal.consolidate(human, day="2026-12-03")
     text = day_file(vault, "2026-12-03")
     assert text.startswith("---\ntype: journal\ndate: 2026-12-03\n---\n# 日志 2026-12-03\n")
     assert "## 当日记录" in text and "会话 聊天：我们决定用川菜馆办年会。" in text

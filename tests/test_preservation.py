@@ -95,7 +95,7 @@ def test_verify_rebuilds_an_index_another_analyzer_built_and_says_so(en_vault):
 def test_verify_names_what_an_upgrade_broke(en_vault, tmp_path):
     root = en_vault.root
     (tmp_path / "chat.md").write_text("Ann: we ship on Friday\nBo: agreed\n", encoding="utf-8")
-    en_vault.journal_add(tmp_path / "chat.md", en_vault.actor(None), day="2026-12-01")
+    en_vault.journal.add(tmp_path / "chat.md", en_vault.actor(None), day="2026-12-01")
     assert run_vaultmem("verify", cwd=root).returncode == 0
     day = root / "journal/2026-12-01.md"
     lines = day.read_text(encoding="utf-8").splitlines(keepends=True)

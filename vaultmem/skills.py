@@ -13,14 +13,16 @@ brief names the skills relevant to its task, one line each with a link, never th
 
 from __future__ import annotations
 
+import datetime as _dt
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import files, layout
-from .errors import BadInput, NotFound, VaultmemError
-from .names import check_new_name, slugify
-from .parse.document import dump_yaml, parse_document, plain
+from .errors import BadInput, NotFound, PermissionRefused, VaultmemError
+from .models import Actor, Change
+from .names import check_name, check_new_name, slugify
+from .parse.document import dump_yaml, parse_document, plain, yaml_timestamp
 
 SKILL_FILE = layout.SKILL_FILE
 
@@ -114,3 +116,41 @@ def plan_add(root: Path, name: str, description: str, when_to_use: str | None, b
         meta["when_to_use"] = " ".join(when_to_use.split())
     text = f"---\n{dump_yaml(meta)}---\n\n{body.strip()}\n" if body.strip() else f"---\n{dump_yaml(meta)}---\n"
     return f"{layout.SKILLS_DIR}/{slug}/{SKILL_FILE}", text
+
+
+class Skills:
+    """A vault's skills, as ``vault.skills``: all of them, one by name, one added (humans only)."""
+
+    def __init__(self, vault) -> None:
+        self.vault = vault
+
+    def all(self):
+        """Every skill (``skills/<slug>/SKILL.md``, ``skills/<slug>.md``), by name, and the
+        skill files that could not be read (``{"path", "line", "message"}``)."""
+        return read_all(self.vault.root)
+
+    def get(self, name: str):
+        """One skill, by its name or slug (NotFound names the others)."""
+        return find(self.vault.root, name)
+
+    def add(self, name: str, description: str, actor: Actor, when_to_use: str | None = None,
+            text: str = "") -> Change:
+        """Write a new skill, ``skills/<slug>/SKILL.md``, in one commit: ``name``, what it
+        does (``description``), ``when_to_use``, and its steps (``text``), secrets
+        replaced. Humans only: a skill is followed, not only read, so an agent's how-to is
+        proposed for review instead (``retain`` with type procedure)."""
+        if not actor.is_human:
+            raise PermissionRefused(f"agent {actor.name!r} may not add a skill: a skill is followed, not only read",
+                                    hint="propose it for a human's review: vaultmem retain (type procedure)")
+        scrub = self.vault.writer.scrubber()
+        name = check_name(name, "skill name", field="name")
+        scrub.refuse("name", name)
+        description = scrub.text("description", description) or ""
+        when_to_use = scrub.text("when_to_use", when_to_use) if when_to_use else None
+        text = scrub.text("text", text) or ""
+        with self.vault.writer.locked():
+            path, content = plan_add(self.vault.root, name, description, when_to_use, text, actor.name,
+                                     yaml_timestamp(_dt.datetime.now(_dt.timezone.utc)))
+            message = f"skill: add {name}"
+            sha = self.vault.writer.apply(actor, message, {path: content})
+        return Change("skill add", [path], sha, message, {"name": name, "path": path}, warnings=scrub.warnings())

@@ -131,7 +131,7 @@ def verify(vault: Vault) -> dict:
     checks += [c for c in health["checks"] if c["check"] not in ("nothing waits for a human", "no oversize file")]
     for name, problems in (("the journal files each turn once", preservation.journal_problems(vault.root)),
                            ("the private keys parse", preservation.key_problems(vault.root)),
-                           ("skills read", vault.skills()[1])):
+                           ("skills read", vault.skills.all()[1])):
         checks.append({"check": name, "ok": not problems, "problems": problems, "fixed": []})
     return {"ok": all(c["ok"] for c in checks), "format": v, "checks": checks,
             "skipped_files": health.get("skipped_files", [])}

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from . import files, forgetting, gitstore, layout, notes, pages, recall, template
 from .config import Config, load_config, load_raw, parse_config, set_value
-from .errors import BadInput, Busy, NotFound, PermissionRefused, VaultNotFound, from_os_error
-from .models import Actor, Change, NoteFields, NoteInfo, PageInfo
-from .names import check_name, check_new_name
+from .errors import BadInput, Busy, PermissionRefused, VaultNotFound, from_os_error
+from .models import Actor, Change
+from .names import check_name
 from .query import parse as parse_query  # noqa: F401  (re-exported for adapters: how a search's text reads)
 from .transaction import Writer
 from .walk import ENV_VAULT, find_vault, is_vault, watcher_alive
@@ -264,6 +264,20 @@ class Vault:
         return notes.Notes(self)
 
     @property
+    def journal(self):
+        """The journal: add, consolidate, prune, days, may_read (see :class:`vaultmem.journal.Journal`)."""
+        from .journal import Journal
+
+        return Journal(self)
+
+    @property
+    def skills(self):
+        """The skills: all, get, add (see :class:`vaultmem.skills.Skills`)."""
+        from .skills import Skills
+
+        return Skills(self)
+
+    @property
     def inbox(self):
         """The review gate: retained facts and proposals waiting for a human (see
         :mod:`vaultmem.inbox`)."""
@@ -442,7 +456,7 @@ class Vault:
         if journal:
             kinds = (layout.JOURNAL_KIND,)
         if layout.JOURNAL_KIND in kinds:
-            self.may_read_journal(reader or agent)
+            self.journal.may_read(reader or agent)
             if set(kinds) != {layout.JOURNAL_KIND}:
                 raise BadInput("the journal is searched on its own: it has an index of its own", field="kinds",
                                hint="search the journal with --journal (or --kind journal alone), memory without it")
@@ -492,133 +506,7 @@ class Vault:
         return made
 
     # -- skills (vaultmem.skills) ---------------------------------------------------------------
-    def skills(self):
-        """Every skill (``skills/<slug>/SKILL.md``, ``skills/<slug>.md``), by name, and the
-        skill files that could not be read (``{"path", "line", "message"}``)."""
-        from . import skills
-
-        return skills.read_all(self.root)
-
-    def skill(self, name: str):
-        """One skill, by its name or slug (NotFound names the others)."""
-        from . import skills
-
-        return skills.find(self.root, name)
-
-    def skill_add(self, name: str, description: str, actor: Actor, when_to_use: str | None = None,
-                  text: str = "") -> Change:
-        """Write a new skill, ``skills/<slug>/SKILL.md``, in one commit: ``name``, what it
-        does (``description``), ``when_to_use``, and its steps (``text``), secrets
-        replaced. Humans only: a skill is followed, not only read, so an agent's how-to is
-        proposed for review instead (``retain`` with type procedure)."""
-        from . import skills
-
-        if not actor.is_human:
-            raise PermissionRefused(f"agent {actor.name!r} may not add a skill: a skill is followed, not only read",
-                                    hint="propose it for a human's review: vaultmem retain (type procedure)")
-        scrub = self.writer.scrubber()
-        name = check_name(name, "skill name", field="name")
-        scrub.refuse("name", name)
-        description = scrub.text("description", description) or ""
-        when_to_use = scrub.text("when_to_use", when_to_use) if when_to_use else None
-        text = scrub.text("text", text) or ""
-        with self.writer.locked():
-            path, content = skills.plan_add(self.root, name, description, when_to_use, text, actor.name, notes.now())
-            message = f"skill: add {name}"
-            sha = self.writer.apply(actor, message, {path: content})
-        return Change("skill add", [path], sha, message, {"name": name, "path": path}, warnings=scrub.warnings())
-
     # -- the journal (vaultmem.journal) --------------------------------------------------------
-    def may_read_journal(self, agent: str | None) -> None:
-        """The journal is read by humans (``agent`` None) and the orchestrator only."""
-        if agent is not None and agent != self.config.orchestrator:
-            raise PermissionRefused(f"agent {agent!r} may not read the journal: it holds whole sessions, and only "
-                                    f"the orchestrator ({self.config.orchestrator}) and humans read it",
-                                    hint="search memory without --journal; a brief for the orchestrator falls "
-                                         "back to the journal by itself when memory has nothing")
-
-    def journal_add(self, transcript, actor: Actor, session: str | None = None, agent: str | None = None,
-                    day=None) -> Change:
-        """File a session's transcript into the journal — a path (its shape found from its
-        text) or a :class:`vaultmem.journal.Transcript` — in one commit: the turns not in
-        the journal yet, each under its own day (``day``, default today, for a turn
-        without a time), secrets replaced by placeholders (whatever ``safety.secrets``
-        says: a transcript is kept, not refused). ``agent``: the runtime or agent whose
-        session it was. Adding a session again changes nothing."""
-        from . import journal
-
-        t = transcript if isinstance(transcript, journal.Transcript) else journal.read(transcript, session=session)
-        if session:
-            t.session = session
-        if agent is not None:
-            agent = check_name(agent, "agent name", field="agent")
-        day = self._journal_day(day) if isinstance(day, str) else (day or pages.today()).isoformat()
-        scrub = self.writer.scrubber()
-        scrub.mode = "redact"
-        scrub.max_bytes = 4 * journal.MAX_TURN_CHARS + 4096
-        with self.writer.locked():
-            filed = journal.plan_add(self.root, t, agent, day, self.config.lang, lambda f, x: scrub.text(f, x))
-            sha = None
-            message = f"journal: session {t.session}: {filed.added} new turn{'' if filed.added == 1 else 's'}"
-            if filed.added:
-                # every text it adds went through the scrubber above: not scanned twice (5 MB of
-                # turns cost minutes in the second scan)
-                sha = self.writer.apply(actor, f"{message} ({t.shape}, {t.source})", filed.writes,
-                                        unscanned=tuple(filed.writes))
-        details = {"session": t.session, "shape": t.shape, "turns": len(t.turns), "added": filed.added,
-                   "known": filed.known, "days": filed.days}
-        return Change("journal add", sorted(filed.writes), sha, message, details, warnings=t.skipped + scrub.warnings())
-
-    def journal_consolidate(self, actor: Actor, day=None) -> Change:
-        """Make a day's record (:func:`vaultmem.journal.plan_consolidate`) at the top of its
-        journal file, in one commit; made again each time (nothing changes when its turns
-        did not). Humans and the orchestrator only."""
-        from . import journal
-
-        self.may_read_journal(None if actor.is_human else actor.name)
-        day = self._journal_day(day) if isinstance(day, str) else (day or pages.today()).isoformat()
-        rel = journal.day_path(day)
-        with self.writer.locked():
-            if not (self.root / rel).is_file():
-                known = journal.days(self.root)
-                raise NotFound(f"the journal has no day {day}",
-                               hint=f"its days: {', '.join(known[-5:])}{' …' if len(known) > 5 else ''}" if known
-                               else "the journal is empty: 'vaultmem journal add TRANSCRIPT' files a session")
-            text = files.read_vault_text(self.root, rel)
-            new = journal.plan_consolidate(text, day, self.config.lang)
-            sha = self.writer.apply(actor, f"journal: the record of {day}", {rel: new}) if new != text else None
-        return Change("journal consolidate", [rel], sha, f"journal: the record of {day}", {"day": day})
-
-    def journal_prune(self, actor: Actor, dry_run: bool = False, today=None) -> Change:
-        """Remove the journal's day files older than ``journal.keep_days`` (0: none) in one
-        commit — git history keeps them. Humans only; ``dry_run`` says what would go."""
-        from . import journal
-
-        if not dry_run and not actor.is_human:
-            raise PermissionRefused(f"agent {actor.name!r} may not prune the journal",
-                                    hint="a human runs 'vaultmem journal prune' (see what it would do with --dry-run)")
-        with self.writer.locked():
-            gone = journal.plan_prune(self.root, self.config.journal_keep_days, today or pages.today())
-            message = f"journal: prune {len(gone)} day{'' if len(gone) == 1 else 's'} older than " \
-                      f"{self.config.journal_keep_days} days (journal.keep_days)"
-            sha = self.writer.apply(actor, message, dict.fromkeys(gone)) if gone and not dry_run else None
-        return Change("journal prune", gone, sha, message, {"dry_run": dry_run, "keep_days": self.config.journal_keep_days})
-
-    def journal_days(self) -> list[str]:
-        """The days the journal holds (``YYYY-MM-DD``), oldest first."""
-        from . import journal
-
-        return journal.days(self.root)
-
-    @staticmethod
-    def _journal_day(day: str) -> str:
-        import datetime as _dt
-
-        try:
-            return _dt.date.fromisoformat(day).isoformat()
-        except ValueError:
-            raise BadInput(f"{day!r} is not a day (YYYY-MM-DD)", field="date") from None
-
     # -- forgetting ---------------------------------------------------------------------------
     def gc_policy(self) -> forgetting.Policy:
         c = self.config

@@ -25,12 +25,13 @@ day files, the day's record, retention).
 """
 
 from ..parse.journal import DAY_FILE, RECORD_END, RECORD_START, TURN_ID, DayTurn, day_turns
+from .book import Journal
 from .days import Filed, clipped, day_path, days, filed_turns, plan_add, plan_consolidate, plan_prune, render_turn
 from .transcripts import (MAX_TOOL_CHARS, MAX_TURN_CHARS, SHAPES, Transcript, Turn, from_messages, parse, read,
                           result_summary, session_hash, tool_summary, turn_id)
 
 __all__ = ["DAY_FILE", "MAX_TOOL_CHARS", "MAX_TURN_CHARS", "RECORD_END", "RECORD_START", "SHAPES", "TURN_ID", "DayTurn",
-           "Filed", "Transcript", "Turn", "clipped", "day_path", "day_turns", "days", "filed_turns", "from_messages",
+           "Filed", "Journal", "Transcript", "Turn", "clipped", "day_path", "day_turns", "days", "filed_turns", "from_messages",
            "parse", "plan_add", "plan_consolidate", "plan_prune", "read", "render_turn", "result_summary",
            "session_hash", "tool_summary", "turn_id"]
 

@@ -310,7 +310,7 @@ def journal_spooled(v: Vault, actor: Actor, item: dict) -> None:
     if not v.config.journal_hooks or not isinstance(path, str) or not os.path.isfile(path):
         return
     try:
-        v.journal_add(path, actor, session=item.get("session_id") or None, agent=actor.name)
+        v.journal.add(path, actor, session=item.get("session_id") or None, agent=actor.name)
     except (BadInput, NotFound) as exc:
         say(f"vaultmem hook: session {item.get('session_id') or '?'} not filed in the journal: "
             f"{secret_free(edge.one_line(exc))}")

@@ -45,7 +45,7 @@ def add(
     """
     s = session(ctx, vault, as_, json_)
     v = s.open()
-    change = v.journal_add(transcript, v.actor(s.agent), session=session_id, agent=agent, day=date)
+    change = v.journal.add(transcript, v.actor(s.agent), session=session_id, agent=agent, day=date)
     s.emit(change, render.journal_added)
 
 
@@ -62,7 +62,7 @@ def consolidate(ctx: typer.Context, date: DayOpt = None, vault: VaultOpt = None,
     """
     s = session(ctx, vault, as_, json_)
     v = s.open()
-    change = v.journal_consolidate(v.actor(s.agent), day=date)
+    change = v.journal.consolidate(v.actor(s.agent), day=date)
     s.emit(change, render.journal_consolidated)
 
 
@@ -81,7 +81,7 @@ def prune(
     """
     s = session(ctx, vault, as_, json_)
     v = s.open()
-    change = v.journal_prune(v.actor(s.agent), dry_run=dry_run)
+    change = v.journal.prune(v.actor(s.agent), dry_run=dry_run)
     s.emit(change, render.journal_pruned)
 
 
@@ -90,5 +90,5 @@ def prune(
 def days(ctx: typer.Context, vault: VaultOpt = None, as_: AsOpt = None, json_: JsonOpt = False) -> None:
     """List the days the journal holds, oldest first."""
     s = session(ctx, vault, as_, json_)
-    found = s.open().journal_days()
+    found = s.open().journal.days()
     s.emit(found, lambda d: "\n".join(d) if d else "the journal is empty", data={"days": found})

@@ -47,7 +47,7 @@ def add(
             text = Path(file).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise BadInput(f"cannot read {file}: {getattr(exc, 'strerror', None) or exc}", field="file") from None
-    change = v.skill_add(name, description, v.actor(s.agent), when_to_use=when, text=text)
+    change = v.skills.add(name, description, v.actor(s.agent), when_to_use=when, text=text)
     s.emit(change, lambda c: f"added skill {c.details['name']}: {c.details['path']} (commit {c.commit[:8]})")
 
 
@@ -57,7 +57,7 @@ def list_(ctx: typer.Context, vault: VaultOpt = None, as_: AsOpt = None, json_: 
     """Every skill: its name, what it does, when to use it, and its file. A skill file that
     cannot be read is named with its line."""
     s = session(ctx, vault, as_, json_)
-    found, problems = s.open().skills()
+    found, problems = s.open().skills.all()
     s.emit((found, problems), render.skills,
            data={"skills": [k.to_dict() for k in found], "problems": problems})
     if problems:
@@ -70,5 +70,5 @@ def show(ctx: typer.Context, name: Annotated[str, typer.Argument(help="The skill
          vault: VaultOpt = None, as_: AsOpt = None, json_: JsonOpt = False) -> None:
     """Print a skill whole: its name, description, when to use it, and its steps."""
     s = session(ctx, vault, as_, json_)
-    found = s.open().skill(name)
+    found = s.open().skills.get(name)
     s.emit(found, render.skill, data=found.to_dict(text=True))

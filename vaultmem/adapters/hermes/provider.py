@@ -487,7 +487,7 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
                 elif kind == "journal":
                     t = journal.Transcript(job["session"], job["source"], job["shape"],
                                            [journal.Turn(**x) for x in job["turns"]])
-                    v.journal_add(t, actor, agent=self._agent, day=job["day"])
+                    v.journal.add(t, actor, agent=self._agent, day=job["day"])
                 elif kind == "session-end":
                     self._retain(v, actor, job, path.parent, upto=path)
                 break
