@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_forgetting import make  # noqa: E402
 
-from vaultmem import Vault  # noqa: E402
+from vaultmem import Vault, upkeep  # noqa: E402
 
 
 def page_vault(root: Path, n: int) -> Vault:
@@ -67,9 +67,9 @@ def main() -> None:
                 v = page_vault(Path(tmp) / "v", n)
                 size = (v.root / "agents" / "frontend.md").stat().st_size
                 actor = v.actor(None)
-                dry.append(timed(lambda: v.compact("frontend", actor, dry_run=True)))
+                dry.append(timed(lambda: upkeep.compact(v, "frontend", actor, dry_run=True)))
                 t = time.perf_counter()
-                plan, _ = v.compact("frontend", actor)
+                plan, _ = upkeep.compact(v, "frontend", actor)
                 real.append(time.perf_counter() - t)
                 moved = len(plan.moving)
         print(f"| {n:,} | {size / 1024:.0f} | {statistics.median(dry):.2f} | {statistics.median(real):.2f} | {moved:,} |",

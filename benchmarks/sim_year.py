@@ -38,7 +38,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from ruamel.yaml import YAML  # noqa: E402
 
-from vaultmem import Vault, forgetting, layout, pages, recall  # noqa: E402
+from vaultmem import Vault, forgetting, layout, pages, recall, upkeep  # noqa: E402
 
 TYPES = (("episode", 0.6), ("fact", 0.2), ("preference", 0.08), ("decision", 0.07), ("procedure", 0.05))
 WORDS = ("deploy cache queue billing invoice sprint retro outage latency schema migration index replica "
@@ -152,7 +152,7 @@ def main() -> None:
                 git(root, "-c", "user.name=sim", "-c", "user.email=sim@x", "commit", "-qm", f"sim: day {d}")
                 v = Vault.open(root)
                 tg = time.perf_counter()
-                plan, change = v.gc(v.actor(None), now=day, dry_run=args.no_gc)
+                plan, change = upkeep.gc(v, v.actor(None), now=day, dry_run=args.no_gc)
                 if args.no_gc:
                     plan.archive = []
                 gc_s = time.perf_counter() - tg

@@ -66,10 +66,12 @@ ALLOWED = {
     "vault": STORAGE | RECALL | {"recall", "template", "notes", "conflicts", "forgetting", "compaction", "stats", "links", "timeline", "pages", "lifecycle", "inbox", "shared", "livelog",
                                  "importers", "staged", "journal", "skills", "preservation"},
     # over the facade: the vault's upkeep for a human (doctor, verify, migrate, backups)
-    "upkeep": {"compaction", "config", "errors", "files", "gitstore", "guard", "layout", "links", "models", "notes",
-               "pages", "preservation", "analysis", "vault"},
+    "upkeep": {"compaction", "config", "errors", "files", "forgetting", "gitstore", "guard", "layout", "links", "models",
+               "notes", "pages", "preservation", "analysis", "vault"},
+    # over the facade: what a human looks at, read-only (conflicts, stats, links, timeline)
+    "views": {"conflicts", "errors", "layout", "links", "names", "pages", "recall", "stats", "timeline", "vault"},
     # adapters: the CLI, the watcher and the edge they share (edge.py needs only errors)
-    "adapters": {"errors", "limits", "models", "names", "parse", "vault", "upkeep", "walk", "layout", "files", "livelog", "sessions",
+    "adapters": {"errors", "limits", "models", "names", "parse", "vault", "upkeep", "views", "importers", "walk", "layout", "files", "livelog", "sessions",
                  "journal", "adapters", "__init__"},
 }
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 from conftest import git, out_json, run_vaultmem
 
-from vaultmem import forgetting
+from vaultmem import forgetting, upkeep
 
 OLD = "2026-01-01T10:00:00Z"  # eleven months before the tests' 'now'
 NOW = dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc)
@@ -177,7 +177,7 @@ def test_a_brief_that_cites_a_note_keeps_it_from_decaying(vault):
     use = forgetting.read_usage(vault.root)
     assert use["memories/kafka-outage.md"][0] == 1 and "memories/lunch.md" not in use
     assert git(vault.root, "status", "--porcelain") == ""  # usage data is never committed
-    plan, _ = vault.gc(vault.actor(None), dry_run=True)
+    plan, _ = upkeep.gc(vault, vault.actor(None), dry_run=True)
     assert [s.slug for s in plan.archive] == ["lunch"]  # recalled today: its clock restarted
     # a torn line (a crash mid-append) is skipped, the rest still counts
     with open(vault.root / ".vaultmem/local/usage.jsonl", "ab") as f:

@@ -9,7 +9,7 @@ import pytest
 
 from conftest import git, out_json, run_vaultmem
 
-from vaultmem import BadInput
+from vaultmem import BadInput, importers
 from vaultmem.parse import parse_note
 
 SECRET = "sk-ant-api03-" + "Qw7eRt9yUi2oPa4sDf6gHj8kLz1xCv3bNm5" + "QwErTyUiOpAsDfGhJkLzXcVbNm0123456789ab-XYZ12AA"
@@ -369,7 +369,6 @@ def test_a_source_registered_as_the_builtin_ones_are_is_imported_through_the_sam
     """The importers' protocol: a source is a name and a reader, registered as each built-in
     one registers itself; what it reads goes through the same gate (scrubbed, filed for
     review, keyed so a second import files nothing)."""
-    from vaultmem import importers
     from vaultmem.importers import Found, Read, Source
 
     asked = []
@@ -382,8 +381,8 @@ def test_a_source_registered_as_the_builtin_ones_are_is_imported_through_the_sam
     importers.register(Source("test-notes", read))
     try:
         human = en_vault.actor()
-        first = en_vault.import_memory("test-notes", tmp_path, human)
-        again = en_vault.import_memory("test-notes", tmp_path, human)
+        first = importers.run(en_vault, "test-notes", tmp_path, human)
+        again = importers.run(en_vault, "test-notes", tmp_path, human)
     finally:
         importers.REGISTRY.pop("test-notes")
     assert asked == [(tmp_path, en_vault.root)] * 2
@@ -391,4 +390,4 @@ def test_a_source_registered_as_the_builtin_ones_are_is_imported_through_the_sam
     assert len(filed) == 1 and filed[0].meta["note"]["author_kind"] == "third_party" and filed[0].quarantined
     assert first.commit and again.commit is None  # the second import files nothing
     with pytest.raises(BadInput, match="a memory folder is named only for claude-code"):
-        en_vault.import_memory("jsonl", tmp_path, human, memory_dir=tmp_path)
+        importers.run(en_vault, "jsonl", tmp_path, human, memory_dir=tmp_path)

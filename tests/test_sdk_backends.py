@@ -193,7 +193,7 @@ def test_edits_deletes_and_renames_of_a_note_are_proposals_and_the_note_stays_as
 
 @needs_anthropic
 def test_role_pages_are_read_by_their_role_and_an_insert_is_an_entry_through_the_gate(vault):
-    vault.dispatch("reviewer", "review the API", vault.actor("lee"))
+    vault.lifecycle.dispatch("reviewer", "review the API", vault.actor("lee"))
     page = vault.root / "agents/reviewer.md"
     before = page.read_text(encoding="utf-8")
     tool = memory_tool(vault, "reviewer")
@@ -384,8 +384,8 @@ def team_vault(v: Vault) -> Vault:
     v.notes.remember("The backend listens on 8080.", h, "fact", name="backend-port")
     v.notes.remember("Deploys go out on Tuesdays.", h, "procedure", name="deploy-day")
     v.notes.remember("max keeps his drafts in drafts/.", h, "fact", name="max-drafts", agent="max")
-    v.dispatch("reviewer", "review the API", v.actor("lee"))
-    v.dispatch("max", "write docs", v.actor("lee"))
+    v.lifecycle.dispatch("reviewer", "review the API", v.actor("lee"))
+    v.lifecycle.dispatch("max", "write docs", v.actor("lee"))
     v.pages.add("reviewer", "Two endpoints on port 8080 are unpaginated.", v.actor("lee"))
     return v
 

@@ -46,6 +46,19 @@ class Lifecycle:
         self.root = vault.root
 
     # -- delegations -----------------------------------------------------------------------
+    def dispatch(self, role: str, task: str, actor: Actor, category: str | None = None,
+                 project: str | None = None, window: int | None = None, ratio: float | None = None,
+                 tokens: int | None = None):
+        """Seed 000's dispatch: create the role's page on first use, then brief it. The
+        task's size, ``window`` and ``tokens`` are checked first: a dispatch refused
+        writes nothing. (page Change, Brief)."""
+        limits.check_text("task", task)
+        limits.check_sizes(window=window, tokens=tokens)
+        change = self.vault.pages.ensure(role, actor, category=category, project=project)
+        brief = self.vault.brief(change.details["role"], task, window=window, ratio=ratio, tokens=tokens,
+                                 project=project)
+        return change, brief
+
     def delegate(self, role: str, task: str, actor: Actor, window: int | None = None,
                  tokens: int | None = None) -> tuple[Change, Any]:
         """Record a pending delegation under ``role`` and brief its sub-agent with the

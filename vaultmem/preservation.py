@@ -10,7 +10,7 @@ intact, and backups (docs/preservation.md).
   :func:`key_problems`: each key in ``.vaultmem/keys/`` holds a key (``verify``).
 
 Backups themselves are git bundles of the whole history (``gitstore.bundle_create``,
-``clone_bundle``); the facade checks a restored vault with ``Vault.verify``.
+``clone_bundle``); :mod:`vaultmem.upkeep` checks a restored vault with ``verify``.
 """
 
 from __future__ import annotations

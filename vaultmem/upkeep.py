@@ -1,7 +1,8 @@
 """The vault's upkeep, for the human who keeps it: ``doctor`` (its health, check by check,
 and the mechanical repairs), ``verify`` (everything the design relies on, after an upgrade
-or a restore), ``migrate`` (an older format brought to this one) and backups (a git bundle,
-the private keys apart). Over the :class:`~vaultmem.vault.Vault` facade and the domain
+or a restore), ``migrate`` (an older format brought to this one), backups (a git bundle,
+the private keys apart), and forgetting: ``gc`` (notes past retention archived),
+``compact`` (a role page's oldest entries archived) and ``restore`` (a note brought back). Over the :class:`~vaultmem.vault.Vault` facade and the domain
 modules; the CLI's ``doctor``, ``verify``, ``migrate`` and ``backup`` call these."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from . import compaction, files, gitstore, guard, layout, links, notes, pages, preservation
+from . import compaction, files, forgetting, gitstore, guard, layout, links, notes, pages, preservation
 from .analysis import ANALYZER_VERSION
 from .config import FORMAT_VERSION, load_config, unknown_setting_problems
 from .errors import BadInput, PermissionRefused, VaultmemError
@@ -214,3 +215,79 @@ def backup_restore(path: str | Path, dest: str | Path, keys: str | Path | None =
     agents = preservation.install_keys(dest, taken)
     report = verify(Vault.open(dest))
     return {"vault": str(dest), "refs": refs, "key_agents": agents, "ok": report["ok"], "verify": report}
+
+
+def gc_policy(c) -> forgetting.Policy:
+    """The retention policy the vault's settings ``c`` say (forgetting.*)."""
+    return forgetting.Policy(half_lives={**forgetting.HALF_LIVES, **dict(c.half_lives)},
+                             min_score=c.forget_min_score, caps=dict(c.forget_caps))
+
+
+def gc(vault: Vault, actor: Actor, dry_run: bool = False, now=None):
+    """Score every active note and move those that fall below the retention score,
+    have expired or exceed their type's cap to ``archive/memories/``, their MEMORY.md
+    lines removed, in one commit that lists each note and its score — when a human
+    says so. ``dry_run``: the same plan, nothing changed. A note with an uncommitted
+    edit is never moved (listed as skipped). Returns the plan (:class:`vaultmem.forgetting.GcPlan`)
+    and the commit (None for a dry run or when nothing goes)."""
+    if not dry_run and not actor.is_human:
+        raise PermissionRefused(f"agent {actor.name!r} may not run gc: it moves memory to the archive",
+                                hint="a human runs 'vaultmem gc' (see what it would do with --dry-run)")
+    protected = frozenset(gitstore.changed_under(vault.root, layout.MEMORIES_DIR))
+    plan = forgetting.plan(vault.root, gc_policy(vault.config), now=now, protected=protected)
+    if dry_run or not plan.archive:
+        return plan, None
+    return forgetting.collect(vault.root, vault.writer, plan, actor)
+
+
+def compact(vault: Vault, role: str, actor: Actor, keep: int | None = None, dry_run: bool = False, today=None):
+    """Move the oldest, least-recalled entries of a role page's working memory and
+    sub-agent records, where a section exceeds its budget (``forgetting.page_entries``,
+    ``forgetting.page_tokens``) or holds more than ``keep`` entries, to
+    ``archive/agents/<role>-<year>.md`` with their block ids, one summary line per moved
+    month left on the page, in one commit — when a human says so (:mod:`vaultmem.compaction`).
+    ``dry_run``: the same plan, nothing changed. Refused while the page or an archive
+    file it would write holds an uncommitted edit. Returns the plan and the commit
+    (None for a dry run or when nothing moves)."""
+    if not dry_run and not actor.is_human:
+        raise PermissionRefused(f"agent {actor.name!r} may not compact a role page: it moves memory to the archive",
+                                hint="a human runs 'vaultmem compact ROLE' (see what it would do with --dry-run)")
+    with vault.writer.locked():
+        name = pages.resolve(vault.root, role)
+        made = compaction.plan(vault.root, name, dict(vault.config.page_entries), vault.config.page_tokens,
+                               keep=keep, today=today)
+        if dry_run or not made.moving:
+            return made, None
+        dirty = [p for p in made.writes if gitstore.changed_under(vault.root, p)]
+        if dirty:
+            raise PermissionRefused(f"{', '.join(dirty)} {'has' if len(dirty) == 1 else 'have'} uncommitted edits: "
+                                    "compaction never moves a human's unsaved work",
+                                    hint="commit (or discard) the edits, then run 'vaultmem compact' again")
+        lines = "\n".join(f"- ^{m.id or '(no id)'} {m.date or 'undated'} → {m.archive}: {m.text}" for m in made.moving)
+        n = len(made.moving)
+        message = f"compact: {made.path}: move {n} entr{'y' if n == 1 else 'ies'} to the archive\n\n{lines}"
+        sha = vault.writer.apply(actor, message, made.writes)
+    return made, Change("compact", list(made.writes), sha, message.splitlines()[0], {"moved": n})
+
+
+def restore(vault: Vault, slug: str, actor: Actor) -> Change:
+    """Bring an archived note back to ``memories/``, active, with its MEMORY.md line, in
+    one commit — when a human says so. Byte for byte as it was archived when the
+    archived copy is unchanged (``notes.plan_restore``)."""
+    if not actor.is_human:
+        raise PermissionRefused(f"agent {actor.name!r} may not restore a note",
+                                hint="a human runs 'vaultmem restore SLUG'")
+    with vault.writer.locked():
+        writes, path, slug, exact = notes.plan_restore(vault.root, slug)
+        src = next(p for p, t in writes.items() if t is None)
+        message = f"restore: {src} → {path}"
+        sha = vault.writer.apply(actor, message, writes)
+    warnings = [] if exact else [f"{src} was edited in the archive (or its history is gone): restored "
+                                 f"with those edits, the archive's fields taken out"]
+    meta = notes.read(vault.root, slug).meta
+    also = [n for n in notes.same_key(vault.root, meta) if n != slug]
+    if also:
+        warnings.append(f"key {meta['key']!r} is also stated by {', '.join(layout.note_ref(n) for n in also)}: "
+                        f"two active values; a brief shows the newer, 'vaultmem conflicts' lists both")
+    return Change("restore", list(writes), sha, message, {"slug": slug, "path": path, "exact": exact},
+                  warnings=warnings)

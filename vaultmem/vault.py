@@ -162,64 +162,7 @@ class Vault:
 
     # -- role pages ----------------------------------------------------------------------
     # -- memory notes ----------------------------------------------------------------------
-    def conflicts(self, min_sources: int | None = None):
-        """Memory that disagrees with itself, for a human to settle (:mod:`vaultmem.conflicts`):
-        active notes with one key and different values, and a note's code or number that
-        at least ``min_sources`` other sources hold in one variant. Nothing is changed."""
-        from . import conflicts
-
-        if min_sources is not None and min_sources < 1:
-            raise BadInput(f"is {min_sources}; it must be 1 or more", field="min_sources")
-        return conflicts.find(self.root, conflicts.MIN_SOURCES if min_sources is None else min_sources)
-
-    def stats(self) -> dict:
-        """The vault at a glance (:mod:`vaultmem.stats`): notes by type and status, role
-        pages' sizes and budgets, what waits for a human, log entries per agent, the index's
-        size, and the recall hit rate, repeated-question rate and correction rate."""
-        from . import stats
-
-        waiting = {"inbox": len(self.inbox.items()),
-                   "delegations": len(self.lifecycle.delegations(status="pending"))}
-        out = stats.collect(self.root, self.config, waiting)
-        out["index"]["engine"] = self.index.status()["engine"]
-        return out
-
-    def links(self, name: str) -> dict:
-        """The wikilinks of one file (a note's slug, a role, a path) and the links to it
-        from every other file, resolved as Obsidian resolves them (:mod:`vaultmem.links`):
-        ``{"path", "outgoing", "backlinks", "skipped_files"}``, broken links with their problem."""
-        from . import links
-
-        path, found = links.find(self.root, name)
-        return {"path": path, "outgoing": [x.to_dict() for x in found.links_from(path)],
-                "backlinks": [x.to_dict() for x in found.backlinks(path)], "skipped_files": found.unread}
-
     # -- preservation (vaultmem.preservation) --------------------------------------------------
-    def timeline(self, role: str | None = None, since: str | None = None) -> dict:
-        """Role-page entries, decisions, log entries and notes in the order they happened
-        (:mod:`vaultmem.timeline`): ``{"events", "skipped_files"}``; ``role`` narrows to one
-        role's own, ``since`` (an ISO day) to what came after."""
-        from . import timeline
-
-        if role is not None:
-            name = check_name(role, "role name")
-            # a role with a page, or an agent that signs the logs (it has a public key) but has no page
-            role = name if (self.root / layout.KEYS_DIR / f"{name}.pub").is_file() else pages.resolve(self.root, name)
-        if since is not None:
-            since = recall.check_filters(since=since)["since"]
-        found, unread = timeline.events(self.root, role, since)
-        return {"role": role, "since": since, "events": [e.to_dict() for e in found], "skipped_files": unread}
-
-    def import_memory(self, source: str, path: str | Path | None, actor: Actor, dry_run: bool = False,
-                      memory_dir: str | Path | None = None, progress=None) -> Change:
-        """File another tool's memory (``source``: claude-code, hermes, basic-memory or
-        jsonl, read from ``path``) in the review inbox, one commit by ``actor``; with
-        ``dry_run`` nothing is written and the Change lists what would be filed. What was
-        imported before is recognised and not filed again (see :mod:`vaultmem.importers`)."""
-        from . import importers
-
-        return importers.run(self, source, path, actor, dry_run=dry_run, memory_dir=memory_dir, progress=progress)
-
     # -- settings ------------------------------------------------------------------------
     def config_values(self) -> dict:
         """The settings file as plain data, as written (``self.config`` is what they mean,
@@ -508,99 +451,10 @@ class Vault:
     # -- skills (vaultmem.skills) ---------------------------------------------------------------
     # -- the journal (vaultmem.journal) --------------------------------------------------------
     # -- forgetting ---------------------------------------------------------------------------
-    def gc_policy(self) -> forgetting.Policy:
-        c = self.config
-        return forgetting.Policy(half_lives={**forgetting.HALF_LIVES, **dict(c.half_lives)},
-                                 min_score=c.forget_min_score, caps=dict(c.forget_caps))
-
-    def gc(self, actor: Actor, dry_run: bool = False, now=None):
-        """Score every active note and move those that fall below the retention score,
-        have expired or exceed their type's cap to ``archive/memories/``, their MEMORY.md
-        lines removed, in one commit that lists each note and its score — when a human
-        says so. ``dry_run``: the same plan, nothing changed. A note with an uncommitted
-        edit is never moved (listed as skipped). Returns the plan (:class:`forgetting.GcPlan`)
-        and the commit (None for a dry run or when nothing goes)."""
-        if not dry_run and not actor.is_human:
-            raise PermissionRefused(f"agent {actor.name!r} may not run gc: it moves memory to the archive",
-                                    hint="a human runs 'vaultmem gc' (see what it would do with --dry-run)")
-        protected = frozenset(gitstore.changed_under(self.root, layout.MEMORIES_DIR))
-        plan = forgetting.plan(self.root, self.gc_policy(), now=now, protected=protected)
-        if dry_run or not plan.archive:
-            return plan, None
-        return forgetting.collect(self.root, self.writer, plan, actor)
-
-    def compact(self, role: str, actor: Actor, keep: int | None = None, dry_run: bool = False, today=None):
-        """Move the oldest, least-recalled entries of a role page's working memory and
-        sub-agent records, where a section exceeds its budget (``forgetting.page_entries``,
-        ``forgetting.page_tokens``) or holds more than ``keep`` entries, to
-        ``archive/agents/<role>-<year>.md`` with their block ids, one summary line per moved
-        month left on the page, in one commit — when a human says so (:mod:`vaultmem.compaction`).
-        ``dry_run``: the same plan, nothing changed. Refused while the page or an archive
-        file it would write holds an uncommitted edit. Returns the plan and the commit
-        (None for a dry run or when nothing moves)."""
-        from . import compaction
-
-        if not dry_run and not actor.is_human:
-            raise PermissionRefused(f"agent {actor.name!r} may not compact a role page: it moves memory to the archive",
-                                    hint="a human runs 'vaultmem compact ROLE' (see what it would do with --dry-run)")
-        with self.writer.locked():
-            name = pages.resolve(self.root, role)
-            made = compaction.plan(self.root, name, dict(self.config.page_entries), self.config.page_tokens,
-                                   keep=keep, today=today)
-            if dry_run or not made.moving:
-                return made, None
-            dirty = [p for p in made.writes if gitstore.changed_under(self.root, p)]
-            if dirty:
-                raise PermissionRefused(f"{', '.join(dirty)} {'has' if len(dirty) == 1 else 'have'} uncommitted edits: "
-                                        "compaction never moves a human's unsaved work",
-                                        hint="commit (or discard) the edits, then run 'vaultmem compact' again")
-            lines = "\n".join(f"- ^{m.id or '(no id)'} {m.date or 'undated'} → {m.archive}: {m.text}" for m in made.moving)
-            n = len(made.moving)
-            message = f"compact: {made.path}: move {n} entr{'y' if n == 1 else 'ies'} to the archive\n\n{lines}"
-            sha = self.writer.apply(actor, message, made.writes)
-        return made, Change("compact", list(made.writes), sha, message.splitlines()[0], {"moved": n})
-
-    def restore(self, slug: str, actor: Actor) -> Change:
-        """Bring an archived note back to ``memories/``, active, with its MEMORY.md line, in
-        one commit — when a human says so. Byte for byte as it was archived when the
-        archived copy is unchanged (``notes.plan_restore``)."""
-        if not actor.is_human:
-            raise PermissionRefused(f"agent {actor.name!r} may not restore a note",
-                                    hint="a human runs 'vaultmem restore SLUG'")
-        with self.writer.locked():
-            writes, path, slug, exact = notes.plan_restore(self.root, slug)
-            src = next(p for p, t in writes.items() if t is None)
-            message = f"restore: {src} → {path}"
-            sha = self.writer.apply(actor, message, writes)
-        warnings = [] if exact else [f"{src} was edited in the archive (or its history is gone): restored "
-                                     f"with those edits, the archive's fields taken out"]
-        meta = notes.read(self.root, slug).meta
-        also = [n for n in notes.same_key(self.root, meta) if n != slug]
-        if also:
-            warnings.append(f"key {meta['key']!r} is also stated by {', '.join(layout.note_ref(n) for n in also)}: "
-                            f"two active values; a brief shows the newer, 'vaultmem conflicts' lists both")
-        return Change("restore", list(writes), sha, message, {"slug": slug, "path": path, "exact": exact},
-                      warnings=warnings)
-
     def evaluate(self, queries_path: str | Path, at: str | None = "HEAD", engine: str | None = None):
         """Run a retrieval evaluation on a frozen copy of this vault, indexed with
         ``engine`` (default: the vault's): (report, what was frozen)."""
         return recall.evaluate(self.root, self.config, queries_path, at, engine)
-
-    def dispatch(self, role: str, task: str, actor: Actor, category: str | None = None,
-                 project: str | None = None, window: int | None = None, ratio: float | None = None,
-                 tokens: int | None = None):
-        """Seed 000's dispatch: create the role's page on first use, then brief it. The
-        task's size, ``window`` and ``tokens`` are checked first: a dispatch refused
-        writes nothing."""
-        from . import limits
-
-        limits.check_text("task", task)
-        limits.check_sizes(window=window, tokens=tokens)
-        change = self.pages.ensure(role, actor, category=category, project=project)
-        brief = self.brief(change.details["role"], task, window=window, ratio=ratio, tokens=tokens, project=project)
-        return change, brief
-
 
 def check_staged(path: str | Path | None = None):
     """Check what the next commit of the vault (see :func:`locate`) records — frontmatter

@@ -24,7 +24,9 @@ def _run(ctx: typer.Context, source: str, path: str | None, dry_run: bool, vault
          memory_dir: Path | None = None) -> None:
     s = session(ctx, vault, as_, json_)
     v = s.open()
-    change = v.import_memory(source, path, v.actor(s.agent), dry_run=dry_run, memory_dir=memory_dir,
+    from ... import importers
+
+    change = importers.run(v, source, path, v.actor(s.agent), dry_run=dry_run, memory_dir=memory_dir,
                              progress=lambda message: echo(f"import: {message}", err=True))
     for note in change.details.get("notes") or []:
         echo(f"note: {note}", err=True)

@@ -98,7 +98,9 @@ def conflicts(
     Example: vaultmem conflicts --json
     """
     s = session(ctx, vault, as_, json_)
-    s.emit(s.open().conflicts(min_sources), render.conflicts)
+    from ... import views
+
+    s.emit(views.conflicts(s.open(), min_sources), render.conflicts)
 
 
 @handles_errors
@@ -126,7 +128,9 @@ def gc(
     """
     s = session(ctx, vault, as_, json_)
     v = s.open()
-    plan, change = v.gc(v.actor(s.agent), dry_run=dry_run)
+    from ... import upkeep
+
+    plan, change = upkeep.gc(v, v.actor(s.agent), dry_run=dry_run)
     data = {**plan.to_dict(), "dry_run": dry_run, "commit": change.commit if change else None}
     s.emit(plan, lambda p: render.gc(p, dry_run, change), data=data)
 
@@ -150,7 +154,9 @@ def restore(
     """
     s = session(ctx, vault, as_, json_)
     v = s.open()
-    s.emit(v.restore(slug, v.actor(s.agent)), render.restored)
+    from ... import upkeep
+
+    s.emit(upkeep.restore(v, slug, v.actor(s.agent)), render.restored)
 
 
 @handles_errors
@@ -183,7 +189,9 @@ def compact(
     """
     s = session(ctx, vault, as_, json_)
     v = s.open()
-    plan, change = v.compact(role, v.actor(s.agent), keep=keep, dry_run=dry_run)
+    from ... import upkeep
+
+    plan, change = upkeep.compact(v, role, v.actor(s.agent), keep=keep, dry_run=dry_run)
     data = {**plan.to_dict(), "dry_run": dry_run, "commit": change.commit if change else None}
     s.emit(plan, lambda p: render.compacted(p, dry_run, change), data=data)
 
@@ -207,7 +215,9 @@ def links(
     Example: vaultmem links 前端审查
     """
     s = session(ctx, vault, as_, json_)
-    found = s.open().links(name)
+    from ... import views
+
+    found = views.links(s.open(), name)
     s.emit(found, render.links)
 
 
@@ -230,7 +240,9 @@ def timeline(
     Example: vaultmem timeline 前端审查 --since 2026-05-01
     """
     s = session(ctx, vault, as_, json_)
-    s.emit(s.open().timeline(role, since), render.timeline)
+    from ... import views
+
+    s.emit(views.timeline(s.open(), role, since), render.timeline)
 
 
 @handles_errors
@@ -287,4 +299,6 @@ def stats(
     Example: vaultmem stats --json
     """
     s = session(ctx, vault, as_, json_)
-    s.emit(s.open().stats(), render.stats)
+    from ... import views
+
+    s.emit(views.stats(s.open()), render.stats)

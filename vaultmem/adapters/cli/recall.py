@@ -157,7 +157,7 @@ def dispatch(
     """
     s = session(ctx, vault, as_, json_)
     v = s.open()
-    change, b = v.dispatch(role, task, v.actor(s.agent), category=category, project=project,
+    change, b = v.lifecycle.dispatch(role, task, v.actor(s.agent), category=category, project=project,
                            window=window, ratio=ratio, tokens=tokens)
     data = {**b.to_dict(), "page_created": change.details["created"], "page": change.details["path"],
             "commit": change.commit}

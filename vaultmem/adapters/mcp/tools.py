@@ -51,8 +51,8 @@ def register_tools(server: VaultServer) -> None:
         """Dispatch ROLE in one step: create its page (agents/ROLE.md) on first use, then
         return its brief for TASK. Give the brief to the sub-agent that plays the role."""
         def call(v: Vault) -> CallToolResult:
-            limits.check_text("task", task)  # before its secrets are looked for (Vault.dispatch checks the rest)
-            change, b = v.dispatch(role, without_secrets(task), actor(v), category=category, project=project,
+            limits.check_text("task", task)  # before its secrets are looked for (lifecycle.dispatch checks the rest)
+            change, b = v.lifecycle.dispatch(role, without_secrets(task), actor(v), category=category, project=project,
                                    window=window, ratio=ratio, tokens=tokens)
             data = {**b.to_dict(), "page_created": change.details["created"], "page": change.details["path"],
                     "commit": change.commit}
