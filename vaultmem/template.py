@@ -5,9 +5,12 @@ from __future__ import annotations
 import string
 from pathlib import Path
 
-from . import files, layout
-from .config import set_value
-from .errors import NotFound
+from . import files, gitstore, layout
+from .config import Config, load_config, parse_config, set_value
+from .errors import BadInput, NotFound
+from .models import Actor, Change
+from .names import check_name
+from .walk import is_vault
 
 
 def template_root() -> Path:
@@ -33,3 +36,41 @@ def plan(lang: str, orchestrator: str) -> dict[str, str]:
     text = set_value(planned[layout.CONFIG_PATH], "lang", lang)
     planned[layout.CONFIG_PATH] = set_value(text, "orchestrator", orchestrator)
     return planned
+
+
+def create(path: str | Path, lang: str | None = None, orchestrator: str | None = None,
+           actor: Actor | None = None) -> tuple[Path, Config, Change]:
+    """A new vault at ``path`` from ``vault-template/`` (files that already exist are kept),
+    committed by ``actor`` (default: the human, as git knows them): its root, its settings
+    and the Change. On an existing vault nothing changes and the Change says so."""
+    root = Path(path).expanduser()
+    if is_vault(root):
+        root = root.resolve()
+        config = load_config(root)
+        message = f"{root} is already a vault (lang {config.lang}, orchestrator {config.orchestrator}); nothing changed"
+        ignored = [f"--{k} {v}" for k, v in (("lang", lang), ("orchestrator", orchestrator))
+                   if v is not None and v != getattr(config, k)]
+        if ignored:
+            message += f"; {' and '.join(ignored)} ignored (change settings with 'vaultmem config set')"
+        return root, config, Change("init", [], None, message, {"created": False, "root": str(root)})
+    lang = lang or "en"
+    if lang not in ("zh", "en"):
+        raise BadInput(f"the language is {lang!r}; it must be zh or en", field="lang")
+    orchestrator = check_name(orchestrator or "orchestrator", "orchestrator name")
+    if root.exists() and not root.is_dir():
+        raise BadInput(f"{root} exists and is not a folder", path=str(root))
+    root.mkdir(parents=True, exist_ok=True)
+    root = root.resolve()
+    written = []
+    for rel, text in plan(lang, orchestrator).items():
+        target = files.inside(root, rel)
+        if not target.exists():
+            files.atomic_write(target, text)
+            written.append(rel)
+    gitstore.init_repo(root)
+    actor = actor or gitstore.human_actor(root)
+    config = parse_config(files.read_vault_text(root, layout.CONFIG_PATH))
+    message = f"vaultmem: create vault (lang {lang}, orchestrator {orchestrator})"
+    sha = gitstore.commit(root, written, message, actor, config.lock_timeout)
+    return root, config, Change("init", written, sha, message,
+                                {"created": True, "root": str(root), "lang": lang, "orchestrator": orchestrator})

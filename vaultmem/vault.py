@@ -107,41 +107,10 @@ class Vault:
     @classmethod
     def init(cls, path: str | Path, lang: str | None = None, orchestrator: str | None = None,
              actor: Actor | None = None) -> tuple[Vault, Change]:
-        """Create a vault from ``vault-template/`` (files that already exist are kept).
-        On an existing vault nothing changes and the Change says so."""
-        root = Path(path).expanduser()
-        if is_vault(root):
-            vault = cls(root)
-            message = (f"{vault.root} is already a vault (lang {vault.config.lang}, orchestrator "
-                       f"{vault.config.orchestrator}); nothing changed")
-            ignored = [f"--{k} {v}" for k, v in (("lang", lang), ("orchestrator", orchestrator))
-                       if v is not None and v != getattr(vault.config, k)]
-            if ignored:
-                message += f"; {' and '.join(ignored)} ignored (change settings with 'vaultmem config set')"
-            return vault, Change("init", [], None, message, {"created": False, "root": str(vault.root)})
-        lang = lang or "en"
-        if lang not in ("zh", "en"):
-            raise BadInput(f"the language is {lang!r}; it must be zh or en", field="lang")
-        orchestrator = check_name(orchestrator or "orchestrator", "orchestrator name")
-        if root.exists() and not root.is_dir():
-            raise BadInput(f"{root} exists and is not a folder", path=str(root))
-        root.mkdir(parents=True, exist_ok=True)
-        root = root.resolve()
-        planned = template.plan(lang, orchestrator)
-        written = []
-        for rel, text in planned.items():
-            target = files.inside(root, rel)
-            if not target.exists():
-                files.atomic_write(target, text)
-                written.append(rel)
-        gitstore.init_repo(root)
-        actor = actor or gitstore.human_actor(root)
-        config = parse_config(files.read_vault_text(root, layout.CONFIG_PATH))
-        vault = cls(root, config)
-        message = f"vaultmem: create vault (lang {lang}, orchestrator {orchestrator})"
-        sha = gitstore.commit(root, written, message, actor, config.lock_timeout)
-        return vault, Change("init", written, sha, message,
-                             {"created": True, "root": str(root), "lang": lang, "orchestrator": orchestrator})
+        """Create a vault from ``vault-template/`` (:func:`vaultmem.template.create`: files that
+        already exist are kept; on an existing vault nothing changes and the Change says so)."""
+        root, config, change = template.create(path, lang, orchestrator, actor)
+        return cls(root, config), change
 
     # -- who acts ----------------------------------------------------------------------
     def actor(self, name: str | None = None) -> Actor:
