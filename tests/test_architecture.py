@@ -71,7 +71,8 @@ ALLOWED = {
     # over the facade: what a human looks at, read-only (conflicts, stats, links, timeline)
     "views": {"conflicts", "errors", "layout", "links", "names", "pages", "recall", "stats", "timeline", "vault"},
     # adapters: the CLI, the watcher and the edge they share (edge.py needs only errors)
-    "adapters": {"errors", "limits", "models", "names", "parse", "vault", "upkeep", "views", "importers", "walk", "layout", "files", "livelog", "sessions",
+    "adapters": {"errors", "limits", "models", "names", "parse", "vault", "upkeep", "views", "importers", "guard",
+                 "staged", "gitstore", "walk", "layout", "files", "livelog", "sessions",
                  "journal", "adapters", "__init__"},
 }
 

@@ -639,3 +639,19 @@ def without_secrets(text: str) -> str:
     if not might_hold_secret(text):
         return text
     return scrub(text, "message", _message_key())[0]
+
+
+LEFT_OUT = "[a line that reads like an instruction was left out]"
+
+
+def without_instructions(text: str) -> tuple[str, list[str]]:
+    """``text`` with each line that reads like an instruction (the guard's flags) left
+    out, a marker in its place, and the phrases found: for what an adapter copies from a
+    conversation into memory no review gates (a checkpoint before a compaction), so that
+    a pasted "ignore all previous instructions" does not ride into the next brief."""
+    kept, found = [], []
+    for line in text.splitlines():
+        flags = instruction_flags(line)
+        found += flags
+        kept.append(LEFT_OUT if flags else line)
+    return "\n".join(kept), found

@@ -1,12 +1,17 @@
-"""The :class:`Vault` facade: every operation a user or agent performs on a vault.
+"""The :class:`Vault` facade: what opens a vault and routes to the domain modules.
 
-Adapters (CLI, watcher, MCP, hooks) call these methods and render what they return; they
-never touch files or git themselves. Each method is a thin step over the domain modules
-— :mod:`~vaultmem.pages`, :mod:`~vaultmem.notes`, :mod:`~vaultmem.inbox` (the review
-gate), :mod:`~vaultmem.shared` (keys, logs, state, checkpoints, sync),
-:mod:`~vaultmem.lifecycle` (delegations, harvest, audit) — and recall (index →
-retrieve → brief). Every change goes through :class:`vaultmem.transaction.Writer`: one
-lock, one journal, one commit of exactly the changed paths, nothing a kill can lose.
+It opens (:meth:`Vault.open`, :meth:`Vault.init`), says who acts, keeps the writer and the
+index, and hands out the domain modules as grouped accessors — ``vault.pages``
+(:class:`~vaultmem.pages.Pages`), ``vault.notes`` (:class:`~vaultmem.notes.Notes`),
+``vault.inbox`` (the review gate), ``vault.journal``, ``vault.skills``, ``vault.shared``
+(keys, logs, state, checkpoints, sync) and ``vault.lifecycle`` (dispatch, delegations,
+harvest, audit) — and answers the two questions every agent asks: :meth:`Vault.search`
+and :meth:`Vault.brief` (index → retrieve → brief). What a human does to keep a vault is
+:mod:`vaultmem.upkeep` (doctor, verify, migrate, backups, gc, compact, restore); what a
+human looks at, :mod:`vaultmem.views`. Adapters (CLI, watcher, MCP, hooks) call these and
+render what they return; they never touch files or git themselves. Every change goes
+through :class:`vaultmem.transaction.Writer`: one lock, one journal, one commit of exactly
+the changed paths, nothing a kill can lose.
 """
 
 from __future__ import annotations
@@ -243,15 +248,6 @@ class Vault:
             raise from_os_error(exc, path=layout.JOURNAL_INDEX_DIR, writing=True) from None
         return store
 
-    @staticmethod
-    def _with_journal(report, journal):
-        """Memory's index report with the journal's index's folded in (their files differ)."""
-        for name in ("new", "modified", "deleted", "moved", "problems"):
-            getattr(report, name).extend(getattr(journal, name))
-        report.unchanged += journal.unchanged
-        report.docs += journal.docs
-        return report
-
     def watcher_alive(self, idle: bool = False) -> bool:
         """True while a ``vaultmem watch`` process keeps this vault's index fresh (with
         ``idle``: and has no changes waiting to be indexed)."""
@@ -265,14 +261,14 @@ class Vault:
         report = self.index.refresh(paths=paths, wait=wait, progress=progress)
         journal = None if paths is None else [p for p in paths if in_part(p, PART_JOURNAL)]
         if journal is None or journal:
-            self._with_journal(report, self.journal_store().refresh(paths=journal, wait=wait))
+            report.merged(self.journal_store().refresh(paths=journal, wait=wait))
         return report
 
     def rebuild_index(self, progress=None, engine: str | None = None):
         """Build the index afresh beside the live one and swap it in (on ``engine``:
         whoosh, tantivy, or auto to choose by the vault's size); the journal's too."""
         report = self.index.rebuild(progress=progress, engine=engine)
-        return self._with_journal(report, self.journal_store().rebuild(engine=engine))
+        return report.merged(self.journal_store().rebuild(engine=engine))
 
     def index_status(self) -> dict:
         """The index as a search would answer from it (brought up to date first, as
@@ -283,22 +279,9 @@ class Vault:
         return {**self.index.status(), "semantic": self.index.semantic_status()}
 
     def sync_vectors(self, wait: float | None = None) -> dict:
-        """Embed what changed since the semantic channel's vectors were made (loads the
-        model); the channel's status after it, with ``embedded`` (how many documents were
-        embedded now). A model that cannot be used turns the channel off and says why."""
-        from .errors import ModelUnavailable
-
-        status = self.index.semantic_status()
-        if not status["on"]:
-            return status
-        try:
-            done = self.index.sync_vectors(wait=wait)
-        except ModelUnavailable as exc:
-            return {**status, "on": False, "why": exc.message}
-        status = self.index.semantic_status()
-        if done is None:
-            return {**status, "embedded": 0, "skipped": "another process is updating the index"}
-        return {**status, "embedded": done.get("embedded", 0)}
+        """Embed what changed since the semantic channel's vectors were made (see
+        :meth:`IndexStore.vectors_report`)."""
+        return self.index.vectors_report(wait=wait)
 
     def follow_changes(self, changes) -> None:
         """Let a long-lived process (the MCP server) say what changed in the vault, so
@@ -310,38 +293,9 @@ class Vault:
         self._changes = changes
 
     def _fresh(self) -> None:
-        """Before answering: refresh stale entries — unless a watcher is keeping up (it is
-        alive and has no changes waiting), or another process is indexing right now, or
-        the index cannot be written (then answer from the index as it is). Files this
-        process changed are indexed first; with :meth:`follow_changes`, only the files
-        that changed are looked at."""
-        changes = self._changes
-        changed = changes.changed() if changes is not None else None
-        try:
-            if self._written:
-                self.index.refresh(paths=sorted(self._written), wait=0)
-                self._written.clear()
-            if not self.watcher_alive(idle=True):
-                if changed is None:
-                    report = self.index.refresh(wait=0)
-                elif changed:
-                    report = self.index.refresh(paths=changed, wait=0)
-                else:
-                    return
-                if report.skipped and changes is not None:
-                    changes.unsure()
-        except Busy:
-            if changes is not None:
-                changes.unsure()
-            # the index cannot be written right now: answer from it as it is
-        except OSError as exc:  # a full disk: the index cannot be brought up to date
-            if changes is not None:
-                changes.unsure()
-            raise from_os_error(exc, path=layout.INDEX_DIR, writing=True) from None
-        except BaseException:
-            if changes is not None:
-                changes.unsure()
-            raise
+        """Before answering: the index brought up to date as :meth:`IndexStore.ready_to_answer`
+        says (files this process changed first; with :meth:`follow_changes`, only what changed)."""
+        self.index.ready_to_answer(self._written, self._changes, lambda: self.watcher_alive(idle=True))
 
     def search(self, query: str, agent: str | None = None, kinds: tuple[str, ...] = (),
                types: tuple[str, ...] = (), limit: int = 10, *, tags: tuple[str, ...] = (),
@@ -417,47 +371,10 @@ class Vault:
                               agent=agent)
         return made
 
-    # -- skills (vaultmem.skills) ---------------------------------------------------------------
-    # -- the journal (vaultmem.journal) --------------------------------------------------------
-    # -- forgetting ---------------------------------------------------------------------------
     def evaluate(self, queries_path: str | Path, at: str | None = "HEAD", engine: str | None = None):
         """Run a retrieval evaluation on a frozen copy of this vault, indexed with
         ``engine`` (default: the vault's): (report, what was frozen)."""
         return recall.evaluate(self.root, self.config, queries_path, at, engine)
-
-def check_staged(path: str | Path | None = None):
-    """Check what the next commit of the vault (see :func:`locate`) records — frontmatter
-    that parses, logs that only grow and verify, no secret in an added line — and return
-    a :class:`vaultmem.staged.StagedCheck`. Read-only and lock-free: the pre-commit hook
-    runs it while git holds the index for the commit (see :mod:`vaultmem.staged`)."""
-    from .staged import check
-
-    return check(locate(path))
-
-
-def git_hooks_dir(root: Path) -> Path:
-    """The folder git runs the hooks of the vault at ``root`` from (``.git/hooks``, or
-    ``core.hooksPath``)."""
-    return gitstore.hooks_dir(root)
-
-
-LEFT_OUT = "[a line that reads like an instruction was left out]"
-
-
-def without_instructions(text: str) -> tuple[str, list[str]]:
-    """``text`` with each line that reads like an instruction (the guard's flags) left
-    out, a marker in its place, and the phrases found: for what an adapter copies from a
-    conversation into memory no review gates (a checkpoint before a compaction), so that
-    a pasted "ignore all previous instructions" does not ride into the next brief."""
-    from . import guard
-
-    kept, found = [], []
-    for line in text.splitlines():
-        flags = guard.instruction_flags(line)
-        found += flags
-        kept.append(LEFT_OUT if flags else line)
-    return "\n".join(kept), found
-
 
 def without_secrets(text: str) -> str:
     """``text`` with every secret the detector finds replaced by a placeholder (for what

@@ -153,6 +153,15 @@ class SyncReport:
     def changed(self) -> bool:
         return bool(self.new or self.modified or self.deleted)
 
+    def merged(self, other: SyncReport) -> SyncReport:
+        """This report with ``other``'s folded in (the journal's index into memory's: their
+        files differ)."""
+        for name in ("new", "modified", "deleted", "moved", "problems"):
+            getattr(self, name).extend(getattr(other, name))
+        self.unchanged += other.unchanged
+        self.docs += other.docs
+        return self
+
     def to_dict(self) -> dict:
         return {"new": self.new, "modified": self.modified, "deleted": self.deleted,
                 "moved": [list(m) for m in self.moved], "unchanged": self.unchanged, "docs": self.docs,

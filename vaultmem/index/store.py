@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from .. import files, layout
-from ..errors import BadInput, Busy, ModelUnavailable, VaultmemError
+from ..errors import BadInput, Busy, ModelUnavailable, VaultmemError, from_os_error
 from ..limits import SIZES, engine_hits
 from ..models import IndexDoc
 from ..walk import PART_MEMORY, in_part, path_stat, scan, stat_digest
@@ -267,6 +267,22 @@ class IndexStore:
             out["vectors"] = 0  # made by another model: embedded again when the channel opens
         return out
 
+    def vectors_report(self, wait: float | None = None) -> dict:
+        """Embed what changed since the semantic channel's vectors were made (loads the
+        model); the channel's status after it, with ``embedded`` (how many documents were
+        embedded now). A model that cannot be used turns the channel off and says why."""
+        status = self.semantic_status()
+        if not status["on"]:
+            return status
+        try:
+            done = self.sync_vectors(wait=wait)
+        except ModelUnavailable as exc:
+            return {**status, "on": False, "why": exc.message}
+        status = self.semantic_status()
+        if done is None:
+            return {**status, "embedded": 0, "skipped": "another process is updating the index"}
+        return {**status, "embedded": done.get("embedded", 0)}
+
     def sync_vectors(self, wait: float | None = None, most: int | None = None) -> dict | None:
         """Embed what the live generation journaled since its vectors were made (all of
         it under another model); None if the channel is off or another process holds the
@@ -374,6 +390,40 @@ class IndexStore:
         return hits, vset.similarity_of(list(also), query) if also else {}
 
     # -- writing -----------------------------------------------------------------------
+    def ready_to_answer(self, written: set[str], changes, watched) -> None:
+        """Before answering a search or brief: refresh stale entries — unless a watcher is
+        keeping up (``watched()``: alive, nothing waiting), or another process is indexing
+        right now, or the index cannot be written (then answer from the index as it is).
+        ``written``: files this process changed, indexed first (and cleared). ``changes``:
+        a long-lived process's record of what changed (``changed()`` the paths, or None
+        when it cannot vouch for them; ``unsure()``: the next call must walk), or None."""
+        changed = changes.changed() if changes is not None else None
+        try:
+            if written:
+                self.refresh(paths=sorted(written), wait=0)
+                written.clear()
+            if not watched():
+                if changed is None:
+                    report = self.refresh(wait=0)
+                elif changed:
+                    report = self.refresh(paths=changed, wait=0)
+                else:
+                    return
+                if report.skipped and changes is not None:
+                    changes.unsure()
+        except Busy:
+            if changes is not None:
+                changes.unsure()
+            # the index cannot be written right now: answer from it as it is
+        except OSError as exc:  # a full disk: the index cannot be brought up to date
+            if changes is not None:
+                changes.unsure()
+            raise from_os_error(exc, path=layout.INDEX_DIR, writing=True) from None
+        except BaseException:
+            if changes is not None:
+                changes.unsure()
+            raise
+
     def refresh(self, paths: Iterable[str] | None = None, wait: float | None = None,
                 progress: Progress | None = None) -> SyncReport:
         """Bring the index up to date with the files (all of them, or just ``paths``,

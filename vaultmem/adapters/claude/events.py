@@ -225,7 +225,7 @@ def pre_compact(v: Vault, actor: Actor, payload: dict) -> str | None:
         lines += ["", "Latest requests of the user:"] + [f"- {' '.join(p.split())[:600]}" for p in prompts]
     if replies:
         lines += ["", "Last reply (abridged):", " ".join(replies[-1].split())[:1500]]
-    from ...vault import without_instructions
+    from ...guard import without_instructions
 
     text, _ = without_instructions("\n".join(lines))  # copied from the conversation, never reviewed
     task = without_instructions(task)[0] if task else task

@@ -25,10 +25,11 @@ def check(ctx: typer.Context,
 
     Example: vaultmem check --staged
     """
-    from ...vault import check_staged
+    from ...staged import check as check_staged
+    from ...vault import locate
 
     s = session(ctx, vault, None, json_)
-    result = check_staged(s.vault)
+    result = check_staged(locate(s.vault))
     if s.json:
         echo_json(result.to_dict())
     elif result.ok:

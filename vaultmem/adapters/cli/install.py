@@ -56,7 +56,8 @@ def _claude(ctx: typer.Context, install: bool, project: bool, user: bool, dry_ru
 
 
 def _git_hooks(ctx: typer.Context, install: bool, dry_run: bool, vault: Path | None, json_: bool) -> None:
-    from ...vault import git_hooks_dir, locate
+    from ...gitstore import hooks_dir as git_hooks_dir
+    from ...vault import locate
     from .. import install as planner
 
     s = session(ctx, vault, None, json_)

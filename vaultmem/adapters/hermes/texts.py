@@ -10,7 +10,8 @@ from typing import Any, Callable
 
 from ...errors import SecretRefused
 from ...sessions import fact_candidates, report_fields, without_code
-from ...vault import without_instructions, without_secrets
+from ...guard import without_instructions
+from ...vault import without_secrets
 from .. import edge
 from .settings import CHECKPOINT_CHARS, MAX_TURN_TEXT
 
