@@ -5,14 +5,15 @@
 
 On a shared machine the speed of a process drifts by a factor of two within minutes, so
 two versions measured minutes apart cannot be compared; alternating them run by run
-exposes both to the same drift. Each run is a new ``python -m vaultmem brief`` process
-(bytecode cache on, as a user has it), cycling through five task texts; reported: median
-and minimum wall time per side, their ratio, and ``python -c pass`` for scale. With
+exposes both to the same drift (:func:`timing.alternate`: the A/B ratios are taken pair by
+pair). Each run is a new ``python -m vaultmem brief`` process (bytecode cache on, as a
+user has it), cycling through five task texts; reported: the median and minimum wall time
+and the median CPU per side, the ratios, and ``python -c pass`` for scale. With
 ``--watcher`` a ``vaultmem watch`` (of side B) runs meanwhile, so both sides skip their
 freshness check. The vault is used as it is (index it first with each side, e.g.
 ``vaultmem index``, since an engine or manifest change rebuilds it); when the two sides
 write different index formats, give B its own copy of the vault (``--vault-b``), or
-each side would rebuild the other's index. Standard library only.
+each side would rebuild the other's index.
 """
 
 from __future__ import annotations
@@ -21,12 +22,14 @@ import argparse
 import json
 import os
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import alternate  # noqa: E402
 
 TASKS = [
     ("前端审查", "审查 dashboard 的 react 组件渲染性能，检查缓存和 bundle 大小"),
@@ -44,15 +47,12 @@ def env_for(pycache: Path) -> dict:
     return env
 
 
-def brief(python: str, vault: Path, i: int, env: dict) -> float:
-    role, task = TASKS[i % len(TASKS)]
-    t = time.perf_counter()
-    cp = subprocess.run([python, "-m", "vaultmem", "--vault", str(vault), "brief", role, "--task", task],
-                        capture_output=True, text=True, env=env, cwd=tempfile.gettempdir(), timeout=120)
-    wall = time.perf_counter() - t
-    if cp.returncode != 0:
-        raise SystemExit(f"{python}: brief failed: {cp.stderr[-800:]}")
-    return wall
+def brief_command(python: str, vault: Path):
+    """The command of run ``i``: a cold brief, cycling through the tasks."""
+    def command(i: int) -> list[str]:
+        role, task = TASKS[i % len(TASKS)]
+        return [python, "-m", "vaultmem", "--vault", str(vault), "brief", role, "--task", task]
+    return command
 
 
 def main() -> None:
@@ -75,35 +75,24 @@ def main() -> None:
                                        cwd=tmp)
             time.sleep(5)  # its first full sync
         try:
-            for side, python in (("a", args.a), ("b", args.b)):
-                brief(python, vaults[side], 0, envs[side])  # fills the bytecode cache, untimed
-            times: dict[str, list[float]] = {"a": [], "b": []}
-            for i in range(args.runs):
-                order = ("a", "b") if i % 2 == 0 else ("b", "a")
-                for side in order:
-                    times[side].append(brief(args.a if side == "a" else args.b, vaults[side], i, envs[side]))
-            py = statistics.median([_timed([args.b, "-c", "pass"], envs["b"]) for _ in range(5)])
+            # the first pair fills the bytecode caches, untimed
+            ab = alternate(brief_command(args.a, vaults["a"]), brief_command(args.b, vaults["b"]), runs=args.runs,
+                           env_a=envs["a"], env_b=envs["b"], cwd=tempfile.gettempdir())
+            py = alternate([args.b, "-c", "pass"], [args.b, "-c", "pass"], runs=5, env_a=envs["b"], env_b=envs["b"])
         finally:
             if watcher is not None:
                 watcher.send_signal(signal.SIGINT)
                 watcher.wait(timeout=30)
-    out = {side: {"median_s": statistics.median(t), "min_s": min(t), "runs": t} for side, t in times.items()}
-    out["ratio_median"] = out["a"]["median_s"] / out["b"]["median_s"]
-    out["python_c_pass_s"] = py
-    out["watcher"] = args.watcher
+    out = {**ab, "python_c_pass_s": py["a"]["wall"]["median"], "watcher": args.watcher}
     if args.json:
         print(json.dumps(out, indent=2))
         return
     for side, label in (("a", args.a), ("b", args.b)):
-        print(f"{side.upper()} {label}: median {out[side]['median_s']:.3f} s, min {out[side]['min_s']:.3f} s "
-              f"({args.runs} runs{', watcher alive' if args.watcher else ''})")
-    print(f"A/B median ratio ×{out['ratio_median']:.2f}; python -c pass {py:.3f} s")
-
-
-def _timed(cmd: list[str], env: dict) -> float:
-    t = time.perf_counter()
-    subprocess.run(cmd, env=env, check=True)
-    return time.perf_counter() - t
+        w, c = out[side]["wall"], out[side]["cpu"]
+        print(f"{side.upper()} {label}: wall median {w['median']:.3f} s (min {w['min']:.3f} s), CPU median "
+              f"{c['median']:.3f} s ({args.runs} runs{', watcher alive' if args.watcher else ''})")
+    print(f"A/B, pair by pair: wall ×{out['ratio']['wall']:.2f}, CPU ×{out['ratio']['cpu']:.2f}; "
+          f"python -c pass {out['python_c_pass_s']:.3f} s")
 
 
 if __name__ == "__main__":

@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -40,7 +39,9 @@ HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parent
 sys.path[:0] = [str(PROJECT), str(HERE)]
 
-from bench_recall import make_vault  # noqa: E402
+from report import write_section  # noqa: E402
+from timing import summary as stats  # noqa: E402
+from vaults import make_vault  # noqa: E402
 
 from vaultmem import Vault  # noqa: E402
 
@@ -83,10 +84,6 @@ def hook(root: Path, event: str, data: dict, extra_env: dict | None = None
     return time.perf_counter() - started, cp
 
 
-def stats(xs: list[float]) -> dict:
-    s = sorted(xs)
-    return {"median": statistics.median(s), "p95": s[min(len(s) - 1, round(0.95 * len(s) + 0.5) - 1)], "max": s[-1],
-            "runs": len(s)}
 
 
 def measure(root: Path, tr: Path, runs: int, tag: str) -> dict:
@@ -199,7 +196,7 @@ def table(results: dict, args, cores: int) -> str:
         rows.append(f"| {tag} | {r['load']:.1f} | {ms(s['median'])} | {ms(s['p95'])} | {ms(s['max'])} | {ms(r['cli_brief']['median'])} | "
                     f"{ms(e['median'])} / {ms(e['max'])} | {ms(f['median'])} |")
     return "\n".join([
-        BEGIN, "",
+        "",
         "## Claude Code hooks: SessionStart and SessionEnd end to end",
         "",
         f"`vaultmem hook claude …` as Claude Code runs it, from process start to exit, on a vault of "
@@ -216,7 +213,7 @@ def table(results: dict, args, cores: int) -> str:
         "",
         f"Reproduce: `python benchmarks/bench_hooks.py --notes {args.notes} --runs {args.runs} --load {args.load} "
         "--out docs/benchmarks.md`.",
-        "", END])
+        ""])
 
 
 def prepared(tmp: Path, notes: int) -> tuple[Path, Path]:
@@ -257,12 +254,7 @@ def main() -> None:
     print(text)
     print(json.dumps(results, indent=2), file=sys.stderr)
     if args.out:
-        doc = args.out.read_text(encoding="utf-8") if args.out.exists() else ""
-        if BEGIN in doc and END in doc:
-            doc = doc[: doc.index(BEGIN)] + text + doc[doc.index(END) + len(END):]
-        else:
-            doc = doc.rstrip("\n") + "\n\n" + text + "\n"
-        args.out.write_text(doc, encoding="utf-8")
+        write_section(args.out, text, BEGIN, END)
 
 
 def warm_main(args) -> None:

@@ -51,10 +51,12 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parent
 sys.path.insert(0, str(PROJECT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import base64  # noqa: E402
 import fcntl  # noqa: E402
 
+from report import write_section  # noqa: E402
 from vaultmem import Vault, livelog  # noqa: E402
 from vaultmem.parse.logline import LogEntry, line_hash, parse_line, render  # noqa: E402
 
@@ -661,18 +663,9 @@ def report(m: dict, ap: dict, logs: list[dict], boot: list[float], overflow: dic
 
 
 def write_out(path: Path, block: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    old = path.read_text(encoding="utf-8") if path.exists() else ""
-    new_block = f"{MARK_BEGIN}\n{block}\n{MARK_END}"
-    if MARK_BEGIN in old and MARK_END in old:
-        pre = old[: old.index(MARK_BEGIN)]
-        post = old[old.index(MARK_END) + len(MARK_END):]
-        text_ = pre + new_block + post
-    else:
-        text_ = ("# Benchmark: the signed live-context log\n\n"
-                 "Reproduce with the command below; the script rewrites only the part between its markers.\n\n"
-                 + new_block + "\n" + old)
-    path.write_text(text_ if text_.endswith("\n") else text_ + "\n", encoding="utf-8")
+    write_section(path, block, MARK_BEGIN, MARK_END,
+                  title="# Benchmark: the signed live-context log\n\n"
+                        "Reproduce with the command below; the script rewrites only the part between its markers.")
 
 
 def main(argv: list[str] | None = None) -> int:

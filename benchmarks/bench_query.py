@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_recall import make_vault  # noqa: E402
+from vaults import make_vault  # noqa: E402
 
 from vaultmem import Vault  # noqa: E402
 from vaultmem.index import Filters  # noqa: E402

@@ -137,13 +137,13 @@ def _pct(xs: list[float], p: float) -> float:
 
 
 def speed(args) -> dict:
-    import bench_recall
+    from vaults import make_vault
 
     out: dict = {"notes": args.notes}
     tmp = Path(tempfile.mkdtemp(prefix="vaultmem-semantic-speed-"))
     try:
         root = tmp / "vault"
-        bench_recall.make_vault(root, args.notes)
+        make_vault(root, args.notes)
         if args.model:  # the CLI searches below read it from the vault's config
             set_model(root, args.model)
         env = {**os.environ, "PYTHONPATH": str(HERE.parent)}

@@ -1,0 +1,135 @@
+"""The benchmarks' one timing helper: medians and p95, figures written the same way, and
+whole commands timed A/B in turn (CPU and wall, medians, the ratio pair by pair).
+
+On a shared machine a process's speed drifts by a factor of two within minutes, so two
+versions timed minutes apart cannot be compared: :func:`alternate` runs A and B in turn,
+each exposed to the same drift, and takes the ratio of each pair before the median.
+
+    from timing import alternate, median, p95, fmt_ms
+    ab = alternate(["python", "-m", "vaultmem", "brief", …], ["/old/bin/python", "-m", …], runs=21)
+    ab["ratio"]["cpu"]   # median of A/B CPU, pair by pair
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+
+
+def median(xs: Sequence[float]) -> float | None:
+    return statistics.median(xs) if xs else None
+
+
+def p95(xs: Sequence[float]) -> float | None:
+    if not xs:
+        return None
+    s = sorted(xs)
+    return s[min(len(s) - 1, max(0, round(0.95 * len(s) + 0.5) - 1))]
+
+
+def summary(xs: Sequence[float]) -> dict:
+    """``{"median", "p95", "min", "max", "runs"}`` of ``xs`` (None when empty)."""
+    return {"median": median(xs), "p95": p95(xs), "min": min(xs, default=None), "max": max(xs, default=None),
+            "runs": len(xs)}
+
+
+def timed(fn: Callable[[], object], rounds: int = 15, warm: int = 1) -> dict:
+    """``fn`` called ``warm`` times untimed, then ``rounds`` times: the wall and CPU (this
+    process) of each call, summarised."""
+    for _ in range(warm):
+        fn()
+    wall, cpu = [], []
+    for _ in range(rounds):
+        c, w = time.process_time(), time.perf_counter()
+        fn()
+        wall.append(time.perf_counter() - w)
+        cpu.append(time.process_time() - c)
+    return {"wall": summary(wall), "cpu": summary(cpu)}
+
+
+def run_once(cmd: Sequence[str], env: dict | None = None, cwd: str | None = None,
+             timeout: float = 600.0) -> tuple[float, float, int]:
+    """One run of a whole command: (wall seconds, CPU seconds of it and its children,
+    exit code). Its output is read and dropped."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    done = subprocess.run(list(cmd), env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          timeout=timeout)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if done.returncode != 0:
+        sys.stderr.write(done.stderr.decode("utf-8", "replace")[-2000:])
+    return wall, cpu, done.returncode
+
+
+def alternate(cmd_a: Sequence[str] | Callable[[int], Sequence[str]], cmd_b: Sequence[str] | Callable[[int], Sequence[str]],
+              runs: int = 21, warm: int = 1, env_a: dict | None = None, env_b: dict | None = None,
+              cwd: str | None = None) -> dict:
+    """A and B run in turn, ``runs`` times each after ``warm`` untimed pairs; a command
+    may be a function of the run's number (to vary the input). ``{"a", "b", "ratio"}``:
+    each side's wall and CPU summarised, and the medians of A/B taken pair by pair.
+    A run that fails stops the comparison (its stderr is shown)."""
+    def command(c, n):
+        return c(n) if callable(c) else c
+
+    sides = {"a": {"wall": [], "cpu": []}, "b": {"wall": [], "cpu": []}}
+    pairs = {"wall": [], "cpu": []}
+    for n in range(warm + runs):
+        got = {}
+        for side, c, env in (("a", cmd_a, env_a), ("b", cmd_b, env_b)):
+            wall, cpu, code = run_once(command(c, n), env=env, cwd=cwd)
+            if code != 0:
+                raise SystemExit(f"side {side.upper()} failed (exit {code}): {' '.join(command(c, n))}")
+            got[side] = (wall, cpu)
+        if n < warm:
+            continue
+        for side in ("a", "b"):
+            sides[side]["wall"].append(got[side][0])
+            sides[side]["cpu"].append(got[side][1])
+        pairs["wall"].append(got["a"][0] / got["b"][0])
+        pairs["cpu"].append(got["a"][1] / got["b"][1] if got["b"][1] else float("nan"))
+    return {"a": {k: summary(v) for k, v in sides["a"].items()}, "b": {k: summary(v) for k, v in sides["b"].items()},
+            "ratio": {k: median(v) for k, v in pairs.items()}, "runs": runs,
+            "load": os.getloadavg()[0]}
+
+
+# -- how figures are written -------------------------------------------------------------------
+
+def fmt_ms(s: float | None) -> str:
+    if s is None:
+        return "—"
+    ms = s * 1000
+    return f"{ms:.2f} ms" if ms < 10 else f"{ms:.1f} ms" if ms < 100 else f"{ms:.0f} ms"
+
+
+def fmt_s(s: float | None) -> str:
+    return "—" if s is None else f"{s:.2f} s"
+
+
+def fmt_mb(b: float | None) -> str:
+    return "—" if b is None else f"{b / 1e6:.1f} MB"
+
+
+def times(x: float) -> str:
+    return f"×{x:.1f}" if x < 9.95 else f"×{x:.0f}"
+
+
+def versus(mine: float | None, other: float | None, unit: str = "s") -> str:
+    """How ``mine`` compares with ``other`` when less is better: "×12 faster", "×1.3
+    slower" (for sizes and memory: smaller / larger)."""
+    if not mine or not other:
+        return "—"
+    better, worse = ("smaller", "larger") if unit == "mb" else ("faster", "slower")
+    if abs(other / mine - 1) < 0.05:
+        return "about the same"
+    return f"{times(other / mine)} {better}" if other >= mine else f"{times(mine / other)} {worse}"
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)

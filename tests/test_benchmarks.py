@@ -1,0 +1,68 @@
+"""The benchmarks' harness (benchmarks/): ``python -m benchmarks`` lists and runs the
+scenarios; the A/B timing helper times whole commands in turn and takes each pair's
+ratio; the result writer rewrites only its own section of a document. The benchmarks
+themselves measure, in benchmarks/results/ — here only the tools they share are held
+to what they say."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import report  # noqa: E402
+import timing  # noqa: E402
+
+
+def run_benchmarks(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "benchmarks", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_python_m_benchmarks_lists_each_scenario_and_runs_one_by_its_name():
+    listed = run_benchmarks()
+    assert listed.returncode == 0, listed.stderr
+    names = [line.split()[0] for line in listed.stdout.splitlines()[2:] if line.strip()]
+    assert {"hooks", "mcp", "recall", "cold_ab", "warm_search"} <= set(names)
+    assert not {"vaults", "timing", "report"} & set(names)  # the shared helpers are not scenarios
+    helped = run_benchmarks("cold_ab", "--help")  # a scenario by its short name, its own arguments passed on
+    assert helped.returncode == 0 and "--vault-b" in helped.stdout, helped.stderr
+    assert run_benchmarks("bench_cold_ab.py", "--help").returncode == 0
+    unknown = run_benchmarks("no-such-bench")
+    assert unknown.returncode == 2 and "no benchmark 'no-such-bench'" in unknown.stderr and "hooks" in unknown.stderr
+
+
+def test_alternate_times_both_sides_in_turn_and_takes_each_pairs_ratio(tmp_path):
+    heavy = [sys.executable, "-c", "sum(i * i for i in range(2_000_000))"]
+    light = [sys.executable, "-c", "pass"]
+    seen = []
+
+    def numbered(n: int) -> list[str]:  # a command may vary with the run's number
+        seen.append(n)
+        return light
+
+    ab = timing.alternate(heavy, numbered, runs=3, warm=1)
+    assert seen == [0, 1, 2, 3]  # one warm pair, then three timed
+    assert ab["runs"] == 3 and ab["a"]["cpu"]["runs"] == 3 and ab["b"]["wall"]["runs"] == 3
+    assert ab["ratio"]["cpu"] > 1.5 and ab["ratio"]["wall"] > 1.5  # the heavy side costs more, whatever the load
+    assert ab["a"]["cpu"]["median"] > ab["b"]["cpu"]["median"]
+    with pytest.raises(SystemExit, match="side B failed"):
+        timing.alternate(light, [sys.executable, "-c", "raise SystemExit(3)"], runs=1, warm=0)
+
+
+def test_a_section_is_rewritten_between_its_markers_and_nothing_else_moves(tmp_path):
+    begin, end = report.markers("bench_x")
+    doc = tmp_path / "doc.md"
+    report.write_section(doc, "first", begin, end)
+    assert doc.read_text() == f"# Benchmarks\n\n{begin}\nfirst\n{end}\n"
+    doc.write_text(f"# Mine\n\nintro by hand\n\n{begin}\nold\n{end}\n\nnotes by hand\n")
+    report.write_section(doc, report.table(["n", "p50"], [[1000, "2.3 ms"], [10_000, "a|b"]]), begin, end)
+    text = doc.read_text()
+    assert text.startswith("# Mine\n\nintro by hand\n\n") and text.endswith("\n\nnotes by hand\n")
+    assert "old" not in text and "| 1000 | 2.3 ms |" in text and "a\\|b" in text
+    assert report.write_json(tmp_path / "r" / "x.json", {"a": 1}).read_text() == '{\n  "a": 1\n}\n'
