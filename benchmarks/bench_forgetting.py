@@ -8,8 +8,8 @@ disagree) committed once; then, timed (median of --repeat runs, wall clock):
   ``slugs``: listing the notes folder, which every remember already paid before;
 - ``remember --key``: the whole write through the facade, in this process (git commit
   included), next to ``remember``: the same write of a note without a key;
-- ``conflicts``: ``Vault.conflicts()``, the whole report;
-- ``gc --dry-run``: ``Vault.gc(dry_run=True)`` a year later (every note scored; the
+- ``conflicts``: ``views.conflicts(vault)``, the whole report;
+- ``gc --dry-run``: ``upkeep.gc(vault, dry_run=True)`` a year later (every note scored; the
   episodes' share falls below the cut);
 - ``doctor``: ``upkeep.doctor(vault)``, every check, the index already built (a first build
   is the index's cost, docs/benchmarks.md).
@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from vaultmem import Vault, notes, upkeep  # noqa: E402
+from vaultmem import Vault, notes, upkeep, views  # noqa: E402
 
 
 def make(root: Path, n: int) -> Vault:
@@ -82,7 +82,7 @@ def main() -> None:
 
             def run():
                 nonlocal report
-                report = v.conflicts()
+                report = views.conflicts(v)
 
             conflicts = timed(run, max(1, args.repeat // 2))
             later = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=365)
@@ -90,7 +90,7 @@ def main() -> None:
 
             def dry():
                 nonlocal planned
-                planned, _ = v.gc(actor, dry_run=True, now=later)
+                planned, _ = upkeep.gc(v, actor, dry_run=True, now=later)
 
             gc_dry = timed(dry, max(1, args.repeat // 2))
             v.refresh_index()

@@ -6,7 +6,7 @@ most, then facts, preferences, decisions, procedures; one in twenty with a key t
 earlier note has, so it supersedes it as ``remember`` would), recalls a handful — a few
 of the day's own, and --asked of the dev-set questions, whose cited notes count as used
 (what users keep asking about) — and at the end of each simulated month commits, runs
-the real ``Vault.gc`` at that date, refreshes the index and measures:
+the real ``upkeep.gc`` at that date, refreshes the index and measures:
 
 - active notes by type against ``forgetting.caps`` (set here: episode --cap-episode);
 The year starts the day after the dev set's newest note, so its memory is current then.

@@ -1,6 +1,6 @@
 """Forgetting: each active note's retention score, the notes GC moves to the archive,
-and how often notes were recalled (local usage data). Reached as ``vault.gc`` /
-``vault.restore``; the formula and its defaults are in docs/forgetting.md.
+and how often notes were recalled (local usage data). Reached as ``upkeep.gc`` /
+``upkeep.restore``; the formula and its defaults are in docs/forgetting.md.
 
     score = decay × (1 − USE_WEIGHT) × importance + decay × USE_WEIGHT × usage
     decay = 0.5 ^ (days since it was last confirmed or recalled / the type's half-life)
