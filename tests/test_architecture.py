@@ -201,3 +201,31 @@ def test_only_its_engine_module_imports_a_search_library(library, module):
     assert offenders == []
 
 
+
+
+DESIGN = PKG.parent / "docs" / "design.md"
+
+
+def test_design_md_draws_the_package_as_it_stands():
+    """docs/design.md's tree names every module and package of vaultmem/, and its stage
+    table every stage this test holds the imports to: a new module is drawn when it lands."""
+    doc = DESIGN.read_text(encoding="utf-8")
+    tree = doc[doc.index("## The pipeline"):doc.index("| module | may import |")]
+    table = doc[doc.index("| module | may import |"):]
+    rooms = sorted(p.name if p.suffix == ".py" else p.name + "/" for p in PKG.iterdir()
+                   if (p.suffix == ".py" or (p / "__init__.py").exists())
+                   and p.stem not in ("__init__", "__main__", "_vault_template"))
+    assert [r for r in rooms if r not in tree] == [], "modules not in docs/design.md's tree"
+    adapters = sorted(p.name if p.suffix == ".py" else p.name + "/" for p in (PKG / "adapters").iterdir()
+                      if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").exists())
+    assert [a for a in adapters if a not in tree] == [], "adapters not in docs/design.md's tree"
+    unlisted = [stage for stage in ALLOWED if f"`{stage}`" not in table]
+    assert unlisted == [], f"stages not in docs/design.md's table: {unlisted}"
+
+
+def test_no_module_holds_more_than_700_lines():
+    """A room one can hold in mind: past 700 lines a module becomes a package of one module
+    per concern (docs/design.md, "The rule a new module follows")."""
+    big = {str(p.relative_to(PKG)): n for p in PKG.rglob("*.py")
+           if "_vault_template" not in p.parts and (n := len(p.read_text(encoding="utf-8").splitlines())) > 700}
+    assert big == {}
