@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_forgetting import make  # noqa: E402
 
+from timing import samples  # noqa: E402
 from vaultmem import Vault, upkeep, views  # noqa: E402
 
 
@@ -47,9 +48,7 @@ def page_vault(root: Path, n: int) -> Vault:
 
 
 def timed(call) -> float:
-    t = time.perf_counter()
-    call()
-    return time.perf_counter() - t
+    return samples(call, 1, warm=0)[0]
 
 
 def main() -> None:

@@ -21,15 +21,14 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from timing import median, samples  # noqa: E402
 from vaultmem import Vault, notes, upkeep, views  # noqa: E402
 
 
@@ -51,12 +50,8 @@ def make(root: Path, n: int) -> Vault:
 
 
 def timed(call, repeat: int) -> float:
-    out = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        call()
-        out.append(time.perf_counter() - t)
-    return statistics.median(out)
+    """Median seconds of ``repeat`` calls."""
+    return median(samples(call, repeat, warm=0))
 
 
 def main() -> None:

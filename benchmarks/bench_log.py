@@ -57,6 +57,7 @@ import base64  # noqa: E402
 import fcntl  # noqa: E402
 
 from report import write_section  # noqa: E402
+from timing import samples as timed  # noqa: E402
 from vaultmem import Vault, livelog  # noqa: E402
 from vaultmem.parse.logline import LogEntry, line_hash, parse_line, render  # noqa: E402
 
@@ -425,15 +426,6 @@ def unseen_cursor(entries: list[tuple[str, str, int]], reader: str, unseen: int)
     return cursor
 
 
-def timed(fn, runs: int, warm: int = 1) -> list[float]:
-    for _ in range(warm):
-        fn()
-    out = []
-    for _ in range(runs):
-        a = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - a)
-    return out
 
 
 def phase_log(work: Path, total: int, size: int, cli_verify: bool, profile: bool) -> dict:

@@ -11,7 +11,6 @@ one untimed round: plain words (the baseline), a phrase, an exclusion, OR, prefi
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from timing import median, samples  # noqa: E402
 from vaults import make_vault  # noqa: E402
 
 from vaultmem import Vault  # noqa: E402
@@ -47,13 +47,8 @@ CASES = [
 
 
 def timed(fn, rounds: int = 15) -> float:
-    fn()
-    out = []
-    for _ in range(rounds):
-        t = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t)
-    return statistics.median(out) * 1000
+    """Median milliseconds of ``rounds`` calls after one untimed."""
+    return median(samples(fn, rounds, warm=1)) * 1000
 
 
 def main() -> int:

@@ -38,6 +38,18 @@ def summary(xs: Sequence[float]) -> dict:
             "runs": len(xs)}
 
 
+def samples(fn: Callable[[], object], rounds: int = 15, warm: int = 1) -> list[float]:
+    """``fn`` called ``warm`` times untimed, then ``rounds`` times: the wall seconds of each."""
+    for _ in range(warm):
+        fn()
+    out = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - started)
+    return out
+
+
 def timed(fn: Callable[[], object], rounds: int = 15, warm: int = 1) -> dict:
     """``fn`` called ``warm`` times untimed, then ``rounds`` times: the wall and CPU (this
     process) of each call, summarised."""
