@@ -1,6 +1,7 @@
 """vaultmem.guard: secrets found by detect-secrets become placeholders; ids and hashes stay;
 instruction-like text is flagged in English and Chinese."""
 
+import datetime
 import random
 import string
 import uuid
@@ -261,3 +262,34 @@ def test_look_alikes_stay_clean():
 def test_the_gate_lets_split_full_width_and_short_url_secrets_through():
     for text in ("postgres://u:p@h/db", f"token {full_width(GH)}", f"x {GH[:8]}\n{GH[8:]}", "the password=hunter2"):
         assert might_hold_secret(text), text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from("dimrs"), st.dates(min_value=datetime.date(2000, 1, 1), max_value=datetime.date(9999, 12, 31)),
+       st.text(alphabet="0123456789abcdef", min_size=6, max_size=6))
+def test_vaultmem_ids_open_no_detector_and_no_detector_finds_one(kind, day, digits):
+    # a delegation's or an inbox item's id (d-20261206-03177d): the gate lets it by only
+    # because the detectors find nothing in it
+    from vaultmem.guard import _spans
+
+    ident = f"{kind}-{day:%Y%m%d}-{digits}"
+    assert _spans(ident) == [] and _spans(f"id: {ident}") == []
+    assert not might_hold_secret(f"---\nid: {ident}\ndelegation: {ident}\n---\n")
+    assert might_hold_secret(f"id: {ident}x")  # a longer token is no id of ours: read
+
+
+RECORD = ("---\nid: d-20261206-03177d\ntype: delegation\ncreated: 2026-12-06T05:02:38Z\nrole: role-1\n"
+          "delegated_by: lee\nstatus: pending\n---\n\nwork as role-1 (Claude Code sub-agent a3)\n")
+
+
+def test_a_records_frontmatter_loads_no_detector_and_a_secret_in_it_is_still_found():
+    assert not might_hold_secret(RECORD)  # key lines are not one token run across their breaks
+    assert scrub(RECORD, "t", KEY)[1] == []
+    leaked = RECORD.replace("status: pending\n", f"status: pending\ntoken: {GH}\n")
+    assert might_hold_secret(leaked) and scrub(leaked, "t", KEY)[1]
+    # YAML wraps a value onto an indented line: those halves are still read as one
+    wrapped = f"---\nnote: see {GH[:20]}\n  {GH[20:]}\nstatus: pending\n---\n"
+    assert might_hold_secret(wrapped) and scrub(wrapped, "t", KEY)[1]
+    # outside frontmatter a line that looks like a key may still be the rest of a token
+    body = f"{RECORD}the token {GH[:20]}\n{GH[20:]}: was it\n"
+    assert might_hold_secret(body) and scrub(body, "t", KEY)[1]

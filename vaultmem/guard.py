@@ -86,6 +86,17 @@ _GATE = re.compile(
     rf"[{_TOKEN_CHARS}]{{16,}}|://[^\s/@]*:[^\s]*@|PRIVATE KEY|密码|口令|密钥|令牌|"
     r"(?i:pass|pwd|secret|token|key|auth|cred|private|api|bearer)",
 )
+# vaultmem's own ids (a delegation's d-20261206-03177d, an inbox item's i-…): 17 characters of
+# lowercase, digits and hyphens, which no detector flags (the high-entropy ones start at 20, the
+# others need a prefix or a keyword; tests/test_guard.py holds this) — not a reason to load them
+_OWN_ID = re.compile(rf"(?<![{_TOKEN_CHARS}])[a-z]-\d{{8}}-[0-9a-f]{{6}}(?![{_TOKEN_CHARS}])")
+
+
+def _gated(text: str) -> bool:
+    """Whether the detectors must read ``text`` (:data:`_GATE`, vaultmem's own ids aside)."""
+    return bool(_GATE.search(_OWN_ID.sub(" ", text) if "-" in text else text))
+
+
 # -- secrets broken over lines ---------------------------------------------------------------
 # A token may be wrapped onto the next line, that line indented or quoted ('> '); the two
 # halves are read joined. Only a break between two token-like runs is a candidate.
@@ -196,9 +207,9 @@ def _folded(text: str) -> str:
 
 def might_hold_secret(text: str) -> bool:
     if text.isascii():
-        return bool(_GATE.search(text)) or ("\n" in text and _joins_worth_reading(text.split("\n")))
+        return _gated(text) or ("\n" in text and _joins_worth_reading(text.split("\n")))
     lines = [_view(line)[0] for line in text.split("\n")]
-    return any(_GATE.search(line) for line in lines) or _joins_worth_reading(lines)
+    return any(_gated(line) for line in lines) or _joins_worth_reading(lines)
 
 
 def _tail(line: str) -> tuple[int, int] | None:
@@ -219,11 +230,28 @@ def _glued(tail: str, head: str) -> bool:
 
 
 def _joins_worth_reading(lines: list[str]) -> bool:
-    for a, b in zip(lines, lines[1:]):
+    keys = _frontmatter_end(lines)
+    for n, (a, b) in enumerate(zip(lines, lines[1:])):
         tail, head = _tail(a), _HEAD.match(b)
-        if tail and head and _glued(a[tail[0]:tail[1]], head.group(1)):
+        if tail and head and _glued(a[tail[0]:tail[1]], head.group(1)) and not _new_entry(b, n + 1, keys):
             return True
     return False
+
+
+# In YAML frontmatter only an indented line continues a value (a wrapped scalar): a line that
+# opens a key, a list item or the closing "---" is a new entry, and no break before one is read
+# joined ("type: delegation" / "created: …" is not one token "delegationcreated:").
+def _new_entry(line: str, n: int, keys: int) -> bool:
+    """Whether line ``n`` of a text whose frontmatter closes at line ``keys`` starts an entry
+    of that frontmatter (or closes it) rather than continuing the line before."""
+    return 0 < n <= keys and line[:1] not in (" ", "\t")
+
+
+def _frontmatter_end(lines: list[str]) -> int:
+    """The number of the line that closes the text's frontmatter (0: it has none)."""
+    if not lines or lines[0].strip() != "---":
+        return 0
+    return next((n for n in range(1, len(lines)) if lines[n].strip() in ("---", "...")), 0)
 
 
 @functools.lru_cache(maxsize=1)
@@ -464,12 +492,12 @@ def _hits(lines: list[str], wanted: set[int] | None = None) -> list[tuple[int, i
     def alone(i: int) -> list[tuple[int, int]]:
         if i not in per_line:
             text = view(i)[0]
-            per_line[i] = [(s, e) for s, e, _ in _spans(text)] if _GATE.search(text) else []
+            per_line[i] = [(s, e) for s, e, _ in _spans(text)] if _gated(text) else []
         return per_line[i]
 
     for i in (range(len(lines)) if wanted is None else sorted(n for n in wanted if 0 <= n < len(lines))):
         text = view(i)[0]
-        if _GATE.search(text):
+        if _gated(text):
             found = _spans(text)
             per_line[i] = [(s, e) for s, e, _ in found]
             hits.extend((i, back(i, s), i, back(i, e, True), k) for s, e, k in found)
@@ -485,7 +513,7 @@ def _hits(lines: list[str], wanted: set[int] | None = None) -> list[tuple[int, i
                 k -= 1
                 near.add(k)
         starts = sorted(k for k in near if 0 <= k < len(lines) - 1)
-    last = -1
+    last, keys = -1, _frontmatter_end(lines)
     for i in starts:
         if i < last:
             continue  # inside a chain read already
@@ -496,7 +524,7 @@ def _hits(lines: list[str], wanted: set[int] | None = None) -> list[tuple[int, i
         run, j = view(i)[0][tail[0]:tail[1]], i + 1
         while j < len(lines) and j - i < _MAX_JOINED_LINES:
             head = _HEAD.match(view(j)[0])
-            if not head or not _glued(run, head.group(1)):
+            if not head or not _glued(run, head.group(1)) or _new_entry(lines[j], j, keys):
                 break
             junctions.append(len(joined))
             pieces.append((len(joined), j, head.start(1)))
@@ -506,7 +534,7 @@ def _hits(lines: list[str], wanted: set[int] | None = None) -> list[tuple[int, i
             run, j = head.group(1), j + 1
         last = pieces[-1][1]
         if junctions and (wanted is None or any(n in wanted for n in range(i, last + 1))) \
-                and _GATE.search(joined):
+                and _gated(joined):
             for s, e, kind in _spans(joined):
                 cuts = [s, *[at for at in junctions if s < at < e], e]
                 if len(cuts) == 2:
