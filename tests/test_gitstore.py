@@ -211,3 +211,8 @@ def test_a_long_lived_process_sees_the_humans_new_git_identity(vault, tmp_path, 
     assert human_actor(vault.root).name == "Included Ida"
     (home / "more.inc").write_text("[user]\n\tname = Included Iris\n")  # only the included file changed
     assert human_actor(vault.root).name == "Included Iris"
+    git(vault.root, "config", "--unset", "user.email")  # an identity git knows only in part, from an include
+    (home / "more.inc").write_text("[user]\n\tname = Included Ines\n")
+    assert human_actor(vault.root).name == "Included Ines"
+    (home / "more.inc").write_text("[user]\n\tname = Included Inga\n")
+    assert human_actor(vault.root).name == "Included Inga"

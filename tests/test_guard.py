@@ -293,3 +293,12 @@ def test_a_records_frontmatter_loads_no_detector_and_a_secret_in_it_is_still_fou
     # outside frontmatter a line that looks like a key may still be the rest of a token
     body = f"{RECORD}the token {GH[:20]}\n{GH[20:]}: was it\n"
     assert might_hold_secret(body) and scrub(body, "t", KEY)[1]
+
+
+@pytest.mark.parametrize("text", [
+    "---\nhere is the deploy key:\nAKIAIOSFODNN7EX\nAMPLE\n---\n",  # pasted at column 0 inside frontmatter
+    f"---\nnote: {GH[:20]}\n{GH[20:]}\n...\n",  # the rest of a token, then the closing marker
+    "https://bob:d-20261206-03177d@host.example/x",  # an id of vaultmem's shape as a URL's password
+])
+def test_what_only_looks_like_frontmatter_or_an_id_is_still_read(text):
+    assert might_hold_secret(text) and scrub(text, "t", KEY)[1], text

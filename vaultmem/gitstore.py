@@ -70,14 +70,14 @@ def human_actor(root: Path) -> Actor:
     import git
 
     name = email = None
-    includes = False
+    includes = True  # until the files are read: an identity not read whole is not remembered
     try:
         reader = git.Repo(root).config_reader() if (root / ".git").exists() else git.GitConfigParser()
-        name = reader.get_value("user", "name", None)
-        email = reader.get_value("user", "email", None)
         includes = any(section.startswith("include") for section in reader.sections())
+        name = reader.get_value("user", "name", "") or None
+        email = reader.get_value("user", "email", "") or None
     except Exception:
-        pass
+        includes = True
     actor = Actor(name=str(name or FALLBACK_NAME), kind="human", email=str(email or FALLBACK_EMAIL))
     if stamp is not None and not includes:  # a file it includes could change unseen: read each time
         _HUMAN[root] = (stamp, actor)

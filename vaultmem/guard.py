@@ -94,7 +94,7 @@ _OWN_ID = re.compile(rf"(?<![{_TOKEN_CHARS}])[a-z]-\d{{8}}-[0-9a-f]{{6}}(?![{_TO
 
 def _gated(text: str) -> bool:
     """Whether the detectors must read ``text`` (:data:`_GATE`, vaultmem's own ids aside)."""
-    return bool(_GATE.search(_OWN_ID.sub(" ", text) if "-" in text else text))
+    return bool(_GATE.search(_OWN_ID.sub("x", text) if "-" in text else text))  # a short token in its place
 
 
 # -- secrets broken over lines ---------------------------------------------------------------
@@ -238,13 +238,17 @@ def _joins_worth_reading(lines: list[str]) -> bool:
     return False
 
 
-# In YAML frontmatter only an indented line continues a value (a wrapped scalar): a line that
-# opens a key, a list item or the closing "---" is a new entry, and no break before one is read
-# joined ("type: delegation" / "created: …" is not one token "delegationcreated:").
+# In YAML frontmatter a line that opens a key ("created: …"), a list item ("- x") or closes it
+# ("---") is a new entry, never the rest of a value wrapped onto it: no break before one is read
+# joined ("type: delegation" / "created: …" is not one token "delegationcreated:"). Any other
+# line — the rest of a key pasted at column 0 — still is.
+_ENTRY = re.compile(r"[A-Za-z_][\w-]*:(?:[ \t]|$)|-[ \t]")
+
+
 def _new_entry(line: str, n: int, keys: int) -> bool:
     """Whether line ``n`` of a text whose frontmatter closes at line ``keys`` starts an entry
     of that frontmatter (or closes it) rather than continuing the line before."""
-    return 0 < n <= keys and line[:1] not in (" ", "\t")
+    return 0 < n <= keys and (n == keys or _ENTRY.match(line) is not None)
 
 
 def _frontmatter_end(lines: list[str]) -> int:
