@@ -120,6 +120,51 @@ def project(tmp_path) -> tuple[Vault, Path]:
 # -- the session through real processes ------------------------------------------------------------
 
 
+WALK_PROBE = r"""
+import sys
+from vaultmem import walk
+real = walk.WalkAhead.take
+def take(self):
+    got = real(self)
+    print("ahead:", got is not None, file=sys.stderr)
+    return got
+walk.WalkAhead.take = take
+sys.argv = ["vaultmem", "hook", "claude", sys.argv[1]]
+from vaultmem.__main__ import main
+try:
+    main()
+finally:
+    print("GitPython:", "git" in sys.modules, file=sys.stderr)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the walk ahead needs fork")
+@pytest.mark.parametrize("edited", [False, True])
+def test_a_cold_subagent_start_walks_ahead_and_briefs_an_edit_made_before_it(project, tmp_path, edited):
+    """The freshness check's walk runs in a child while the hook imports; read before the
+    delegation is written, it lets the brief skip a second walk — and a note a human
+    edited before the hook is in the brief either way. The delegation is committed without
+    loading GitPython."""
+    v, transcript = project
+    root = v.root
+    v.refresh_index()
+    note = next((root / "memories").glob("*payment*.md"))
+    if edited:
+        fixed = "SQL injection in payments.py fixed, charge() now uses parameterised queries"  # the task's words
+        note.write_text(note.read_text(encoding="utf-8").replace("The payment service retries a failed charge "
+                                                                 "three times", fixed), encoding="utf-8")
+    data = payload("SubagentStart", agent_id="a9", agent_type="code-reviewer", transcript_path=str(transcript),
+                   cwd=str(root))
+    r = subprocess.run([sys.executable, "-c", WALK_PROBE, "SubagentStart"], input=data, capture_output=True,
+                       text=True, timeout=60, env={**os.environ, "CLAUDE_PROJECT_DIR": str(root), "VAULTMEM_WARM": "off"})
+    # git runs for the delegation's commit, without GitPython's ~30 ms import (gitstore._run)
+    assert r.returncode == 0 and r.stderr.splitlines() == ["ahead: True", "GitPython: False"], r.stderr
+    assert authors(root, 1)[0].startswith("orch|delegate: ")
+    text = context(r.stdout, "SubagentStart")
+    assert "Memory brief — code-reviewer" in text
+    assert ("charge() now uses parameterised queries" in text) == edited  # the edit, cited
+
+
 def test_a_session_through_real_hook_processes(project, tmp_path):
     v, transcript = project
     root = v.root

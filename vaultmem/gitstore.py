@@ -38,6 +38,44 @@ def _repo(root: Path):
         ) from None
 
 
+def _check_repo(root: Path) -> None:
+    """``root`` is a repository's top folder: else git would record the change in one above it."""
+    if not (root / ".git").exists():
+        raise GitError(f"{root} is not a git repository", path=str(root),
+                       hint=f"run 'git init' in {root} and commit its files; vaultmem records every change as a commit")
+
+
+class GitFailed(Exception):
+    """A git command that exited non-zero; ``said``: its stderr and stdout."""
+
+    def __init__(self, said: str) -> None:
+        super().__init__(said)
+        self.said = said
+
+
+def _run(root: Path, args: list[str], env: dict | None = None, stdin: bytes | None = None) -> bytes:
+    """``git -C root ARGS`` as GitPython's ``repo.git`` runs a command — the environment
+    inherited (plus ``env``; inside a git hook, ``GIT_INDEX_FILE`` names the index git
+    prepared), git's messages in English for the checks that read them — without
+    importing GitPython: the write path (status, add, commit) is on every hook's time, and
+    GitPython's import costs ~30 ms of it. Its stdout; :class:`GitFailed`."""
+    import subprocess
+
+    full = {**os.environ, **(env or {}), "LANGUAGE": "C", "LC_ALL": "C"}
+    program = os.environ.get("GIT_PYTHON_GIT_EXECUTABLE") or "git"  # the git GitPython runs, for every call
+    try:
+        done = subprocess.run([program, "-C", str(root), *args], input=stdin, capture_output=True, env=full)
+    except FileNotFoundError:
+        raise GitError("git is not installed (or not on PATH)", path=str(root)) from None
+    if done.returncode != 0:
+        raise GitFailed(f"{done.stderr.decode('utf-8', 'replace')} {done.stdout.decode('utf-8', 'replace')}")
+    return done.stdout
+
+
+def _git(root: Path, args: list[str], env: dict | None = None, stdin: bytes | None = None) -> str:
+    return _run(root, args, env, stdin).decode("utf-8", "surrogateescape")
+
+
 def init_repo(root: Path) -> bool:
     """``git init`` the vault unless it already is (its own) repository; True if created."""
     import git
@@ -237,15 +275,13 @@ def _storage(text: str, root: Path) -> StorageError | None:
 _SIGN_FAILED = re.compile(r"fail(?:ed)? to sign|failed to write commit object|signing failed", re.I)
 
 
-def _unsigned(text: str, root: Path, repo) -> GitError | None:
+def _unsigned(text: str, root: Path) -> GitError | None:
     """The error for a commit git was told to sign (``commit.gpgsign``) and could not."""
-    import git
-
     if not _SIGN_FAILED.search(text):
         return None
     try:
-        signs = repo.git.config("--bool", "--get", "commit.gpgsign").strip() == "true"
-    except git.GitCommandError:
+        signs = _git(root, ["config", "--bool", "--get", "commit.gpgsign"]).strip() == "true"
+    except GitFailed:
         signs = False  # unset
     if not signs:
         return None
@@ -293,13 +329,10 @@ def _message(message: str):
         os.unlink(name)
 
 
-def _update_index(repo, paths: list[str]) -> None:
+def _update_index(root: Path, paths: list[str], env: dict) -> None:
     """Stage ``paths`` — changed, new or deleted — as ``git add -A`` would, reading them
     from a list (linear in their number, where ``add``'s pathspecs are quadratic)."""
-    with tempfile.TemporaryFile() as f:
-        f.write("\0".join(paths).encode("utf-8"))
-        f.seek(0)
-        repo.git.update_index("--add", "--remove", "-z", "--stdin", istream=f)
+    _git(root, ["update-index", "--add", "--remove", "-z", "--stdin"], env, stdin="\0".join(paths).encode("utf-8"))
 
 
 def _batches(paths: list[str]) -> list[list[str]]:
@@ -311,9 +344,7 @@ def _batches(paths: list[str]) -> list[list[str]]:
 def commit(root: Path, paths: list[str], message: str, actor: Actor, lock_timeout: float) -> str | None:
     """Commit exactly ``paths`` (added, changed or deleted). Returns the new commit's
     hexsha, or None when those paths hold no change."""
-    import git
-
-    repo = _repo(root)
+    _check_repo(root)
     name, email = actor.git_identity()
     env = {
         "GIT_AUTHOR_NAME": name,
@@ -328,36 +359,35 @@ def commit(root: Path, paths: list[str], message: str, actor: Actor, lock_timeou
         while True:
             _wait_for_lock(root, index_lock, deadline, lock_timeout)
             try:
-                with repo.git.custom_environment(**env):
-                    # Stage only our paths (-A: also their deletions), then commit only them.
-                    tracked = {t for batch in _batches(paths) if batch
-                               for t in repo.git.ls_files("-z", "--", *batch).split("\0")}
-                    paths = [p for p in paths if p in tracked or (root / p).exists()]
-                    if not paths:
-                        return None
-                    if len(paths) <= ARGV_PATHS:
-                        repo.git.add("-A", "--", *paths)
-                    else:  # git add matches every path against every pathspec: update-index reads a list
-                        _update_index(repo, paths)
-                    staged = True
-                    if not any(repo.git.diff("--cached", "--name-only", "--", *batch).strip()
-                               for batch in _batches(paths)) and _has_head(repo):
-                        return None
-                    # no --no-gpg-sign: git signs when its config says so (commit.gpgsign)
-                    with _pathspec(paths) as spec, _message(message) as said:
-                        repo.git.commit("--only", "-q", *said, *spec)
+                # Stage only our paths (-A: also their deletions), then commit only them.
+                tracked = {t for batch in _batches(paths) if batch
+                           for t in _git(root, ["ls-files", "-z", "--", *batch], env).split("\0")}
+                paths = [p for p in paths if p in tracked or (root / p).exists()]
+                if not paths:
+                    return None
+                if len(paths) <= ARGV_PATHS:
+                    _git(root, ["add", "-A", "--", *paths], env)
+                else:  # git add matches every path against every pathspec: update-index reads a list
+                    _update_index(root, paths, env)
+                staged = True
+                if not any(_git(root, ["diff", "--cached", "--name-only", "--", *batch], env).strip()
+                           for batch in _batches(paths)) and has_commit(root):
+                    return None
+                # no --no-gpg-sign: git signs when its config says so (commit.gpgsign)
+                with _pathspec(paths) as spec, _message(message) as said:
+                    _git(root, ["commit", "--only", "-q", *said, *spec], env)
                 notice = identity_notice(root, actor)
                 if notice is not None:
                     _say(notice)
-                return repo.head.commit.hexsha
-            except git.GitCommandError as exc:
-                text = f"{exc.stderr or ''} {exc.stdout or ''}"
+                return head(root)
+            except GitFailed as exc:
+                text = exc.said
                 taken = _LOCK_TAKEN.search(text)
                 if taken is None and not any(m in text for m in _LOCK_MARKERS):
                     if staged:
                         unstage(root, paths)
-                    raise _storage(text, root) or _unsigned(text, root, repo) or GitError(f"git could not record the change: {text.strip()}",
-                                                           path=str(root)) from None
+                    raise _storage(text, root) or _unsigned(text, root) or GitError(
+                        f"git could not record the change: {text.strip()}", path=str(root)) from None
                 lock = Path(taken.group(1)) if taken else index_lock
                 _wait_for_lock(root, lock, deadline, lock_timeout)  # clears it if its git was killed
                 if time.monotonic() >= deadline:
@@ -384,19 +414,17 @@ def _say(text: str) -> None:
 def unstage(root: Path, paths: list[str], wait: float = 0.0) -> bool:
     """Put the index entries of ``paths`` back to HEAD (after a refused commit, or when
     rolling back a killed writer's change). False if git's index stayed locked."""
-    import git
-
-    repo = _repo(root)
+    _check_repo(root)
     deadline = time.monotonic() + wait
     while True:
         try:
             with _pathspec(paths) as spec:
-                if _has_head(repo):
-                    repo.git.reset("-q", *spec)
+                if has_commit(root):
+                    _git(root, ["reset", "-q", *spec])
                 else:
-                    repo.git.rm("-q", "--cached", "--ignore-unmatch", *spec)
+                    _git(root, ["rm", "-q", "--cached", "--ignore-unmatch", *spec])
             return True
-        except git.GitCommandError:
+        except GitFailed:
             if clear_stale_lock(root, root / ".git" / "index.lock", min(STALE_AFTER, wait / 2)):
                 continue
             if time.monotonic() >= deadline:
@@ -406,20 +434,21 @@ def unstage(root: Path, paths: list[str], wait: float = 0.0) -> bool:
 
 def head(root: Path) -> str | None:
     """The sha HEAD points at (None in a repository with no commit yet)."""
-    repo = _repo(root)
-    return repo.head.commit.hexsha if _has_head(repo) else None
+    _check_repo(root)
+    try:
+        return _git(root, ["rev-parse", "--verify", "--quiet", "HEAD^{commit}"]).strip() or None
+    except GitFailed:
+        return None
 
 
 def committed_since(root: Path, base: str | None, message: str) -> bool:
     """True if a commit with ``message`` was made on top of ``base`` (HEAD then)."""
-    import git
-
-    repo = _repo(root)
-    if not _has_head(repo) or repo.head.commit.hexsha == base:
+    now = head(root)
+    if now is None or now == base:
         return False
     try:
-        subjects = repo.git.log("--format=%B%x00", f"{base}..HEAD" if base else "HEAD", "-n", "50")
-    except git.GitCommandError:
+        subjects = _git(root, ["log", "--format=%B%x00", f"{base}..HEAD" if base else "HEAD", "-n", "50"])
+    except GitFailed:
         return False
     return any(body.strip() == message.strip() for body in subjects.split("\0"))
 
@@ -438,13 +467,11 @@ def uncommitted(root: Path, paths: list[str]) -> list[str]:
 
 def _status(root: Path, pathspec: list[str]) -> list[str]:
     """The paths ``git status`` reports as differing from the last commit."""
-    import git
-
+    _check_repo(root)
     try:
-        out = _repo(root).git.status("--porcelain=v1", "-z", "--untracked-files=all", "--", *pathspec)
-    except git.GitCommandError as exc:
-        text = f"{exc.stderr or ''} {exc.stdout or ''}"
-        raise _storage(text, root) or GitError(f"git status failed: {text.strip()}", path=str(root)) from None
+        out = _git(root, ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *pathspec])
+    except GitFailed as exc:
+        raise _storage(exc.said, root) or GitError(f"git status failed: {exc.said.strip()}", path=str(root)) from None
     found, records, i = [], out.split("\0"), 0
     while i < len(records):
         rec = records[i]
@@ -454,14 +481,6 @@ def _status(root: Path, pathspec: list[str]) -> list[str]:
                 i += 1
         i += 1
     return found
-
-
-def _has_head(repo) -> bool:
-    try:
-        repo.head.commit
-        return True
-    except ValueError:
-        return False
 
 
 def log(root: Path, path: str | None = None, max_count: int = 20) -> list[dict]:
@@ -492,7 +511,7 @@ def path_history(root: Path, path: str, since: str | None = None) -> list[tuple[
     try:
         out = _repo(root).git.log(*args)
     except git.GitCommandError as exc:
-        if not _has_head(_repo(root)):
+        if not has_commit(root):
             return []
         text = f"{exc.stderr or ''} {exc.stdout or ''}"
         raise _storage(text, root) or GitError(f"git log failed: {text.strip()}", path=str(root)) from None
@@ -550,20 +569,13 @@ EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
 def _git_out(root: Path, args: list[str], stdin: bytes | None = None) -> bytes:
-    """``git -C root ARGS`` run for its output, with paths taken literally. It inherits the
-    environment: inside a hook, ``GIT_INDEX_FILE`` names the index git prepared for the
-    commit. Reads only: no lock is taken, nothing is written."""
-    import subprocess
-
-    env = {**os.environ, "GIT_LITERAL_PATHSPECS": "1"}
+    """``git -C root ARGS`` run for its output, with paths taken literally (:func:`_run`).
+    Reads only: no lock is taken, nothing is written."""
     try:
-        done = subprocess.run(["git", "-C", str(root), *args], input=stdin, capture_output=True, env=env)
-    except FileNotFoundError:
-        raise GitError("git is not installed (or not on PATH)", path=str(root)) from None
-    if done.returncode != 0:
-        text = done.stderr.decode("utf-8", "replace")
-        raise _storage(text, root) or GitError(f"git {args[0]} failed: {text.strip()}", path=str(root))
-    return done.stdout
+        return _run(root, args, {"GIT_LITERAL_PATHSPECS": "1"}, stdin)
+    except GitFailed as exc:
+        raise _storage(exc.said, root) or GitError(f"git {args[0]} failed: {exc.said.strip()}",
+                                                   path=str(root)) from None
 
 
 def has_commit(root: Path) -> bool:

@@ -163,7 +163,7 @@ class Writer:
     def __init__(self, root: Path, config: Config, on_write=None) -> None:
         self.root = root
         self.config = config
-        self.on_write = on_write  # called with the paths, just before the first file is replaced
+        self.on_write = on_write  # called with the paths before anything of a change is written
         self.settled: list[Settled] = []  # dead writers' changes this process settled
         self._held = threading.local()  # this thread's depth of locked() within locked()
         self._threads = threading.RLock()  # threads of one process take turns, then the file lock
@@ -349,6 +349,8 @@ class Writer:
             raise VaultmemError("a change was applied without the vault's write lock",
                                 hint="this is a vaultmem bug: please report it")
         targets = {rel: files.inside(self.root, rel) for rel in writes}
+        if self.on_write is not None:
+            self.on_write(list(writes))
         drafts = self._check_drafts(gitstore.uncommitted(self.root, list(writes)),
                                     {rel for rel in rescrubbed if writes.get(rel, "") is None})
         if drafts:
@@ -388,8 +390,6 @@ class Writer:
                 files.atomic_write(journal, json.dumps(record, ensure_ascii=False))
             except OSError as exc:
                 raise from_os_error(exc, path=_shown(exc, self.root), writing=True) from None
-            if self.on_write is not None:
-                self.on_write(list(writes))
             for rel in order:
                 if writes[rel] is None:
                     targets[rel].unlink(missing_ok=True)

@@ -97,8 +97,9 @@ class Vault:
         self.writer = Writer(self.root, self.config, on_write=self._about_to_write)
 
     def _about_to_write(self, paths: list[str]) -> None:
-        if self._ahead is not None:
-            self._ahead.drop()  # a walk started before these writes cannot vouch for the index
+        if self._ahead is not None:  # the launcher's walk, read before anything is written
+            index, self._ahead = self.index, None
+            index.before_writing()
         self._written.update(paths)
 
     # -- opening and creating ----------------------------------------------------------

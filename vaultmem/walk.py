@@ -12,11 +12,13 @@ takes the child's digest instead of walking. :func:`start_ahead` returns the wal
 the vault it opens and that vault's index — so nothing is kept in module state. The two
 overlap on two cores. The child is only a head start: its answer is used for the vault
 the command really opens (the vault checks the root), once (:meth:`WalkAhead.take`),
-never after the command wrote (:meth:`WalkAhead.drop`), and anything odd (no ``fork``, a
-failed child, another vault) falls back to walking in the process.
+and read before the command writes, if it does (then it vouches only for the index as it
+was: ``IndexStore.before_writing``); anything odd (no ``fork``, a failed child, another
+vault) falls back to walking in the process. The Claude Code hooks that brief start one
+with :func:`walk_ahead` once they know their vault.
 
-Standard library only, and little of it (``json`` and ``signal`` are imported where
-used): the launcher imports this module before anything else.
+Standard library only, and little of it (``json`` is imported where used): the launcher
+imports this module before anything else.
 """
 
 from __future__ import annotations
@@ -192,13 +194,23 @@ def path_stat(root: str | os.PathLike, rel: str) -> Stat | None:
     return (st.st_mtime_ns, st.st_size, st.st_ctime_ns, st.st_ino)
 
 
+DIGEST_MASK = 0xFFFFFFFFFFFFFFFF
+
+
 def stat_digest(stats: dict[str, tuple]) -> int:
     """One number for a set of files and their (mtime, size, ctime, inode), the same in
     every process of one Python version (ints and tuples hash alike everywhere; a path is
     taken by its CRC-32, as strings hash differently per process). Any file added,
-    removed, renamed or touched changes it."""
+    removed, renamed or touched changes it. A sum of one term per file
+    (:func:`stat_term`), so a change of a few files moves it by their terms alone."""
     crc = zlib.crc32
-    return sum(hash((crc(rel.encode("utf-8")), st)) for rel, st in stats.items()) & 0xFFFFFFFFFFFFFFFF
+    return sum(hash((crc(rel.encode("utf-8")), st)) for rel, st in stats.items()) & DIGEST_MASK
+
+
+def stat_term(rel: str, st: tuple) -> int:
+    """One file's share of :func:`stat_digest` (digests add and subtract these, modulo
+    ``DIGEST_MASK + 1``)."""
+    return hash((zlib.crc32(rel.encode("utf-8")), tuple(st)))
 
 
 # -- the walk ahead of time ---------------------------------------------------------------------
@@ -229,7 +241,7 @@ def command_word(argv: list[str]) -> str | None:
 
 class WalkAhead:
     """A walk of ``root`` running in a forked child: its (file count, digest) is read
-    once with :meth:`take`, or the child is stopped unread with :meth:`drop`."""
+    once with :meth:`take` (a walk nobody reads ends by itself)."""
 
     def __init__(self, root: str, pid: int, read: int) -> None:
         self.root = root  # resolved, as ``Vault.root`` is
@@ -238,13 +250,13 @@ class WalkAhead:
 
     @property
     def pending(self) -> bool:
-        """True until the walk is taken or dropped."""
+        """True until the walk is taken."""
         return self._read is not None
 
     def take(self) -> tuple[int, int] | None:
         """The (file count, digest) the child walked, waiting for it if it is still
-        walking; None if it failed, or was taken or dropped before (each walk is taken
-        once: later checks in the same process walk for themselves)."""
+        walking; None if it failed, or was taken before (each walk is taken once: later
+        checks in the same process walk for themselves)."""
         read, self._read = self._read, None
         if read is None:
             return None
@@ -266,20 +278,6 @@ class WalkAhead:
             return None
         return count, digest
 
-    def drop(self) -> None:
-        """Stop the walk unread: this process changed files after the child may have
-        walked them, so only a walk from now on can tell what is indexed."""
-        read, self._read = self._read, None
-        if read is None:
-            return
-        import signal
-
-        try:  # no need to wait for a walk nobody will read (an unreaped child keeps its pid)
-            os.kill(self.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        _reap(self.pid, read)
-
 
 def start_ahead(argv: list[str]) -> WalkAhead | None:
     """For a command that checks freshness first: fork a child that walks the vault the
@@ -288,7 +286,7 @@ def start_ahead(argv: list[str]) -> WalkAhead | None:
     system, anything unexpected: the command then walks for itself)."""
     try:
         command, vault = command_line(argv)
-        if command not in AHEAD_COMMANDS or not hasattr(os, "fork"):
+        if command not in AHEAD_COMMANDS:
             return None
         chosen = vault or os.environ.get(ENV_VAULT) or None
         if chosen is not None:
@@ -299,8 +297,20 @@ def start_ahead(argv: list[str]) -> WalkAhead | None:
             root = find_vault()
             if root is None:
                 return None
-        read, write = os.pipe()
     except (OSError, ValueError):  # e.g. a deleted working folder: the command will say so
+        return None
+    return walk_ahead(root)
+
+
+def walk_ahead(root: str) -> WalkAhead | None:
+    """Fork a child that walks the vault at ``root`` (resolved) and sends back (file
+    count, digest) — unless a watcher keeps its index fresh. None when nothing was
+    started (no ``fork`` on this system, no pipe: the caller walks for itself)."""
+    if not hasattr(os, "fork"):
+        return None
+    try:
+        read, write = os.pipe()
+    except OSError:
         return None
     status = 1
     try:

@@ -21,7 +21,7 @@ from pathlib import Path
 from .. import files
 from ..analysis import ANALYZER_VERSION
 from ..models import IndexDoc
-from ..walk import stat_digest
+from ..walk import DIGEST_MASK, stat_digest, stat_term
 from .registry import LEGACY_ENGINE
 
 MANIFEST_VERSION = 1
@@ -46,8 +46,13 @@ def entry(stat: tuple, sha: str, problem: dict | None, docs: list[IndexDoc]) -> 
     return out
 
 
+def stat_of(entry: dict) -> tuple:
+    """A manifest entry's stat, as the walk records one (mtime, size, change time, inode)."""
+    return entry["m"], entry["s"], entry.get("c"), entry.get("i")
+
+
 def same_stat(old: dict, stat: tuple) -> bool:
-    return (old["m"], old["s"], old.get("c"), old.get("i")) == tuple(stat)
+    return stat_of(old) == tuple(stat)
 
 
 def facts_of(manifest: dict) -> dict:
@@ -133,10 +138,13 @@ class Manifests:
         self._manifest_cache = None
         self.save_summary(gen, data)
 
-    def append(self, gen: str, manifest_files: dict, changed: list[str]) -> None:
+    def append(self, gen: str, manifest_files: dict, changed: list[str], prior: dict | None = None) -> None:
         """Record changed files by appending to the journal (one write, fsynced) — a few
         hundred bytes instead of rewriting a manifest of every file; the journal is folded
-        into ``manifest.json`` once it grows long."""
+        into ``manifest.json`` once it grows long. ``prior``: each changed file's entry
+        before the change (None: it had none); given, a summary that was current is
+        carried over to the new journal (:meth:`carry_summary`) instead of going stale."""
+        summary = self.summary(gen) if prior is not None else None  # current before this append
         journal = self.base / gen / "manifest.journal"
         size = journal.stat().st_size if journal.exists() else 0
         if size > JOURNAL_MAX_BYTES:
@@ -154,6 +162,8 @@ class Manifests:
             os.close(fd)
         if self._manifest_cache is not None:
             self._manifest_cache[2] = size + len(lines.encode("utf-8"))  # our own change is applied already
+        if summary is not None:
+            self.carry_summary(gen, summary, manifest_files, changed, prior)
 
     # -- the summary -------------------------------------------------------------------
     def summary_key(self, gen: str) -> tuple | None:
@@ -200,7 +210,7 @@ class Manifests:
         data = {
             "key": key,
             **facts_of(manifest),
-            "digest": stat_digest({rel: (v["m"], v["s"], v.get("c"), v.get("i")) for rel, v in entries.items()}),
+            "digest": stat_digest({rel: stat_of(v) for rel, v in entries.items()}),
         }
         packed = files.pack(data)
         if packed is None:
@@ -209,6 +219,42 @@ class Manifests:
             files.atomic_write(self.base / gen / "summary.bin", packed, durable=False)
         except OSError:
             pass
+
+    def carry_summary(self, gen: str, summary: dict, entries: dict, changed: list[str], prior: dict) -> None:
+        """Write the summary of the manifest as it is now, from ``summary`` (current
+        before ``changed`` changed, each from its ``prior`` entry): the digest moved by
+        those files' terms alone, so that the next command's no-change check holds without
+        re-reading the manifest, and a refresh of a few files stays a few files' work.
+        Left stale (the next full check makes it afresh) when a file is missing from ``prior``."""
+        digest, owners, problems = summary["digest"], dict(summary["owners"]), False
+        for rel in changed:
+            if rel not in prior:
+                return
+            old, new = prior[rel], entries.get(rel)
+            if old is not None:
+                digest -= stat_term(rel, stat_of(old))
+            if new is not None:
+                digest += stat_term(rel, stat_of(new))
+            owners.pop(rel, None)
+            if new is not None and new.get("o"):
+                owners[rel] = new["o"]
+            problems = problems or any(v is not None and v.get("p") for v in (old, new))
+        key = self.summary_key(gen)
+        if key is None:
+            return
+        data = {k: v for k, v in summary.items() if k != "key"}
+        if problems:  # a parse problem came, went or changed: recounted (rare; one pass)
+            data["problems"] = [v["p"] for v in entries.values() if v.get("p")]
+        data.update(key=key, count=len(entries), owners=owners, digest=digest & DIGEST_MASK)
+        packed = files.pack(data)
+        if packed is None:
+            return
+        try:
+            files.atomic_write(self.base / gen / "summary.bin", packed, durable=False)
+        except OSError:
+            return
+        data["key"] = (gen, key)
+        self._summary_cache = data
 
     def facts(self, gen: str) -> dict | None:
         """Engine, pinned, count, owners and problems of a generation: from its summary,

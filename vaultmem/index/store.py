@@ -67,6 +67,8 @@ class IndexStore:
         self.base = self.root / self.dir
         self.lock_timeout = lock_timeout
         self.ahead = ahead
+        self.vouched = False  # the launcher's walk matched the index before this process wrote
+        self._seen: dict | None = None  # the walk of a no-change check that found a change
         self.choice = (os.environ.get(ENV_ENGINE) if env else None) or engine
         if self.choice != "auto" and not registry.known(self.choice):
             raise BadInput(f"the index engine {self.choice!r} is not {registry.choices()}",
@@ -398,10 +400,13 @@ class IndexStore:
         a long-lived process's record of what changed (``changed()`` the paths, or None
         when it cannot vouch for them; ``unsure()``: the next call must walk), or None."""
         changed = changes.changed() if changes is not None else None
+        vouched, self.vouched = self.vouched, False
         try:
             if written:
-                self.refresh(paths=sorted(written), wait=0)
+                vouched = not self.refresh(paths=sorted(written), wait=0).skipped and vouched
                 written.clear()
+            if vouched and changes is None:
+                return  # nothing but this process's own writes changed since the walk (before_writing)
             if not watched():
                 if changed is None:
                     report = self.refresh(wait=0)
@@ -431,6 +436,7 @@ class IndexStore:
         have to wait for another indexing process is skipped and says so."""
         started = time.perf_counter()
         self._own_base()
+        self._seen = None
         if paths is None:
             quick = self._unchanged()
             if quick is not None:
@@ -462,9 +468,20 @@ class IndexStore:
             self.manifests.forget()  # the update edits the cached manifest in place
             raise
         finally:
+            self._seen = None
             lock.release()
         report.seconds = time.perf_counter() - started
         return report
+
+    def before_writing(self) -> None:
+        """This process is about to change files: the walk the launcher started, if it is
+        still unread, is read now — after a write it could no longer tell. When it matches
+        the index, the index is current but for this process's own writes, and the next
+        answer (:meth:`ready_to_answer`) indexes those alone instead of walking again."""
+        ahead, self.ahead = self.ahead, None
+        walked = ahead.take() if ahead is not None else None
+        if walked is not None:
+            self.vouched = self._unchanged(walked) is not None
 
     def _tidy_generations(self) -> None:
         """Remove generations that killed builds left, if there are any and no other
@@ -480,17 +497,19 @@ class IndexStore:
         except Timeout:
             pass
 
-    def _unchanged(self) -> SyncReport | None:
+    def _unchanged(self, walked: tuple[int, int] | None = None) -> SyncReport | None:
         """Without the lock: the report of a refresh that finds nothing to do, if the
-        files' stats are exactly those the summary recorded; else None."""
+        files' stats are exactly those the summary recorded; else None. ``walked``: the
+        (count, digest) of a walk made already."""
         gen = current_generation(self.base)
         summary = self.manifests.summary(gen) if gen else None
         if summary is None or self._switch_to(summary):
             return None
-        ahead, self.ahead = self.ahead, None  # the launcher's walk is good for one check only
-        walked = ahead.take() if ahead is not None else None
         if walked is None:
-            seen = scan(self.root, self.part)
+            ahead, self.ahead = self.ahead, None  # the launcher's walk is good for one check only
+            walked = ahead.take() if ahead is not None else None
+        if walked is None:
+            seen = self._seen = scan(self.root, self.part)  # kept: the update that follows needs no second walk
             walked = len(seen), stat_digest(seen)
         count, digest = walked
         if digest != summary["digest"]:
@@ -500,7 +519,7 @@ class IndexStore:
     def _update_locked(self, gen: str, known: dict, paths: Iterable[str] | None) -> SyncReport:
         report = SyncReport()
         if paths is None:
-            seen = scan(self.root, self.part)
+            seen, self._seen = self._seen or scan(self.root, self.part), None
             candidates = set(seen) | set(known)
         else:
             candidates = {p for p in paths if p.endswith(".md") and in_part(p, self.part)}
@@ -514,8 +533,12 @@ class IndexStore:
         deleted_hashes: dict[str, str] = {}
         touched: list[str] = []  # files whose stat moved without a content change
         gone_sessions: set[str] = set()  # the sessions of files changed or deleted
+        # a refresh of some paths: their entries as they were, to carry the summary over
+        prior: dict[str, dict | None] | None = None if paths is None else {}
         for rel in sorted(candidates):
             old = known.get(rel)
+            if prior is not None:
+                prior[rel] = None if old is None else dict(old)
             if old is not None and old.get("g"):
                 gone_sessions.add(old["g"])  # its neighbours lose or change a neighbour
             if rel not in seen:
@@ -549,7 +572,7 @@ class IndexStore:
                         if known[rel]["h"] in deleted_hashes]
         if sessions := {s for s in (*(d.session for d in add), *gone_sessions) if s}:
             touched += self._relink_sessions(sessions, known, add, delete,
-                                             {*report.new, *report.modified, *report.deleted})
+                                             {*report.new, *report.modified, *report.deleted}, prior)
         if add or delete:
             try:
                 self.engine_for(gen).write(add, delete)
@@ -567,7 +590,7 @@ class IndexStore:
                 vectors.record(self.base / gen, add, delete)
         changed = report.new + report.modified + report.deleted + touched
         if changed:
-            self.manifests.append(gen, known, changed)
+            self.manifests.append(gen, known, changed, prior)
         report.docs = len(add)
         report.problems = [v["p"] for v in known.values() if v.get("p")]
         manifest = self.manifests.load(gen) or {}
@@ -577,12 +600,13 @@ class IndexStore:
         return report
 
     def _relink_sessions(self, sessions: set[str], known: dict, add: list[IndexDoc], delete: list[str],
-                         done: set[str]) -> list[str]:
+                         done: set[str], prior: dict | None = None) -> list[str]:
         """The notes of ``sessions`` hold their neighbours' text (``near``): when one
         changes, comes or goes, the others of its session are indexed again with the new
         neighbours — read afresh, added to ``add``/``delete`` — and every document of
         those sessions gets its ``near`` anew. ``done``: the files already handled this
-        round. Returns the files re-read (their manifest entries updated)."""
+        round. Returns the files re-read (their manifest entries updated; ``prior``, when
+        given, gets each one's entry as it was)."""
         from ..parse.records import session_neighbours
 
         reread = []
@@ -594,6 +618,8 @@ class IndexStore:
             docs, problem = parse_file(rel, got[0])
             delete.append(rel)
             add.extend(docs)
+            if prior is not None:
+                prior[rel] = dict(known[rel])
             known[rel] = entry(st, got[1], problem, docs)
             reread.append(rel)
         session_neighbours([d for d in add if d.session in sessions])

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, ContextManager
 
 from ...errors import VaultmemError
+from ...walk import walk_ahead
 from .. import edge, warm
 from .events import HANDLERS
 from .payload import (ENV_KEYS, ENV_PROJECT, ENV_WARM, HOOK_ENV, HOOK_OPENER, HOOK_SAID, MAX_PAYLOAD_BYTES,
@@ -23,6 +24,7 @@ if TYPE_CHECKING:  # imported when a hook opens the vault: SessionEnd, within it
     from ...vault import Vault
 
 STOP_WAIT = 5.0  # seconds Stop waits for another filer before leaving its spool to it
+BRIEFING_EVENTS = frozenset({"SessionStart", "SubagentStart"})  # the events that answer with a brief
 
 # -- the entry point ---------------------------------------------------------------------------
 
@@ -177,9 +179,11 @@ def handle(event: str, payload: dict, vault_opt=None, agent_opt: str | None = No
     if opener is not None:  # a warm server's vault, under its lock
         with opener(root) as v:
             return act(event, payload, v, root, agent_opt)
+    # the freshness check's walk, in a child while this process imports and writes
+    ahead = walk_ahead(str(Path(root).resolve())) if event in BRIEFING_EVENTS else None
     from ...vault import Vault
 
-    return act(event, payload, Vault.open(root), root, agent_opt)
+    return act(event, payload, Vault.open(root, ahead=ahead), root, agent_opt)
 
 
 def act(event: str, payload: dict, v: Vault, root: Path, agent_opt: str | None) -> str | None:
