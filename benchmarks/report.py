@@ -1,19 +1,27 @@
-"""The benchmarks' one result writer: the raw figures as JSON, a Markdown table, and a
+"""The benchmarks' one result writer: the raw figures as JSON, a Markdown table, a
 generated section of a Markdown file rewritten between its markers (text outside them is
-left as it is).
+left as it is) — and what every result records beside its figures: the machine it ran
+on and the code it measured.
 
-    from report import table, write_json, write_section
-    write_json(Path("benchmarks/results/x.json"), data)
-    write_section(Path("docs/benchmarks.md"), "bench_x", table(["notes", "p50"], rows))
+    from report import code_version, machine, table, write_json, write_section
+    write_json(Path("benchmarks/results/x.json"), {"machine": machine(work), "code": code_version(), ...})
+    write_section(Path("docs/benchmarks.md"), table(["notes", "p50"], rows), *markers("bench_x"))
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import os
+import platform
+import re
+import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
+PROJECT = Path(__file__).resolve().parent.parent
+PACKAGES = ("typer", "whoosh-reloaded", "tantivy", "watchdog", "cryptography")  # whose versions move figures
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -54,3 +62,71 @@ def write_section(path: Path, body: str, begin: str, end: str, title: str = "# B
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
+
+
+# -- what a result records beside its figures ---------------------------------------------------
+
+def fs_type(path: Path) -> str:
+    """The file system ``path`` lives on (``/proc/mounts``'s longest match), or ``?``."""
+    best, kind = "", "?"
+    try:
+        for line in Path("/proc/mounts").read_text().splitlines():
+            _dev, mnt, typ, *_ = line.split()
+            if str(Path(path).resolve()).startswith(mnt) and len(mnt) > len(best):
+                best, kind = mnt, typ
+    except (OSError, ValueError):
+        pass
+    return kind
+
+
+def machine(work: Path | None = None, packages: Sequence[str] = PACKAGES) -> dict:
+    """The machine a run measured: processor, cores, memory, Python, system, when (UTC),
+    the 1-minute load when it started, the versions of ``packages`` and — given the
+    folder the run works in — its file system."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    cpu = platform.processor() or ""
+    mem = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+        kb = int(re.search(r"MemTotal:\s+(\d+)", Path("/proc/meminfo").read_text()).group(1))
+        mem = f"{kb / 1024 / 1024:.0f} GiB"
+    except (OSError, AttributeError):
+        pass
+    found = {"cpus": os.cpu_count(), "cpu": cpu, "memory": mem, "python": platform.python_version(),
+             "os": f"{platform.system()} {platform.release()}",
+             "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+             "load1": round(os.getloadavg()[0], 2)}
+    for name in packages:
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = None
+    if work is not None:
+        found["fs"] = fs_type(work)
+    return found
+
+
+def code_version(label: str | None = None, source: Path = PROJECT) -> str:
+    """The vaultmem measured: ``label`` if given, else its checkout's short commit and date,
+    marked when ``vaultmem/`` has uncommitted changes (``?`` outside a git checkout)."""
+    if label:
+        return label
+    try:
+        head = subprocess.run(["git", "-C", str(source), "log", "-1", "--format=%h %cs"], capture_output=True,
+                              text=True, timeout=10, check=False).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(source), "status", "--porcelain", "--", "vaultmem"],
+                               capture_output=True, text=True, timeout=10, check=False).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+    if not head:
+        return "?"
+    return head + (" + uncommitted changes in vaultmem/" if dirty else "")
+
+
+def dir_bytes(path: Path) -> int:
+    """The bytes of every file under ``path``."""
+    return sum(p.stat().st_size for p in Path(path).rglob("*") if p.is_file())

@@ -111,6 +111,20 @@ def alternate(cmd_a: Sequence[str] | Callable[[int], Sequence[str]], cmd_b: Sequ
             "load": os.getloadavg()[0]}
 
 
+def children_cpu() -> float:
+    """CPU seconds (user + system) of every child this process has waited for so far:
+    read before and after a command to get its CPU."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def peak_rss_mb(children: bool = False) -> float:
+    """The peak resident memory of this process (or, ``children``, of the largest child
+    waited for), in MiB (Linux reports KiB)."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF)
+    return used.ru_maxrss / 1024
+
+
 # -- how figures are written -------------------------------------------------------------------
 
 def fmt_ms(s: float | None) -> str:
@@ -118,6 +132,11 @@ def fmt_ms(s: float | None) -> str:
         return "—"
     ms = s * 1000
     return f"{ms:.2f} ms" if ms < 10 else f"{ms:.1f} ms" if ms < 100 else f"{ms:.0f} ms"
+
+
+def fmt_ms_of(ms: float | None) -> str:
+    """A figure already in milliseconds, written as :func:`fmt_ms` writes seconds."""
+    return "—" if ms is None or ms != ms else fmt_ms(ms / 1000)
 
 
 def fmt_s(s: float | None) -> str:

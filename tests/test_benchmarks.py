@@ -66,3 +66,22 @@ def test_a_section_is_rewritten_between_its_markers_and_nothing_else_moves(tmp_p
     assert text.startswith("# Mine\n\nintro by hand\n\n") and text.endswith("\n\nnotes by hand\n")
     assert "old" not in text and "| 1000 | 2.3 ms |" in text and "a\\|b" in text
     assert report.write_json(tmp_path / "r" / "x.json", {"a": 1}).read_text() == '{\n  "a": 1\n}\n'
+
+
+def test_a_result_records_the_machine_and_the_code_it_measured(tmp_path):
+    seen = report.machine(tmp_path, packages=("typer", "no-such-package"))
+    assert seen["cpus"] >= 1 and seen["python"].count(".") == 2 and seen["date"].endswith("UTC")
+    assert seen["typer"] and seen["no-such-package"] is None and seen["fs"]
+    assert report.code_version("a label") == "a label"
+    here = report.code_version()
+    assert here == "?" or len(here.split()[0]) >= 7  # a short commit, where the checkout is a git one
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "f").write_bytes(b"x" * 1000)
+    assert report.dir_bytes(tmp_path) == 1000
+
+
+def test_a_childs_cpu_is_counted_once_it_is_waited_for():
+    before = timing.children_cpu()
+    subprocess.run([sys.executable, "-c", "sum(i * i for i in range(3_000_000))"], check=True)
+    assert timing.children_cpu() - before > 0.05
+    assert timing.peak_rss_mb(children=True) > 5 and timing.fmt_ms_of(12.345) == "12.3 ms"
