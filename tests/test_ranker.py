@@ -61,3 +61,67 @@ def test_a_model_with_an_infinite_threshold_is_walked_and_scores_the_same():
     rows = [[x] + [0.0] * (len(ranker.FEATURES) - 1) for x in (0.0, 5.0, math.inf, math.nan)]
     assert [model.score(rows) for _ in range(3)] == [[0.5, 0.5, 0.5, 2.0]] * 3
     assert not model.compiled
+
+
+# -- the features read from the index's stored terms ----------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from vaultmem.analysis import tokens  # noqa: E402
+
+PIECES = st.text(alphabet=st.sampled_from(list("ab Zé\u0301ＡＢ１2-_'.,：，。龙井茶农送了林夏什么\t\n")), max_size=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(PIECES, st.lists(PIECES, max_size=3))
+def test_a_heading_is_analysed_as_its_title_and_aliases_are(title, aliases):
+    """The ranker reads a candidate's heading terms from the index's title and aliases
+    fields: analysing the joined heading must give exactly those terms."""
+    joined = " ".join(aliases)
+    assert set(tokens(f"{title}\n{joined}")) == set(tokens(title)) | set(tokens(joined))
+
+
+TURN = ("---\nname: {speaker}, s1, turn {n}\ndescription: {speaker}, s1, turn {n}\ntype: episode\nscope: global\n"
+        "session: s1\nturn: {n}\nspeaker: {speaker}\nsaid: '2024-03-{day:02d}'\naliases: [{alias}]\n---\n{body}\n")
+TURNS = [("林夏", "茶农送了林夏一罐龙井，她说要冷藏保存。", "龙井"),
+         ("Nadia", "Nadia adopted a grey cat named Pixel last spring.", "Pixel"),
+         ("林夏", "明天去杭州看茶园吗？", "茶园"),
+         ("Nadia", "Yes! The tea farm tour starts at nine. " + "Long notes run on and on. " * 120 + "Bring sunscreen.",
+          "tour")]
+QUESTIONS = ["茶农送了林夏什么？", "What is Nadia's cat called?", "When does the tea farm tour start?",
+             "林夏的龙井怎么保存", "杭州 茶园", "grey cat Pixel spring", "What did 林夏 say on March 3?",
+             "sunscreen for the tour"]  # a word past the features' window
+
+
+def test_the_ranker_reads_stored_terms_exactly_as_analysing_the_text_again(vault, monkeypatch):
+    """A tantivy search hands ranking each hit's terms as the index holds them; every
+    feature row made from them equals the row made by analysing the hit's text again —
+    Chinese and English, titles and aliases, neighbours, a date, a text past the
+    features' window — so ranking stays what the ranker was trained on."""
+    from vaultmem.analysis import query_tokens
+    from vaultmem.answers import answer_kind
+    from vaultmem.index import Filters, Found
+    from vaultmem.retrieve import DATE_PREFIX, FEATURE_CHARS, LEARNED_POOL, candidate_rows, unit_weights
+
+    monkeypatch.setenv("VAULTMEM_INDEX_ENGINE", "tantivy")
+    for n, (speaker, body, alias) in enumerate(TURNS, start=1):
+        (vault.root / "memories" / f"t{n}.md").write_text(
+            TURN.format(speaker=speaker, n=n, day=n, alias=alias, body=body), encoding="utf-8")
+    assert len(TURNS[-1][1]) > FEATURE_CHARS
+    vault.refresh_index()
+    compared = 0
+    for question in QUESTIONS:
+        terms = query_tokens(question)
+        words = [t for t in terms if not t.startswith(DATE_PREFIX)]
+        days = set(terms) - set(words)
+        found = vault.index.search(words or list(days), Filters(), LEARNED_POOL, text=question)
+        assert isinstance(found, Found) and set(found.analysed) >= {d.id for d, _s in found}
+        units = unit_weights(vault.index, question)
+        args = (units, answer_kind(question), question, terms, days, None)
+        stored_cands, stored_rows = candidate_rows(found, *args)
+        again_cands, again_rows = candidate_rows(list(found), *args)  # no stored terms: analysed again
+        assert stored_rows == again_rows, question
+        assert [vars(c) for c in stored_cands] == [vars(c) for c in again_cands], question
+        compared += len(found)
+    assert compared >= 10

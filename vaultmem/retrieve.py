@@ -21,7 +21,8 @@ from . import ranker
 from .analysis import (DATE_PREFIX, coverage, document_date_terms, highlight, is_cjk_char, normalize,
                        query_tokens, query_units, tokens)
 from .answers import answer_kind, holds_answer
-from .index import Filters, Match
+from .index import Filters, Found, Match
+from .index.fields import analysed_terms
 from .models import Hit
 from .query import MAX_EXPANSIONS, Query
 
@@ -185,16 +186,25 @@ def candidate_rows(found, units, kind, question: str, terms: list[str], days: se
     relevance feature is counted from which units each holds (as :func:`relevance`
     counts them)."""
     whole_weight = sum(w for _g, w in units) or 1.0
+    analysed = found.analysed if isinstance(found, Found) else {}
     cands = []
     for n, (doc, score) in enumerate(found, start=1):
         dates = set(document_date_terms(doc.title, doc.text, doc.days)) if days else set()
         text = doc.text[:FEATURE_CHARS]
         heading = f"{doc.title}\n{' '.join(doc.aliases)}"
-        text_terms, head_terms = set(tokens(text)) | dates, set(tokens(heading))
+        # the terms the index holds, where they are what analysing the text again would give
+        stored = analysed_terms(analysed[doc.id]) if doc.id in analysed else {}
+        text_terms = set(stored["body"] if "body" in stored and len(doc.text) <= FEATURE_CHARS else tokens(text))
+        text_terms |= dates
+        head_terms = set(stored["title"]) | set(stored["aliases"]) if "title" in stored else set(tokens(heading))
         in_text, in_head = _holds(units, text_terms, text), _holds(units, head_terms, heading)
         own = [a or b for a, b in zip(in_text, in_head)]
         near = doc.near[:FEATURE_CHARS]
-        in_near = _holds(units, set(tokens(near)), "") if near and not all(own) else [False] * len(units)
+        if near and not all(own):
+            near_terms = stored["near"] if "near" in stored and len(doc.near) <= FEATURE_CHARS else tokens(near)
+            in_near = _holds(units, set(near_terms), "")
+        else:
+            in_near = [False] * len(units)
         rel_own = _share(units, own, whole_weight)
         have = text_terms | head_terms
         held = sum(1 for t in terms if t in have or (is_cjk_char(t) and (t in text or t in heading)))

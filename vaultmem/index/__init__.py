@@ -27,6 +27,18 @@ def rarest_terms(terms: list[str], doc_frequency) -> list[str]:
     return sorted((t for t in terms if df[t]), key=lambda t: df[t])[:MAX_TERMS] or terms[:MAX_TERMS]
 
 
+class Found(list):
+    """An engine's hits, (doc, score) best first — a list — and ``analysed``: doc id →
+    the terms of its text fields as the index holds them (:data:`.fields.TEXT_FIELDS`,
+    each field's terms joined by spaces), for an engine that read them anyway to score;
+    empty for one that did not. Ranking reads a candidate's terms from there instead of
+    analysing its text again."""
+
+    def __init__(self, hits=(), analysed: dict[str, list[str]] | None = None) -> None:
+        super().__init__(hits)
+        self.analysed = analysed if analysed is not None else {}
+
+
 def by_rank(scored: list[tuple[IndexDoc, float]]) -> list[tuple[IndexDoc, float]]:
     """Best first; equal scores by document id, so that ties never follow the order in
     which documents happened to be added."""

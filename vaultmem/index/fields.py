@@ -117,6 +117,17 @@ def fields_of(doc: IndexDoc) -> dict:
     }
 
 
+def analysed_terms(stored: list[str]) -> dict[str, list[str]]:
+    """What :func:`tokens` gives of the parts of a document, read from what the index
+    stores of its text fields (``stored``, in :data:`TEXT_FIELDS` order): ``body`` (its
+    text), ``title``, ``aliases`` (joined by spaces) and ``near`` (its neighbours' text).
+    Where :data:`SPEAKER` moves the speaker's name out of the title, the title, aliases
+    and neighbours' terms are not those of their text, and are left out."""
+    by_name = dict(zip(TEXT_FIELDS, stored))
+    parts = ("body",) if SPEAKER != "title" else ("body", "title", "aliases", "near")
+    return {name: by_name[name].split() for name in parts}
+
+
 def with_neighbours(fields: dict, doc: IndexDoc) -> dict:
     """``fields`` (``fields_of(doc)`` before ``doc.near`` was filled in) with the
     neighbours' text: the same as ``fields_of(doc)`` now, without analysing the rest again."""

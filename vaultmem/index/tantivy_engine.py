@@ -42,7 +42,7 @@ from pathlib import Path
 from ..errors import Busy
 from ..limits import engine_hits
 from ..models import IndexDoc
-from . import DEFAULT_EXCLUDED_KINDS, INACTIVE, Filters, Match, by_rank, fold, rarest_terms
+from . import DEFAULT_EXCLUDED_KINDS, INACTIVE, Filters, Found, Match, by_rank, fold, rarest_terms
 from .fields import (FIELDS, FILTER_FIELDS, NONE, OWN_FIELDS, SEPARATOR, TEXT_FIELDS, fields_for, fields_of,
                      holding_fields, keep_lengths, kept_lengths, lengths_of, meta_term)
 from .registry import EngineSpec, register
@@ -431,7 +431,7 @@ class TantivyEngine:
                 if key not in scored:
                     stored = searcher.doc(address)
                     terms_of = json.loads(bytes(stored.get_first("terms")).decode("utf-8"))
-                    scored[key] = (stats.score_stored(weighed, terms_of), stored)
+                    scored[key] = (stats.score_stored(weighed, terms_of), stored, terms_of)
             best = sorted((scored[(a.segment_ord, a.doc)][0] for _s, a in hits), reverse=True)
             # a document left out scores at most ``bound`` times the last tantivy score
             if len(hits) < asked or len(best) < limit or bound * hits[-1][0] < best[limit - 1]:
@@ -441,8 +441,9 @@ class TantivyEngine:
                 break
             asked = more
         cut = best[min(limit, len(best)) - 1] if best else 0.0
-        kept = [(_index_doc(stored), score) for score, stored in scored.values() if score >= cut]
-        return by_rank(kept)[:limit]  # the documents are parsed only for those that can be in
+        kept = [(_index_doc(stored), score, terms_of) for score, stored, terms_of in scored.values() if score >= cut]
+        ranked = by_rank([(doc, score) for doc, score, _t in kept])[:limit]  # parsed only where they can be in
+        return Found(ranked, {doc.id: terms_of for doc, _s, terms_of in kept})
 
     def terms_with_prefix(self, prefix: str, limit: int) -> list[str]:
         """The term dictionary's own walk (tantivy's ``terms_with_prefix``): counts
