@@ -27,16 +27,20 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from report import table
+from timing import fmt_s, log, run_once
 
 ROOT = Path(__file__).resolve().parents[1]
 ROLE = "kafka"
 TOPICS = ["consumer lag", "rebalance storm", "broker disk", "offset reset", "acks=all", "ISR shrink"]
+ENV = {**{k: v for k, v in os.environ.items() if k not in ("VAULTMEM_VAULT", "VAULTMEM_AGENT")},
+       "PYTHONPATH": str(ROOT), "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x", "GIT_COMMITTER_NAME": "b",
+       "GIT_COMMITTER_EMAIL": "b@x"}  # the vaultmem beside this script, no vault or agent from the caller
 
 
 def page_text(n: int) -> str:
@@ -45,23 +49,17 @@ def page_text(n: int) -> str:
                    f"^m-{i:06x}\n" for i in range(n))
 
 
-def vm(root: Path, *args: str, timeout: float | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), GIT_AUTHOR_NAME="b",
-               GIT_AUTHOR_EMAIL="b@x", GIT_COMMITTER_NAME="b", GIT_COMMITTER_EMAIL="b@x")
-    env.pop("VAULTMEM_VAULT", None)
-    env.pop("VAULTMEM_AGENT", None)
-    return subprocess.run([sys.executable, "-m", "vaultmem", "--vault", str(root), *args], env=env,
-                          capture_output=True, text=True, timeout=timeout, check=False)
+def vm(*args: str) -> list[str]:
+    """The command line of ``python -m vaultmem ARGS``."""
+    return [sys.executable, "-m", "vaultmem", *args]
 
 
-def make_vault(root: Path, n: int) -> Path:
-    """A fresh vault with one role page of N working-memory entries, committed."""
-    for args in (("init", str(root), "--lang", "en"), ("page", "ensure", ROLE)):
-        r = vm(root, *args) if args[0] != "init" else subprocess.run(
-            [sys.executable, "-m", "vaultmem", *args], env=dict(os.environ, PYTHONPATH=str(ROOT)),
-            capture_output=True, text=True, check=False)
-        if r.returncode:
-            raise SystemExit(f"{args}: {r.stderr}")
+def big_page_vault(root: Path, n: int) -> Path:
+    """A fresh vault with one role page of N working-memory entries, committed (local, not
+    vaults.make_vault: its pages hold a few dozen entries, this one up to 150,000)."""
+    for args in (("init", str(root), "--lang", "en"), ("--vault", str(root), "page", "ensure", ROLE)):
+        if run_once(vm(*args), env=ENV)[2]:
+            raise SystemExit(f"vaultmem {' '.join(args)} failed")
     path = root / "agents" / f"{ROLE}.md"
     text = path.read_text(encoding="utf-8")
     marker = "while working -->\n"
@@ -81,49 +79,35 @@ COMMANDS = {
 }
 
 
-def _child_cpu() -> float:
-    """CPU seconds (user and system) of the finished child processes so far: on a shared
-    machine a steadier measure than the wall clock."""
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
 def measure(n: int, timeout: float) -> dict[str, float | None]:
+    """The page's MB, and each command's wall and CPU seconds (None past ``timeout``)."""
     out: dict[str, float | None] = {}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "v"
-        path = make_vault(root, n)
-        out["MB"] = path.stat().st_size / 1e6
+        out["MB"] = big_page_vault(root, n).stat().st_size / 1e6
         for name, args in COMMANDS.items():
-            t, cpu = time.perf_counter(), _child_cpu()
             try:
-                r = vm(root, *args, timeout=timeout)
+                wall, cpu, code = run_once(vm("--vault", str(root), *args), env=ENV, timeout=timeout)
             except subprocess.TimeoutExpired:
                 out[name] = out[f"{name} cpu"] = None
-                print(f"  N={n:,} {name}: past {timeout:.0f} s", file=sys.stderr, flush=True)
+                log(f"N={n:,} {name}: past {timeout:.0f} s")
                 continue
-            out[name], out[f"{name} cpu"] = time.perf_counter() - t, _child_cpu() - cpu
-            if r.returncode:
-                raise SystemExit(f"{name} failed ({r.returncode}): {r.stderr[-2000:]}")
-            print(f"  N={n:,} {name}: {out[name]:.2f} s ({out[f'{name} cpu']:.2f} s CPU)", file=sys.stderr,
-                  flush=True)
+            if code:
+                raise SystemExit(f"{name} failed ({code})")
+            out[name], out[f"{name} cpu"] = wall, cpu
+            log(f"N={n:,} {name}: {fmt_s(wall)} ({fmt_s(cpu)} CPU)")
     return out
 
 
-def table(rows: list[tuple[int, dict]], timeout: float) -> str:
-    """Per command: wall seconds, CPU seconds, and CPU microseconds per entry."""
-    names = list(COMMANDS)
-    lines = ["| entries | page MB | " + " | ".join(f"{c}: s (CPU s) | µs/entry" for c in names) + " |",
-             "|" + "---|" * (2 + 2 * len(names))]
-    for n, r in rows:
-        cells = []
-        for c in names:
-            if r[c] is None:
-                cells += [f">{timeout:.0f}", f">{timeout / n * 1e6:.0f}"]
-            else:
-                cells += [f"{r[c]:.2f} ({r[c + ' cpu']:.2f})", f"{r[c + ' cpu'] / n * 1e6:.0f}"]
-        lines.append(f"| {n:,} | {r['MB']:.1f} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+def cells(n: int, r: dict, timeout: float) -> list[str]:
+    """A row: entries, page MB, and per command wall (CPU) seconds and CPU µs per entry."""
+    row = [f"{n:,}", f"{r['MB']:.1f}"]
+    for c in COMMANDS:
+        if r[c] is None:
+            row += [f">{timeout:.0f}", f">{timeout / n * 1e6:.0f}"]
+        else:
+            row += [f"{r[c]:.2f} ({r[c + ' cpu']:.2f})", f"{r[c + ' cpu'] / n * 1e6:.0f}"]
+    return row
 
 
 def main() -> None:
@@ -132,11 +116,11 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds each command may take")
     ap.add_argument("--out", type=Path, help="also write the table to this file")
     args = ap.parse_args()
-    rows = [(n, measure(n, args.timeout)) for n in args.sizes]
-    text = table(rows, args.timeout)
-    print(text)
+    text = table(["entries", "page MB", *(h for c in COMMANDS for h in (f"{c}: s (CPU s)", "µs/entry"))],
+                 [cells(n, measure(n, args.timeout), args.timeout) for n in args.sizes])
+    print(text, end="")
     if args.out:
-        args.out.write_text(text + "\n", encoding="utf-8")
+        args.out.write_text(text, encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -7,13 +7,13 @@ On a shared machine the speed of a process drifts by a factor of two within minu
 two versions measured minutes apart cannot be compared; alternating them run by run
 exposes both to the same drift (:func:`timing.alternate`: the A/B ratios are taken pair by
 pair). Each run is a new ``python -m vaultmem brief`` process (bytecode cache on, as a
-user has it), cycling through five task texts; reported: the median and minimum wall time
-and the median CPU per side, the ratios, and ``python -c pass`` for scale. With
-``--watcher`` a ``vaultmem watch`` (of side B) runs meanwhile, so both sides skip their
-freshness check. The vault is used as it is (index it first with each side, e.g.
-``vaultmem index``, since an engine or manifest change rebuilds it); when the two sides
-write different index formats, give B its own copy of the vault (``--vault-b``), or
-each side would rebuild the other's index.
+user has it), cycling through the five brief tasks of vaults.py (``BRIEF_TASKS``);
+reported: the median and minimum wall time and the median CPU per side, the ratios, and
+``python -c pass`` for scale. With ``--watcher`` a ``vaultmem watch`` (of side B) runs
+meanwhile, so both sides skip their freshness check. The vault is used as it is (index
+it first with each side, e.g. ``vaultmem index``, since an engine or manifest change
+rebuilds it); when the two sides write different index formats, give B its own copy of
+the vault (``--vault-b``), or each side would rebuild the other's index.
 """
 
 from __future__ import annotations
@@ -29,15 +29,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import alternate  # noqa: E402
-
-TASKS = [
-    ("前端审查", "审查 dashboard 的 react 组件渲染性能，检查缓存和 bundle 大小"),
-    ("后端架构", "设计 billing 服务的 kafka 消息队列重试和超时策略"),
-    ("数据库专家", "postgres 索引迁移方案，连接池上限和死锁排查"),
-    ("infra-sre", "kubernetes deployment rollback and healthcheck timeout in production"),
-    ("安全审计", "审计网关鉴权与证书轮换, token session 过期"),
-]
+from timing import alternate, fmt_ms  # noqa: E402
+from vaults import BRIEF_TASKS  # noqa: E402
 
 
 def env_for(pycache: Path) -> dict:
@@ -50,7 +43,7 @@ def env_for(pycache: Path) -> dict:
 def brief_command(python: str, vault: Path):
     """The command of run ``i``: a cold brief, cycling through the tasks."""
     def command(i: int) -> list[str]:
-        role, task = TASKS[i % len(TASKS)]
+        role, task = BRIEF_TASKS[i % len(BRIEF_TASKS)]
         return [python, "-m", "vaultmem", "--vault", str(vault), "brief", role, "--task", task]
     return command
 
@@ -89,10 +82,10 @@ def main() -> None:
         return
     for side, label in (("a", args.a), ("b", args.b)):
         w, c = out[side]["wall"], out[side]["cpu"]
-        print(f"{side.upper()} {label}: wall median {w['median']:.3f} s (min {w['min']:.3f} s), CPU median "
-              f"{c['median']:.3f} s ({args.runs} runs{', watcher alive' if args.watcher else ''})")
+        print(f"{side.upper()} {label}: wall median {fmt_ms(w['median'])} (min {fmt_ms(w['min'])}), CPU median "
+              f"{fmt_ms(c['median'])} ({args.runs} runs{', watcher alive' if args.watcher else ''})")
     print(f"A/B, pair by pair: wall ×{out['ratio']['wall']:.2f}, CPU ×{out['ratio']['cpu']:.2f}; "
-          f"python -c pass {out['python_c_pass_s']:.3f} s")
+          f"python -c pass {fmt_ms(out['python_c_pass_s'])}")
 
 
 if __name__ == "__main__":

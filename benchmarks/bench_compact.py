@@ -12,22 +12,23 @@ notes (bench_forgetting's) with one page, read whole.
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_forgetting import make  # noqa: E402
 
-from timing import samples  # noqa: E402
+from report import table  # noqa: E402
+from timing import log, median, samples  # noqa: E402
 from vaultmem import Vault, upkeep, views  # noqa: E402
 
 
 def page_vault(root: Path, n: int) -> Vault:
+    """A vault whose one role page holds ``n`` lessons and ``n // 10`` sub-agent records,
+    committed (local: vaults.make_vault's pages hold a few dozen entries each)."""
     v, _ = Vault.init(root, lang="en", orchestrator="orch")
     subprocess.run([sys.executable, "-m", "vaultmem", "--vault", str(root), "page", "ensure", "frontend"],
                    check=True, capture_output=True)
@@ -47,40 +48,34 @@ def page_vault(root: Path, n: int) -> Vault:
     return v
 
 
-def timed(call) -> float:
-    return samples(call, 1, warm=0)[0]
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--entries", type=int, nargs="+", default=[1000, 5000])
     ap.add_argument("--notes", type=int, nargs="+", default=[1000, 10000])
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    print("| page entries | page KB | compact --dry-run (s) | compact (s) | moved |")
-    print("|---|---|---|---|---|")
+    compacts = []
     for n in args.entries:
         dry, real, moved, size = [], [], 0, 0
-        for _ in range(args.repeat):
+        for _ in range(args.repeat):  # a fresh page each time: the real run moves its entries out
             with tempfile.TemporaryDirectory() as tmp:
                 v = page_vault(Path(tmp) / "v", n)
                 size = (v.root / "agents" / "frontend.md").stat().st_size
                 actor = v.actor(None)
-                dry.append(timed(lambda: upkeep.compact(v, "frontend", actor, dry_run=True)))
-                t = time.perf_counter()
-                plan, _ = upkeep.compact(v, "frontend", actor)
-                real.append(time.perf_counter() - t)
-                moved = len(plan.moving)
-        print(f"| {n:,} | {size / 1024:.0f} | {statistics.median(dry):.2f} | {statistics.median(real):.2f} | {moved:,} |",
-              flush=True)
-    print()
-    print("| notes | stats (s) |")
-    print("|---|---|")
+                dry += samples(lambda: upkeep.compact(v, "frontend", actor, dry_run=True), 1, warm=0)
+                plans = []
+                real += samples(lambda: plans.append(upkeep.compact(v, "frontend", actor)[0]), 1, warm=0)
+                moved = len(plans[0].moving)
+        compacts.append([f"{n:,}", f"{size / 1024:.0f}", f"{median(dry):.2f}", f"{median(real):.2f}", f"{moved:,}"])
+        log(" | ".join(compacts[-1]))
+    print(table(["page entries", "page KB", "compact --dry-run (s)", "compact (s)", "moved"], compacts))
+    stats = []
     for n in args.notes:
         with tempfile.TemporaryDirectory() as tmp:
             v = make(Path(tmp) / "v", n)
             v.refresh_index()
-            print(f"| {n:,} | {statistics.median(timed(lambda: views.stats(v)) for _ in range(args.repeat)):.2f} |", flush=True)
+            stats.append([f"{n:,}", f"{median(samples(lambda: views.stats(v), args.repeat, warm=0)):.2f}"])
+    print(table(["notes", "stats (s)"], stats), end="")
 
 
 if __name__ == "__main__":

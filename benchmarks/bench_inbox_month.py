@@ -36,6 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from report import table  # noqa: E402
 from vaultmem import Vault  # noqa: E402
 
 SERVICES = ["billing", "search", "auth", "gateway", "ledger", "mailer", "reports", "catalog", "checkout", "profile",
@@ -160,6 +161,15 @@ def main() -> None:
         rows["no review"] = month(sessions, args.per_day, None, Path(tmp) / "a")
         rows[f"review every {args.review_every:g} days"] = month(sessions, args.per_day, args.review_every,
                                                                   Path(tmp) / "b")
+    without = {name: r["proposals"] if name == "no review" else "—" for name, r in rows.items()}  # the inbox unmerged
+    results = table(
+        ["month", "proposals", "items filed", "joined a waiting item", "held by memory (not filed)", "wrong joins",
+         "missed joins", "inbox at the end, merged / without", "largest inbox, merged / without",
+         "items a human reads, merged / without", "most-seen item", "commits", "seconds"],
+        [[name, r["proposals"], r["filed"], r["joined"], r["held"], r["wrong_joins"], r["missed_joins"],
+          f"{r['waiting_at_end']} / {without[name]}", f"{r['largest_inbox']} / {without[name]}",
+          f"{r['items_read']} / {r['proposals']}", r["most_seen"], r["commits"], r["seconds"]]
+         for name, r in rows.items()])
     lines = [
         "# A month of sessions through the review gate",
         "",
@@ -174,21 +184,12 @@ def main() -> None:
         "Without merging, every proposal is an item (the gate as it was: one item a proposal), so those columns "
         "are the proposals counted.",
         "",
-        "| month | proposals | items filed | joined a waiting item | held by memory (not filed) | wrong joins "
-        "| missed joins | inbox at the end, merged / without | largest inbox, merged / without "
-        "| items a human reads, merged / without | most-seen item | commits | seconds |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        results,
+        "Without merging and with a review every few days, the inbox holds what was proposed since the last review; "
+        "the human still reads every proposal once (the last column). 'Largest inbox' without merging is shown for "
+        "the month with no review (every proposal waits).",
+        "",
     ]
-    for name, r in rows.items():
-        without_end = r["proposals"] if name == "no review" else "—"
-        lines.append(
-            f"| {name} | {r['proposals']} | {r['filed']} | {r['joined']} | {r['held']} | {r['wrong_joins']} "
-            f"| {r['missed_joins']} | {r['waiting_at_end']} / {without_end} "
-            f"| {r['largest_inbox']} / {r['proposals'] if name == 'no review' else '—'} "
-            f"| {r['items_read']} / {r['proposals']} | {r['most_seen']} | {r['commits']} | {r['seconds']} |")
-    lines += ["", "Without merging and with a review every few days, the inbox holds what was proposed since the "
-              "last review; the human still reads every proposal once (the last column). 'Largest inbox' without "
-              "merging is shown for the month with no review (every proposal waits).", ""]
     text = "\n".join(lines)
     print(text)
     print(json.dumps(rows, indent=1), file=sys.stderr)

@@ -17,12 +17,16 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from timing import fmt_mb, fmt_ms_of, fmt_s, median, run_once, samples  # noqa: E402
+from vaultmem.vault import Vault  # noqa: E402
 
 WORDS = ("deploy service cache redis timeout login hash argon2 bcrypt migration schema index query latency "
          "retry queue worker billing invoice customer dashboard chart render memory leak profile trace span "
@@ -69,10 +73,13 @@ def transcript(path: Path, mb: float, session: str = "bench-session", start_turn
     return lines
 
 
-def run(args: list[str], cwd: Path) -> float:
-    t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "vaultmem", *args], cwd=cwd, check=True, capture_output=True)
-    return time.perf_counter() - t
+def journal_add(transcript_path: Path, vault: Path) -> float:
+    """The wall seconds of ``vaultmem journal add`` of the transcript, a whole command in the vault."""
+    wall, _cpu, code = run_once([sys.executable, "-m", "vaultmem", "journal", "add", str(transcript_path), "--agent",
+                                 "claude-code"], cwd=str(vault))
+    if code:
+        raise SystemExit(f"vaultmem journal add failed (exit {code})")
+    return wall
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,26 +100,27 @@ def main(argv: list[str] | None = None) -> int:
             subprocess.run([sys.executable, "-m", "vaultmem", "init", str(vault)], check=True, capture_output=True)
             copy = tmp / f"t{r}.jsonl"
             copy.write_bytes(path.read_bytes())
-            first.append(run(["journal", "add", str(copy), "--agent", "claude-code"], vault))
-            again.append(run(["journal", "add", str(copy), "--agent", "claude-code"], vault))
+            first.append(journal_add(copy, vault))
+            again.append(journal_add(copy, vault))
             transcript(copy, 0, start_turn=100_000, turns=20)
-            grown.append(run(["journal", "add", str(copy), "--agent", "claude-code"], vault))
-        out["add_seconds"] = {"median": statistics.median(first), "all": first}
-        out["again_seconds"] = {"median": statistics.median(again), "all": again}
-        out["grown_seconds"] = {"median": statistics.median(grown), "all": grown}
+            grown.append(journal_add(copy, vault))
+        out["add_seconds"] = {"median": median(first), "all": first}
+        out["again_seconds"] = {"median": median(again), "all": again}
+        out["grown_seconds"] = {"median": median(grown), "all": grown}
         out["journal_bytes"] = sum(p.stat().st_size for p in (tmp / "v0" / "journal").glob("*.md"))
         out["fallback"] = fallback(tmp, tmp / "v0", a.repeat)
     if a.json:
         print(json.dumps(out, indent=2))
     else:
-        print(f"transcript: {out['bytes'] / 1e6:.2f} MB, {out['lines']:,} lines; journal: {out['journal_bytes'] / 1e6:.2f} MB")
-        print(f"journal add (whole command): median {out['add_seconds']['median']:.2f} s")
-        print(f"journal add again (nothing new): median {out['again_seconds']['median']:.2f} s")
-        print(f"journal add after 20 more turns: median {out['grown_seconds']['median']:.2f} s")
+        print(f"transcript: {fmt_mb(out['bytes'])}, {out['lines']:,} lines; journal: {fmt_mb(out['journal_bytes'])}")
+        print(f"journal add (whole command): median {fmt_s(out['add_seconds']['median'])}")
+        print(f"journal add again (nothing new): median {fmt_s(out['again_seconds']['median'])}")
+        print(f"journal add after 20 more turns: median {fmt_s(out['grown_seconds']['median'])}")
         f = out["fallback"]
-        print(f"brief memory answers, without a journal: median {f['without_ms']:.1f} ms; with the journal: "
-              f"{f['with_ms']:.1f} ms (×{f['with_ms'] / f['without_ms']:.2f}); journal hits in it: {f['journal_items']}")
-        print(f"brief only the journal answers: median {f['fallback_ms']:.1f} ms; journal hits in it: "
+        print(f"brief memory answers, without a journal: median {fmt_ms_of(f['without_ms'])}; with the journal: "
+              f"{fmt_ms_of(f['with_ms'])} (×{f['with_ms'] / f['without_ms']:.2f}); journal hits in it: "
+              f"{f['journal_items']}")
+        print(f"brief only the journal answers: median {fmt_ms_of(f['fallback_ms'])}; journal hits in it: "
               f"{f['fallback_items']}")
     return 0
 
@@ -120,9 +128,6 @@ def main(argv: list[str] | None = None) -> int:
 def fallback(tmp: Path, with_journal: Path, repeat: int) -> dict:
     """A brief for the orchestrator whose task a note answers, in a vault with the journal
     and in one without: the fallback must not run (same items, same time)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from vaultmem.vault import Vault
-
     without = tmp / "plain"
     subprocess.run([sys.executable, "-m", "vaultmem", "init", str(without)], check=True, capture_output=True)
     task = "which port does the billing service listen on"
@@ -131,18 +136,17 @@ def fallback(tmp: Path, with_journal: Path, repeat: int) -> dict:
         v.notes.remember("The billing service listens on port 8443 behind the ingress.", v.actor(None), "fact",
                    name="billing port")
         v.refresh_index()
-    times: dict[str, list[float]] = {"with": [], "without": [], "fallback": []}
-    items = {}
-    for _ in range(max(5, repeat * 5)):
-        for key, root, t in (("with", with_journal, task), ("without", without, task),
-                             ("fallback", with_journal, "rotate the kubernetes ingress certificate renewal token")):
+    cases = {"with": (with_journal, task), "without": (without, task),
+             "fallback": (with_journal, "rotate the kubernetes ingress certificate renewal token")}
+    times: dict[str, list[float]] = {key: [] for key in cases}
+    briefs = {}  # each case's last brief
+    for _ in range(max(5, repeat * 5)):  # the three in turn, a vault opened anew for each brief
+        for key, (root, t) in cases.items():
             v = Vault.open(root)
-            start = time.perf_counter()
-            b = v.brief("orchestrator", t, tokens=1500)
-            times[key].append((time.perf_counter() - start) * 1000)
-            items[key] = sum(1 for i in b.items if i["kind"] == "journal")
-    return {"with_ms": statistics.median(times["with"]), "without_ms": statistics.median(times["without"]),
-            "fallback_ms": statistics.median(times["fallback"]), "journal_items": items["with"],
+            times[key] += samples(lambda: briefs.update({key: v.brief("orchestrator", t, tokens=1500)}), 1, warm=0)
+    items = {key: sum(1 for i in b.items if i["kind"] == "journal") for key, b in briefs.items()}
+    return {"with_ms": median(times["with"]) * 1000, "without_ms": median(times["without"]) * 1000,
+            "fallback_ms": median(times["fallback"]) * 1000, "journal_items": items["with"],
             "fallback_items": items["fallback"]}
 
 

@@ -2,10 +2,10 @@
 
     python benchmarks/bench_query.py [N] [--vault DIR]
 
-Builds the synthetic vault of bench_recall.py (N notes, default 10,000; kept in DIR if
-given and reused), indexes it on each engine, then times 15 rounds of each query after
-one untimed round: plain words (the baseline), a phrase, an exclusion, OR, prefixes
-(short, long, CJK; and the prefix lookup alone) and each filter.
+Builds the benchmarks' synthetic vault (vaults.make_vault: N notes, default 10,000; kept
+in DIR if given and reused), indexes it on each engine, then times 15 rounds of each
+query after one untimed round: plain words (the baseline), a phrase, an exclusion, OR,
+prefixes (short, long, CJK; and the prefix lookup alone) and each filter.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from report import table  # noqa: E402
 from timing import median, samples  # noqa: E402
 from vaults import make_vault  # noqa: E402
 
@@ -46,11 +46,6 @@ CASES = [
 ]
 
 
-def timed(fn, rounds: int = 15) -> float:
-    """Median milliseconds of ``rounds`` calls after one untimed."""
-    return median(samples(fn, rounds, warm=1)) * 1000
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("n", nargs="?", type=int, default=10_000)
@@ -60,27 +55,20 @@ def main() -> int:
     if not (root / "memories").is_dir():
         make_vault(root, args.n)
     Vault.open(root)
-    rows = []
+    rows = {}  # engine → {figure: cell}
     for engine in ("whoosh", "tantivy"):
         store = IndexStore(root, engine=engine, env=False)
-        t = time.perf_counter()
-        store.rebuild(engine=engine)
-        build = time.perf_counter() - t
-        row = {"engine": engine, "build_s": round(build, 1)}
-        row["prefix lookup re*"] = timed(lambda: store.terms_with_prefix("re", MAX_EXPANSIONS))
+        build = samples(lambda: store.rebuild(engine=engine), 1, warm=0)[0]
+        prefix = median(samples(lambda: store.terms_with_prefix("re", MAX_EXPANSIONS)))  # 15 rounds after one
+        row = {"build_s": f"{build:.1f}", "prefix lookup re*": f"{prefix * 1000:.2f}"}
         for name, text, filters in CASES:
             q = parse(text)
-            row[name] = timed(lambda: search(store, q, filters, 10))
+            row[name] = f"{median(samples(lambda: search(store, q, filters, 10))) * 1000:.2f}"
             row[name + " hits"] = len(search(store, q, filters, 10))
         store.close()
-        rows.append(row)
-    keys = [k for k in rows[0] if k != "engine"]
+        rows[engine] = row
     print(f"{args.n} notes in {root}")
-    print("| | " + " | ".join(r["engine"] for r in rows) + " |")
-    print("|---|" + "---|" * len(rows))
-    for k in keys:
-        cells = [f"{r[k]:.2f}" if isinstance(r[k], float) else str(r[k]) for r in rows]
-        print(f"| {k} | " + " | ".join(cells) + " |")
+    print(table(["", *rows], [[k, *(r[k] for r in rows.values())] for k in rows["whoosh"]]), end="")
     return 0
 
 

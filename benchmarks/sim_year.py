@@ -29,14 +29,15 @@ import random
 import subprocess
 import sys
 import tempfile
-import time
 from collections import Counter
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from report import table  # noqa: E402
 from ruamel.yaml import YAML  # noqa: E402
+from timing import log, samples  # noqa: E402
 
 from vaultmem import Vault, forgetting, layout, pages, recall, upkeep  # noqa: E402
 
@@ -54,6 +55,8 @@ def stamp(day: dt.datetime) -> str:
 
 
 def write_note(root: Path, slug: str, type_: str, day: dt.datetime, rng: random.Random, key: str | None) -> None:
+    """One note of the day, written as a file (local, not vaults.make_vault: the year needs
+    notes dated day by day, of weighted types, keyed where they supersede)."""
     words = " ".join(rng.sample(WORDS, 5))
     meta = (f"---\nname: {slug}\ndescription: {words}\ntype: {type_}\nscope: global\n"
             f"importance: {rng.choice((0.3, 0.5, 0.5, 0.7, 0.9))}\ncreated: {stamp(day)}\nconfirmed: {stamp(day)}\n"
@@ -121,8 +124,6 @@ def main() -> None:
         keyed: list[tuple[str, str]] = []  # (key, slug of its active note)
         written = superseded = 0
         rows.append(("0", 0, *counts(root), 0, 0, round(coverage(v, queries), 3), 0.0))
-        t0 = time.perf_counter()
-        archived_total = 0
         for d in range(1, args.days + 1):
             day = start + dt.timedelta(days=d)
             made = []
@@ -151,28 +152,23 @@ def main() -> None:
                 git(root, "add", "-A")
                 git(root, "-c", "user.name=sim", "-c", "user.email=sim@x", "commit", "-qm", f"sim: day {d}")
                 v = Vault.open(root)
-                tg = time.perf_counter()
-                plan, change = upkeep.gc(v, v.actor(None), now=day, dry_run=args.no_gc)
-                if args.no_gc:
-                    plan.archive = []
-                gc_s = time.perf_counter() - tg
-                archived_total += len(plan.archive)
-                rows.append((str(d // 30 if d % 30 == 0 else f"{d / 30:.1f}"), written, *counts(root),
-                             len(plan.archive), superseded, round(coverage(v, queries), 3), round(gc_s, 1)))
-                print(rows[-1], f"{time.perf_counter() - t0:.0f}s", flush=True)
-    head = ("| month | notes written | active | active episodes (cap) | archived so far | gc archived | "
-            "superseded so far | dev-set brief coverage | gc (s) |")
-    lines = [head, "|---|---|---|---|---|---|---|---|---|"]
-    for m, w, act, ep, arch, gone, sup, cov, gcs in rows:
-        lines.append(f"| {m} | {w:,} | {act:,} | {ep:,} ({args.cap_episode:,}) | {arch:,} | {gone:,} | {sup:,} | "
-                     f"{cov:.3f} | {gcs} |")
-    out = "\n".join(lines)
-    print(out)
+                plans = []  # what gc archived (a dry run archives nothing)
+                gc_s = samples(lambda: plans.append(upkeep.gc(v, v.actor(None), now=day, dry_run=args.no_gc)[0]), 1,
+                               warm=0)[0]
+                archived = 0 if args.no_gc else len(plans[0].archive)
+                rows.append((str(d // 30 if d % 30 == 0 else f"{d / 30:.1f}"), written, *counts(root), archived,
+                             superseded, round(coverage(v, queries), 3), round(gc_s, 1)))
+                log(str(rows[-1]))
+    out = table(["month", "notes written", "active", "active episodes (cap)", "archived so far", "gc archived",
+                 "superseded so far", "dev-set brief coverage", "gc (s)"],
+                [[m, f"{w:,}", f"{act:,}", f"{ep:,} ({args.cap_episode:,})", f"{arch:,}", f"{gone:,}", f"{sup:,}",
+                  f"{cov:.3f}", gcs] for m, w, act, ep, arch, gone, sup, cov, gcs in rows])
+    print(out, end="")
     if args.out:
         Path(args.out).write_text(f"# A simulated year (benchmarks/sim_year.py)\n\n`python benchmarks/sim_year.py "
                                   f"--days {args.days} --per-day {args.per_day} --asked {args.asked} "
                                   f"{'--no-gc ' if args.no_gc else ''}"
-                                  f"--cap-episode {args.cap_episode} --seed {args.seed}`\n\n{out}\n", encoding="utf-8")
+                                  f"--cap-episode {args.cap_episode} --seed {args.seed}`\n\n{out}", encoding="utf-8")
 
 
 def dev_notes(root: Path):
