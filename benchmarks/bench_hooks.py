@@ -38,14 +38,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from report import PROJECT, markers, table, write_json, write_section  # noqa: E402
-from timing import fmt_ms, log, summary  # noqa: E402
+from report import markers, table, write_json, write_section  # noqa: E402
+import timing  # noqa: E402
+from timing import child_env, fmt_ms, log, summary  # noqa: E402
 from vaults import make_vault  # noqa: E402
 
 from vaultmem import Vault  # noqa: E402
 
 WARM_EVENTS = ("SessionStart", "SubagentStart", "Stop")
-PYCACHE: Path | None = None  # set by prepared(): the children's bytecode caches, as an installed vaultmem has
 
 
 def transcript(path: Path, turns: int = 400) -> Path:
@@ -64,8 +64,7 @@ def transcript(path: Path, turns: int = 400) -> Path:
 def prepared(tmp: Path, notes: int) -> tuple[Path, Path]:
     """The benchmark's vault of ``notes`` notes, indexed, and a session's transcript where
     Claude Code keeps it; children get their bytecode caches under ``tmp``."""
-    global PYCACHE
-    PYCACHE = tmp / "pycache"
+    timing.PYCACHE = tmp / "pycache"
     root = tmp / "vault"
     made = make_vault(root, notes)
     log(f"vault: {made['notes']} notes in {made['seconds']:.1f} s")
@@ -76,11 +75,7 @@ def prepared(tmp: Path, notes: int) -> tuple[Path, Path]:
 
 def env_for(root: Path) -> dict:
     """The environment of a hook run by Claude Code in the project ``root``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_")}
-    if PYCACHE is not None:
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
-    env["PYTHONPATH"] = str(PROJECT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env = child_env(keep=())
     env["CLAUDE_PROJECT_DIR"] = str(root)
     env["CLAUDE_CONFIG_DIR"] = str(root.parent / "claude")  # a hook reads only transcripts in its projects/
     return env

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -54,10 +53,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from report import PROJECT, RESULTS, code_version, machine, markers, table, write_json, write_section  # noqa: E402
-from timing import fmt_ms, fmt_s, log, median, summary  # noqa: E402
+import timing  # noqa: E402
+from timing import child_env, fmt_ms, fmt_s, log, median, summary  # noqa: E402
+from timing import run_kept as run  # noqa: E402
 from vaults import BRIEF_TASKS, QUERIES, make_vault  # noqa: E402
 
-from vaultmem.index.store import ENV_ENGINE  # noqa: E402
 
 PY = sys.executable
 GOAL_P50, GOAL_P95 = 0.020, 0.050
@@ -66,29 +66,6 @@ PAIRS = [(role, task) for _, task in BRIEF_TASKS for role in ROLES]  # 20 role Ã
 SDK_MODULES = ("mcp", "mcp_types", "pydantic", "pydantic_core", "anyio", "starlette", "httpx", "uvicorn")
 BUILD_TIMEOUT = 900.0  # the index of the largest vault: cut beyond 15 minutes
 CLI_TIMEOUT = 120.0
-PYCACHE: Path | None = None  # set by main(): the children's bytecode caches, outside the source tree
-
-
-def child_env() -> dict:
-    """The environment of a child process: this checkout's vaultmem, bytecode caches under
-    PYCACHE (as a user has them, whatever PYTHONDONTWRITEBYTECODE says), and of vaultmem's
-    own variables only the engine choice."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_") or k == ENV_ENGINE}
-    env["PYTHONPATH"] = str(PROJECT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    if PYCACHE is not None:
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
-    return env
-
-
-def run(cmd: list[str], timeout: float = CLI_TIMEOUT) -> tuple[float, subprocess.CompletedProcess]:
-    """(wall seconds, the finished process with its output) of ``cmd`` run in the project
-    folder with :func:`child_env`."""
-    t = time.perf_counter()
-    cp = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=child_env(), cwd=str(PROJECT))
-    return time.perf_counter() - t, cp
-
-
 def figures(xs: list[float], extreme: str = "max") -> dict:
     """``{"p50", "p95", extreme, "n"}`` of the seconds ``xs`` (``extreme``: ``max`` or
     ``min``), the keys of this script's JSON, from :func:`timing.summary`."""
@@ -380,7 +357,6 @@ def baseline_version(python: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    global PYCACHE
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 50_000])
     ap.add_argument("--calls", type=int, default=100, help="timed rounds per server (default 100)")
@@ -396,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=RESULTS / "mcp.json")
     args = ap.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="vaultmem-bench-mcp-"))
-    PYCACHE = tmp / "pycache"  # children use a warm bytecode cache, outside the source tree
+    timing.PYCACHE = tmp / "pycache"  # children use a warm bytecode cache, outside the source tree
     folder = args.vaults or tmp
     folder.mkdir(parents=True, exist_ok=True)
     meta = {**machine(folder), "version": code_version(), "calls": args.calls, "warmup": args.warmup,

@@ -19,8 +19,9 @@ import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
+from timing import PROJECT
+
 RESULTS = Path(__file__).resolve().parent / "results"
-PROJECT = Path(__file__).resolve().parent.parent
 PACKAGES = ("typer", "whoosh-reloaded", "tantivy", "watchdog", "cryptography")  # whose versions move figures
 
 

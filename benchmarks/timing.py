@@ -19,6 +19,9 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parent.parent  # the checkout whose vaultmem children import
 
 
 def median(xs: Sequence[float]) -> float | None:
@@ -62,6 +65,34 @@ def timed(fn: Callable[[], object], rounds: int = 15, warm: int = 1) -> dict:
         wall.append(time.perf_counter() - w)
         cpu.append(time.process_time() - c)
     return {"wall": summary(wall), "cpu": summary(cpu)}
+
+
+# Where the scenario's child processes keep their bytecode caches (set by its main(), under
+# its work folder): as an installed vaultmem has them, whatever PYTHONDONTWRITEBYTECODE says.
+PYCACHE: Path | None = None
+
+
+def child_env(bytecode_cache: bool = True, keep: Sequence[str] = ("VAULTMEM_INDEX_ENGINE",)) -> dict:
+    """The environment of a child process: this checkout first on PYTHONPATH, vaultmem's
+    own variables left out but for ``keep`` (the engine choice), and — unless not
+    ``bytecode_cache`` — its bytecode caches under :data:`PYCACHE`, when one is set."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VAULTMEM_") or k in keep}
+    env["PYTHONPATH"] = str(PROJECT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    if bytecode_cache and PYCACHE is not None:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
+    return env
+
+
+def run_kept(cmd: Sequence[str], timeout: float = 120.0, bytecode_cache: bool = True,
+             **kw) -> tuple[float, subprocess.CompletedProcess]:
+    """(wall seconds, the finished process with its output as text) of ``cmd``, run in the
+    project folder (children import the vaultmem beside the benchmarks) with
+    :func:`child_env`: for a command whose output the scenario reads."""
+    started = time.perf_counter()
+    done = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout,
+                          env=child_env(bytecode_cache), cwd=str(PROJECT), **kw)
+    return time.perf_counter() - started, done
 
 
 def run_once(cmd: Sequence[str], env: dict | None = None, cwd: str | None = None,
