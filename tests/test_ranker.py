@@ -74,12 +74,14 @@ PIECES = st.text(alphabet=st.sampled_from(list("ab Zé\u0301ＡＢ１2-_'.,：�
 
 
 @settings(max_examples=300, deadline=None)
-@given(PIECES, st.lists(PIECES, max_size=3))
-def test_a_heading_is_analysed_as_its_title_and_aliases_are(title, aliases):
-    """The ranker reads a candidate's heading terms from the index's title and aliases
-    fields: analysing the joined heading must give exactly those terms."""
+@given(PIECES, PIECES, st.lists(PIECES, max_size=3))
+def test_a_heading_and_a_whole_text_are_analysed_as_their_parts_are(title, text, aliases):
+    """Ranking reads a candidate's heading terms (title and aliases) and a hit's whole
+    text's terms (title, text, aliases) from the index's fields for those parts:
+    analysing the joined text must give exactly those terms."""
     joined = " ".join(aliases)
     assert set(tokens(f"{title}\n{joined}")) == set(tokens(title)) | set(tokens(joined))
+    assert set(tokens(f"{title}\n{text}\n{joined}")) == set(tokens(title)) | set(tokens(text)) | set(tokens(joined))
 
 
 TURN = ("---\nname: {speaker}, s1, turn {n}\ndescription: {speaker}, s1, turn {n}\ntype: episode\nscope: global\n"
@@ -102,7 +104,7 @@ def test_the_ranker_reads_stored_terms_exactly_as_analysing_the_text_again(vault
     from vaultmem.analysis import query_tokens
     from vaultmem.answers import answer_kind
     from vaultmem.index import Filters, Found
-    from vaultmem.retrieve import DATE_PREFIX, FEATURE_CHARS, LEARNED_POOL, candidate_rows, unit_weights
+    from vaultmem.retrieve import DATE_PREFIX, FEATURE_CHARS, LEARNED_POOL, candidate_rows, judged, unit_weights
 
     monkeypatch.setenv("VAULTMEM_INDEX_ENGINE", "tantivy")
     for n, (speaker, body, alias) in enumerate(TURNS, start=1):
@@ -123,5 +125,8 @@ def test_the_ranker_reads_stored_terms_exactly_as_analysing_the_text_again(vault
         again_cands, again_rows = candidate_rows(list(found), *args)  # no stored terms: analysed again
         assert stored_rows == again_rows, question
         assert [vars(c) for c in stored_cands] == [vars(c) for c in again_cands], question
+        for doc, _score in found:  # and what a hit is judged on
+            judge = (doc, (), units, answer_kind(question), question)
+            assert judged(*judge, found.analysed[doc.id]) == judged(*judge), (question, doc.id)
         compared += len(found)
     assert compared >= 10

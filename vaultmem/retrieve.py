@@ -102,8 +102,9 @@ def search(store, query: str | Query, filters: Filters = Filters(), limit: int =
     else:
         rescored = rule_order(found, words, days, filters.agent)
     out = []
+    analysed = found.analysed if isinstance(found, Found) else {}
     for doc, score, dates in rescored[:limit]:
-        whole, have, share = judged(doc, dates, units, kind, text)
+        whole, have, share = judged(doc, dates, units, kind, text, analysed.get(doc.id))
         held = parsed.coverage(whole, dates) if parsed is not None else coverage(terms, whole, dates, have=have)
         out.append(Hit(doc=doc, score=score, coverage=held,
                        snippet=highlight(doc.text, terms, width=snippet_width), relevance=share))
@@ -265,13 +266,18 @@ def rule_order(found, words: list[str], days: set, agent: str | None) -> list[li
     return rescored
 
 
-def judged(doc, dates, units, kind, question: str) -> tuple[str, set[str], float]:
+def judged(doc, dates, units, kind, question: str, stored: list[str] | None = None) -> tuple[str, set[str], float]:
     """What a hit is judged on: its whole text (title, text, aliases), its terms with its
     date terms, and its relevance to the question (:func:`relevance` over ``units``, by
     ``ANSWER_MISSING`` when the question asks for a number or name — ``kind`` — its text
-    does not hold)."""
+    does not hold). ``stored``: its text fields' terms as the index holds them
+    (:attr:`Found.analysed`), read instead of analysing the whole text again."""
     whole = f"{doc.title}\n{doc.text}\n{' '.join(doc.aliases)}"
-    have = set(tokens(whole)) | set(dates)
+    parts = analysed_terms(stored) if stored is not None else {}
+    if "title" in parts:  # the three parts' terms are the whole text's
+        have = {*parts["title"], *parts["body"], *parts["aliases"], *dates}
+    else:
+        have = set(tokens(whole)) | set(dates)
     share = relevance(units, whole, have, doc.near)
     if not holds_answer(kind, doc.text, question):
         share *= ANSWER_MISSING
