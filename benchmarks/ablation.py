@@ -36,11 +36,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as dt
-import json
 import os
-import platform
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -48,11 +44,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-QUERIES = HERE / "devset" / "queries.yaml"
-MAKE_VAULT = HERE / "devset" / "make_vault.py"
-DEFAULT_OUT = HERE / "results" / "ablation.md"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_conv import fmt  # noqa: E402
+from bench_devset import QUERIES, make_devset  # noqa: E402
+from report import RESULTS, code_version, machine, table, write_json  # noqa: E402
+from timing import log, median, samples  # noqa: E402
 
 import vaultmem.analysis as analysis  # noqa: E402
 import vaultmem.brief as brief  # noqa: E402
@@ -237,10 +234,6 @@ def check_probe(v: Variant, tok, probe: Probe) -> list[str]:
 # -- evaluation --------------------------------------------------------------------------
 
 
-def build_vault(dest: Path) -> None:
-    subprocess.run([sys.executable, str(MAKE_VAULT), str(dest)], check=True, capture_output=True, text=True)
-
-
 def run_variant(vault_dir: Path, v: Variant) -> dict:
     probe = Probe()
     with applied(v, probe) as tok:
@@ -303,109 +296,78 @@ def time_tokenizers(texts: list[str], repeat: int) -> list[dict]:
     times: dict[str, list[float]] = {label: [] for label, _ in fns}
     for _ in range(repeat):
         for label, fn in fns:
-            t0 = time.perf_counter()
-            for t in texts:
-                fn(t)
-            times[label].append(time.perf_counter() - t0)
-    return [{"label": label, "best": min(times[label]), "median": statistics.median(times[label]),
+            times[label] += samples(lambda: [fn(t) for t in texts], rounds=1, warm=0)
+    return [{"label": label, "best": min(times[label]), "median": median(times[label]),
              "tokens": counts[label]} for label, _ in fns]
 
 
 def time_startup(repeat: int) -> list[dict]:
-    py = sys.executable
-    rows = []
+    """The wall time of a fresh interpreter running each command: median and min of
+    ``repeat`` runs (jieba's first load, with no dictionary cache, once)."""
+    def measure(code: str, env=None, n=repeat) -> list[float]:
+        return samples(lambda: subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, env=env),
+                       rounds=n, warm=0)
 
-    def measure(code: str, env=None, n=repeat):
-        times = []
-        for _ in range(n):
-            t0 = time.perf_counter()
-            subprocess.run([py, "-c", code], check=True, capture_output=True, env=env)
-            times.append(time.perf_counter() - t0)
-        return times
-
-    rows.append(("`python -c pass` (interpreter only)", measure("pass")))
-    rows.append(("`import vaultmem.analysis as a; a.tokens('测试')`",
-                 measure("import vaultmem.analysis as a; a.tokens('测试')")))
-    rows.append(("`import vaultmem.analysis as a; a.tokens('测试 reviews')` (loads snowball too)",
-                 measure("import vaultmem.analysis as a; a.tokens('测试 reviews')")))
-    rows.append(("`import jieba` (module only, dictionary not loaded)", measure("import jieba")))
+    rows = [("`python -c pass` (interpreter only)", measure("pass")),
+            ("`import vaultmem.analysis as a; a.tokens('测试')`",
+             measure("import vaultmem.analysis as a; a.tokens('测试')")),
+            ("`import vaultmem.analysis as a; a.tokens('测试 reviews')` (loads snowball too)",
+             measure("import vaultmem.analysis as a; a.tokens('测试 reviews')")),
+            ("`import jieba` (module only, dictionary not loaded)", measure("import jieba"))]
     with tempfile.TemporaryDirectory(prefix="ablation-jieba-") as tmp:
         env = dict(os.environ, TMPDIR=tmp)  # jieba keeps its dictionary cache in the temp dir
         first = measure("import jieba; jieba.initialize()", env=env, n=1)
         rows.append(("`import jieba; jieba.initialize()` — first run, no dictionary cache", first))
         rows.append(("`import jieba; jieba.initialize()` — dictionary cache present",
                      measure("import jieba; jieba.initialize()", env=env)))
-    return [{"label": label, "median": statistics.median(t), "min": min(t), "n": len(t)} for label, t in rows]
+    return [{"label": label, "median": median(t), "min": min(t), "n": len(t)} for label, t in rows]
 
 
 # -- report ------------------------------------------------------------------------------
 
 
-def source_state() -> str:
-    """The commit measured, and any uncommitted change to the package (read-only git)."""
-    try:
-        sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "vaultmem"],
-                               capture_output=True, text=True, check=True).stdout.split("\n")
-    except (OSError, subprocess.CalledProcessError):
-        return "source: not a git checkout"
-    changed = [line[3:] for line in dirty if line.strip()]
-    return f"source: commit {sha}" + (f" with uncommitted changes to {', '.join(changed)}" if changed else "")
+def metrics_table(results: list[dict]) -> str:
+    """Each run's figures, and its Hit@5 per kind with the count of queries it found."""
+    def per_kind(m: dict) -> str:
+        return f"{fmt(m['hit@5'])} ({round(m['hit@5'] * m['queries'])}/{m['queries']})"
 
-
-def fmt(x: float) -> str:
-    return f"{x:.3f}"
-
-
-def table(results: list[dict]) -> str:
-    head = ["variant", "hit@1", "hit@5", "mrr@10", "recall@5", "recall@10", "false_hit_rate"]
-    head += [f"hit@5 {k}" for k in KINDS]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in results:
-        m = r["metrics"]
-        cells = [f"`{r['label']}`"] + [fmt(m[k]) for k in ("hit@1", "hit@5", "mrr@10", "recall@5", "recall@10",
-                                                          "false_hit_rate")]
-        cells += [fmt(r["by_kind"][k]["hit@5"]) + f" ({round(r['by_kind'][k]['hit@5'] * r['by_kind'][k]['queries'])}"
-                  f"/{r['by_kind'][k]['queries']})" for k in KINDS]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    overall = ("hit@1", "hit@5", "mrr@10", "recall@5", "recall@10", "false_hit_rate")
+    return table(["variant", *overall, *(f"hit@5 {k}" for k in KINDS)],
+                 [[f"`{r['label']}`", *(fmt(r["metrics"][k]) for k in overall),
+                   *(per_kind(r["by_kind"][k]) for k in KINDS)] for r in results])
 
 
 def delta_table(base: dict, results: list[dict]) -> str:
-    lines = ["| variant | what | hit@1 gained / lost | hit@5 gained / lost | first rank better / worse | "
-             "false hits new / gone | distinct terms | eval s |", "|---|---|---|---|---|---|---|---|"]
+    """Each run's per-query changes against ``base``."""
+    rows = []
     for r in results:
         c = compare(base, r)
-        v = r["variant"]
-        lines.append(f"| `{r['label']}` | {v.note} | +{c['hit1+']} / −{c['hit1-']} | +{c['hit5+']} / −{c['hit5-']} | "
-                     f"{c['rank_better']} / {c['rank_worse']} | +{c['fh+']} / −{c['fh-']} | {r['terms']} | "
-                     f"{r['seconds']:.1f} |")
-    return "\n".join(lines)
+        rows.append([f"`{r['label']}`", r["variant"].note, f"+{c['hit1+']} / −{c['hit1-']}",
+                     f"+{c['hit5+']} / −{c['hit5-']}", f"{c['rank_better']} / {c['rank_worse']}",
+                     f"+{c['fh+']} / −{c['fh-']}", r["terms"], f"{r['seconds']:.1f}"])
+    return table(["variant", "what", "hit@1 gained / lost", "hit@5 gained / lost", "first rank better / worse",
+                  "false hits new / gone", "distinct terms", "eval s"], rows)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    ap.add_argument("--out", type=Path, default=RESULTS / "ablation.md")
     ap.add_argument("--repeat", type=int, default=20, help="repetitions of the timing runs (default 20)")
     ap.add_argument("--no-timing", action="store_true")
     ap.add_argument("--summary", type=Path, help="also write the raw numbers as JSON here")
     args = ap.parse_args()
 
-    import jieba
-
     with tempfile.TemporaryDirectory(prefix="vaultmem-ablation-") as tmp:
-        vault_dir = Path(tmp) / "devset-vault"
-        build_vault(vault_dir)
+        vault_dir = make_devset(Path(tmp) / "devset-vault")
         results = []
         for v in VARIANTS + [VARIANTS[0]]:
             r = run_variant(vault_dir, v)
             r["label"] = v.name if not results or v.name != "baseline" else "baseline (re-run last)"
-            print(f"{r['label']:<28} hit@1 {fmt(r['metrics']['hit@1'])} hit@5 {fmt(r['metrics']['hit@5'])} "
-                  f"mrr@10 {fmt(r['metrics']['mrr@10'])} fhr {fmt(r['metrics']['false_hit_rate'])} "
-                  f"docs {r['docs']} terms {r['terms']} {r['seconds']:.1f}s", file=sys.stderr)
+            log(f"{r['label']:<28} hit@1 {fmt(r['metrics']['hit@1'])} hit@5 {fmt(r['metrics']['hit@5'])} "
+                f"mrr@10 {fmt(r['metrics']['mrr@10'])} fhr {fmt(r['metrics']['false_hit_rate'])} "
+                f"docs {r['docs']} terms {r['terms']} {r['seconds']:.1f}s")
             for p in r["problems"]:
-                print(f"  PROBLEM: {p}", file=sys.stderr)
+                log(f"  PROBLEM: {p}")
             results.append(r)
         base, rerun = results[0], results[-1]
         leak = base["ranks"] != rerun["ranks"] or base["metrics"] != rerun["metrics"]
@@ -420,14 +382,14 @@ def main() -> int:
         problems.append("the baseline re-run differs from the first baseline run: a patch leaked")
     chars = sum(len(t) for t in texts)
     cjk_chars = sum(sum(1 for ch in t if analysis.is_cjk_char(ch)) for t in texts)
+    seen = machine(packages=("jieba",))
 
     out = [
         "# Retrieval ablation on the dev set",
         "",
-        f"Date: {dt.date.today().isoformat()} · Python {platform.python_version()} · jieba "
-        f"{getattr(jieba, '__version__', '?')} · dev set: {base['answerable'] + base['no_answer']} queries "
-        f"({base['answerable']} answerable, {base['no_answer']} no-answer), {base['docs']} index documents · "
-        f"{source_state()}.",
+        f"Date: {seen['date']} · Python {seen['python']} · jieba {seen['jieba']} · dev set: "
+        f"{base['answerable'] + base['no_answer']} queries ({base['answerable']} answerable, {base['no_answer']} "
+        f"no-answer), {base['docs']} index documents · source: commit {code_version()}.",
         "",
         "Reproduce (from the repository root):",
         "",
@@ -447,14 +409,15 @@ def main() -> int:
         "Hit@5 per kind also gives the count of queries. One query is 0.013 of the 77 answerable queries, "
         "1/15 = 0.067 of the false-hit rate, and 0.071–0.125 of a per-kind Hit@5.",
         "",
-        table(results),
+        *metrics_table(results).splitlines(),
         "",
         "## Per-query changes against the baseline",
         "",
-        delta_table(base, results[1:-1]),
+        *delta_table(base, results[1:-1]).splitlines(),
         "",
     ]
     if tok_rows:
+        ref = tok_rows[0]["best"]
         out += [
             "## Tokenization speed",
             "",
@@ -462,13 +425,9 @@ def main() -> int:
             f"index document, plus the queries): {len(texts)} texts, {chars} characters, {cjk_chars} of them CJK. "
             f"Best and median of {args.repeat} interleaved runs, warm (jieba's dictionary already loaded).",
             "",
-            "| tokenizer | best ms | median ms | tokens | relative |",
-            "|---|---|---|---|---|",
-        ]
-        ref = tok_rows[0]["best"]
-        out += [f"| {r['label']} | {r['best'] * 1e3:.1f} | {r['median'] * 1e3:.1f} | {r['tokens']} | "
-                f"{r['best'] / ref:.2f}× |" for r in tok_rows]
-        out += [
+            *table(["tokenizer", "best ms", "median ms", "tokens", "relative"],
+                   [[r["label"], f"{r['best'] * 1e3:.1f}", f"{r['median'] * 1e3:.1f}", r["tokens"],
+                     f"{r['best'] / ref:.2f}×"] for r in tok_rows]).splitlines(),
             "",
             "## Start-up cost (fresh interpreter)",
             "",
@@ -477,11 +436,11 @@ def main() -> int:
             "cache in the temp dir on first use; the script points `TMPDIR` at an empty folder to measure "
             "that first run once, then the cached case.",
             "",
-            "| command | median ms | min ms | runs |",
-            "|---|---|---|---|",
+            *table(["command", "median ms", "min ms", "runs"],
+                   [[r["label"], f"{r['median'] * 1e3:.0f}", f"{r['min'] * 1e3:.0f}", r["n"]]
+                    for r in start_rows]).splitlines(),
+            "",
         ]
-        out += [f"| {r['label']} | {r['median'] * 1e3:.0f} | {r['min'] * 1e3:.0f} | {r['n']} |" for r in start_rows]
-        out.append("")
     out += ["## Conclusions", "", "<!-- conclusions -->", ""]
     if problems:
         out += ["## Problems", ""] + [f"- {p}" for p in problems] + [""]
@@ -495,11 +454,11 @@ def main() -> int:
             text = text.replace("\n<!-- conclusions -->\n", kept.rstrip("\n").lstrip("\n").join(["\n", "\n"]), 1)
     args.out.write_text(text, encoding="utf-8")
     if args.summary:
-        args.summary.write_text(json.dumps([{
+        write_json(args.summary, [{
             "label": r["label"], "metrics": r["metrics"], "by_kind": r["by_kind"], "ranks": r["ranks"],
             "false_hits": sorted(r["false_hits"]), "terms": r["terms"], "problems": r["problems"],
-        } for r in results] + [{"tokenize": tok_rows, "startup": start_rows}], ensure_ascii=False, indent=1))
-    print(f"wrote {args.out}", file=sys.stderr)
+        } for r in results] + [{"tokenize": tok_rows, "startup": start_rows}])
+    log(f"wrote {args.out}")
     return 1 if problems else 0
 
 

@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-_spec = importlib.util.spec_from_file_location("bench_conv", HERE / "bench_conv.py")
-bench_conv = importlib.util.module_from_spec(_spec)
-sys.modules["bench_conv"] = bench_conv
-_spec.loader.exec_module(bench_conv)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_conv  # noqa: E402
+from report import table  # noqa: E402
+from timing import log  # noqa: E402
 
 import vaultmem.analysis as analysis  # noqa: E402
 import vaultmem.index.fields as fields  # noqa: E402
@@ -85,7 +84,8 @@ VARIANTS = {
 COLUMNS = ("hit@1", "hit@5", "mrr@10", "recall@5", "false_hits", "brief_coverage")
 
 
-def rows_of(name: str, split: str, engine: str) -> list[str]:
+def rows_of(name: str, split: str, engine: str) -> list[list]:
+    """The table's rows of variant ``name``: one per language and layout with data."""
     out = []
     with patched(VARIANTS[name]):
         for lang in bench_conv.LANGS:
@@ -94,8 +94,7 @@ def rows_of(name: str, split: str, engine: str) -> list[str]:
                 if not r.available:
                     continue
                 m = bench_conv.metrics(r.rows)
-                cells = " | ".join("—" if m[c] is None else f"{m[c]:.3f}" for c in COLUMNS)
-                out.append(f"| {name} | {lang} | {layout} | {m['questions']} | {cells} |")
+                out.append([name, lang, layout, m["questions"], *(bench_conv.fmt(m[c]) for c in COLUMNS)])
     return out
 
 
@@ -107,21 +106,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     names = ["shipped", *[v for v in (args.variant or VARIANTS) if v != "shipped"]]
-    lines = [f"# Ablation on the conversational dev sets ({args.split} split, {args.engine}, lexical)", "",
-             "| variant | lang | layout | questions | " + " | ".join(COLUMNS) + " |",
-             "|" + "---|" * (4 + len(COLUMNS))]
-    first = None
+    rows = []
     for name in names:
         got = rows_of(name, args.split, args.engine)
-        first = got if first is None else first
-        lines += got
-        print("\n".join(got), flush=True)
-    last = rows_of("shipped", args.split, args.engine)
-    if last != first:
+        log(f"{name}: {len(got)} vaults measured")
+        rows += got
+    text = (f"# Ablation on the conversational dev sets ({args.split} split, {args.engine}, lexical)\n\n"
+            + table(["variant", "lang", "layout", "questions", *COLUMNS], rows))
+    print(text, end="")
+    if rows_of("shipped", args.split, args.engine) != [r for r in rows if r[0] == "shipped"]:
         print("the shipped settings gave other figures at the end: a patch leaked", file=sys.stderr)
         return 1
     if args.out:
-        args.out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        args.out.write_text(text, encoding="utf-8")
     return 0
 
 

@@ -43,6 +43,10 @@ from pathlib import Path
 from ruamel.yaml import YAML
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from report import code_version, table  # noqa: E402
+
 CONV_DIR = HERE / "devset" / "conv"
 SPLITS = ("tune", "holdout")
 LANGS = ("en", "zh")
@@ -68,6 +72,7 @@ INDEX_BEGIN = "<!-- vaultmem:index:begin"
 
 
 def load(path: Path) -> dict:
+    """The YAML file ``path`` as plain data (a conversation, or the dev set's queries)."""
     return YAML(typ="safe").load(path.read_text(encoding="utf-8"))
 
 
@@ -530,11 +535,19 @@ def run_vault(root: Path, queries: list[dict]) -> list[dict]:
     return rows
 
 
-def mean(values: list[float]) -> float | None:
-    return round(sum(values) / len(values), 4) if values else None
+def mean(values: list[float], places: int = 4) -> float | None:
+    """The mean of ``values`` to ``places`` decimals (None when there are none): a rate."""
+    return round(sum(values) / len(values), places) if values else None
+
+
+def fmt(value: float | None) -> str:
+    """A rate as the tables write it: three decimals, — when there is none."""
+    return "—" if value is None else f"{value:.3f}"
 
 
 def metrics(rows: list[dict]) -> dict:
+    """The figures of ``rows`` (one per question, as :func:`run_vault` gives them): the
+    hits, ranks and recall of the answerable questions, the false hits of the others."""
     ans = [r for r in rows if r["expected"]]
     none = [r for r in rows if not r["expected"]]
 
@@ -625,64 +638,49 @@ def run_one(split: str, lang: str, layout: str, mode: str, engine: str, settings
     return res
 
 
-def code_version() -> str:
-    """The commit of the vaultmem source measured, when it is a git checkout."""
-    import subprocess
-
-    import vaultmem
-
-    src = Path(vaultmem.__file__).resolve().parent.parent
-    try:
-        out = subprocess.run(["git", "-C", str(src), "log", "-1", "--format=%h %cs"], capture_output=True,
-                             text=True, timeout=10, check=False).stdout.strip()
-    except OSError:
-        out = ""
-    return f"commit {out}" if out else "not a git checkout"
-
-
-def fmt(value) -> str:
-    return "—" if value is None else f"{value:.3f}"
-
-
 COLUMNS = ("hit@1", "hit@5", "mrr@10", "recall@5", "recall@10", "false_hits", "evidence_cut", "brief_coverage",
            "brief_false_hits", "open_coverage", "open_false_hits")
 
 
 def markdown(results: list[Result], details: bool, settings: dict) -> str:
-    out = ["# Conversational recall (benchmarks/bench_conv.py)", ""]
+    """The run as Markdown: a row per vault, then each vault's figures by kind of question
+    (with ``details``, by question too)."""
     import vaultmem
 
-    out.append(f"vaultmem {getattr(vaultmem, '__version__', '?')} ({code_version()}); search limit {SEARCH_LIMIT}, brief "
-               f"{BRIEF_TOKENS} tokens; settings: {settings or 'defaults'}.")
-    out.append("false_hits: no-answer questions with any hit that passes the relevance cut; evidence_cut: "
-               "answerable questions whose evidence is in the top 10 but every evidence hit fails the cut; "
-               "brief_false_hits: no-answer questions whose brief cites any memory; open_coverage / open_false_hits: "
-               "the same brief with its relevance gate open (brief.min_relevance 0).")
-    out += ["", "| split | lang | layout | mode | engine | questions | " + " | ".join(COLUMNS) + " | s |",
-            "|" + "---|" * (7 + len(COLUMNS))]
-    for r in results:
-        head = f"| {r.split} | {r.lang} | {r.layout} | {r.mode} | {r.engine} |"
+    def overall(r: Result) -> list:
+        head = [r.split, r.lang, r.layout, r.mode, r.engine]
         if not r.available:
-            out.append(head + f" {r.reason} |" + " |" * len(COLUMNS))
-            continue
+            return [*head, r.reason, *[""] * (len(COLUMNS) + 1)]
         m = metrics(r.rows)
-        out.append(head + f" {m['questions']} | " + " | ".join(fmt(m[c]) for c in COLUMNS) + f" | {r.seconds:.1f} |")
+        return [*head, m["questions"], *(fmt(m[c]) for c in COLUMNS), f"{r.seconds:.1f}"]
+
+    def asked(row: dict) -> list:
+        top = ", ".join(p.removeprefix("memories/").removesuffix(".md") for p in row["top3"])
+        covers = "yes" if row["brief_covers"] else "no" if row["expected"] else f"cites {row['brief_items']}"
+        return [row["id"], row["kind"], row["first_rank"] or "—", top, covers]
+
+    measured = code_version(source=Path(vaultmem.__file__).resolve().parent.parent)
+    out = ["# Conversational recall (benchmarks/bench_conv.py)", "",
+           f"vaultmem {getattr(vaultmem, '__version__', '?')} (commit {measured}); search limit {SEARCH_LIMIT}, "
+           f"brief {BRIEF_TOKENS} tokens; settings: {settings or 'defaults'}.",
+           "false_hits: no-answer questions with any hit that passes the relevance cut; evidence_cut: "
+           "answerable questions whose evidence is in the top 10 but every evidence hit fails the cut; "
+           "brief_false_hits: no-answer questions whose brief cites any memory; open_coverage / open_false_hits: "
+           "the same brief with its relevance gate open (brief.min_relevance 0).", "",
+           *table(["split", "lang", "layout", "mode", "engine", "questions", *COLUMNS, "s"],
+                  [overall(r) for r in results]).splitlines()]
     for r in results:
         if not r.available:
             continue
         s = r.summary()
         out += ["", f"## {r.split} · {r.lang} · {r.layout} · {r.mode} · {r.engine} ({r.notes} notes)", "",
-                "| kind | n | " + " | ".join(COLUMNS) + " |", "|" + "---|" * (2 + len(COLUMNS))]
-        for kind, m in s["by_kind"].items():
-            out.append(f"| {kind} | {m['questions']} | " + " | ".join(fmt(m[c]) for c in COLUMNS) + " |")
+                *table(["kind", "n", *COLUMNS], [[kind, m["questions"], *(fmt(m[c]) for c in COLUMNS)]
+                                                 for kind, m in s["by_kind"].items()]).splitlines()]
         if s["invariant_problems"]:
             out += ["", "Invariant problems: " + "; ".join(s["invariant_problems"])]
         if details:
-            out += ["", "| id | kind | first evidence rank | top 3 | brief covers |", "|---|---|---|---|---|"]
-            for row in r.rows:
-                top = ", ".join(p.removeprefix("memories/").removesuffix(".md") for p in row["top3"])
-                out.append(f"| {row['id']} | {row['kind']} | {row['first_rank'] or '—'} | {top} | "
-                           f"{'yes' if row['brief_covers'] else 'no' if row['expected'] else ('cites ' + str(row['brief_items']))} |")
+            out += ["", *table(["id", "kind", "first evidence rank", "top 3", "brief covers"],
+                               [asked(row) for row in r.rows]).splitlines()]
     return "\n".join(out) + "\n"
 
 

@@ -21,36 +21,56 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ruamel.yaml import YAML
-
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from bench_conv import fmt, load, mean  # noqa: E402
+from report import table  # noqa: E402
+
+MAKE_VAULT = HERE / "devset" / "make_vault.py"
+QUERIES = HERE / "devset" / "queries.yaml"
 BRIEF_TOKENS = 1500
+COLUMNS = ("hit@1", "hit@5", "hit@10", "mrr@10", "false_hits", "brief_coverage", "brief_false_hits", "open_coverage",
+           "open_false_hits")
+
+
+def make_devset(root: Path, builder: Path = MAKE_VAULT) -> Path:
+    """``root``, made the dev-set vault by ``builder`` (benchmarks/devset/make_vault.py)."""
+    subprocess.run([sys.executable, str(builder), str(root)], check=True, capture_output=True)
+    return root
+
+
+def devset_queries() -> list[dict]:
+    """The dev set's queries (benchmarks/devset/queries.yaml), as plain data."""
+    return load(QUERIES)["queries"]
+
+
+def first_rank(order: list[str], expected: set) -> int | None:
+    """The rank (from 1) of the first id of ``order`` that is ``expected``; None when none is."""
+    return next((n for n, i in enumerate(order, 1) if i in expected), None)
 
 
 def run(ranking: str, engine: str) -> dict:
+    """Every query searched and briefed on a fresh dev-set vault: :func:`summarise`'s figures."""
     from vaultmem.vault import Vault
 
-    queries = YAML(typ="safe").load((HERE / "devset" / "queries.yaml").read_text(encoding="utf-8"))["queries"]
     os.environ["VAULTMEM_INDEX_ENGINE"] = engine
     os.environ["VAULTMEM_SEARCH_RANKING"] = ranking
     with tempfile.TemporaryDirectory(prefix="devset-") as tmp:
-        root = Path(tmp) / "vault"
-        subprocess.run([sys.executable, str(HERE / "devset" / "make_vault.py"), str(root)], check=True,
-                       capture_output=True)
+        root = make_devset(Path(tmp) / "vault")
         subprocess.run(["git", "-C", str(root), "init", "-q"], check=True)
         vault = Vault.open(root)
         opened = Vault(root, config=dataclasses.replace(vault.config, brief_min_relevance=0.0))
         rows = []
-        for q in queries:
+        for q in devset_queries():
             expected = set(q.get("expected") or [])
             agent = q.get("agent")
             hits = vault.search(q["query"], agent=agent, syntax=False)
-            ids = [h.doc.id for h in hits]
-            first = next((n for n, i in enumerate(ids, 1) if i in expected), None)
             who = agent or vault.config.orchestrator
             gated = [i.get("id") for i in vault.brief(who, q["query"], tokens=BRIEF_TOKENS).items]
             open_ = [i.get("id") for i in opened.brief(who, q["query"], tokens=BRIEF_TOKENS).items]
-            rows.append({"kind": q["kind"], "answerable": bool(expected), "first": first,
+            rows.append({"kind": q["kind"], "answerable": bool(expected),
+                         "first": first_rank([h.doc.id for h in hits], expected),
                          "false": not expected and bool(hits.relevant),
                          "covers": bool(expected & set(gated)), "cites": bool(gated),
                          "open_covers": bool(expected & set(open_)), "open_cites": bool(open_)})
@@ -58,8 +78,10 @@ def run(ranking: str, engine: str) -> dict:
 
 
 def summarise(rows: list[dict]) -> dict:
-    def mean(xs):
-        return round(sum(xs) / len(xs), 3) if xs else None
+    """Per kind of query, and for "all": the search's hits and false hits, the brief's
+    coverage and false hits, gated and open."""
+    def rate(xs: list) -> float | None:
+        return mean(xs, places=3)
 
     out = {}
     for kind in ["all", *sorted({r["kind"] for r in rows})]:
@@ -68,18 +90,14 @@ def summarise(rows: list[dict]) -> dict:
         none = [r for r in sub if not r["answerable"]]
         out[kind] = {
             "n": len(sub),
-            "hit@1": mean([r["first"] == 1 for r in ans]), "hit@5": mean([bool(r["first"] and r["first"] <= 5) for r in ans]),
-            "hit@10": mean([bool(r["first"]) for r in ans]),
-            "mrr@10": mean([1 / r["first"] if r["first"] else 0 for r in ans]),
-            "false_hits": mean([r["false"] for r in none]),
-            "brief_coverage": mean([r["covers"] for r in ans]), "brief_false_hits": mean([r["cites"] for r in none]),
-            "open_coverage": mean([r["open_covers"] for r in ans]), "open_false_hits": mean([r["open_cites"] for r in none]),
+            "hit@1": rate([r["first"] == 1 for r in ans]), "hit@5": rate([bool(r["first"] and r["first"] <= 5) for r in ans]),
+            "hit@10": rate([bool(r["first"]) for r in ans]),
+            "mrr@10": rate([1 / r["first"] if r["first"] else 0 for r in ans]),
+            "false_hits": rate([r["false"] for r in none]),
+            "brief_coverage": rate([r["covers"] for r in ans]), "brief_false_hits": rate([r["cites"] for r in none]),
+            "open_coverage": rate([r["open_covers"] for r in ans]), "open_false_hits": rate([r["open_cites"] for r in none]),
         }  # fmt: skip
     return out
-
-
-COLUMNS = ("hit@1", "hit@5", "hit@10", "mrr@10", "false_hits", "brief_coverage", "brief_false_hits", "open_coverage",
-           "open_false_hits")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -89,14 +107,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     rankings = ("rules", "learned") if args.ranking == "both" else (args.ranking,)
-    lines = [f"# The dev set: search, and the brief with and without its gate ({args.engine})", "",
-             "brief: 1,500 tokens; open_*: the same brief with brief.min_relevance 0.", "",
-             "| ranking | kind | n | " + " | ".join(COLUMNS) + " |", "|---|---|---|" + "---|" * len(COLUMNS)]
-    for ranking in rankings:
-        for kind, m in run(ranking, args.engine).items():
-            lines.append(f"| {ranking} | {kind} | {m['n']} | "
-                         + " | ".join("—" if m[c] is None else f"{m[c]:.3f}" for c in COLUMNS) + " |")
-    text = "\n".join(lines) + "\n"
+    rows = [[ranking, kind, m["n"], *(fmt(m[c]) for c in COLUMNS)]
+            for ranking in rankings for kind, m in run(ranking, args.engine).items()]
+    text = (f"# The dev set: search, and the brief with and without its gate ({args.engine})\n\n"
+            "brief: 1,500 tokens; open_*: the same brief with brief.min_relevance 0.\n\n"
+            + table(["ranking", "kind", "n", *COLUMNS], rows))
     if args.out:
         args.out.write_text(text, encoding="utf-8")
     print(text, end="")

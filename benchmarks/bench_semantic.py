@@ -27,16 +27,19 @@ import dataclasses
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
+
+from bench_conv import set_config  # noqa: E402
+from bench_devset import MAKE_VAULT, QUERIES, make_devset  # noqa: E402
+from report import write_json  # noqa: E402
+from timing import median, p95, samples  # noqa: E402
 
 from vaultmem import retrieve  # noqa: E402
 from vaultmem.evaluate import evaluate, load_queries  # noqa: E402
@@ -74,8 +77,7 @@ def devset(args) -> dict:
     queries = load_queries(Path(args.queries).read_text(encoding="utf-8"), args.queries)
     tmp = Path(tempfile.mkdtemp(prefix="vaultmem-semantic-"))
     try:
-        root = tmp / "vault"
-        subprocess.run([sys.executable, args.vault_builder, str(root)], check=True, capture_output=True)
+        root = make_devset(tmp / "vault", args.vault_builder)
         store = IndexStore(root, semantic="always", model=args.model)
         store.rebuild()
         store.sync_vectors()
@@ -120,22 +122,6 @@ def devset(args) -> dict:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def set_model(root: Path, model: str) -> None:
-    from ruamel.yaml import YAML
-
-    cfg = root / ".vaultmem" / "config.yaml"
-    yaml = YAML()
-    data = yaml.load(cfg.read_text(encoding="utf-8")) or {}
-    data.setdefault("search", {})["model"] = model
-    with cfg.open("w", encoding="utf-8") as fh:
-        yaml.dump(data, fh)
-
-
-def _pct(xs: list[float], p: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p * (len(xs) - 1))))]
-
-
 def speed(args) -> dict:
     from vaults import make_vault
 
@@ -145,7 +131,7 @@ def speed(args) -> dict:
         root = tmp / "vault"
         make_vault(root, args.notes)
         if args.model:  # the CLI searches below read it from the vault's config
-            set_model(root, args.model)
+            set_config(root, {"search.model": args.model})
         env = {**os.environ, "PYTHONPATH": str(HERE.parent)}
         code = ("import sys,time; sys.path.insert(0, %r); from vaultmem.index.store import IndexStore; "
                 "s=IndexStore(__import__('pathlib').Path(%r), semantic=%r, model=%r); t=time.perf_counter(); s.rebuild(); "
@@ -170,23 +156,17 @@ def speed(args) -> dict:
         store.refresh()
         for mode in ("off", "always"):
             store.semantic_mode = mode
-            retrieve.hybrid_search(store, queries[0], Filters(), 10)  # warm: model loaded, files mapped
-            times = []
-            for q in queries:
-                t = time.perf_counter()
-                retrieve.hybrid_search(store, q, Filters(), 10)
-                times.append((time.perf_counter() - t) * 1000)
-            out[f"warm search {mode}"] = {"median_ms": round(statistics.median(times), 2),
-                                          "p95_ms": round(_pct(times, 0.95), 2)}
+            asked = iter([queries[0], *queries])  # the first untimed: the model loaded, the files mapped
+            ms = [t * 1000 for t in samples(lambda: retrieve.hybrid_search(store, next(asked), Filters(), 10),
+                                            rounds=len(queries))]
+            out[f"warm search {mode}"] = {"median_ms": round(median(ms), 2), "p95_ms": round(p95(ms), 2)}
         store.close()
         for mode in ("off", "always"):
-            times = []
-            for q in queries[:5]:
-                t = time.perf_counter()
-                subprocess.run([sys.executable, "-m", "vaultmem", "search", q, "--vault", str(root), "--json"],
-                               capture_output=True, check=True, env={**env, "VAULTMEM_SEARCH_SEMANTIC": mode})
-                times.append(time.perf_counter() - t)
-            out[f"cold search {mode}"] = {"median_s": round(statistics.median(times), 3)}
+            cold, asked = {**env, "VAULTMEM_SEARCH_SEMANTIC": mode}, iter(queries[:5])
+            walls = samples(lambda: subprocess.run([sys.executable, "-m", "vaultmem", "search", next(asked), "--vault",
+                                                    str(root), "--json"], capture_output=True, check=True, env=cold),
+                            rounds=5, warm=0)
+            out[f"cold search {mode}"] = {"median_s": round(median(walls), 3)}
         return out
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -196,8 +176,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     d = sub.add_parser("devset")
-    d.add_argument("--queries", default=str(HERE / "devset" / "queries.yaml"))
-    d.add_argument("--vault-builder", default=str(HERE / "devset" / "make_vault.py"))
+    d.add_argument("--queries", default=str(QUERIES))
+    d.add_argument("--vault-builder", type=Path, default=MAKE_VAULT)
     d.add_argument("--gates", type=float, nargs="*", default=[0.34, 0.5, 0.67, 0.8, 1.0])
     d.add_argument("--depths", type=int, nargs="*", default=[20, 100])
     d.add_argument("--json")
@@ -223,7 +203,7 @@ def main() -> None:
     else:
         print(json.dumps(result, indent=2))
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2, ensure_ascii=False), encoding="utf-8")
+        write_json(Path(args.json), result)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import bench_conv  # noqa: E402
+from bench_devset import devset_queries, first_rank, make_devset  # noqa: E402
+from report import table  # noqa: E402
 
 FOLDS = 6
 # the groups of features an ablation leaves out, one at a time
@@ -100,8 +102,6 @@ def collect_one(split: str, similarity: str | None = None) -> list[Question]:
     """Every question of ``split`` with its candidates' feature rows, on the engine
     ``$VAULTMEM_INDEX_ENGINE`` names (with their similarity to the question by the model
     ``similarity`` names, when one is named)."""
-    import subprocess
-
     from vaultmem.index import Filters
     from vaultmem.retrieve import learned_candidates
     from vaultmem.vault import Vault
@@ -126,12 +126,8 @@ def collect_one(split: str, similarity: str | None = None) -> list[Question]:
                     out.append(Question(f"conv-{lang}-{layout}", convs.index(conv) % FOLDS, q["id"], q["kind"],
                                         set(q["expected"]), [c.doc.id for c in cands], rows, rules))
         if split == "tune":
-            root = Path(tmp) / "devset"
-            subprocess.run([sys.executable, str(HERE / "devset" / "make_vault.py"), str(root)], check=True,
-                           capture_output=True)
-            from ruamel.yaml import YAML
-
-            queries = YAML(typ="safe").load((HERE / "devset" / "queries.yaml").read_text(encoding="utf-8"))["queries"]
+            root = make_devset(Path(tmp) / "devset")
+            queries = devset_queries()
             if similarity:
                 bench_conv.set_config(root, {"search.model": similarity})
             v = Vault.open(root)
@@ -226,17 +222,13 @@ def export_trees(dump: dict) -> list[list]:
     return out
 
 
-def ranks(order: list[str], expected: set) -> int | None:
-    return next((n for n, i in enumerate(order, 1) if i in expected), None)
-
-
 def measure(questions: list[Question], orders: dict[str, list[str]]) -> dict:
     """Hit@1, Hit@5, MRR@10 of the answerable questions, by set, for ``orders`` (qid →
     ids best first)."""
     out: dict[str, dict] = {}
     for name in sorted({q.set for q in questions}) + ["all"]:
         qs = [q for q in questions if q.expected and (name == "all" or q.set == name)]
-        firsts = [ranks(orders[q.set + q.qid], q.expected) for q in qs]
+        firsts = [first_rank(orders[q.set + q.qid], q.expected) for q in qs]
         out[name] = {"n": len(qs),
                      "hit@1": sum(1 for r in firsts if r == 1) / len(qs),
                      "hit@5": sum(1 for r in firsts if r and r <= 5) / len(qs),
@@ -266,14 +258,12 @@ def cross_validate(questions: list[Question], kind: str, names: tuple[str, ...],
     return orders
 
 
-def table(rows: list[tuple[str, dict]]) -> list[str]:
+def figures(rows: list[tuple[str, dict]]) -> str:
+    """``rows`` (a label, :func:`measure`'s figures) as a Markdown table: a column per set."""
     sets = list(rows[0][1])
-    out = ["| ranking | " + " | ".join(f"{s} (n={rows[0][1][s]['n']})" for s in sets) + " |",
-           "|---|" + "---|" * len(sets)]
-    for label, m in rows:
-        out.append(f"| {label} | " + " | ".join(f"{m[s]['hit@1']:.3f} / {m[s]['hit@5']:.3f} / {m[s]['mrr@10']:.3f}"
-                                              for s in sets) + " |")
-    return out
+    return table(["ranking", *(f"{s} (n={rows[0][1][s]['n']})" for s in sets)],
+                 [[label, *(f"{m[s]['hit@1']:.3f} / {m[s]['hit@5']:.3f} / {m[s]['mrr@10']:.3f}" for s in sets)]
+                  for label, m in rows])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -306,14 +296,14 @@ def main(argv: list[str] | None = None) -> int:
                 ("rules (shipped before)", measure(questions, {q.set + q.qid: q.rules for q in questions}))]
         for kind in kinds:
             rows.append((f"learned, {kind}", measure(questions, cross_validate(questions, kind, names, params))))
-        lines += table(rows)
+        lines += figures(rows).splitlines()
     elif args.cmd == "ablate":
         kind = kinds[0]
         rows = [(f"learned, {kind}, every feature", measure(questions, cross_validate(questions, kind, names, params)))]
         for group, drop in GROUPS.items():
             rows.append((f"without {group}", measure(questions, cross_validate(
                 questions, kind, used_features(drop, bool(args.similarity)), params))))
-        lines += table(rows)
+        lines += figures(rows).splitlines()
     else:
         kind = kinds[0]
         model = fit(kind, questions, names, params)
@@ -324,8 +314,8 @@ def main(argv: list[str] | None = None) -> int:
         args.to.parent.mkdir(parents=True, exist_ok=True)
         args.to.write_text(json.dumps(model, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
         lines.append(f"wrote {args.to} ({kind}, {len(model['features'])} features, {args.to.stat().st_size:,} bytes)")
-        lines += table([("learned, in sample", measure(questions, {q.set + q.qid: order_by(model, q)
-                                                                    for q in questions}))])
+        lines += figures([("learned, in sample", measure(questions, {q.set + q.qid: order_by(model, q)
+                                                                      for q in questions}))]).splitlines()
     text = "\n".join(lines) + "\n"
     if args.out:
         args.out.write_text(text, encoding="utf-8")
