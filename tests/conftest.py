@@ -329,3 +329,22 @@ def hermes_provider(vault_root: Path, home: Path, monkeypatch, session: str, age
     provider.initialize(session, hermes_home=str(home), platform="cli", agent_context="primary")
     return provider
 
+
+# A vaultmem command run as the launcher runs it, saying on stderr whether it took the
+# walk started ahead of it (vaultmem.walk) and whether it loaded GitPython.
+WALK_PROBE = r"""
+import sys
+from vaultmem import walk
+real = walk.WalkAhead.take
+def take(self):
+    got = real(self)
+    print("ahead:", got is not None, file=sys.stderr)
+    return got
+walk.WalkAhead.take = take
+sys.argv = ["vaultmem", *sys.argv[1:]]
+from vaultmem.__main__ import main
+try:
+    main()
+finally:
+    print("GitPython:", "git" in sys.modules, file=sys.stderr)
+"""

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import git, run_vaultmem, wait_until
+from conftest import WALK_PROBE, git, run_vaultmem, wait_until
 
 from vaultmem import Vault
 from vaultmem.adapters import claude
@@ -120,24 +120,6 @@ def project(tmp_path) -> tuple[Vault, Path]:
 # -- the session through real processes ------------------------------------------------------------
 
 
-WALK_PROBE = r"""
-import sys
-from vaultmem import walk
-real = walk.WalkAhead.take
-def take(self):
-    got = real(self)
-    print("ahead:", got is not None, file=sys.stderr)
-    return got
-walk.WalkAhead.take = take
-sys.argv = ["vaultmem", "hook", "claude", sys.argv[1]]
-from vaultmem.__main__ import main
-try:
-    main()
-finally:
-    print("GitPython:", "git" in sys.modules, file=sys.stderr)
-"""
-
-
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="the walk ahead needs fork")
 @pytest.mark.parametrize("edited", [False, True])
 def test_a_cold_subagent_start_walks_ahead_and_briefs_an_edit_made_before_it(project, tmp_path, edited):
@@ -155,7 +137,7 @@ def test_a_cold_subagent_start_walks_ahead_and_briefs_an_edit_made_before_it(pro
                                                                  "three times", fixed), encoding="utf-8")
     data = payload("SubagentStart", agent_id="a9", agent_type="code-reviewer", transcript_path=str(transcript),
                    cwd=str(root))
-    r = subprocess.run([sys.executable, "-c", WALK_PROBE, "SubagentStart"], input=data, capture_output=True,
+    r = subprocess.run([sys.executable, "-c", WALK_PROBE, "hook", "claude", "SubagentStart"], input=data, capture_output=True,
                        text=True, timeout=60, env={**os.environ, "CLAUDE_PROJECT_DIR": str(root), "VAULTMEM_WARM": "off"})
     # git runs for the delegation's commit, without GitPython's ~30 ms import (gitstore._run)
     assert r.returncode == 0 and r.stderr.splitlines() == ["ahead: True", "GitPython: False"], r.stderr

@@ -8,7 +8,7 @@ import sys
 import time
 
 import pytest
-from conftest import SAFETY_NET, out_json, run_vaultmem, until_ctime_moves
+from conftest import SAFETY_NET, WALK_PROBE, out_json, run_vaultmem, until_ctime_moves
 
 from vaultmem import Vault
 from vaultmem import config as config_mod
@@ -508,26 +508,11 @@ def test_the_walk_ahead_does_not_hold_the_callers_output_and_a_killed_one_is_not
     assert in_python(SLOW_CHILD, indexed.root) == {"links": [os.devnull], "after_kill": None}
 
 
-PROBE = r"""
-import sys
-from vaultmem import walk
-real = walk.WalkAhead.take
-def take(self):
-    got = real(self)
-    print("ahead:", got is not None, file=sys.stderr)
-    return got
-walk.WalkAhead.take = take
-sys.argv = ["vaultmem", *sys.argv[1:]]
-from vaultmem.__main__ import main
-main()
-"""
-
-
 @needs_fork
 @pytest.mark.usefixtures("both_engines")
 def test_a_cli_search_uses_the_walk_ahead_and_sees_an_edit_made_before_it(indexed):
     write(indexed, "memories/db.md", NOTE.format(name="db", body="We chose MariaDB for billing"))
-    r = subprocess.run([sys.executable, "-c", PROBE, "--vault", str(indexed.root), "search", "MariaDB", "--json"],
+    r = subprocess.run([sys.executable, "-c", WALK_PROBE, "--vault", str(indexed.root), "search", "MariaDB", "--json"],
                        capture_output=True, text=True, timeout=SAFETY_NET)
     assert r.returncode == 0, r.stderr
     assert "ahead: True" in r.stderr

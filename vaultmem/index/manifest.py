@@ -212,13 +212,18 @@ class Manifests:
             **facts_of(manifest),
             "digest": stat_digest({rel: stat_of(v) for rel, v in entries.items()}),
         }
+        self._write_summary(gen, data)
+
+    def _write_summary(self, gen: str, data: dict) -> bool:
+        """``data`` as the generation's summary; False if it could not be written."""
         packed = files.pack(data)
         if packed is None:
-            return
+            return False
         try:
             files.atomic_write(self.base / gen / "summary.bin", packed, durable=False)
         except OSError:
-            pass
+            return False
+        return True
 
     def carry_summary(self, gen: str, summary: dict, entries: dict, changed: list[str], prior: dict) -> None:
         """Write the summary of the manifest as it is now, from ``summary`` (current
@@ -246,15 +251,9 @@ class Manifests:
         if problems:  # a parse problem came, went or changed: recounted (rare; one pass)
             data["problems"] = [v["p"] for v in entries.values() if v.get("p")]
         data.update(key=key, count=len(entries), owners=owners, digest=digest & DIGEST_MASK)
-        packed = files.pack(data)
-        if packed is None:
-            return
-        try:
-            files.atomic_write(self.base / gen / "summary.bin", packed, durable=False)
-        except OSError:
-            return
-        data["key"] = (gen, key)
-        self._summary_cache = data
+        if self._write_summary(gen, data):
+            data["key"] = (gen, key)
+            self._summary_cache = data
 
     def facts(self, gen: str) -> dict | None:
         """Engine, pinned, count, owners and problems of a generation: from its summary,
