@@ -77,6 +77,41 @@ def test_every_tool_is_listed_with_a_description_schema_and_annotations(vault):
     assert by_name["log_tail"].input_schema["properties"]["n"]["default"] == 20
 
 
+def test_output_schemas_are_published_flat_and_hold_exactly_what_the_sdks_own_hold(vault):
+    """Each tool's output schema is published without references and with optional fields
+    as a list of types (what a client checks fastest): real results, and results with a
+    field of the wrong type, are judged the same by it as by the schema the SDK derives."""
+    import jsonschema
+    from mcp.server import MCPServer
+
+    vault.notes.remember("后端端口固定8080", vault.actor(None), "fact")  # a human's: in memory at once
+    server = VaultServer(vault, agent="lee")
+    published = {t.name: t.output_schema for t in session(server, lambda c: c.list_tools()).tools}
+    derived = {t.name: t.output_schema for t in anyio.run(MCPServer.list_tools, server)}
+    assert published.keys() == derived.keys() and published != derived
+    for name, schema in published.items():
+        text = json.dumps(schema)
+        assert '"$ref"' not in text and '"$defs"' not in text and '"anyOf": [{"type"' not in text, name
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+
+    async def steps(c):
+        return {tool: ok(await c.call_tool(tool, args)) for tool, args in [
+            ("search_memory", {"query": "端口"}), ("brief", {"agent": "前端审查", "task": "端口"}),
+            ("dispatch", {"role": "前端审查", "task": "端口"}), ("get_stats", {})]}
+
+    results = session(server, steps)
+    assert results["search_memory"]["hits"]
+    wrong = [{**results["search_memory"], "hits": [{**results["search_memory"]["hits"][0], "entry_id": 7}]},
+             {**results["search_memory"], "problems": [{"path": "x.md", "line": "two", "message": "m"}]},
+             {**results["search_memory"], "hits": [{**results["search_memory"]["hits"][0], "title": None}]}]
+    for name, data in [*results.items(), *(("search_memory", w) for w in wrong)]:
+        verdicts = [not list(jsonschema.validators.validator_for(s)(s).iter_errors(data))
+                    for s in (published[name], derived[name])]
+        assert verdicts[0] == verdicts[1], (name, verdicts)
+    assert [not list(jsonschema.Draft202012Validator(published["search_memory"]).iter_errors(w)) for w in wrong] \
+        == [False, False, True]
+
+
 def test_dispatch_creates_the_page_then_briefs_it_and_the_next_dispatch_knows_what_was_learned(vault):
     server = VaultServer(vault, agent="lee")  # the orchestrator: page entries are written at once
 

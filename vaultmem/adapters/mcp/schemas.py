@@ -238,3 +238,39 @@ class CheckpointOut(Common, total=False):
     age_seconds: Optional[float]
     stale: bool
     text: str
+
+
+# -- the schemas as published -------------------------------------------------------------------
+
+
+def flat(schema: dict) -> dict:
+    """An output schema as it is published: the same constraints, in the shape a client
+    checks fastest. pydantic writes each optional field as ``anyOf`` of two types and each
+    nested model as a ``$ref``; a validator such as jsonschema makes a sub-validator for
+    every branch and every reference, for each field of each hit (a brief of 60 items:
+    several milliseconds a call in the SDK's own client). Here a reference is inlined
+    (a schema that refers to itself keeps its references) and ``anyOf`` of bare types is
+    one ``type`` list."""
+    defs = schema.get("$defs", {})
+
+    def walk(node, seen: frozenset):
+        if isinstance(node, list):
+            return [walk(x, seen) for x in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref", "")
+        name = ref.rsplit("/", 1)[-1]
+        if len(node) == 1 and ref.startswith("#/$defs/") and name in defs and name not in seen:
+            return walk(defs[name], seen | {name})
+        out = {k: walk(v, seen) for k, v in node.items() if k != "$defs"}
+        alts = out.get("anyOf")
+        if isinstance(alts, list) and all(isinstance(a, dict) and list(a) == ["type"] and isinstance(a["type"], str)
+                                          for a in alts):
+            del out["anyOf"]
+            out["type"] = [a["type"] for a in alts]
+        return out
+
+    inlined = walk(schema, frozenset())
+    if "$ref" in str(inlined):  # a recursive definition: its references need the definitions
+        inlined["$defs"] = defs
+    return inlined

@@ -20,6 +20,7 @@ from ...errors import NotFound, VaultmemError
 from ...vault import Vault, without_secrets
 from .. import edge
 from .results import INSTRUCTIONS, call_error, error_result
+from .schemas import flat
 from .tools import register_tools
 from .wire import CheckedLines, FrontLines, FrontOut
 
@@ -44,6 +45,7 @@ class VaultServer(MCPServer):
 
         super().__init__("vaultmem", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
         self.parameters: dict[str, tuple[str, ...]] = {}  # tool → its parameters' names, in order
+        self._flat: dict[str, dict] | None = None  # tool → its output schema as published (list_tools)
         self.vault = vault
         self.agent = agent
         self.failure = failure
@@ -190,6 +192,14 @@ class VaultServer(MCPServer):
             lines.answer_on(write_stream)
             await self._lowlevel_server.run(read_stream, write_stream,
                                             self._lowlevel_server.create_initialization_options())
+
+    async def list_tools(self):
+        """The tools, each output schema published flat (:func:`schemas.flat`): what the
+        SDK derives from the typed results, in the shape a client checks fastest."""
+        tools = await super().list_tools()
+        if self._flat is None:
+            self._flat = {t.name: flat(t.output_schema) for t in tools if t.output_schema}
+        return [t.model_copy(update={"output_schema": self._flat.get(t.name, t.output_schema)}) for t in tools]
 
     def tool_of(self, annotations: ToolAnnotations):
         """Register a tool (``self.tool``) and remember its parameters' names."""
