@@ -25,24 +25,24 @@ _LOCK_MARKERS = ("index.lock",)
 _LOCK_TAKEN = re.compile(r"Unable to create '([^']+\.lock)': File exists")
 
 
+def _not_a_repo(root: Path) -> GitError:
+    return GitError(f"{root} is not a git repository", path=str(root),
+                    hint=f"run 'git init' in {root} and commit its files; vaultmem records every change as a commit")
+
+
 def _repo(root: Path):
     import git
 
     try:
         return git.Repo(root)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        raise GitError(
-            f"{root} is not a git repository",
-            path=str(root),
-            hint=f"run 'git init' in {root} and commit its files; vaultmem records every change as a commit",
-        ) from None
+        raise _not_a_repo(root) from None
 
 
 def _check_repo(root: Path) -> None:
     """``root`` is a repository's top folder: else git would record the change in one above it."""
     if not (root / ".git").exists():
-        raise GitError(f"{root} is not a git repository", path=str(root),
-                       hint=f"run 'git init' in {root} and commit its files; vaultmem records every change as a commit")
+        raise _not_a_repo(root)
 
 
 class GitFailed(Exception):
@@ -54,11 +54,10 @@ class GitFailed(Exception):
 
 
 def _run(root: Path, args: list[str], env: dict | None = None, stdin: bytes | None = None) -> bytes:
-    """``git -C root ARGS`` as GitPython's ``repo.git`` runs a command — the environment
-    inherited (plus ``env``; inside a git hook, ``GIT_INDEX_FILE`` names the index git
-    prepared), git's messages in English for the checks that read them — without
-    importing GitPython: the write path (status, add, commit) is on every hook's time, and
-    GitPython's import costs ~30 ms of it. Its stdout; :class:`GitFailed`."""
+    """``git -C root ARGS`` as GitPython's ``repo.git`` runs it — the environment inherited
+    (plus ``env``; in a git hook, ``GIT_INDEX_FILE`` names git's index), messages in English
+    for the checks that read them — without GitPython's ~30 ms import, on every hook's
+    write (status, add, commit). Its stdout; :class:`GitFailed`."""
     import subprocess
 
     full = {**os.environ, **(env or {}), "LANGUAGE": "C", "LC_ALL": "C"}
@@ -360,9 +359,10 @@ def commit(root: Path, paths: list[str], message: str, actor: Actor, lock_timeou
             _wait_for_lock(root, index_lock, deadline, lock_timeout)
             try:
                 # Stage only our paths (-A: also their deletions), then commit only them.
-                tracked = {t for batch in _batches(paths) if batch
+                gone = {p for p in paths if not (root / p).exists()}  # they count if git tracks them
+                tracked = {t for batch in _batches(sorted(gone)) if batch
                            for t in _git(root, ["ls-files", "-z", "--", *batch], env).split("\0")}
-                paths = [p for p in paths if p in tracked or (root / p).exists()]
+                paths = [p for p in paths if p not in gone or p in tracked]
                 if not paths:
                     return None
                 if len(paths) <= ARGV_PATHS:
