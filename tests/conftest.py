@@ -331,20 +331,24 @@ def hermes_provider(vault_root: Path, home: Path, monkeypatch, session: str, age
 
 
 # A vaultmem command run as the launcher runs it, saying on stderr whether it took the
-# walk started ahead of it (vaultmem.walk) and whether it loaded GitPython.
+# walk started ahead of it (vaultmem.walk), how often it walked the vault itself, and
+# whether it loaded GitPython.
 WALK_PROBE = r"""
 import sys
 from vaultmem import walk
-real = walk.WalkAhead.take
-def take(self):
-    got = real(self)
+from vaultmem.index import store
+real, walks, scan = walk.WalkAhead.take, [], store.scan
+def take(self, *args, **kwargs):
+    got = real(self, *args, **kwargs)
     print("ahead:", got is not None, file=sys.stderr)
     return got
 walk.WalkAhead.take = take
+store.scan = lambda *a, **k: walks.append(1) or scan(*a, **k)
 sys.argv = ["vaultmem", *sys.argv[1:]]
 from vaultmem.__main__ import main
 try:
     main()
 finally:
+    print("walks:", len(walks), file=sys.stderr)
     print("GitPython:", "git" in sys.modules, file=sys.stderr)
 """

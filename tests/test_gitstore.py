@@ -216,3 +216,24 @@ def test_a_long_lived_process_sees_the_humans_new_git_identity(vault, tmp_path, 
     assert human_actor(vault.root).name == "Included Ines"
     (home / "more.inc").write_text("[user]\n\tname = Included Inga\n")
     assert human_actor(vault.root).name == "Included Inga"
+
+
+def test_a_vault_whose_git_folder_is_broken_never_commits_into_the_repository_around_it(tmp_path):
+    from vaultmem import gitstore
+    from vaultmem.models import Actor
+
+    outer = tmp_path / "project"
+    outer.mkdir()
+    git(outer, "init", "-q")
+    git(outer, "commit", "-q", "--allow-empty", "-m", "project start")
+    vault_dir = outer / "vault"
+    (vault_dir / ".git").mkdir(parents=True)  # a .git that is no repository (emptied, say)
+    (vault_dir / "note.md").write_text("x\n")
+    try:
+        gitstore.commit(vault_dir, ["note.md"], "a note", Actor("lee", "agent"), 2.0)
+    except GitError:
+        pass
+    else:
+        raise AssertionError("a commit must not land anywhere")
+    assert git(outer, "log", "--format=%s").splitlines() == ["project start"]
+    assert git(outer, "status", "--porcelain", "--untracked-files=all").strip() == "?? vault/note.md"  # nothing staged

@@ -91,7 +91,7 @@ TURNS = [("林夏", "茶农送了林夏一罐龙井，她说要冷藏保存。",
          ("林夏", "明天去杭州看茶园吗？", "茶园"),
          ("Nadia", "Yes! The tea farm tour starts at nine. " + "Long notes run on and on. " * 120 + "Bring sunscreen.",
           "tour")]
-QUESTIONS = ["茶农送了林夏什么？", "What is Nadia's cat called?", "When does the tea farm tour start?",
+QUESTIONS = ["龙井 Pixel 茶", "茶农送了林夏什么？", "What is Nadia's cat called?", "When does the tea farm tour start?",
              "林夏的龙井怎么保存", "杭州 茶园", "grey cat Pixel spring", "What did 林夏 say on March 3?",
              "sunscreen for the tour"]  # a word past the features' window
 
@@ -111,6 +111,10 @@ def test_the_ranker_reads_stored_terms_exactly_as_analysing_the_text_again(vault
         (vault.root / "memories" / f"t{n}.md").write_text(
             TURN.format(speaker=speaker, n=n, day=n, alias=alias, body=body), encoding="utf-8")
     assert len(TURNS[-1][1]) > FEATURE_CHARS
+    vault.pages.ensure("茶艺", vault.actor("lee"))
+    page = vault.root / "agents" / "茶艺.md"
+    twins = ("- 龙井用八十度的水冲泡 ^m-0a0a0a\n- Pixel the cat naps by the tea shelf ^m-0a0a0a\n")  # one id, copied
+    page.write_text(page.read_text(encoding="utf-8").rstrip("\n") + "\n" + twins, encoding="utf-8")
     vault.refresh_index()
     compared = 0
     for question in QUESTIONS:
@@ -118,7 +122,7 @@ def test_the_ranker_reads_stored_terms_exactly_as_analysing_the_text_again(vault
         words = [t for t in terms if not t.startswith(DATE_PREFIX)]
         days = set(terms) - set(words)
         found = vault.index.search(words or list(days), Filters(), LEARNED_POOL, text=question)
-        assert isinstance(found, Found) and set(found.analysed) >= {d.id for d, _s in found}
+        assert isinstance(found, Found) and all(found.terms_of(d) is not None for d, _s in found)
         units = unit_weights(vault.index, question)
         args = (units, answer_kind(question), question, terms, days, None)
         stored_cands, stored_rows = candidate_rows(found, *args)
@@ -127,6 +131,8 @@ def test_the_ranker_reads_stored_terms_exactly_as_analysing_the_text_again(vault
         assert [vars(c) for c in stored_cands] == [vars(c) for c in again_cands], question
         for doc, _score in found:  # and what a hit is judged on
             judge = (doc, (), units, answer_kind(question), question)
-            assert judged(*judge, found.analysed[doc.id]) == judged(*judge), (question, doc.id)
+            assert judged(*judge, found.terms_of(doc)) == judged(*judge), (question, doc.id)
         compared += len(found)
+        twins_found = [d for d, _s in found if d.id.endswith("^m-0a0a0a")]
+        assert len(twins_found) == (2 if question == QUESTIONS[0] else len(twins_found)), question
     assert compared >= 10

@@ -183,6 +183,8 @@ def test_a_refresh_of_some_files_carries_the_summary_over_exactly(indexed, monke
         {"memories/bad.md": NOTE.format(name="bad", body="fixed now")},  # and goes
         {"memories/t1.md": TURN.format(n=1, body="first turn"), "memories/t2.md": TURN.format(n=2, body="second")},
         {"memories/t1.md": TURN.format(n=1, body="first turn, edited")},  # its session's neighbours re-read
+        {"memories/t2.md": "touch"},  # a turn's stat moves, its text does not
+        {"memories/t1.md": TURN.format(n=1, body="first turn, again"), "memories/t2.md": "touch"},  # both at once
         {"memories/port.md": None, "memories/t2.md": None},  # deletions
         {"memories/端口.md": NOTE.format(name="端口", body="后端端口固定8080")},  # a Chinese name
     ]
@@ -196,6 +198,10 @@ def test_a_refresh_of_some_files_carries_the_summary_over_exactly(indexed, monke
         for rel, text in step.items():
             if text is None:
                 (indexed.root / rel).unlink()
+            elif text == "touch":
+                path = indexed.root / rel
+                before = path.stat()
+                os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
             else:
                 write(indexed, rel, text)
         store.refresh(paths=list(step))
@@ -209,6 +215,48 @@ def test_a_refresh_of_some_files_carries_the_summary_over_exactly(indexed, monke
         assert not IndexStore(indexed.root).refresh().changed
         assert loads == [], f"step {n}: the next command's check read the manifest"
     assert any(p for p in fresh_summary(store)["owners"].values())
+
+
+def test_a_full_update_reads_again_only_the_files_that_changed_and_their_sessions(indexed, monkeypatch):
+    """A note of a conversation holds its neighbours' text: when one changes, the others of
+    its session are read again; an unchanged session is not, whatever else changed."""
+    from vaultmem.index import store as store_mod
+
+    for n in (1, 2, 3):
+        write(indexed, f"memories/t{n}.md", TURN.format(n=n, body=f"turn {n} of the tea talk"))
+    store = IndexStore(indexed.root)
+    store.refresh()
+    read, parse = [], store_mod.parse_file
+    monkeypatch.setattr(store_mod, "parse_file", lambda rel, data: read.append(rel) or parse(rel, data))
+    write(indexed, "memories/db.md", NOTE.format(name="db", body="We chose MariaDB for billing"))
+    assert store.refresh().modified == ["memories/db.md"] and read == ["memories/db.md"]
+    read.clear()
+    write(indexed, "memories/t2.md", TURN.format(n=2, body="turn 2, edited"))
+    assert store.refresh().modified == ["memories/t2.md"]
+    assert sorted(read) == ["memories/t1.md", "memories/t2.md", "memories/t3.md"]
+
+
+@pytest.mark.usefixtures("both_engines")
+def test_an_update_that_waited_for_the_lock_walks_again(indexed, monkeypatch):
+    """A no-change check walks without the lock; when it finds a change and then waits
+    for another process indexing, the update walks again: a file that process indexed
+    meanwhile stays in the index."""
+    from filelock import FileLock
+
+    store = IndexStore(indexed.root)
+    write(indexed, "memories/db.md", NOTE.format(name="db", body="We chose MariaDB for billing"))
+    real_acquire = FileLock.acquire
+
+    def acquire(self, *a, **k):  # while this one waits: another process adds and indexes a note
+        monkeypatch.setattr(FileLock, "acquire", real_acquire)
+        write(indexed, "memories/new.md", NOTE.format(name="new", body="Unleash feature flags"))
+        assert IndexStore(indexed.root).refresh(paths=["memories/new.md"]).new == ["memories/new.md"]
+        return real_acquire(self, *a, **k)
+
+    monkeypatch.setattr(FileLock, "acquire", acquire)
+    report = store.refresh()
+    assert "memories/db.md" in report.modified and "memories/new.md" not in report.deleted
+    assert search_ids(indexed.root, "Unleash") == ["memories/new.md"]
 
 
 HOLD = r"""
@@ -386,6 +434,27 @@ def test_no_walk_ahead_for_other_commands_or_outside_a_vault(vault, tmp_path):
         assert in_python(ROOT_OF, tmp_path, *argv) == {"root": None, "ahead": False}, argv
 
 
+OTHER_WRITER = """
+import json, subprocess, sys
+from vaultmem import Vault, walk
+root = sys.argv[1]
+ahead = walk.start_ahead(["--vault", root, "dispatch", "x"])
+other = subprocess.run([sys.executable, "-m", "vaultmem", "--vault", root, "remember", "Kibana shows the billing errors",
+                        "--type", "fact", "--name", "kibana"], capture_output=True, text=True)
+v = Vault.open(root, ahead=ahead)
+v.notes.remember("Grafana alerts page the on-call", v.actor(None), "fact", name="alerts")  # this command's write
+print(json.dumps({"other": other.returncode, "vouched": v.index.vouched,
+                  "hits": [h.doc.path for h in v.search("Kibana billing errors")]}))
+"""
+
+
+@needs_fork
+def test_a_walk_ahead_never_vouches_across_another_writers_commit(indexed):
+    # another writer committed (without indexing) after the walk began: the answer walks
+    got = in_python(OTHER_WRITER, indexed.root)
+    assert got["other"] == 0 and got["vouched"] is False and got["hits"][:1] == ["memories/kibana.md"]
+
+
 FAKE_CHILD = """
 import json, marshal, os, sys
 from vaultmem import Vault, walk
@@ -394,7 +463,7 @@ seen = walk.scan(root)
 read, write = os.pipe()
 pid = os.fork()
 if pid == 0:  # a child that answers with the digest from before the edit, then fails
-    os.write(write, marshal.dumps((len(seen), walk.stat_digest(seen))))
+    os.write(write, marshal.dumps((len(seen), walk.stat_digest(seen), walk.commit_stamp(root))))
     os._exit(status)
 os.close(write)
 ahead = walk.WalkAhead(key, pid, read)
@@ -462,6 +531,27 @@ def test_a_walk_ahead_is_read_before_the_command_writes_and_vouches_only_for_a_c
     edited = in_python(OWN_WRITE, indexed.root, NOTE.format(name="db", body="We chose MariaDB for billing"))
     assert edited["started"] and edited["read"] and not edited["vouched"]
     assert edited["hits"]["MariaDB"] == ["memories/db.md"] and edited["walks"] == 1
+
+
+FORGET_SLOW = """
+import json, os, sys, threading
+from vaultmem import walk
+walk.scan = lambda root, part=None: threading.Event().wait() or {}  # a walk that never ends (a hung mount)
+ahead = walk.start_ahead(["--vault", sys.argv[1], "dispatch", "x"])
+pid = ahead.pid
+got = ahead.take(timeout=0.2)  # a write waits this long at most
+try:
+    os.kill(pid, 0)
+    gone = False
+except ProcessLookupError:
+    gone = True  # killed and reaped
+print(json.dumps({"got": got, "left": ahead.pending, "gone": gone}))
+"""
+
+
+@needs_fork
+def test_a_walk_that_does_not_finish_in_time_is_stopped_not_waited_for(vault):
+    assert in_python(FORGET_SLOW, vault.root) == {"got": None, "left": False, "gone": True}
 
 
 GONE_CWD = """

@@ -60,10 +60,13 @@ def _run(root: Path, args: list[str], env: dict | None = None, stdin: bytes | No
     write (status, add, commit). Its stdout; :class:`GitFailed`."""
     import subprocess
 
-    full = {**os.environ, **(env or {}), "LANGUAGE": "C", "LC_ALL": "C"}
-    program = os.environ.get("GIT_PYTHON_GIT_EXECUTABLE") or "git"  # the git GitPython runs, for every call
-    try:
-        done = subprocess.run([program, "-C", str(root), *args], input=stdin, capture_output=True, env=full)
+    # never a repository above the vault's (GitPython opened root/.git itself); no stdin, as GitPython
+    full = {**os.environ, **(env or {}), "LANGUAGE": "C", "LC_ALL": "C",
+            "GIT_CEILING_DIRECTORIES": os.path.dirname(os.path.abspath(root))}
+    given = {"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}
+    try:  # the git GitPython runs
+        done = subprocess.run([os.environ.get("GIT_PYTHON_GIT_EXECUTABLE") or "git", "-C", str(root), *args],
+                              capture_output=True, env=full, **given)
     except FileNotFoundError:
         raise GitError("git is not installed (or not on PATH)", path=str(root)) from None
     if done.returncode != 0:
@@ -95,11 +98,9 @@ def _supports_initial_branch() -> bool:
 
 
 def human_actor(root: Path) -> Actor:
-    """The person at the keyboard, as git knows them (falls back to a neutral name).
-
-    Read again only when a file git reads it from changed (or the environment naming
-    them): a long-lived process — ``vaultmem mcp`` asks for every call — skips opening
-    the repository and parsing its configuration, ~1.3 ms a call."""
+    """The person at the keyboard, as git knows them (falls back to a neutral name). Read
+    again only when a file git reads it from changed (or the environment naming them): a
+    long-lived process (``vaultmem mcp`` asks at every call) saves ~1.3 ms a call."""
     stamp = _config_stamp(root)
     known = _HUMAN.get(root)
     if stamp is not None and known is not None and known[0] == stamp:
@@ -285,7 +286,6 @@ def _unsigned(text: str, root: Path) -> GitError | None:
     if not signs:
         return None
     said = " ".join(line.strip() for line in text.strip().splitlines() if line.strip())
-    said = re.sub(r"^(?:stderr|stdout): '(.*)'$", r"\1", said)
     return GitError(f"git could not sign the commit, and commit.gpgsign is true in git's config, so nothing was "
                     f"changed ({said})", path=str(root),
                     hint=f"make the signing key available to git (user.signingkey, gpg.program, gpg.format), or "

@@ -78,7 +78,7 @@ def search(store, query: str | Query, filters: Filters = Filters(), limit: int =
         while True:
             kept = [(d, s) for d, s in found if parsed.holds(d.title, d.text, d.aliases)]
             if len(kept) >= pool or len(found) < asked:
-                found = kept[:pool]
+                found = found.narrowed(kept[:pool]) if isinstance(found, Found) else kept[:pool]
                 break
             asked *= 4
             found = store.search(words or list(days), filters, asked, text=text, match=match)
@@ -102,9 +102,9 @@ def search(store, query: str | Query, filters: Filters = Filters(), limit: int =
     else:
         rescored = rule_order(found, words, days, filters.agent)
     out = []
-    analysed = found.analysed if isinstance(found, Found) else {}
     for doc, score, dates in rescored[:limit]:
-        whole, have, share = judged(doc, dates, units, kind, text, analysed.get(doc.id))
+        stored = found.terms_of(doc) if isinstance(found, Found) else None
+        whole, have, share = judged(doc, dates, units, kind, text, stored)
         held = parsed.coverage(whole, dates) if parsed is not None else coverage(terms, whole, dates, have=have)
         out.append(Hit(doc=doc, score=score, coverage=held,
                        snippet=highlight(doc.text, terms, width=snippet_width), relevance=share))
@@ -187,14 +187,14 @@ def candidate_rows(found, units, kind, question: str, terms: list[str], days: se
     relevance feature is counted from which units each holds (as :func:`relevance`
     counts them)."""
     whole_weight = sum(w for _g, w in units) or 1.0
-    analysed = found.analysed if isinstance(found, Found) else {}
     cands = []
     for n, (doc, score) in enumerate(found, start=1):
         dates = set(document_date_terms(doc.title, doc.text, doc.days)) if days else set()
         text = doc.text[:FEATURE_CHARS]
         heading = f"{doc.title}\n{' '.join(doc.aliases)}"
         # the terms the index holds, where they are what analysing the text again would give
-        stored = analysed_terms(analysed[doc.id]) if doc.id in analysed else {}
+        held = found.terms_of(doc) if isinstance(found, Found) else None
+        stored = analysed_terms(held) if held is not None else {}
         text_terms = set(stored["body"] if "body" in stored and len(doc.text) <= FEATURE_CHARS else tokens(text))
         text_terms |= dates
         head_terms = set(stored["title"]) | set(stored["aliases"]) if "title" in stored else set(tokens(heading))

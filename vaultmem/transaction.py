@@ -290,6 +290,8 @@ class Writer:
             files.remove(path)
             return None
         rels = list(entries)
+        if self.on_write is not None:  # settling may put files back: as any write, said first
+            self.on_write(rels)
         # its commit landed if a commit with its message sits on the HEAD it saw
         committed = gitstore.committed_since(self.root, journal.get("head"), message)
         left: list[str] = []  # changed by someone after the dead writer: left as they are

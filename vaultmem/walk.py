@@ -239,27 +239,54 @@ def command_word(argv: list[str]) -> str | None:
     return command_line(argv)[0]
 
 
+def commit_stamp(root: str) -> tuple | None:
+    """The stat of the vault's git index (``.git/index``), which every commit rewrites:
+    read before a walk and again before this process writes, a stamp that moved says
+    another writer committed in between (a false alarm — a ``git status`` refreshing the
+    index — only costs a walk). None when there is none to read."""
+    try:
+        st = os.stat(os.path.join(root, ".git", "index"))
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns
+
+
 class WalkAhead:
     """A walk of ``root`` running in a forked child: its (file count, digest) is read
-    once with :meth:`take` (a walk nobody reads ends by itself)."""
+    once with :meth:`take` (a walk nobody reads ends by itself), and ``stamp``, the
+    vault's :func:`commit_stamp` from before the walk, once it is taken."""
 
     def __init__(self, root: str, pid: int, read: int) -> None:
         self.root = root  # resolved, as ``Vault.root`` is
         self.pid = pid
         self._read: int | None = read
+        self.stamp: tuple | None = None
 
     @property
     def pending(self) -> bool:
         """True until the walk is taken."""
         return self._read is not None
 
-    def take(self) -> tuple[int, int] | None:
+    def take(self, timeout: float | None = None) -> tuple[int, int] | None:
         """The (file count, digest) the child walked, waiting for it if it is still
-        walking; None if it failed, or was taken before (each walk is taken once: later
-        checks in the same process walk for themselves)."""
+        walking (at most ``timeout`` seconds: a walk still going then is stopped); None
+        if it failed, did not finish in time, or was taken before (each walk is taken
+        once: later checks in the same process walk for themselves)."""
         read, self._read = self._read, None
         if read is None:
             return None
+        if timeout is not None:
+            import select
+
+            if not select.select([read], [], [], timeout)[0]:  # a walk stuck on a hung mount
+                import signal
+
+                try:
+                    os.kill(self.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                _reap(self.pid, read)
+                return None
         chunks = []
         try:
             while chunk := os.read(read, 4096):
@@ -271,11 +298,12 @@ class WalkAhead:
         if status != 0:
             return None
         try:
-            count, digest = marshal.loads(b"".join(chunks))
+            count, digest, stamp = marshal.loads(b"".join(chunks))
         except (EOFError, ValueError, TypeError):
             return None
-        if type(count) is not int or type(digest) is not int:
+        if type(count) is not int or type(digest) is not int or not isinstance(stamp, (tuple, type(None))):
             return None
+        self.stamp = stamp
         return count, digest
 
 
@@ -326,8 +354,9 @@ def walk_ahead(root: str) -> WalkAhead | None:
             for fd in (0, 1, 2):  # a caller waiting for the command's output must not wait for us
                 os.dup2(null, fd)
             if not watcher_alive(root, idle=True):  # else the command will not ask
+                stamp = commit_stamp(root)  # before the walk: a commit during it moves it
                 seen = scan(root, PART_MEMORY)  # what the search index covers
-                os.write(write, marshal.dumps((len(seen), stat_digest(seen))))   # ~20 bytes: one write
+                os.write(write, marshal.dumps((len(seen), stat_digest(seen), stamp)))  # ~60 bytes: one write
             status = 0
         finally:
             os._exit(status)

@@ -28,15 +28,28 @@ def rarest_terms(terms: list[str], doc_frequency) -> list[str]:
 
 
 class Found(list):
-    """An engine's hits, (doc, score) best first — a list — and ``analysed``: doc id →
-    the terms of its text fields as the index holds them (:data:`.fields.TEXT_FIELDS`,
-    each field's terms joined by spaces), for an engine that read them anyway to score;
-    empty for one that did not. Ranking reads a candidate's terms from there instead of
-    analysing its text again."""
+    """An engine's hits, (doc, score) best first — a list — with the terms of each hit's
+    text fields as the index holds them (:data:`.fields.TEXT_FIELDS`, each field's terms
+    joined by spaces), for an engine that read them anyway to score. Ranking reads a
+    candidate's terms from there (:meth:`terms_of`) instead of analysing its text again."""
 
-    def __init__(self, hits=(), analysed: dict[str, list[str]] | None = None) -> None:
+    def __init__(self, hits=(), analysed: dict[int, list[str]] | None = None) -> None:
         super().__init__(hits)
-        self.analysed = analysed if analysed is not None else {}
+        self.analysed = analysed if analysed is not None else {}  # id() of a hit's doc → its terms
+
+    @classmethod
+    def of(cls, hits: list[tuple[IndexDoc, list[str], float]]) -> "Found":
+        """Hits given as (doc, its stored terms, score)."""
+        return cls([(doc, score) for doc, _terms, score in hits], {id(doc): terms for doc, terms, _s in hits})
+
+    def terms_of(self, doc: IndexDoc) -> list[str] | None:
+        """The stored terms of ``doc`` — this very object, one of the hits: two documents
+        with one id (a page entry copied with its ``^id``) are told apart — or None."""
+        return self.analysed.get(id(doc))
+
+    def narrowed(self, hits: list[tuple[IndexDoc, float]]) -> "Found":
+        """Some of these hits (the same document objects), with their stored terms."""
+        return Found(hits, {id(doc): self.analysed[id(doc)] for doc, _s in hits if id(doc) in self.analysed})
 
 
 def by_rank(scored: list[tuple[IndexDoc, float]]) -> list[tuple[IndexDoc, float]]:

@@ -20,14 +20,15 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from .. import files, layout
-from ..errors import BadInput, Busy, ModelUnavailable, VaultmemError, from_os_error
+from ..errors import BadInput, Busy, VaultmemError, from_os_error
 from ..limits import SIZES, engine_hits
 from ..models import IndexDoc
-from ..walk import PART_MEMORY, in_part, path_stat, scan, stat_digest
+from ..walk import PART_MEMORY, commit_stamp, in_part, path_stat, scan, stat_digest
 from . import Filters, Match, SearchEngine, SyncReport, registry
 from .build import (Progress, build_generation, current_generation, has_links, parse_file, read_file,
                     remove_generations, stale_generations)
 from .manifest import Manifests, entry, same_stat
+from .semantic import SemanticChannel
 
 INDEX_DIR = layout.INDEX_DIR
 LOCK_FILE = layout.INDEX_LOCK
@@ -37,12 +38,13 @@ ENV_SEMANTIC = "VAULTMEM_SEARCH_SEMANTIC"  # overrides search.semantic for one p
 SEMANTIC_MODES = ("off", "auto", "always", "only")
 ENV_RANKING = "VAULTMEM_SEARCH_RANKING"  # overrides search.ranking for one process (benchmarks)
 RANKINGS = ("learned", "rules")
+AHEAD_WAIT = 2.0  # seconds a write waits for the launcher's walk before it goes on without it
 
 __all__ = ["ENGINES", "ENV_ENGINE", "ENV_SEMANTIC", "INDEX_DIR", "LOCK_FILE", "SEMANTIC_MODES", "IndexStore",
            "Progress"]
 
 
-class IndexStore:
+class IndexStore(SemanticChannel):
     """The vault's index: open it, refresh it, rebuild it, search it."""
 
     def __init__(self, root: Path, lock_timeout: float = 30.0, engine: str = "auto", env: bool = True,
@@ -68,7 +70,7 @@ class IndexStore:
         self.lock_timeout = lock_timeout
         self.ahead = ahead
         self.vouched = False  # the launcher's walk matched the index before this process wrote
-        self._seen: dict | None = None  # the walk of a no-change check that found a change
+        self._seen: tuple | None = None  # (summary key, walk) of a no-change check that found a change
         self.choice = (os.environ.get(ENV_ENGINE) if env else None) or engine
         if self.choice != "auto" and not registry.known(self.choice):
             raise BadInput(f"the index engine {self.choice!r} is not {registry.choices()}",
@@ -240,157 +242,6 @@ class IndexStore:
             self._vectors[2].close()
             self._vectors = None
 
-    # -- the semantic channel ------------------------------------------------------------
-    def semantic_off_because(self) -> str | None:
-        """Why the semantic channel cannot open (the mode is off, the model's library is
-        missing, its folder absent), found without importing numpy or the model; None
-        when it can (the model may still fail to load: :meth:`semantic_search` says so)."""
-        if self.semantic_mode == "off":
-            return "search.semantic is off"
-        from .embedders import check_available
-
-        return check_available(self.model_spec)
-
-    def keeps_vectors(self) -> bool:
-        """Whether new generations journal their documents for the semantic channel."""
-        return self.semantic_off_because() is None
-
-    def semantic_status(self) -> dict:
-        """``{"mode", "model", "on", "why", "vectors"}``: whether the semantic channel can
-        open and why not, and how many documents have vectors (no model is loaded)."""
-        from . import vectors
-
-        why = self.semantic_off_because()
-        gen = current_generation(self.base)
-        state = vectors.read_state(self.base / gen) if gen else None
-        out = {"mode": self.semantic_mode, "model": self.model_spec, "on": why is None, "why": why,
-               "vectors": (state or {}).get("count", 0)}
-        if why is None and gen and state is not None and state.get("model") != self.model_spec:
-            out["vectors"] = 0  # made by another model: embedded again when the channel opens
-        return out
-
-    def vectors_report(self, wait: float | None = None) -> dict:
-        """Embed what changed since the semantic channel's vectors were made (loads the
-        model); the channel's status after it, with ``embedded`` (how many documents were
-        embedded now). A model that cannot be used turns the channel off and says why."""
-        status = self.semantic_status()
-        if not status["on"]:
-            return status
-        try:
-            done = self.sync_vectors(wait=wait)
-        except ModelUnavailable as exc:
-            return {**status, "on": False, "why": exc.message}
-        status = self.semantic_status()
-        if done is None:
-            return {**status, "embedded": 0, "skipped": "another process is updating the index"}
-        return {**status, "embedded": done.get("embedded", 0)}
-
-    def sync_vectors(self, wait: float | None = None, most: int | None = None) -> dict | None:
-        """Embed what the live generation journaled since its vectors were made (all of
-        it under another model); None if the channel is off or another process holds the
-        index lock (with ``wait=0``). Loads the model (:class:`ModelUnavailable`).
-        ``most``: embed at most this many documents, else :class:`vectors.TooMany` and
-        nothing embedded."""
-        if self.semantic_off_because() is not None:
-            return None
-        from . import embedders, vectors
-
-        model = embedders.load(self.model_spec)
-        self.engine()  # a live generation, repaired or built if need be
-        gen = current_generation(self.base)
-        if vectors.started(self.base / gen) and not vectors.pending(self.base / gen, model.fingerprint):
-            return {"embedded": 0, "count": (vectors.read_state(self.base / gen) or {}).get("count", 0)}
-        from filelock import Timeout
-
-        try:
-            lock = self._lock(self.lock_timeout if wait is None else wait)
-            lock.acquire()
-        except Timeout:
-            return None
-        try:
-            gen = current_generation(self.base)
-            rebuilt = False
-            if not vectors.started(self.base / gen):  # made while the channel was off: nothing journaled
-                self._rebuild_keeping_engine()
-                gen, rebuilt = current_generation(self.base), True
-            try:
-                done = vectors.sync(self.base / gen, model, most)
-            except vectors.Lost:
-                self._rebuild_keeping_engine()  # journals every document afresh
-                done = vectors.sync(self.base / current_generation(self.base), model, most)
-                rebuilt = True
-            done["rebuilt"] = rebuilt
-            return done
-        finally:
-            lock.release()
-
-    def _rebuild_keeping_engine(self) -> SyncReport:
-        """A rebuild with the index lock held, on the engine chosen by hand if one was."""
-        gen = current_generation(self.base)
-        manifest = self.manifests.load(gen) if gen else None
-        pinned = manifest.get("engine") if manifest is not None and manifest.get("pinned") else None
-        return self._rebuild_locked(None, pinned)
-
-    def _rebuild_vectors(self, model) -> bool:
-        """Build the index afresh (its journal holds every document) and its vectors;
-        False when another process holds the index lock."""
-        from filelock import Timeout
-
-        from . import vectors
-
-        try:
-            lock = self._lock(0)
-            lock.acquire()
-        except Timeout:
-            return False
-        try:
-            self._rebuild_keeping_engine()
-            vectors.sync(self.base / current_generation(self.base), model)
-            return True
-        finally:
-            lock.release()
-
-    def semantic_search(self, text: str, filters: Filters, limit: int, also: list[str] = ()
-                        ) -> tuple[list[tuple[IndexDoc, float]], dict[str, float]]:
-        """The ``limit`` documents most similar to ``text`` that ``filters`` admits, best
-        first, and the similarity of each id of ``also`` (lexical hits) that has a vector.
-        Brings the vectors up to date first (if no other process is indexing); raises
-        :class:`ModelUnavailable` when the model cannot be used."""
-        from . import embedders, vectors
-
-        model = embedders.load(self.model_spec)
-        most = getattr(model, "search_embeds_at_most", None)
-        try:
-            self.sync_vectors(wait=0, most=most)
-        except vectors.TooMany as exc:  # a dear model and a whole vault to embed: not inside a search
-            raise ModelUnavailable(f"semantic search waits: {exc.waiting:,} documents are not embedded by "
-                                   f"{self.model_spec} yet (a search embeds at most {most:,} itself: run "
-                                   f"'vaultmem index')",
-                                   hint="run 'vaultmem index' once, and keep 'vaultmem watch' running") from None
-        gen = current_generation(self.base)
-        state = vectors.read_state(self.base / gen) if gen else None
-        if state is None or state.get("fingerprint") != model.fingerprint:
-            return [], {}  # another process is making them right now
-        cached = self._vectors
-        if cached is None or cached[:2] != (gen, state["set"]):
-            if cached is not None:
-                cached[2].close()
-            found = vectors.VectorSet.open(self.base / gen, state)
-            if found is None:  # damaged (a disk error, a hand): never read, made afresh with the index
-                self._vectors = None
-                if not self._rebuild_vectors(model):
-                    return [], {}
-                gen = current_generation(self.base)
-                state = vectors.read_state(self.base / gen)
-                found = vectors.VectorSet.open(self.base / gen, state)
-                if found is None:
-                    return [], {}
-            self._vectors = cached = (gen, state["set"], found)
-        vset = cached[2]
-        query = embedders.embed_query(model, text)
-        hits = vset.search(query, filters.admits, engine_hits(limit))
-        return hits, vset.similarity_of(list(also), query) if also else {}
-
     # -- writing -----------------------------------------------------------------------
     def ready_to_answer(self, written: set[str], changes, watched) -> None:
         """Before answering a search or brief: refresh stale entries — unless a watcher is
@@ -476,11 +327,15 @@ class IndexStore:
     def before_writing(self) -> None:
         """This process is about to change files: the walk the launcher started, if it is
         still unread, is read now — after a write it could no longer tell. When it matches
-        the index, the index is current but for this process's own writes, and the next
-        answer (:meth:`ready_to_answer`) indexes those alone instead of walking again."""
+        the index and no other writer committed since it began (the vault's commit stamp
+        did not move), the index is current but for this process's own writes, and the
+        next answer (:meth:`ready_to_answer`) indexes those alone instead of walking again."""
         ahead, self.ahead = self.ahead, None
-        walked = ahead.take() if ahead is not None else None
-        if walked is not None:
+        if ahead is None:
+            return
+        self._own_base()
+        walked = ahead.take(timeout=AHEAD_WAIT)
+        if walked is not None and ahead.stamp is not None and ahead.stamp == commit_stamp(str(self.root)):
             self.vouched = self._unchanged(walked) is not None
 
     def _tidy_generations(self) -> None:
@@ -509,7 +364,9 @@ class IndexStore:
             ahead, self.ahead = self.ahead, None  # the launcher's walk is good for one check only
             walked = ahead.take() if ahead is not None else None
         if walked is None:
-            seen = self._seen = scan(self.root, self.part)  # kept: the update that follows needs no second walk
+            seen = scan(self.root, self.part)
+            # kept for the update that follows, while the index stays as this check saw it
+            self._seen = (summary["key"], seen)
             walked = len(seen), stat_digest(seen)
         count, digest = walked
         if digest != summary["digest"]:
@@ -519,7 +376,10 @@ class IndexStore:
     def _update_locked(self, gen: str, known: dict, paths: Iterable[str] | None) -> SyncReport:
         report = SyncReport()
         if paths is None:
-            seen, self._seen = self._seen or scan(self.root, self.part), None
+            kept, self._seen = self._seen, None
+            # the no-change check's walk, unless another process indexed while this one waited
+            now = self.manifests.summary(gen) if kept is not None else None
+            seen = kept[1] if now is not None and now["key"] == kept[0] else scan(self.root, self.part)
             candidates = set(seen) | set(known)
         else:
             candidates = {p for p in paths if p.endswith(".md") and in_part(p, self.part)}
@@ -539,10 +399,9 @@ class IndexStore:
             old = known.get(rel)
             if prior is not None:
                 prior[rel] = None if old is None else dict(old)
-            if old is not None and old.get("g"):
-                gone_sessions.add(old["g"])  # its neighbours lose or change a neighbour
             if rel not in seen:
                 if old is not None:
+                    gone_sessions.add(old.get("g"))  # its neighbours lose a neighbour
                     report.deleted.append(rel)
                     delete.append(rel)
                     deleted_hashes[old["h"]] = rel
@@ -561,6 +420,8 @@ class IndexStore:
                 touched.append(rel)
                 continue
             docs, problem = ([], unread) if unread else parse_file(rel, data)
+            if old is not None:
+                gone_sessions.add(old.get("g"))  # its neighbours' neighbour changed (or left the session)
             (report.modified if old is not None else report.new).append(rel)
             # a "new" file too: a process killed between the engine's commit and the
             # manifest's journal left its documents in the engine, unrecorded
@@ -588,7 +449,7 @@ class IndexStore:
 
             if vectors.started(self.base / gen):  # after the engine's commit, before the manifest's
                 vectors.record(self.base / gen, add, delete)
-        changed = report.new + report.modified + report.deleted + touched
+        changed = list(dict.fromkeys(report.new + report.modified + report.deleted + touched))  # a touched one re-read
         if changed:
             self.manifests.append(gen, known, changed, prior)
         report.docs = len(add)
@@ -619,7 +480,7 @@ class IndexStore:
             delete.append(rel)
             add.extend(docs)
             if prior is not None:
-                prior[rel] = dict(known[rel])
+                prior.setdefault(rel, dict(known[rel]))  # as it was before this refresh (a touched one too)
             known[rel] = entry(st, got[1], problem, docs)
             reread.append(rel)
         session_neighbours([d for d in add if d.session in sessions])

@@ -442,8 +442,8 @@ class TantivyEngine:
             asked = more
         cut = best[min(limit, len(best)) - 1] if best else 0.0
         kept = [(_index_doc(stored), score, terms_of) for score, stored, terms_of in scored.values() if score >= cut]
-        ranked = by_rank([(doc, score) for doc, score, _t in kept])[:limit]  # parsed only where they can be in
-        return Found(ranked, {doc.id: terms_of for doc, _s, terms_of in kept})
+        found = Found.of([(doc, terms_of, score) for doc, score, terms_of in kept])  # parsed only where they can be in
+        return found.narrowed(by_rank(found)[:limit])
 
     def terms_with_prefix(self, prefix: str, limit: int) -> list[str]:
         """The term dictionary's own walk (tantivy's ``terms_with_prefix``): counts
