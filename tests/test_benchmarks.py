@@ -6,6 +6,7 @@ to what they say."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -85,3 +86,18 @@ def test_a_childs_cpu_is_counted_once_it_is_waited_for():
     subprocess.run([sys.executable, "-c", "sum(i * i for i in range(3_000_000))"], check=True)
     assert timing.children_cpu() - before > 0.05
     assert timing.peak_rss_mb(children=True) > 5 and timing.fmt_ms_of(12.345) == "12.3 ms"
+
+
+def test_a_child_runs_this_checkouts_vaultmem_with_its_output_kept(tmp_path, monkeypatch):
+    monkeypatch.setenv("VAULTMEM_AGENT", "someone")
+    monkeypatch.setenv("VAULTMEM_INDEX_ENGINE", "tantivy")
+    monkeypatch.setattr(timing, "PYCACHE", tmp_path / "pycache")
+    env = timing.child_env()
+    assert env["PYTHONPATH"].split(os.pathsep)[0] == str(timing.PROJECT)
+    assert "VAULTMEM_AGENT" not in env and env["VAULTMEM_INDEX_ENGINE"] == "tantivy"  # only the engine choice
+    assert env["PYTHONPYCACHEPREFIX"] == str(tmp_path / "pycache") and "PYTHONDONTWRITEBYTECODE" not in env
+    assert "VAULTMEM_INDEX_ENGINE" not in timing.child_env(keep=())
+    assert "PYTHONPYCACHEPREFIX" not in timing.child_env(bytecode_cache=False)
+    wall, done = timing.run_kept([sys.executable, "-c", "import vaultmem, os; print(os.path.dirname(vaultmem.__file__))"])
+    assert done.returncode == 0 and wall > 0
+    assert done.stdout.strip() == str(timing.PROJECT / "vaultmem")  # the vaultmem beside the benchmarks
