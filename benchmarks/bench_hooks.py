@@ -36,7 +36,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent)]  # the harness, and this checkout's vaultmem
 
 from report import markers, table, write_json, write_section  # noqa: E402
 import timing  # noqa: E402

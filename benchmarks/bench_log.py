@@ -48,11 +48,12 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent)]  # the harness, and this checkout's vaultmem
 
 from report import RESULTS, code_version, machine, markers, table, write_section  # noqa: E402
 from timing import fmt_ms, fmt_s, log, median, samples  # noqa: E402
-from vaults import SEED, make_vault  # noqa: E402
+from vaults import SEED  # noqa: E402
 
 from vaultmem import Vault, livelog  # noqa: E402
 from vaultmem.parse.logline import LogEntry, line_hash, parse_line, render  # noqa: E402
@@ -116,10 +117,9 @@ def med_min(xs: list[float]) -> str:
 
 
 def keyed_vault(path: Path, agents: list[str]) -> Vault:
-    """The synthetic vault without notes (``vaults.make_vault``: its role pages only, which
-    no log command reads), with a signing key for each of ``agents``."""
-    make_vault(path, 0)
-    vault = Vault.open(path)
+    """A new English vault (the log is all it is measured for), with a signing key for
+    each of ``agents``."""
+    vault, _ = Vault.init(path, lang="en", orchestrator="lee")
     for a in agents:
         vault.shared.new_key(a, vault.actor(a))
     return vault

@@ -52,9 +52,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from report import PROJECT, RESULTS, code_version, machine, markers, table, write_json, write_section  # noqa: E402
+from report import RESULTS, code_version, machine, markers, table, write_json, write_section  # noqa: E402
 import timing  # noqa: E402
-from timing import child_env, fmt_ms, fmt_s, log, median, summary  # noqa: E402
+from timing import PROJECT, child_env, fmt_ms, fmt_s, log, median, summary  # noqa: E402
 from timing import run_kept as run  # noqa: E402
 from vaults import BRIEF_TASKS, QUERIES, make_vault  # noqa: E402
 
@@ -65,7 +65,8 @@ ROLES = [role for role, _ in BRIEF_TASKS][:4]
 PAIRS = [(role, task) for _, task in BRIEF_TASKS for role in ROLES]  # 20 role × task pairs
 SDK_MODULES = ("mcp", "mcp_types", "pydantic", "pydantic_core", "anyio", "starlette", "httpx", "uvicorn")
 BUILD_TIMEOUT = 900.0  # the index of the largest vault: cut beyond 15 minutes
-CLI_TIMEOUT = 120.0
+
+
 def figures(xs: list[float], extreme: str = "max") -> dict:
     """``{"p50", "p95", extreme, "n"}`` of the seconds ``xs`` (``extreme``: ``max`` or
     ``min``), the keys of this script's JSON, from :func:`timing.summary`."""

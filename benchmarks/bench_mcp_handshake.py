@@ -35,8 +35,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from report import PROJECT, RESULTS, machine, table  # noqa: E402
-from timing import fmt_ms, log, summary  # noqa: E402
+from report import RESULTS, machine, table  # noqa: E402
+from timing import PROJECT, fmt_ms, log, summary  # noqa: E402
 from vaults import make_vault  # noqa: E402
 
 PY = sys.executable

@@ -39,10 +39,11 @@ temporary folder and removed unless ``--keep``. Needs only the standard library 
 vaultmem's own dependencies (tantivy for its engine).
 
 It measures the vaultmem beside it (``../vaultmem``, in-process and in every child). To
-measure a fixed state while the work tree changes, copy the script and its scenarios
-(``recall/``) into an export: ``git archive HEAD | tar -x -C /tmp/snap && cp -r
-benchmarks/bench_recall.py benchmarks/recall /tmp/snap/benchmarks/ && python
-/tmp/snap/benchmarks/bench_recall.py --commit <sha> ...``. The scenarios are the modules of
+measure a fixed state while the work tree changes, copy the script, its scenarios
+(``recall/``) and the harness into an export: ``git archive HEAD | tar -x -C /tmp/snap &&
+cp -r benchmarks/bench_recall.py benchmarks/recall benchmarks/timing.py benchmarks/report.py
+benchmarks/vaults.py /tmp/snap/benchmarks/ && python /tmp/snap/benchmarks/bench_recall.py
+--commit <sha> ...``. The scenarios are the modules of
 ``benchmarks/recall/`` (one per concern); this script is their command line.
 """
 

@@ -1,7 +1,7 @@
 """The benchmarks' one result writer: the raw figures as JSON, a Markdown table, a
 generated section of a Markdown file rewritten between its markers (text outside them is
-left as it is) — and what every result records beside its figures: the machine it ran
-on and the code it measured.
+left as it is) — and what a published result records beside its figures: the machine it
+ran on and the code it measured.
 
     from report import code_version, machine, table, write_json, write_section
     write_json(Path("benchmarks/results/x.json"), {"machine": machine(work), "code": code_version(), ...})

@@ -95,17 +95,30 @@ def run_kept(cmd: Sequence[str], timeout: float = 120.0, bytecode_cache: bool = 
     return time.perf_counter() - started, done
 
 
+def children_cpu() -> float:
+    """CPU seconds (user + system) of every child this process has waited for so far:
+    read before and after a command to get its CPU."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def peak_rss_mb(children: bool = False) -> float:
+    """The peak resident memory of this process (or, ``children``, of the largest child
+    waited for), in MiB (Linux reports KiB)."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF)
+    return used.ru_maxrss / 1024
+
+
 def run_once(cmd: Sequence[str], env: dict | None = None, cwd: str | None = None,
              timeout: float = 600.0) -> tuple[float, float, int]:
     """One run of a whole command: (wall seconds, CPU seconds of it and its children,
     exit code). Its output is read and dropped."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before = children_cpu()
     started = time.perf_counter()
     done = subprocess.run(list(cmd), env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                           timeout=timeout)
     wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    cpu = children_cpu() - before
     if done.returncode != 0:
         sys.stderr.write(done.stderr.decode("utf-8", "replace")[-2000:])
     return wall, cpu, done.returncode
@@ -140,20 +153,6 @@ def alternate(cmd_a: Sequence[str] | Callable[[int], Sequence[str]], cmd_b: Sequ
     return {"a": {k: summary(v) for k, v in sides["a"].items()}, "b": {k: summary(v) for k, v in sides["b"].items()},
             "ratio": {k: median(v) for k, v in pairs.items()}, "runs": runs,
             "load": os.getloadavg()[0]}
-
-
-def children_cpu() -> float:
-    """CPU seconds (user + system) of every child this process has waited for so far:
-    read before and after a command to get its CPU."""
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return used.ru_utime + used.ru_stime
-
-
-def peak_rss_mb(children: bool = False) -> float:
-    """The peak resident memory of this process (or, ``children``, of the largest child
-    waited for), in MiB (Linux reports KiB)."""
-    used = resource.getrusage(resource.RUSAGE_CHILDREN if children else resource.RUSAGE_SELF)
-    return used.ru_maxrss / 1024
 
 
 # -- how figures are written -------------------------------------------------------------------

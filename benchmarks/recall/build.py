@@ -9,8 +9,8 @@ import pstats
 import time
 from pathlib import Path
 
-from report import PROJECT, dir_bytes
-from timing import samples
+from report import dir_bytes
+from timing import PROJECT, samples
 
 from vaultmem import Vault
 from vaultmem.index.store import INDEX_DIR

@@ -20,7 +20,6 @@ ENGINE_LABEL = {"whoosh": "Whoosh", "tantivy": "tantivy"}
 
 # Bounds (seconds) so that a run cannot hang.
 BUILD_TIMEOUT = 900.0  # the 50k build: cut beyond 15 minutes
-CLI_TIMEOUT = 120.0
 FRESH_TIMEOUT = 10.0  # one save → searchable
 WATCH_READY_TIMEOUT = 120.0
 IDLE_WAIT = 11.0  # the watcher's idle_maintenance is 10 s

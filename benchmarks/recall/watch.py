@@ -11,8 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from report import PROJECT
-from timing import child_env
+from timing import PROJECT, child_env
 
 from vaultmem import Vault
 from vaultmem.index import Filters
