@@ -33,6 +33,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from bench_devset import make_devset  # noqa: E402
 from report import code_version, write_json  # noqa: E402
 from timing import samples  # noqa: E402
 
@@ -198,8 +199,7 @@ def main() -> None:
     scrub(long_token, "t", KEY)  # load the detectors
 
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([sys.executable, str(HERE / "devset" / "make_vault.py"), f"{tmp}/v"], check=True,
-                       capture_output=True)
+        make_devset(Path(tmp, "v"))
         texts = [(p, p.read_text(encoding="utf-8")) for p in sorted(Path(tmp, "v").rglob("*.md"))
                  if ".git" not in p.parts]
         lines = [line for _, t in texts for line in t.splitlines() if line.strip()]

@@ -35,8 +35,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from bench_devset import devset_queries, make_devset  # noqa: E402
 from report import table  # noqa: E402
-from ruamel.yaml import YAML  # noqa: E402
 from timing import log, samples  # noqa: E402
 
 from vaultmem import Vault, forgetting, layout, pages, recall, upkeep  # noqa: E402
@@ -101,13 +101,11 @@ def main() -> None:
     ap.add_argument("--out")
     args = ap.parse_args()
     rng = random.Random(args.seed)
-    queries = [q for q in YAML(typ="safe").load((HERE / "devset" / "queries.yaml").read_text(encoding="utf-8"))
-               ["queries"] if q.get("expected")]
+    queries = [q for q in devset_queries() if q.get("expected")]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "vault"
-        subprocess.run([sys.executable, str(HERE / "devset" / "make_vault.py"), str(root)], check=True,
-                       capture_output=True)
+        make_devset(root)
         cfg = root / ".vaultmem" / "config.yaml"
         text = cfg.read_text(encoding="utf-8")
         if "forgetting:" not in text:
