@@ -219,3 +219,71 @@ def test_tantivy_scores_from_stored_terms_as_its_explanation_tells(tmp_path):
             stored = json.loads(bytes(searcher.doc(address).get_first("terms")).decode("utf-8"))
             assert stats.score_stored(weighed, stored) == pytest.approx(told, rel=1e-12)
     engine.close()
+
+
+def test_tantivy_reads_only_what_can_reach_the_top_and_misses_nothing(tmp_path, monkeypatch):
+    """The tantivy engine stops reading hits at the first whose stale score, times the
+    bound of the statistics' drift, cannot reach the last place: its answer at every
+    limit is the best documents by live score of all that match, ties by id — checked
+    against every match scored — on an index with many deleted documents."""
+    import random
+
+    pytest.importorskip("tantivy")
+    from tantivy import Occur, Query
+
+    from vaultmem.analysis import query_tokens
+    from vaultmem.index.tantivy_engine import TantivyEngine, clauses_of
+    from vaultmem.models import IndexDoc
+
+    words = "cache redis timeout retry kafka queue deploy 缓存 端口".split()
+    rng = random.Random(9)
+
+    def doc(i, size=None):
+        return IndexDoc(id=f"memories/d{i:03d}.md", path=f"memories/d{i:03d}.md", kind="memory",
+                        title=" ".join(rng.choice(words) for _ in range(rng.randint(0, 2))),
+                        text=" ".join(rng.choice(words) for _ in range(size or rng.choice([2, 5, 9, 30]))))
+
+    engine = TantivyEngine(tmp_path / "tantivy", create=True)
+    engine.write([doc(i) for i in range(300)], [])
+    twins = [IndexDoc(id=f"memories/t{i}.md", path=f"memories/t{i}.md", kind="memory", text="kafka retry")
+             for i in range(15)]  # exact ties, across the last place
+    engine.write(twins, [])
+    read = []
+
+    def check(stats):
+        for text in ("kafka", "kafka retry", "缓存 timeout deploy"):
+            terms = query_tokens(text)
+            clauses = clauses_of(terms)
+            query = Query.boolean_query([(Occur.Should, Query.term_query(engine.schema, f, t)) for f, t in clauses])
+            weighed = stats.weighed(clauses)
+            every = []
+            for _s, address in stats.searcher.search(query, 1000).hits:
+                stored = stats.searcher.doc(address)
+                every.append((-stats.score_stored(weighed, json.loads(bytes(stored.get_first("terms")))),
+                              json.loads(bytes(stored.get_first("doc")))["id"]))
+            every.sort()
+            assert len(every) > 60
+            for limit in (1, 5, 10, 30, 60):
+                read.clear()
+                got = [(-score, doc.id) for doc, score in engine.search(terms, Filters(), limit)]
+                assert got == every[:limit], (text, limit)
+                if not stats.ghostly and text.startswith("缓存"):  # no drift, no ties: little past the last place
+                    assert len(read) < limit + 10, (limit, len(read))
+
+    real_doc = None
+
+    def counted(self, address):
+        read.append(address)
+        return real_doc(self, address)
+
+    stats = engine.live_stats()
+    real_doc = type(stats.searcher).doc
+    monkeypatch.setattr(type(stats.searcher), "doc", counted)
+    assert not stats.ghostly
+    check(stats)
+    gone = list(range(0, 300, 2))  # half deleted: the stale statistics drift far
+    engine.write([doc(i, 200) for i in gone[:40]], [f"memories/d{i:03d}.md" for i in gone])
+    stats = engine.live_stats()
+    assert stats.ghostly and stats.all_docs > stats.docs * 1.3
+    check(stats)
+    engine.close()

@@ -196,6 +196,18 @@ class IndexDoc:
         copy costs many times as much, and an index build makes one per document)."""
         return {name: self.__dict__[name] for name in _INDEX_DOC_FIELDS}
 
+    @classmethod
+    def from_plain(cls, data: dict) -> "IndexDoc":
+        """The doc :meth:`plain` gave ``data`` of (an index's stored copy, read back):
+        every field and nothing else is taken as it is, without ``__init__``'s matching
+        of keywords (a third of the cost of reading a hit); any other dict goes through
+        ``__init__``, and fails as it would."""
+        if len(data) != len(_INDEX_DOC_FIELDS) or data.keys() != _INDEX_DOC_KEYS:
+            return cls(**data)
+        doc = cls.__new__(cls)
+        doc.__dict__.update(data)
+        return doc
+
     @property
     def link(self) -> str:
         target = self.path.removesuffix(".md")
@@ -205,6 +217,7 @@ class IndexDoc:
 
 
 _INDEX_DOC_FIELDS = tuple(f.name for f in _fields(IndexDoc))
+_INDEX_DOC_KEYS = frozenset(_INDEX_DOC_FIELDS)
 
 
 @dataclass

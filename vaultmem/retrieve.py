@@ -16,6 +16,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import compress
 
 from . import ranker
 from .analysis import (DATE_PREFIX, coverage, document_date_terms, highlight, is_cjk_char, normalize,
@@ -186,7 +187,12 @@ def candidate_rows(found, units, kind, question: str, terms: list[str], days: se
     candidate's text and heading (title and aliases) are analysed once, and every
     relevance feature is counted from which units each holds (as :func:`relevance`
     counts them)."""
-    whole_weight = sum(w for _g, w in units) or 1.0
+    weights = [w for _g, w in units]
+    whole_weight = sum(weights) or 1.0
+    sets = unit_sets(units)
+    word_units = [not grams[0].startswith(DATE_PREFIX) for grams, _w in units]
+    cjk_terms = [t for t in terms if is_cjk_char(t)]
+    plain_terms = [t for t in terms if not is_cjk_char(t)]
     cands = []
     for n, (doc, score) in enumerate(found, start=1):
         dates = set(document_date_terms(doc.title, doc.text, doc.days)) if days else set()
@@ -198,46 +204,53 @@ def candidate_rows(found, units, kind, question: str, terms: list[str], days: se
         text_terms = set(stored["body"] if "body" in stored and len(doc.text) <= FEATURE_CHARS else tokens(text))
         text_terms |= dates
         head_terms = set(stored["title"]) | set(stored["aliases"]) if "title" in stored else set(tokens(heading))
-        in_text, in_head = _holds(units, text_terms, text), _holds(units, head_terms, heading)
+        in_text, in_head = _holds(sets, text_terms, text), _holds(sets, head_terms, heading)
         own = [a or b for a, b in zip(in_text, in_head)]
         near = doc.near[:FEATURE_CHARS]
         if near and not all(own):
             near_terms = stored["near"] if "near" in stored and len(doc.near) <= FEATURE_CHARS else tokens(near)
-            in_near = _holds(units, set(near_terms), "")
+            in_near = _holds(sets, set(near_terms), "")
         else:
             in_near = [False] * len(units)
-        rel_own = _share(units, own, whole_weight)
+        rel_own = _share(weights, own, whole_weight)
         have = text_terms | head_terms
-        held = sum(1 for t in terms if t in have or (is_cjk_char(t) and (t in text or t in heading)))
+        held = sum(1 for t in plain_terms if t in have) + sum(
+            1 for t in cjk_terms if t in have or t in text or t in heading)
         cands.append(ranker.Candidate(
             doc=doc, score=score, rank=n, dates=tuple(sorted(dates)), rel_own=rel_own,
-            rel_text=_share(units, in_text, whole_weight),
-            rel_all=rel_own + NEAR_CREDIT * _share(units, [b and not a for a, b in zip(own, in_near)], whole_weight),
-            holds_word=any(h for (grams, _w), h in zip(units, own) if not grams[0].startswith(DATE_PREFIX)),
-            coverage=held / len(terms) if terms else 0.0, title_share=_share(units, in_head, whole_weight),
+            rel_text=_share(weights, in_text, whole_weight),
+            rel_all=rel_own + NEAR_CREDIT * _share(weights, [b and not a for a, b in zip(own, in_near)], whole_weight),
+            holds_word=any(h and w for w, h in zip(word_units, own)),
+            coverage=held / len(terms) if terms else 0.0, title_share=_share(weights, in_head, whole_weight),
             asks=is_question(text), holds_answer=holds_answer(kind, text, question),
             similarity=similarity.get(doc.id) if similarity is not None else None))
     return cands, ranker.features(cands, question, set(days), kind is not None, agent)
 
 
-def _share(units, held: list[bool], whole: float) -> float:
-    return sum(w for (_g, w), h in zip(units, held) if h) / whole
+def _share(weights: list[float], held: list[bool], whole: float) -> float:
+    return sum(compress(weights, held)) / whole
 
 
-def _holds(units, have: set[str], text: str) -> list[bool]:
-    """Which of the query's ``units`` a text holds: one of a unit's terms among ``have``
-    (its terms), or — a CJK character — the character anywhere in ``text``."""
+def unit_sets(units) -> list[tuple[frozenset[str], tuple[str, ...]]]:
+    """Each of the query's ``units`` as the loops over candidates test it: its terms as a
+    set, and those of them that are CJK characters (held anywhere in a text)."""
+    return [(frozenset(grams), tuple(t for t in grams if is_cjk_char(t))) for grams, _w in units]
+
+
+def _holds(sets, have: set[str], text: str) -> list[bool]:
+    """Which of the query's units (``sets``: :func:`unit_sets`) a text holds: one of a
+    unit's terms among ``have`` (its terms), or — a CJK character — the character
+    anywhere in ``text``."""
     flat = None
     out = []
-    for grams, _w in units:
-        if any(t in have for t in grams):
+    for grams, cjk in sets:
+        if not grams.isdisjoint(have):
             out.append(True)
-            continue
-        if text and any(is_cjk_char(t) for t in grams):
+        elif text and cjk:
             flat = normalize(text) if flat is None else flat
-            out.append(any(is_cjk_char(t) and t in flat for t in grams))
-            continue
-        out.append(False)
+            out.append(any(t in flat for t in cjk))
+        else:
+            out.append(False)
     return out
 
 
@@ -331,18 +344,18 @@ def relevance(units: list[tuple[tuple[str, ...], float]], text: str, have: set[s
     flat = None
     near_have = None
     got = 0.0
-    for grams, w in units:
-        if any(t in have for t in grams):
+    for (grams, cjk), (_g, w) in zip(unit_sets(units), units):
+        if not grams.isdisjoint(have):
             got += w
             continue
-        if any(is_cjk_char(t) for t in grams):
+        if cjk:
             flat = normalize(text) if flat is None else flat
-            if any(is_cjk_char(t) and t in flat for t in grams):
+            if any(t in flat for t in cjk):
                 got += w
                 continue
         if near:
             near_have = set(tokens(near)) if near_have is None else near_have
-            if any(t in near_have for t in grams):
+            if not grams.isdisjoint(near_have):
                 got += NEAR_CREDIT * w
     return got / whole
 

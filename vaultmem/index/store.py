@@ -97,17 +97,20 @@ class IndexStore(SemanticChannel):
         self._engine_gen: str | None = None
         self._checked: str | None = None  # the live generation found free of links
 
-    def _own_base(self) -> None:
+    def _own_base(self) -> str | None:
         """``.vaultmem/index`` as a real folder of the vault and a live generation with no
         link in it, before anything in it is read: a file or a link in the folder's place,
         or a generation holding a link, is derived data gone wrong — removed (a link, never
-        what it points to), so that the index is rebuilt instead of read from elsewhere."""
+        what it points to), so that the index is rebuilt instead of read from elsewhere.
+        Returns the live generation (None: none, or it was removed)."""
         files.own_folder(self.root, self.dir)
         gen = current_generation(self.base)
         if gen is not None and gen != self._checked and has_links(self.base / gen):
             remove_generations(self.base, [gen])
             self.manifests.forget()
+            gen = None
         self._checked = gen
+        return gen
 
     def _lock(self, timeout: float):
         from filelock import FileLock
@@ -173,8 +176,7 @@ class IndexStore(SemanticChannel):
     # -- reading -----------------------------------------------------------------------
     def engine(self) -> SearchEngine:
         """The live generation's engine, opened once per process (rebuilt if unreadable)."""
-        self._own_base()
-        gen = current_generation(self.base)
+        gen = self._own_base()
         if gen is not None and gen == self._engine_gen and self._engine is not None:
             return self._engine
         facts = self._facts(gen)

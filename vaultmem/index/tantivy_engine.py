@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import re
 from bisect import bisect_right
+from heapq import heappush, heappushpop
 from collections import Counter
 from math import log
 from pathlib import Path
@@ -222,7 +223,7 @@ def clauses_of(terms: list[str]) -> list[tuple[str, str]]:
 
 def _index_doc(stored) -> IndexDoc:
     """The IndexDoc of a tantivy document as stored."""
-    return IndexDoc(**json.loads(bytes(stored.get_first("doc")).decode("utf-8")))
+    return IndexDoc.from_plain(json.loads(bytes(stored.get_first("doc")).decode("utf-8")))
 
 
 class TantivyEngine:
@@ -418,7 +419,7 @@ class TantivyEngine:
         query = Query.boolean_query(parts)
         bound = stats.bound(clauses)
         weighed = stats.weighed(clauses)
-        scored: dict[tuple[int, int], tuple[float, object]] = {}
+        scored: dict[tuple[int, int], tuple[float, object, list[str]]] = {}
         # tantivy makes room for every hit asked for before it looks (a billion: 32 GB, and
         # the process aborts): never more than the index holds, nor than limits allows
         held = searcher.num_docs
@@ -426,21 +427,27 @@ class TantivyEngine:
         asked = engine_hits(limit + 10, held)
         while True:
             hits = searcher.search(query, asked, count=False).hits
-            for _score, address in hits:
+            best: list[float] = []  # the best ``limit`` live scores read, the lowest first (a heap)
+            complete = len(hits) < asked  # nothing past these
+            for stale, address in hits:
+                # hits come by tantivy's score: from one that cannot reach the last place on,
+                # none can (its live score is at most ``bound`` times it), read or not
+                if len(best) == limit and bound * stale < best[0]:
+                    complete = True
+                    break
                 key = (address.segment_ord, address.doc)
                 if key not in scored:
                     stored = searcher.doc(address)
                     terms_of = json.loads(bytes(stored.get_first("terms")).decode("utf-8"))
                     scored[key] = (stats.score_stored(weighed, terms_of), stored, terms_of)
-            best = sorted((scored[(a.segment_ord, a.doc)][0] for _s, a in hits), reverse=True)
-            # a document left out scores at most ``bound`` times the last tantivy score
-            if len(hits) < asked or len(best) < limit or bound * hits[-1][0] < best[limit - 1]:
+                (heappush if len(best) < limit else heappushpop)(best, scored[key][0])
+            if complete:
                 break
             more = engine_hits(asked * 2, held)
             if more == asked:  # as many as an engine is ever asked for: ties past it go by score alone
                 break
             asked = more
-        cut = best[min(limit, len(best)) - 1] if best else 0.0
+        cut = best[0] if best else 0.0
         kept = [(_index_doc(stored), score, terms_of) for score, stored, terms_of in scored.values() if score >= cut]
         found = Found.of([(doc, terms_of, score) for doc, score, terms_of in kept])  # parsed only where they can be in
         return found.narrowed(by_rank(found)[:limit])

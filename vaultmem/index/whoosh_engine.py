@@ -289,7 +289,7 @@ class WhooshEngine:
         cut = scores[min(limit, len(scores)) - 1] if scores else 0.0
         # a document is read only when it can be among the best ``limit``: above the last
         # place, or tying with it (whose ids decide)
-        found = [(IndexDoc(**json.loads(searcher.stored_fields(docnum)["doc"])), float(score))
+        found = [(IndexDoc.from_plain(json.loads(searcher.stored_fields(docnum)["doc"])), float(score))
                  for score, docnum in top if score >= cut]
         return by_rank(found)[:limit]
 
