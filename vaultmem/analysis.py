@@ -67,17 +67,15 @@ def _cjk_grams(run: str) -> list[str]:
     return [run[i : i + 2] for i in range(len(run) - 1)]
 
 
+# a CJK run, or a word between runs (word characters, CJK ones left to the runs)
+_SPAN = re.compile(rf"([{_CJK}]+)|[^\W_{_CJK}]+")
+
+
 def spans(text: str) -> Iterator[tuple[int, int, bool]]:
     """(start, end, is a CJK run) of each CJK run and each other word of ``text``, in
     order: what :func:`tokens` makes its terms from, with positions (for highlighting)."""
-    pos = 0
-    for run in _CJK_RUN.finditer(text):
-        for word in _WORD.finditer(text, pos, run.start()):
-            yield word.start(), word.end(), False
-        yield run.start(), run.end(), True
-        pos = run.end()
-    for word in _WORD.finditer(text, pos):
-        yield word.start(), word.end(), False
+    for m in _SPAN.finditer(text):
+        yield m.start(), m.end(), m.lastindex is not None
 
 
 def tokens(text: str) -> list[str]:
@@ -371,6 +369,18 @@ def densest_window(starts: list[int], width: int) -> int:
     return best
 
 
+# what highlighting asks of every word and CJK pair of every hit shown: the same few
+# thousand pieces again and again in a warm process
+@lru_cache(maxsize=65536)
+def _folded(piece: str) -> str:
+    return normalize(piece)
+
+
+@lru_cache(maxsize=65536)
+def _folded_term(word: str) -> str:
+    return stem(normalize(word))
+
+
 def highlight(text: str, query: list[str], width: int = 160, mark: tuple[str, str] = ("**", "**")) -> str:
     """A window of ``text`` around the densest cluster of query terms, with matched words
     (or CJK bigrams) wrapped in ``mark``. Works on the original text (case and width
@@ -379,16 +389,18 @@ def highlight(text: str, query: list[str], width: int = 160, mark: tuple[str, st
     if not flat:
         return ""
     wanted = set(query)
+    grams = not all(t.isascii() for t in wanted)  # a CJK pair is never ASCII, even folded
     found: list[tuple[int, int]] = []
-    for start, end, is_cjk in spans(flat):
-        piece = flat[start:end]
-        if is_cjk:
-            for i in range(len(piece) - 1 if len(piece) > 1 else 1):
-                gram = normalize(piece[i : i + 2] if len(piece) > 1 else piece)
-                if gram in wanted:
-                    found.append((start + i, start + i + len(gram)))
-        elif stem(normalize(piece)) in wanted:
-            found.append((start, end))
+    for m in _SPAN.finditer(flat):
+        piece, start = m.group(), m.start()
+        if m.lastindex is not None:  # a CJK run
+            if grams:
+                for i in range(len(piece) - 1 if len(piece) > 1 else 1):
+                    gram = _folded(piece[i : i + 2] if len(piece) > 1 else piece)
+                    if gram in wanted:
+                        found.append((start + i, start + i + len(gram)))
+        elif _folded_term(piece) in wanted:
+            found.append((start, m.end()))
     merged: list[list[int]] = []
     for s, e in sorted(found):
         if merged and s <= merged[-1][1]:
