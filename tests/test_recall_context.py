@@ -317,3 +317,45 @@ def test_a_rebuild_fills_in_the_neighbours_exactly_as_analysing_the_note_afresh(
     changed = session_neighbours(docs)
     assert changed == list(range(len(CHAT)))
     assert all(with_neighbours(before[n], docs[n]) == fields_of(docs[n]) for n in changed)
+
+
+def test_the_rules_read_past_the_first_hits_only_when_one_of_them_asks(vault):
+    """Under the rules, a search reads the engine's first ``limit`` hits and stops there
+    when none of them asks (nothing past them can pass them): its answer, at every limit,
+    is the rules' order of the whole pool of candidates, the same hits and scores."""
+    import random
+
+    from vaultmem.index import Filters
+    from vaultmem.index.store import IndexStore
+    from vaultmem.retrieve import rule_order, search
+
+    rng = random.Random(4)
+    words = "cache redis timeout retry kafka queue deploy rollback 缓存 端口 超时".split()
+    for s in range(30):
+        turns = []
+        for _t in range(rng.randint(2, 6)):
+            said = " ".join(rng.choice(words) for _ in range(rng.randint(2, 7)))
+            turns.append((rng.choice(["Ann", "Bo"]), said + ("?" if rng.random() < 0.3 else ".")))
+        write_turns(vault.root, f"s{s:02d}", f"2023-05-{1 + s % 28:02d}", turns)
+    for n in range(40):
+        (vault.root / "memories" / f"plain-{n:02d}.md").write_text(
+            "---\nname: plain\ndescription: x\ntype: fact\n---\n" + " ".join(rng.choice(words) for _ in range(9)) + "\n",
+            encoding="utf-8")
+    store = IndexStore(vault.root, ranking="rules")
+    store.rebuild()
+    asked = []
+    real = store.search
+    store.search = lambda terms, filters, limit, **kw: asked.append(limit) or real(terms, filters, limit, **kw)
+    short = long_ = 0
+    for q in ("kafka retry", "redis", "缓存 超时", "deploy rollback queue", "端口", "timeout cache kafka redis"):
+        for limit in (1, 3, 10):
+            asked.clear()
+            got = [(h.doc.id, h.score) for h in search(store, q, Filters(), limit)]
+            terms = query_tokens(q)
+            pool = real(terms, Filters(), 2 * limit, text=q)
+            want = [(d.id, s) for d, s, _d in rule_order(pool, terms, set(), None)[:limit]]
+            assert got == want, (q, limit)
+            short += asked == [limit]
+            long_ += asked == [limit, 2 * limit]
+    assert short and long_  # both ways were taken
+    store.close()

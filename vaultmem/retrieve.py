@@ -73,8 +73,18 @@ def search(store, query: str | Query, filters: Filters = Filters(), limit: int =
     pool = max(limit * 3, 30) if days or filters.agent else limit * 2
     if learned is not None:
         pool = max(pool, LEARNED_POOL)
-    found = store.search(words or list(days), filters, pool, text=text, match=match)
-    if parsed is not None and parsed.checks_hits:  # a phrase's terms in a row: checked on each hit
+    checks = parsed is not None and parsed.checks_hits
+    if learned is None and not days and not filters.agent and not checks:
+        # The rules move a document only for a turn that asks: it falls, its reply rises to
+        # REPLY_CREDIT of it. When none of the first ``limit`` asks, nothing past them can
+        # pass them (a reply lifted by a question past them stays below it), and none of
+        # them falls: those ``limit`` are the answer, in the rules' order, without the pool.
+        found = store.search(words, filters, limit, text=text, match=match)
+        if len(found) == limit and any(is_question(d.text) for d, _s in found):
+            found = store.search(words, filters, pool, text=text, match=match)
+    else:
+        found = store.search(words or list(days), filters, pool, text=text, match=match)
+    if checks:  # a phrase's terms in a row: checked on each hit
         asked = pool
         while True:
             kept = [(d, s) for d, s in found if parsed.holds(d.title, d.text, d.aliases)]
@@ -231,10 +241,22 @@ def _share(weights: list[float], held: list[bool], whole: float) -> float:
     return sum(compress(weights, held)) / whole
 
 
+class Units(list):
+    """A query's units and their weights, ``(terms, weight)`` each (:func:`unit_weights`),
+    keeping :func:`unit_sets` of them once made (every hit of a search is judged on them)."""
+
+    sets: list | None = None
+
+
 def unit_sets(units) -> list[tuple[frozenset[str], tuple[str, ...]]]:
     """Each of the query's ``units`` as the loops over candidates test it: its terms as a
     set, and those of them that are CJK characters (held anywhere in a text)."""
-    return [(frozenset(grams), tuple(t for t in grams if is_cjk_char(t))) for grams, _w in units]
+    if isinstance(units, Units) and units.sets is not None:
+        return units.sets
+    sets = [(frozenset(grams), tuple(t for t in grams if is_cjk_char(t))) for grams, _w in units]
+    if isinstance(units, Units):
+        units.sets = sets
+    return sets
 
 
 def _holds(sets, have: set[str], text: str) -> list[bool]:
@@ -316,7 +338,7 @@ NEAR_CREDIT = 0.5  # a term found only in the neighbours' text counts for this m
 CJK_CHAR_WEIGHT = 0.5  # a CJK character is half a unit: a two-character word weighs as one word
 
 
-def unit_weights(store, query: str | Query) -> list[tuple[tuple[str, ...], float]]:
+def unit_weights(store, query: str | Query) -> Units:
     """Each unit of the query (``analysis.query_units``) with its weight: the inverse
     document frequency in the live index, ``log(1 + N / (df + 1))``, of its rarest term
     that any document holds (``df`` 0 when none does) — a rare word says more about what
@@ -325,7 +347,7 @@ def unit_weights(store, query: str | Query) -> list[tuple[tuple[str, ...], float
     # (an excluded word is no part of what it asks for)
     units = query_units(query) if isinstance(query, str) else query_units(query.words) + query.syntax_units()
     total, df = store.term_weights(sorted({t for _u, grams in units for t in grams}))
-    out = []
+    out = Units()
     for unit, grams in units:
         present = [df[t] for t in grams if df.get(t)]
         w = math.log(1 + (total or 1) / ((min(present) if present else 0) + 1))

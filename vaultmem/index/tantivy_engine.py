@@ -36,7 +36,6 @@ import json
 import re
 from bisect import bisect_right
 from heapq import heappush, heappushpop
-from collections import Counter
 from math import log
 from pathlib import Path
 
@@ -191,14 +190,16 @@ class LiveStats:
             text = stored[TEXT_AT[field]]
             if not text:
                 continue
+            present = [(term, weight) for term, weight in pairs if term in text]  # as text: all it can hold, and more
+            if not present:
+                continue
             words = text.split()
-            dl = fieldnorm(len(words))
-            # a few terms are counted where they stand (C); many, through one count of every word
-            count = words.count if len(pairs) <= 4 else Counter(words).__getitem__
-            for term, weight in pairs:
-                tf = count(term)
+            # term_score's arithmetic, its field's part once
+            norm = K1 * (1 - B + B * fieldnorm(len(words)) / (self.avgdl[field] or 1.0))
+            for term, weight in present:
+                tf = words.count(term)
                 if tf:
-                    total += self.term_score(weight, field, tf, dl)
+                    total += weight * (tf / (tf + norm))
         return total
 
     def bound(self, clauses: list[tuple[str, str]]) -> float:
