@@ -11,7 +11,7 @@ import vaultmem
 
 PKG = Path(vaultmem.__file__).parent
 
-FOUNDATION = {"errors", "models", "layout", "limits"}
+FOUNDATION = {"errors", "models", "layout", "limits", "patterns"}
 STORAGE = FOUNDATION | {"names", "files", "gitstore", "guard", "transaction", "config", "parse", "walk"}
 RECALL = {"analysis", "answers", "query", "index", "ranker", "retrieve", "brief", "evaluate"}
 # module -> the vaultmem modules it may import (the stage table of docs/design.md)
@@ -22,6 +22,7 @@ ALLOWED = {
     "errors": set(),
     "limits": {"errors"},  # every size a caller gives, and its bounds (vaultmem.limits)
     "models": set(),
+    "patterns": set(),  # regular expressions compiled when first used (standard library only)
     "names": {"errors", "guard"},  # a name that reads like a secret is refused as bad input
     # files → parse
     "files": {"errors", "layout"},
@@ -30,13 +31,13 @@ ALLOWED = {
     "template": {"errors", "files", "layout", "config", "gitstore", "models", "names", "walk"},  # a vault made from it
     # the write path
     "gitstore": {"errors", "models"},
-    "guard": set(),
+    "guard": {"patterns"},
     "transaction": {"errors", "models", "files", "gitstore", "layout", "guard", "config"},
     # index → retrieve → brief
     "analysis": set(),
-    "answers": set(),  # the kind of answer a question asks for, and whether a text holds one (pure)
+    "answers": {"patterns"},  # the kind of answer a question asks for, and whether a text holds one (pure)
     "query": {"analysis", "errors"},  # a query's syntax: phrases, exclusions, OR, prefixes (pure)
-    "sessions": set(),  # what a session's text holds worth keeping: reports' elements, users' facts (pure)
+    "sessions": {"patterns"},  # what a session's text holds worth keeping: reports' elements, users' facts (pure)
     "index": {"errors", "limits", "models", "files", "parse", "analysis", "walk", "layout"},
     "ranker": {"analysis"},  # the learned ranker: features of candidates, the model that scores them (pure)
     "retrieve": {"analysis", "answers", "query", "index", "models", "ranker"},

@@ -67,15 +67,17 @@ def _cjk_grams(run: str) -> list[str]:
     return [run[i : i + 2] for i in range(len(run) - 1)]
 
 
-# a CJK run, or a word between runs (word characters, CJK ones left to the runs)
-_SPAN = re.compile(rf"([{_CJK}]+)|[^\W_{_CJK}]+")
-
-
 def spans(text: str) -> Iterator[tuple[int, int, bool]]:
     """(start, end, is a CJK run) of each CJK run and each other word of ``text``, in
     order: what :func:`tokens` makes its terms from, with positions (for highlighting)."""
-    for m in _SPAN.finditer(text):
-        yield m.start(), m.end(), m.lastindex is not None
+    pos = 0
+    for run in _CJK_RUN.finditer(text):
+        for word in _WORD.finditer(text, pos, run.start()):
+            yield word.start(), word.end(), False
+        yield run.start(), run.end(), True
+        pos = run.end()
+    for word in _WORD.finditer(text, pos):
+        yield word.start(), word.end(), False
 
 
 def tokens(text: str) -> list[str]:
@@ -391,16 +393,24 @@ def highlight(text: str, query: list[str], width: int = 160, mark: tuple[str, st
     wanted = set(query)
     grams = not all(t.isascii() for t in wanted)  # a CJK pair is never ASCII, even folded
     found: list[tuple[int, int]] = []
-    for m in _SPAN.finditer(flat):
-        piece, start = m.group(), m.start()
-        if m.lastindex is not None:  # a CJK run
-            if grams:
-                for i in range(len(piece) - 1 if len(piece) > 1 else 1):
-                    gram = _folded(piece[i : i + 2] if len(piece) > 1 else piece)
-                    if gram in wanted:
-                        found.append((start + i, start + i + len(gram)))
-        elif _folded_term(piece) in wanted:
-            found.append((start, m.end()))
+
+    def words(upto: int) -> None:
+        for m in _WORD.finditer(flat, pos, upto):
+            if _folded_term(m.group()) in wanted:
+                found.append(m.span())
+
+    pos = 0
+    for run in _CJK_RUN.finditer(flat):  # as spans() gives them, without a generator's cost
+        start = run.start()
+        words(start)
+        if grams:
+            piece = run.group()
+            for i in range(len(piece) - 1 if len(piece) > 1 else 1):
+                gram = _folded(piece[i : i + 2] if len(piece) > 1 else piece)
+                if gram in wanted:
+                    found.append((start + i, start + i + len(gram)))
+        pos = run.end()
+    words(len(flat))
     merged: list[list[int]] = []
     for s, e in sorted(found):
         if merged and s <= merged[-1][1]:

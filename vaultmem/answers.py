@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import re
 
+from .patterns import Lazy
+
 NUMBER = "number"
 NAME = "name"
 
@@ -30,13 +32,14 @@ _ZH_NAME_Q = re.compile(r"叫什么|叫啥|什么名字|名字是|姓什么|什�
 _EN_NUMBER_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
                     "sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety "
                     "hundred thousand million billion dozen half couple").split()
-_EN_NUMBER = re.compile(r"\d|[$€£¥%]|\b(?:" + "|".join(_EN_NUMBER_WORDS) + r")s?\b", re.I)
+_EN_NUMBER = Lazy(r"\d|[$€£¥%]|\b(?:" + "|".join(_EN_NUMBER_WORDS) + r")s?\b", re.I)
 _ZH_NUMERAL = "零〇一二两三四五六七八九十百千万亿半"
-_ZH_NUMBER = re.compile(rf"\d|[十百千万亿]|[{_ZH_NUMERAL}]+[块元钱岁个次天周年月号点小分公米斤份节人名位本张套件双只条场所家级度倍成折层%]")
+_ZH_NUMBER = Lazy(rf"\d|[十百千万亿]|[{_ZH_NUMERAL}]+[块元钱岁个次天周年月号点小分公米斤份节人名位本张套件双只条场所家级度倍成折层%]")
 # a name: a capitalised word inside a sentence, a quotation, a title in 《》, or 叫/名叫/姓 + a word
-_QUOTED = re.compile(r"[\"“「『《][^\"”」』》]{1,40}[\"”」』》]")
-_ZH_NAMED = re.compile(r"(?:叫做?|名叫|名字是|姓)[^\s，。！？,.!?的]")
-_CAPITALISED = re.compile(r"(?<![.!?。！？:]\s)(?<!^)(?<![\"“(])\b([A-Z][\w'’-]*)")
+# (what a text holds is asked only for a question that asks for a number or a name: compiled then)
+_QUOTED = Lazy(r"[\"“「『《][^\"”」』》]{1,40}[\"”」』》]")
+_ZH_NAMED = Lazy(r"(?:叫做?|名叫|名字是|姓)[^\s，。！？,.!?的]")
+_CAPITALISED = Lazy(r"(?<![.!?。！？:]\s)(?<!^)(?<![\"“(])\b([A-Z][\w'’-]*)")
 _NOT_NAMES = frozenset("""i i'm i've i'd i'll ok okay monday tuesday wednesday thursday friday saturday sunday
 january february march april may june july august september october november december""".split())
 

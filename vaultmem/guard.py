@@ -41,14 +41,16 @@ import string
 import unicodedata
 from dataclasses import dataclass
 
+from .patterns import Lazy
+
 # A placeholder as scrub() writes it, and as a link's text shows it (MEMORY.md turns the
 # square brackets of a note's name and description into round ones).
 PLACEHOLDER = re.compile(r"\[redacted:[a-z0-9-]+:[0-9a-f]{8}\]|\(redacted:[a-z0-9-]+:[0-9a-f]{8}\)")
 # The characters of a long token (the gate's business), and those a found value is
 # widened over to cover its whole token.
 _TOKEN_CHARS = r"A-Za-z0-9_\-+/=.~"
-_WIDEN = re.compile(r"[A-Za-z0-9_\-]+")
-_URL = re.compile(r"https?://[^\s<>\"'()\[\]]+")
+_WIDEN = Lazy(r"[A-Za-z0-9_\-]+")
+_URL = Lazy(r"https?://[^\s<>\"'()\[\]]+")
 # detect-secrets' types → the word in a placeholder
 _TYPE_NAMES = {
     "Base64 High Entropy String": "high-entropy",
@@ -64,22 +66,22 @@ _SKIPPED_PLUGINS = {"IPPublicDetector", "BasicAuthDetector"}
 _HIGH_ENTROPY = {"Base64HighEntropyString": 20, "HexHighEntropyString": 32}  # minimum lengths
 # a run of a high-entropy detector's characters as long as its minimum: without one in the
 # line, the detector finds nothing worth judging, and is not run (its eager search is dear)
-_ENTROPY_RUN = {"Base64HighEntropyString": re.compile(r"[A-Za-z0-9+/=_\-]{20,}"),
-                "HexHighEntropyString": re.compile(r"[0-9a-fA-F]{32,}")}
+_ENTROPY_RUN = {"Base64HighEntropyString": Lazy(r"[A-Za-z0-9+/=_\-]{20,}"),
+                "HexHighEntropyString": Lazy(r"[0-9a-fA-F]{32,}")}
 # The detectors whose patterns can match in a line without a run of 16 token characters
 # (a keyword and a short value, a key block's header, Artifactory's and Slack's short
 # prefixes, npm's _authToken): only they read such a line — every other one's pattern
 # needs a longer run (the denylists of detect-secrets 1.5).
-_LONG_RUN = re.compile(rf"[{_TOKEN_CHARS}]{{16,}}")
+_LONG_RUN = Lazy(rf"[{_TOKEN_CHARS}]{{16,}}")
 _SHORT_PLUGINS = frozenset({"KeywordDetector", "PrivateKeyDetector", "ArtifactoryDetector", "SlackDetector",
                             "NpmDetector"})
 # Every pattern of detect-secrets' keyword detector puts one of these between the keyword and
 # its value (':=', ':', '=', '==', '!=', '=>', 'secret("…")', 'key "…";'): prose without one
 # is not read by it (a password written in prose is _extra's)
-_KEYWORD_SIGNS = re.compile(r"[=:;!(]")
+_KEYWORD_SIGNS = Lazy(r"[=:;!(]")
 # hex of these lengths is a checksum or object name (MD5, git SHA-1, SHA-256), not a key
-_HASHLIKE = re.compile(r"[0-9a-fA-F]{32}|[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
-_KEY_BLOCK = re.compile(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY[A-Z0-9 ]*-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY[A-Z0-9 ]*-----|\Z)",
+_HASHLIKE = Lazy(r"[0-9a-fA-F]{32}|[0-9a-fA-F]{40}|[0-9a-fA-F]{64}")
+_KEY_BLOCK = Lazy(r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY[A-Z0-9 ]*-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY[A-Z0-9 ]*-----|\Z)",
                         re.DOTALL)
 # The gate: every secret the detectors can find has one of these (see tests/test_guard.py).
 _GATE = re.compile(
@@ -102,34 +104,34 @@ def _gated(text: str) -> bool:
 # halves are read joined. Only a break between two token-like runs is a candidate.
 _JOIN_CHARS = r"A-Za-z0-9_\-+/=.~:@!$%*^&?#"
 _JOIN_SET = frozenset(string.ascii_letters + string.digits + "_-+/=.~:@!$%*^&?#")
-_HEAD = re.compile(rf"[ \t]*(?:>[ \t]*)*([{_JOIN_CHARS}]+)")
-_LINE_BREAK = re.compile(r"\r?\n[ \t]*(?:>[ \t]*)*")  # a break, with the next line's indentation or quote
+_HEAD = Lazy(rf"[ \t]*(?:>[ \t]*)*([{_JOIN_CHARS}]+)")
+_LINE_BREAK = Lazy(r"\r?\n[ \t]*(?:>[ \t]*)*")  # a break, with the next line's indentation or quote
 _JOINED_MIN = 12  # a secret shorter than this (both halves together) is not looked for over a break
 _MAX_JOINED_LINES = 8
 # -- extra detectors ---------------------------------------------------------------------------
 # scheme://user:password@host — the password is whatever stands before the last '@' of the
 # authority (people do write '@', '!' or ':' in them unescaped)
-_URL_CREDENTIALS = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/?#@]*:(?P<pw>[^\s/]+)@[^\s/@?#]*")
+_URL_CREDENTIALS = Lazy(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/?#@]*:(?P<pw>[^\s/]+)@[^\s/@?#]*")
 _SECRET_WORD = (r"(?:(?<![A-Za-z0-9])(?:[A-Za-z0-9]+[_\-])*(?:password|passwd|passphrase|pwd|pass|secret|token|"
                 r"api[_\-]?key|access[_\-]?key|private[_\-]?key|auth[_\-]?token)(?:[_\-][A-Za-z0-9]+)*"
                 r"(?![A-Za-z0-9])|密码|口令|密钥|令牌)")
 # 'pass' alone is a word of prose too ('a second pass is 2x faster', 'Lint pass: OK'): it
 # names a password only before ':' or '=', and only a value of letters with digits or signs
-_BARE_PASS = re.compile(r"(?i)(?:[A-Za-z0-9]+[_\-])*pass")
+_BARE_PASS = Lazy(r"(?i)(?:[A-Za-z0-9]+[_\-])*pass")
 # 'password=hunter2', 'the password is Tr0ub4dor&3', '密码：hunter22' — anywhere in a line
-_KEYWORD_VALUE = re.compile(
+_KEYWORD_VALUE = Lazy(
     rf"(?i)(?P<word>{_SECRET_WORD})(?P<sep>[ \t]*=[ \t]*|[ \t]*:[ \t]*|[ \t]+is[ \t]+|[ \t]*(?:是|为)[ \t]*)"
     r"(?P<q>[\"'`]?)(?P<value>[\x21-\x7e]+?)(?P=q)(?=$|[\s,;，。、）)\]]|[\"'`])")
-_NOT_A_VALUE = re.compile(
+_NOT_A_VALUE = Lazy(
     r"[\d.,:/\-]+|v?\d+(?:\.\d+)+\S*|[$%{<].*|.*[}>]|[*xX•.]+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|"
     r"(?i:true|false|null|none|nil|empty|required|optional|string|str|int|bool|number|text|value|redacted)")
-_ENV_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
-_MIXED = re.compile(r"(?=.*[A-Za-z])(?=.*[0-9!#$%&*+?@^~])")
+_ENV_NAME = Lazy(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
+_MIXED = Lazy(r"(?=.*[A-Za-z])(?=.*[0-9!#$%&*+?@^~])")
 # random base64 (16 bytes and up): a run of its characters with both letter cases, near the
 # entropy of random text of its length and mostly not made of words
-_BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/_\-]{20,}={0,2}(?![A-Za-z0-9+/=_\-])")
-_WORDISH = re.compile(r"[A-Z]?[a-z]{3,}|[A-Z]{3,}(?![a-z])|\d{3,}")
-_WORD_PIECE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+|[0-9]{1,3}|[0-9a-fA-F]{7,}")
+_BASE64_RUN = Lazy(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/_\-]{20,}={0,2}(?![A-Za-z0-9+/=_\-])")
+_WORDISH = Lazy(r"[A-Z]?[a-z]{3,}|[A-Z]{3,}(?![a-z])|\d{3,}")
+_WORD_PIECE = Lazy(r"[A-Z]?[a-z]+|[A-Z]+|[0-9]{1,3}|[0-9a-fA-F]{7,}")
 # Keys known by their prefix are secrets whatever their entropy ('sk-ant-api03-AAAA…' is one):
 # those detect-secrets 1.5 has no detector for, or finds only in some forms (its OpenAI
 # detector wants the legacy 'T3BlbkFJ' marker, its GitHub one not 'github_pat_', its Slack one
@@ -154,16 +156,16 @@ _PREFIXES = {
     "xai-key": r"xai-[A-Za-z0-9]{40,}",
     "shopify-token": r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}",
 }
-_PREFIXED_KEY = re.compile("(?<![A-Za-z0-9])(?:" + "|".join(f"(?P<{kind.replace('-', '_')}>{pattern})"
+_PREFIXED_KEY = Lazy("(?<![A-Za-z0-9])(?:" + "|".join(f"(?P<{kind.replace('-', '_')}>{pattern})"
                                                           for kind, pattern in _PREFIXES.items())
                           + r")[A-Za-z0-9_\-]*")
 # a file path — absolute, or from ~ . or .., of two parts or more, the last with an extension
 # ('/tmp/tmpk3j2_x8a/proj/CLAUDE.md', '~/.claude/projects/-home-a/3f2a.jsonl'): base64 holds
 # no '.', so a key does not read as one
-_FILE_PATH = re.compile(r"(?<![^\s\"'`(\[<=:,])(?:~|\.\.?)?(?:/[A-Za-z0-9._@\-]+)+/[A-Za-z0-9_@\-][A-Za-z0-9._@\-]*"
+_FILE_PATH = Lazy(r"(?<![^\s\"'`(\[<=:,])(?:~|\.\.?)?(?:/[A-Za-z0-9._@\-]+)+/[A-Za-z0-9_@\-][A-Za-z0-9._@\-]*"
                         r"\.[A-Za-z0-9]{1,10}(?![A-Za-z0-9._@/\-])")
-_CASE_FLIP = re.compile(r"(?<=[a-z])[A-Z]|(?<=[A-Z])[a-z](?=[A-Z])")
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_CASE_FLIP = Lazy(r"(?<=[a-z])[A-Z]|(?<=[A-Z])[a-z](?=[A-Z])")
+_UUID = Lazy(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
 @dataclass(frozen=True)
@@ -242,7 +244,7 @@ def _joins_worth_reading(lines: list[str]) -> bool:
 # ("---") is a new entry, never the rest of a value wrapped onto it: no break before one is read
 # joined ("type: delegation" / "created: …" is not one token "delegationcreated:"). Any other
 # line — the rest of a key pasted at column 0 — still is.
-_ENTRY = re.compile(r"[A-Za-z_][\w-]*:(?:[ \t]|$)|-[ \t]")
+_ENTRY = Lazy(r"[A-Za-z_][\w-]*:(?:[ \t]|$)|-[ \t]")
 
 
 def _new_entry(line: str, n: int, keys: int) -> bool:
@@ -646,7 +648,7 @@ _INSTRUCTIONS = [
     r"(?:发送|上传|转发|泄露|发给).{0,20}(?:密钥|令牌|口令|密码|凭证|凭据|API ?key|环境变量)",
     r"把.{0,20}(?:密钥|令牌|口令|密码|凭证|凭据|API ?key|环境变量).{0,10}(?:发送|发给|上传|转发|贴到)",
 ]
-_INSTRUCTION = re.compile("|".join(f"(?:{p})" for p in _INSTRUCTIONS), re.IGNORECASE | re.DOTALL)
+_INSTRUCTION = Lazy("|".join(f"(?:{p})" for p in _INSTRUCTIONS), re.IGNORECASE | re.DOTALL)
 
 
 def instruction_flags(text: str) -> list[str]:

@@ -17,6 +17,8 @@ from __future__ import annotations
 import functools
 import re
 
+from .patterns import Lazy
+
 FIELDS = ("task", "conclusion", "output", "decision")
 
 # each element's own names, as the sub-agent record writes them (vaultmem.parse.page's
@@ -60,13 +62,13 @@ FACT_MARKERS: tuple[tuple[str, str], ...] = (
         r"|\b(?:remember that|note that|keep in mind|fyi|for the record)\b|记住|注意[:：]")),
 )
 
-_FENCE = re.compile(r"```.*?(?:```|$)", re.S)
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+|(?<=[。！？；])")
+_FENCE = Lazy(r"```.*?(?:```|$)", re.S)
+_SENTENCE_END = Lazy(r"(?<=[.!?。！？])\s+|\n+|(?<=[。！？；])")
 # a label and its text on one line: "Conclusion: …", "**Task:** …", "- 结论：…", "## Decision: …"
-_LABEL_LINE = re.compile(r"^\s*(?P<mark>(?:#{1,6}|[-*+>]|\d+[.)])\s*)?(?P<bold>\*\*|__)?(?P<label>[^:：*_\n]{1,40}?)"
+_LABEL_LINE = Lazy(r"^\s*(?P<mark>(?:#{1,6}|[-*+>]|\d+[.)])\s*)?(?P<bold>\*\*|__)?(?P<label>[^:：*_\n]{1,40}?)"
                          r"(?:\*\*|__)?\s*[:：](?:(?:\*\*|__)(?=\s|$))?\s*(?P<rest>.*)$")
 # a heading that is a label, its text on the lines below: "## Findings"
-_HEADING = re.compile(r"^\s*#{1,6}\s+(?:\*\*|__)?(?P<label>[^\n]{1,40}?)(?:\*\*|__)?\s*[:：]?\s*$")
+_HEADING = Lazy(r"^\s*#{1,6}\s+(?:\*\*|__)?(?P<label>[^\n]{1,40}?)(?:\*\*|__)?\s*[:：]?\s*$")
 
 
 def without_code(text: str) -> str:
