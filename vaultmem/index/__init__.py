@@ -8,6 +8,7 @@ matches.
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -152,8 +153,6 @@ class Filters:
 
 def fold(text: str) -> str:
     """How filter values are compared: NFKC, case-folded, outer spaces dropped."""
-    import unicodedata
-
     return unicodedata.normalize("NFKC", str(text)).casefold().strip()
 
 

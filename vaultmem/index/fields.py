@@ -12,6 +12,7 @@ from pathlib import Path
 from .. import files
 from ..analysis import DATE_PREFIX, cjk_chars, document_date_terms, is_cjk_char, tokens
 from ..models import IndexDoc
+from . import fold
 
 NONE = "#none"  # the agent field of docs that belong to no agent ('#' is never in a name)
 FIELDS = (("title", 2.0), ("body", 1.0), ("aliases", 1.5), ("near", 0.5), ("dates", 1.0))
@@ -50,8 +51,6 @@ def holding_fields(term: str) -> tuple[str, ...]:
 def meta_term(key: str, value: str) -> str:
     """The ``meta`` field's term for frontmatter ``key: value`` (both folded), as a
     ``where`` filter looks it up."""
-    from . import fold
-
     key, value = fold(key), fold(value)
     if len(value) > MAX_VALUE:
         import hashlib
@@ -64,8 +63,6 @@ def filter_values(doc: IndexDoc) -> dict[str, list[str]]:
     """The terms of a document's filter fields: its folded tags, author kind, day (the
     first ten characters of its date; :data:`NONE` without one) and ``key=value`` of
     each scalar frontmatter value — what :meth:`Filters.admits` compares."""
-    from . import fold
-
     meta = {fold(k): v for k, v in doc.meta.items()}  # as admits() folds them: the last of equal keys
     return {"tags": list(dict.fromkeys(fold(t) for t in doc.tags)) or [NONE],
             "author_kind": [doc.author_kind or NONE],
