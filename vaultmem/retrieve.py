@@ -50,7 +50,8 @@ def search(store, query: str | Query, filters: Filters = Filters(), limit: int =
     none of the question's words); a question-shaped entry by ``ASKING`` (the turn that
     asks is not the answer), while the turn after it in its session — the reply, when it
     is a candidate — scores at least ``REPLY_CREDIT`` of what the question scored. The
-    engine is asked for enough candidates to re-order. Under ``search.ranking: learned``
+    engine is asked for enough candidates to re-order (under the rules, a pool of twice
+    ``limit`` only when one of its first ``limit`` asks: otherwise nothing can pass them). Under ``search.ranking: learned``
     (``store.ranking``, the default) those multipliers give way to the learned ranker:
     the engine's first ``LEARNED_POOL`` candidates are ordered by the shipped model
     (:func:`learned_order`); with ``similar`` (:func:`fused_search` under a ranker trained

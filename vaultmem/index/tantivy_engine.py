@@ -23,7 +23,9 @@ frequency (a count query when anything is deleted), each field's total length
 (``lengths.json`` beside the index, kept by every write and tied to tantivy's commit
 stamp; counted afresh if it is missing or stale). tantivy's top candidates are fetched
 until no document left out can reach the last place: the stale statistics can change a
-score by at most a known factor per term. Equal scores are ordered by document id.
+score by at most a known factor per term (:meth:`LiveStats.bound`), so the hits are read
+in tantivy's order only until one's score times that factor falls below the last place —
+past it, none can reach it. Equal scores are ordered by document id.
 
 tantivy has its own writer lock (``.tantivy-writer.lock``); the index store already lets
 one process write at a time, so the lock is only ever contended if something outside
