@@ -4,9 +4,10 @@
     env PYTHONPATH=OLD python benchmarks/same_answers.py VAULT > old.json
     cmp old.json new.json                 # a change meant only to be faster: no difference
 
-The queries of vaults.py (QUERIES), its five brief tasks and four with syntax (a date, OR,
-a phrase and an exclusion), each at limits 10 and 30, searched as `vaultmem search` does
-(`retrieve.search`) under the vault's ranking or `--ranking`; scores to nine decimals. Run
+The queries of vaults.py (QUERIES), its five brief tasks and six with syntax (a date, OR,
+a phrase and an exclusion, prefixes — one that begins no word), each at limits 10 and 30,
+read as `vaultmem search` reads them (`query.parse`) and searched with `retrieve.search`
+under the vault's ranking or `--ranking`; scores to nine decimals. Run
 both installations on one vault (the index as one of them built it) to compare what they
 answer, or on two vaults to compare two indexes — an updated one and one built afresh.
 """
@@ -21,11 +22,13 @@ from pathlib import Path
 # vaultmem first: vaults.py puts this checkout on sys.path, and the installation measured is
 # the one that runs this script (PYTHONPATH=OLD for another).
 from vaultmem.index import Filters
+from vaultmem.query import parse
 from vaultmem.retrieve import search
 from vaultmem.vault import Vault
 from vaults import BRIEF_TASKS, QUERIES
 
-SYNTAX = ["2024-05-03 部署", "redis OR kafka", "\"connection pool\" -postgres", "What did the frontend reviewer decide about caching?"]
+SYNTAX = ["2024-05-03 部署", "redis OR kafka", "\"connection pool\" -postgres", "What did the frontend reviewer decide about caching?",
+          "kafk* retry", "redis zzqx*"]
 
 
 def answers(vault: Vault) -> dict[str, list]:
@@ -34,7 +37,7 @@ def answers(vault: Vault) -> dict[str, list]:
     for q in [*QUERIES, *(task for _role, task in BRIEF_TASKS), *SYNTAX]:
         for limit in (10, 30):
             out[f"{q}|{limit}"] = [[h.doc.id, round(h.score, 9), round(h.coverage, 6), h.snippet]
-                                   for h in search(vault.index, q, Filters(), limit)]
+                                   for h in search(vault.index, parse(q), Filters(), limit)]
     return out
 
 

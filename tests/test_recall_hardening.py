@@ -240,3 +240,18 @@ def test_a_single_chinese_character_is_found(vault):
     (vault.root / "memories" / "db.md").write_text(NOTE.format(n="db", body="数据库连接池上限200"), encoding="utf-8")
     hits = vault.search("库")
     assert [h.doc.id for h in hits] == ["memories/db.md"] and hits[0].coverage == 1.0
+
+
+@pytest.mark.parametrize("ranking", ["learned", "rules"])
+def test_a_prefix_that_begins_no_word_leaves_the_other_words_to_answer(vault, ranking, monkeypatch):
+    """``redis zzq*``: the prefix expands to nothing, and the search answers by ``redis``
+    under either ranking — it does not fail (a unit without terms once broke the learned
+    ranker's rows)."""
+    monkeypatch.setenv("VAULTMEM_SEARCH_RANKING", ranking)
+    for n in range(5):
+        (vault.root / "memories" / f"n{n}.md").write_text(NOTE.format(n=f"n{n}", body=f"redis cache number {n} holds data"),
+                                                         encoding="utf-8")
+    (vault.root / "memories" / "other.md").write_text(NOTE.format(n="other", body="kafka retries"), encoding="utf-8")
+    v = Vault.open(vault.root)
+    got = [h.doc.path for h in v.search("redis zzq*", limit=3)]
+    assert len(got) == 3 and all(p.startswith("memories/n") for p in got)

@@ -201,7 +201,7 @@ def candidate_rows(found, units, kind, question: str, terms: list[str], days: se
     weights = [w for _g, w in units]
     whole_weight = sum(weights) or 1.0
     sets = unit_sets(units)
-    word_units = [not grams[0].startswith(DATE_PREFIX) for grams, _w in units]
+    word_units = [bool(grams) and not grams[0].startswith(DATE_PREFIX) for grams, _w in units]  # a prefix may expand to none
     cjk_terms = [t for t in terms if is_cjk_char(t)]
     plain_terms = [t for t in terms if not is_cjk_char(t)]
     cands = []
