@@ -309,7 +309,11 @@ def _dedupe(hits: list[Hit]) -> list[Hit]:
         terms = set(tokens(h.doc.text))
         if key in seen_keys:
             continue
-        if terms and any(len(terms & k) / len(terms | k) >= 0.8 for k in kept_sets if k):
+        # near-duplicates: 80 % of their terms shared (Jaccard), which two sets whose sizes
+        # differ by more than that cannot reach — such pairs are not intersected
+        n = len(terms)
+        if terms and any(len(terms & k) / len(terms | k) >= 0.8 for k in kept_sets
+                         if k and 5 * min(n, len(k)) >= 4 * max(n, len(k))):
             continue
         seen_keys.add(key)
         kept_sets.append(terms)
@@ -339,7 +343,7 @@ class _Layer:
     _lines: list = field(default_factory=list)
     _sums: list = field(default_factory=lambda: [0])  # cost of the first n lines
     _fixed: int | None = None  # the heading's cost, with the blank line before it
-    _more: dict = field(default_factory=dict)  # n left out → the cost of the line saying so
+    _more: dict = field(default_factory=dict)  # the line saying what was left out → its cost
 
     def line(self, n: int) -> str:
         while len(self._lines) <= n:
@@ -370,9 +374,10 @@ class _Layer:
         """What the line saying ``left`` candidates were left out costs (0: none said)."""
         if not left or self.more is None:
             return 0
-        if left not in self._more:
-            self._more[left] = _cost(self.more(left))
-        return self._more[left]
+        line = self.more(left)  # costed once per text: the index's says no number
+        if line not in self._more:
+            self._more[line] = _cost(line)
+        return self._more[line]
 
 
 class _Rows:
