@@ -7,6 +7,7 @@ engines only split them again, so what matches never depends on the engine.
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from pathlib import Path
 
 from .. import files
@@ -88,8 +89,21 @@ def _said_by(doc: IndexDoc) -> set[str]:
     return set(tokens(doc.speaker)) if doc.speaker and SPEAKER != "title" else set()
 
 
+# A neighbour's text is in the ``near`` field of up to 2 × NEAR entries around it, joined by
+# " \n" (parse.records): analysed once per piece, not once per entry it stands beside. The
+# terms of a text joined at " \n" are its pieces' terms in order (analysis.tokens: a space
+# and a newline end every word and CJK run, and NFKC composes nothing across them).
+NEAR_JOIN = " \n"
+
+
+@lru_cache(maxsize=4096)
+def _piece_terms(piece: str) -> tuple[str, ...]:
+    return tuple(tokens(piece))
+
+
 def _near(doc: IndexDoc, said_by: set[str]) -> str:
-    return " ".join([*tokens(doc.near), *(sorted(said_by) if SPEAKER == "near" else ())])
+    terms = [t for piece in doc.near.split(NEAR_JOIN) for t in _piece_terms(piece)] if doc.near else []
+    return " ".join([*terms, *(sorted(said_by) if SPEAKER == "near" else ())])
 
 
 def fields_of(doc: IndexDoc) -> dict:
