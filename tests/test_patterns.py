@@ -23,9 +23,18 @@ def test_a_lazy_pattern_compiles_on_first_use_and_answers_as_the_compiled_one():
 def test_importing_the_guard_compiles_only_the_gates_patterns():
     """A cold command that writes imports the guard; only what the gate runs on every text
     is compiled then, the detectors' patterns when a text needs them."""
-    code = ("import vaultmem.guard as g; "
-            "print(g._URL._compiled is None, g._PREFIXED_KEY._compiled is None, g._INSTRUCTION._compiled is None); "
-            "print(g.scrub('token: ghp_' + 'x1' * 18, 'text', b'k')[0].count('redacted')); "
-            "print(g._PREFIXED_KEY._compiled is not None)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["True", "True", "True", "1", "True"]
+    code = ("import vaultmem.guard as g\n"
+            "from vaultmem.patterns import Lazy\n"
+            "lazy = [v for v in vars(g).values() if isinstance(v, Lazy)]\n"
+            "lazy += [v for d in vars(g).values() if isinstance(d, dict) for v in d.values() if isinstance(v, Lazy)]\n"
+            "print(len(lazy), sum(v._compiled is None for v in lazy))\n"
+            "import re; print(*sorted(k for k, v in vars(g).items() if isinstance(v, re.Pattern)))\n"
+            "print(g.scrub('token: ghp_' + 'x1' * 18, 'text', b'k')[0].count('redacted'))\n"
+            "print(g._PREFIXED_KEY._compiled is not None)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    counts, eager, found, compiled = run.stdout.splitlines()
+    assert eager.split() == ["PLACEHOLDER", "_GATE", "_OWN_ID"]  # the gate's, and the placeholder others hand to re
+    total, uncompiled = map(int, counts.split())
+    assert total >= 20 and uncompiled == total  # every detector's pattern waits for its first use
+    assert found == "1" and compiled == "True"
