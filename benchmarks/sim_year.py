@@ -39,7 +39,7 @@ from bench_devset import devset_queries, make_devset  # noqa: E402
 from report import table  # noqa: E402
 from timing import log, samples  # noqa: E402
 
-from vaultmem import Vault, forgetting, layout, pages, recall, upkeep  # noqa: E402
+from vaultmem import Vault, layout, pages, recall, upkeep, usage  # noqa: E402
 
 TYPES = (("episode", 0.6), ("fact", 0.2), ("preference", 0.08), ("decision", 0.07), ("procedure", 0.05))
 WORDS = ("deploy cache queue billing invoice sprint retro outage latency schema migration index replica "
@@ -142,9 +142,9 @@ def main() -> None:
                 write_note(root, slug, type_, day, rng, key)
                 made.append(f"memories/{slug}.md")
             written += args.per_day
-            forgetting.record_use(root, rng.sample(made, min(5, len(made))), "search", when=day)
+            usage.record_use(root, rng.sample(made, min(5, len(made))), "search", when=day)
             for q in rng.sample(queries, args.asked):
-                forgetting.record_use(root, [p for p in q["expected"] if p.startswith("memories/")], "brief",
+                usage.record_use(root, [p for p in q["expected"] if p.startswith("memories/")], "brief",
                                       when=day)
             if d % 30 == 0 or d == args.days:
                 git(root, "add", "-A")

@@ -55,16 +55,17 @@ ALLOWED = {
     "conflicts": STORAGE | {"analysis"},  # disagreeing memory, read from the files for a human
     "timeline": STORAGE,  # dated entries, decisions, log entries and notes in order (read only)
     "links": STORAGE,
-    "compaction": STORAGE | {"analysis", "forgetting", "pages"},  # role pages' entries moved to the archive
-    "stats": STORAGE | {"analysis", "compaction", "forgetting", "pages"},  # counts and recall figures (read only)  # wikilinks resolved as Obsidian resolves them (read only)
-    "forgetting": STORAGE | {"notes", "analysis"},  # retention scores, GC's plan and its commit, local usage data
+    "usage": {"errors", "files", "layout", "analysis"},  # what was recalled: local usage data (every search and brief)
+    "compaction": STORAGE | {"analysis", "pages", "usage"},  # role pages' entries moved to the archive
+    "stats": STORAGE | {"analysis", "compaction", "forgetting", "pages", "usage"},  # counts and recall figures (read only)  # wikilinks resolved as Obsidian resolves them (read only)
+    "forgetting": STORAGE | {"notes", "analysis", "usage"},  # retention scores, GC's plan and its commit
     "importers": STORAGE | {"notes"},  # beside inbox: other tools' memory, filed through the facade's inbox
     "staged": STORAGE | {"livelog"},  # what a commit records, checked before git records it
     "journal": STORAGE | {"sessions"},
     "skills": STORAGE,  # skills/: procedural memory, listed and added (docs/skills.md)
     "preservation": STORAGE,  # the format's migrations, the journal's markers, the keys apart from a backup  # transcripts read, filed by day, a day's record (docs/journal.md)
     # the facade
-    "vault": STORAGE | RECALL | {"recall", "template", "notes", "conflicts", "forgetting", "compaction", "stats", "links", "timeline", "pages", "lifecycle", "inbox", "shared", "livelog",
+    "vault": STORAGE | RECALL | {"recall", "template", "notes", "conflicts", "forgetting", "usage", "compaction", "stats", "links", "timeline", "pages", "lifecycle", "inbox", "shared", "livelog",
                                  "importers", "staged", "journal", "skills", "preservation"},
     # over the facade: the vault's upkeep for a human (doctor, verify, migrate, backups)
     "upkeep": {"compaction", "config", "errors", "files", "forgetting", "gitstore", "guard", "layout", "links", "models",
@@ -190,6 +191,20 @@ def test_public_api_is_what_all_says():
     assert vaultmem.errors.NotFound is vaultmem.NotFound  # submodules load on first use too
     assert not hasattr(vaultmem, "index.store") and not hasattr(vaultmem, "no_such_module")
     assert "Vault" in vaultmem.__all__ and "VaultmemError" in vaultmem.__all__
+
+
+def test_the_parse_package_gives_every_name_it_lists_when_first_used():
+    from vaultmem import parse
+    from vaultmem.parse import document, note, page
+
+    assert sorted(parse.__all__) == sorted(parse._EXPORTS)
+    for name in parse.__all__:
+        assert getattr(parse, name) is next(getattr(m, name) for m in (document, note, page) if hasattr(m, name))
+    with pytest.raises(AttributeError):
+        parse.no_such_name  # noqa: B018
+    from vaultmem.parse import wikilink  # a submodule it does not list still imports
+
+    assert [t for _at, t, _alias, _raw in wikilink.wikilinks("see [[memories/db]]")] == ["memories/db"]
 
 
 @pytest.mark.parametrize("library,module", [("whoosh", "whoosh_engine.py"), ("tantivy", "tantivy_engine.py")])

@@ -18,7 +18,7 @@ from vaultmem import BadInput, ParseError, Vault, VaultmemError
 from vaultmem.adapters.mcp import VaultServer
 from vaultmem.analysis import estimate_tokens
 from vaultmem.brief import BriefParts, build_brief
-from vaultmem.forgetting import record_use
+from vaultmem.usage import record_use
 from vaultmem.models import Hit, IndexDoc
 
 ROLE = "前端审查"

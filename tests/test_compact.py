@@ -11,7 +11,7 @@ import sys
 import pytest
 from conftest import git, out_json
 
-from vaultmem import forgetting
+from vaultmem import usage
 
 ROLE = "前端审查"
 PAGE = f"agents/{ROLE}.md"
@@ -126,7 +126,7 @@ def test_links_to_moved_blocks_still_resolve_and_doctor_finds_no_broken_link(cli
 def test_a_recalled_old_entry_stays_and_a_second_compaction_updates_its_month_line(cli, vault):
     seeded_page(cli, vault, work=6, records=0)
     # the oldest lesson was recalled by a brief last week: fresher than the others' dates
-    forgetting.record_use(vault.root, [f"{PAGE}#^m-w00000"], "brief",
+    usage.record_use(vault.root, [f"{PAGE}#^m-w00000"], "brief",
                           when=dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=7))
     plan = out_json(vm(cli, vault, "compact", ROLE, "--keep", "3", "--json"))
     assert [m["id"] for m in plan["moving"]] == ["m-w00001", "m-w00002", "m-w00003"]
@@ -240,8 +240,8 @@ def test_recalls_of_entries_are_recorded_for_compaction(cli, vault):
     seeded_page(cli, vault, work=3, records=0)
     r = vm(cli, vault, "search", "缓存 过期时间", "--as", "lee", "--json")
     assert r.exit_code == 0, r.output
-    usage = forgetting.read_usage(vault.root)
-    assert any(k.startswith(f"{PAGE}#^m-w") for k in usage), usage
+    recalled = usage.read_usage(vault.root)
+    assert any(k.startswith(f"{PAGE}#^m-w") for k in recalled), recalled
     raw = (vault.root / ".vaultmem/local/usage.jsonl").read_text(encoding="utf-8")
     assert "缓存" not in raw  # the question is kept as a fingerprint only
     assert all("q" in json.loads(x) for x in raw.splitlines())

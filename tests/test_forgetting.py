@@ -10,7 +10,7 @@ import sys
 import pytest
 from conftest import git, out_json, run_vaultmem
 
-from vaultmem import forgetting, upkeep
+from vaultmem import forgetting, upkeep, usage
 
 OLD = "2026-01-01T10:00:00Z"  # eleven months before the tests' 'now'
 NOW = dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc)
@@ -174,7 +174,7 @@ def test_a_brief_that_cites_a_note_keeps_it_from_decaying(vault):
     commit(vault)
     made = vault.brief("后端", "kafka broker outage")
     assert any(i["path"] == "memories/kafka-outage.md" for i in made.items)
-    use = forgetting.read_usage(vault.root)
+    use = usage.read_usage(vault.root)
     assert use["memories/kafka-outage.md"][0] == 1 and "memories/lunch.md" not in use
     assert git(vault.root, "status", "--porcelain") == ""  # usage data is never committed
     plan, _ = upkeep.gc(vault, vault.actor(None), dry_run=True)
@@ -182,7 +182,7 @@ def test_a_brief_that_cites_a_note_keeps_it_from_decaying(vault):
     # a torn line (a crash mid-append) is skipped, the rest still counts
     with open(vault.root / ".vaultmem/local/usage.jsonl", "ab") as f:
         f.write(b'{"t": "2026-12-01T00:00:00Z", "via": "brief", "ids": ["memories/lu')
-    assert forgetting.read_usage(vault.root)["memories/kafka-outage.md"][0] == 1
+    assert usage.read_usage(vault.root)["memories/kafka-outage.md"][0] == 1
 
 
 def test_agents_may_look_but_not_collect(cli, vault):
@@ -287,3 +287,15 @@ def test_restoring_a_superseded_value_says_that_two_values_are_now_active(cli, v
     assert r.exit_code == 0, r.output
     assert any("two active values" in w and "memories/port-b" in w for w in out_json(r)["warnings"])
     assert [c["kind"] for c in out_json(vm(cli, vault, "conflicts", "--json"))["conflicts"]] == ["same-key"]
+
+
+@pytest.mark.parametrize("question", ["What port does the API use?", "后端端口是多少", "x" * 5000])
+def test_a_questions_fingerprint_is_the_sha256_of_its_terms(question):
+    # usage.py digests without hashlib (whose import loads OpenSSL): the same digest
+    import hashlib
+
+    from vaultmem.analysis import tokens
+
+    terms = " ".join(sorted(set(tokens(question))))
+    assert usage.fingerprint(question) == hashlib.sha256(terms.encode("utf-8")).hexdigest()[:16]
+    assert usage.fingerprint("the of and") is None  # nothing but stopwords: no question to tell apart

@@ -620,6 +620,36 @@ def test_the_launcher_loads_nothing_before_its_walk():
     assert not loaded & {"typing", "pathlib", "dataclasses", "typer", "click"}, loaded
 
 
+
+COLD_SEARCH_MODULES = """
+import atexit, json, sys
+atexit.register(lambda: print(json.dumps(sorted(sys.modules)), file=sys.stderr))
+sys.argv = ["vaultmem", *sys.argv[1:]]
+from vaultmem.__main__ import main
+main()
+"""
+
+
+def test_a_search_on_a_fresh_index_loads_no_parser_no_writer_and_no_openssl(both_engines, indexed):
+    # what a cold search costs is mostly what it imports: the page, note and journal
+    # parsers, the domain modules that write (notes, pages, a new vault's template) and
+    # hashlib (OpenSSL: ~2 ms, for one digest of the question) are for other commands
+    r = subprocess.run([sys.executable, "-c", COLD_SEARCH_MODULES, "--vault", str(indexed.root), "search", "PostgreSQL",
+                        "--json"], capture_output=True, text=True, timeout=SAFETY_NET)
+    assert r.returncode == 0, r.stderr
+    assert [h["id"] for h in out_json(r)["hits"]] == ["memories/db.md"]
+    loaded = set(json.loads(r.stderr.strip().splitlines()[-1]))
+    assert "vaultmem.retrieve" in loaded  # (the probe saw the search)
+    unwanted = {"vaultmem.parse.page", "vaultmem.parse.note", "vaultmem.parse.journal", "vaultmem.parse.records",
+                "vaultmem.notes", "vaultmem.pages", "vaultmem.template", "vaultmem.forgetting"}
+    if both_engines == "tantivy":  # (Whoosh's own compat module imports urllib.request, and with it hashlib)
+        unwanted |= {"hashlib", "_hashlib"}
+    assert loaded & unwanted == set()
+    # and the question's fingerprint was still recorded
+    usage = (indexed.root / ".vaultmem" / "local" / "usage.jsonl").read_text(encoding="utf-8").splitlines()
+    assert json.loads(usage[-1])["q"]
+
+
 # -- MEMORY.md: the shortcut that skips parsing the whole file -----------------------------
 
 from hypothesis import example, given, settings  # noqa: E402

@@ -27,11 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import files, forgetting, layout, pages
+from . import files, layout, pages
 from .analysis import estimate_tokens
 from .errors import BadInput
 from .parse import parse_document, parse_page
 from .parse.page import HEADINGS, RolePage, entry_spans
+from .usage import read_usage
 
 SECTIONS = ("work", "subagents")
 _SUMMARY = {"en": "compacted: {n} {noun} of {period} moved to [[{target}#{heading}]]",
@@ -123,7 +124,7 @@ def plan(root: Path, role: str, entries_budget: dict[str, int], tokens_budget: i
     page = pages.load(root, role)
     rel = page.path
     stem = rel.removeprefix(f"{layout.AGENTS_DIR}/").removesuffix(".md")
-    usage = {} if measure_only else forgetting.read_usage(root)
+    usage = {} if measure_only else read_usage(root)
     out = CompactPlan(role=page.name, path=rel)
     lines = list(page.doc.lines)
     spans = {s: entry_spans(page, s) for s in SECTIONS}

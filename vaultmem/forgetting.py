@@ -1,6 +1,6 @@
-"""Forgetting: each active note's retention score, the notes GC moves to the archive,
-and how often notes were recalled (local usage data). Reached as ``upkeep.gc`` /
-``upkeep.restore``; the formula and its defaults are in docs/forgetting.md.
+"""Forgetting: each active note's retention score — from its importance, its age and how
+often it was recalled (:mod:`vaultmem.usage`) — and the notes GC moves to the archive.
+Reached as ``upkeep.gc`` / ``upkeep.restore``; the formula and its defaults are in docs/forgetting.md.
 
     score = decay × (1 − USE_WEIGHT) × importance + decay × USE_WEIGHT × usage
     decay = 0.5 ^ (days since it was last confirmed or recalled / the type's half-life)
@@ -10,17 +10,11 @@ A note whose score falls below ``forgetting.min_score`` is archived; so is an ex
 (``expires`` in the past) and, per type, what exceeds ``forgetting.caps`` (the lowest
 scores first). A ``pinned`` note, and one whose ``expires`` lies ahead, is kept whatever
 its score. A type whose half-life is ``never`` does not decay.
-
-Usage data: every brief and search appends the notes it returned to
-``.vaultmem/local/usage.jsonl`` (one JSON line; per machine, never committed). It is
-derived and best-effort: losing it makes notes look less used, never loses a note.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
-import json
 import math
 import os
 from dataclasses import dataclass, field
@@ -33,8 +27,8 @@ from .models import Change
 from .names import collision_key
 from .parse import update_index
 from .parse.document import parse_document, plain
+from .usage import read_usage
 
-USAGE_FILE = "usage.jsonl"  # in .vaultmem/local/
 USE_WEIGHT = 0.4  # the share of the score that use earns; importance earns the rest
 USE_SATURATION = 8  # recalls at which use counts in full
 DEFAULT_HALF_LIFE_DAYS = 180.0  # a type the config does not name
@@ -98,59 +92,6 @@ class GcPlan:
         return {"archive": [s.to_dict() for s in self.archive], "keep": len(self.keep),
                 "skipped": self.skipped,
                 "kept": [s.to_dict() for s in self.keep]}
-
-
-# -- usage data ----------------------------------------------------------------------------------
-def fingerprint(question: str) -> str | None:
-    """What tells one question from another: its distinct index terms (stemmed words,
-    CJK bigrams), hashed — the usage data never holds the question's text."""
-    from .analysis import tokens
-
-    terms = sorted(set(tokens(question or "")))
-    if not terms:
-        return None
-    return hashlib.sha256(" ".join(terms).encode("utf-8")).hexdigest()[:16]
-
-
-def record_use(root: Path, ids: list[str], via: str, when: _dt.datetime | None = None,
-               question: str | None = None, agent: str | None = None) -> None:
-    """Note that the memory notes (``memories/<slug>.md``) and role-page entries
-    (``agents/<role>.md#^<id>``) among the hits' ``ids`` were recalled (``via``: brief or
-    search): gc scores notes by it, compaction keeps the entries recalled. With the
-    ``question`` asked (a search's query, a brief's task) the record is kept even when
-    nothing was recalled, with the question's fingerprint — never its text — and the
-    ``agent`` who asked (``vaultmem stats``: repeated questions)."""
-    notes = [p for p in ids if p.startswith(f"{layout.MEMORIES_DIR}/")
-             or (p.startswith(f"{layout.AGENTS_DIR}/") and "#^" in p)]
-    q = fingerprint(question) if question else None
-    if not notes and not q:
-        return
-    when = when or _dt.datetime.now(_dt.timezone.utc)
-    rec = {"t": when.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "via": via, "ids": notes}  # a search after a brief: later
-    if q:
-        rec.update(q=q, agent=agent)
-    line = json.dumps(rec, ensure_ascii=False)
-    files.append_local(root, USAGE_FILE, (line + "\n").encode("utf-8"))
-
-
-def read_usage(root: Path) -> dict[str, tuple[int, str]]:
-    """Each note's recalls and the last one's time: ``path → (count, ISO time)``. A
-    line that cannot be read (torn by a crash) is skipped."""
-    out: dict[str, tuple[int, str]] = {}
-    try:
-        data = files.read_local(root, USAGE_FILE)
-    except (OSError, VaultmemError):
-        return out
-    for raw in (data or b"").splitlines():
-        try:
-            rec = json.loads(raw)
-            t, ids = str(rec["t"]), rec["ids"]
-        except (ValueError, KeyError, TypeError):
-            continue
-        for p in ids if isinstance(ids, list) else ():
-            n, last = out.get(p, (0, ""))
-            out[p] = (n + 1, max(last, t))
-    return out
 
 
 # -- scores --------------------------------------------------------------------------------------

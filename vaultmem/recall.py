@@ -170,7 +170,7 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
     then: :func:`journal_fallback`), or None. ``uncommitted(paths)``: which of these
     files differ from the last commit — a skill is named only once a commit has recorded
     it (a skill is followed: its commit is its review), the others said in a warning.
-    ``usage()``: how often each page entry was recalled (``forgetting.read_usage``), asked
+    ``usage()``: how often each page entry was recalled (``usage.read_usage``), asked
     only when the page is larger than its share of the brief."""
     from .brief import LABELS, BriefParts, build_brief, current_values, unread_notice
     from .index import Filters

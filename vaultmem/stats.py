@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from . import compaction, files, layout, pages
-from .forgetting import USAGE_FILE, fingerprint, instant
+from .forgetting import instant
+from .usage import USAGE_FILE, fingerprint
 from .analysis import estimate_tokens
 from .errors import VaultmemError
 from .parse import parse_page

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from . import files, forgetting, gitstore, layout, notes, pages, recall, template
+from . import files, layout, recall, usage
 from .config import Config, load_config, load_raw, parse_config, set_value
 from .errors import BadInput, Busy, PermissionRefused, VaultNotFound, from_os_error
 from .models import Actor, Change
@@ -115,12 +115,16 @@ class Vault:
              actor: Actor | None = None) -> tuple[Vault, Change]:
         """Create a vault from ``vault-template/`` (:func:`vaultmem.template.create`: files that
         already exist are kept; on an existing vault nothing changes and the Change says so)."""
+        from . import template
+
         root, config, change = template.create(path, lang, orchestrator, actor)
         return cls(root, config), change
 
     # -- who acts ----------------------------------------------------------------------
     def actor(self, name: str | None = None) -> Actor:
         """The agent named by ``--as`` / ``$VAULTMEM_AGENT``, or the human when neither is set."""
+        from . import gitstore
+
         agent = self.agent_name(name)
         return gitstore.human_actor(self.root) if agent is None else Actor(agent, "agent")
 
@@ -174,12 +178,16 @@ class Vault:
     @property
     def pages(self):
         """The role pages: roles, read, listing, ensure, add (see :class:`vaultmem.pages.Pages`)."""
-        return pages.Pages(self)
+        from .pages import Pages
+
+        return Pages(self)
 
     @property
     def notes(self):
         """The memory notes: remember, read, forget (see :class:`vaultmem.notes.Notes`)."""
-        return notes.Notes(self)
+        from .notes import Notes
+
+        return Notes(self)
 
     @property
     def journal(self):
@@ -338,7 +346,7 @@ class Vault:
             index = self.index
         hits = recall.search(index, query, agent, kinds, types, limit, self.config.min_relevance,
                              narrowing, syntax=syntax)
-        forgetting.record_use(self.root, [h.doc.id for h in hits if h.relevant], "search", question=query, agent=agent)
+        usage.record_use(self.root, [h.doc.id for h in hits if h.relevant], "search", question=query, agent=agent)
         return hits
 
     def brief(self, agent: str, task: str, window: int | None = None, ratio: float | None = None,
@@ -348,7 +356,7 @@ class Vault:
         its own page whole (the context of ``project``, or of the projects the task names,
         or of all), the relevant memory outside it, skills, the live log and the index.
         The task's size, ``window`` and ``tokens`` are checked first (:mod:`vaultmem.limits`)."""
-        from . import limits
+        from . import gitstore, limits, pages
         from .brief import budget_for
 
         limits.check_text("task", task)
@@ -364,11 +372,11 @@ class Vault:
                             journal=(lambda: self.journal_index) if agent == self.config.orchestrator else None,
                             uncommitted=lambda paths: set(gitstore.uncommitted(self.root, paths)),
                             project=pages.clean_project(project) if project else None,
-                            usage=lambda: forgetting.read_usage(self.root))
+                            usage=lambda: usage.read_usage(self.root))
         for e in failed:  # never shown as if verified, and never dropped without a word
             made.warnings.append(f"{e.log_path}: entry {e.id} of {e.agent} does not check out ({e.problem}): "
                                  f"left out of the brief")
-        forgetting.record_use(self.root, [i.get("id") or i["path"] for i in made.items], "brief", question=task,
+        usage.record_use(self.root, [i.get("id") or i["path"] for i in made.items], "brief", question=task,
                               agent=agent)
         return made
 

@@ -1,0 +1,92 @@
+"""What was recalled: the local usage data every brief and search appends.
+
+Each brief and search appends one JSON line to ``.vaultmem/local/usage.jsonl`` (per
+machine, never committed): when, how (``via``), the memory notes and role-page entries it
+returned, and — with the question asked — a fingerprint of it (never its text) and who
+asked. Forgetting scores notes by their recalls (:mod:`vaultmem.forgetting`), compaction
+keeps the entries recalled, ``vaultmem stats`` counts repeated questions. It is derived and
+best-effort: losing it makes notes look less used, never loses a note.
+
+Every search and brief writes here, so this module is kept light: it loads no parser and
+no domain module.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from pathlib import Path
+
+from . import files, layout
+from .errors import VaultmemError
+
+USAGE_FILE = "usage.jsonl"  # in .vaultmem/local/
+
+
+def _sha256(data: bytes) -> str:
+    """SHA-256 of ``data`` in hex. The interpreter's own implementation when it has one:
+    importing :mod:`hashlib` loads OpenSSL (~2 ms), which every search and brief would pay
+    for one short digest; the digest is the same (a test holds them equal)."""
+    try:
+        from _sha256 import sha256  # CPython up to 3.11
+    except ImportError:
+        try:
+            from _sha2 import sha256  # CPython 3.12 and later
+        except ImportError:
+            from hashlib import sha256
+    return sha256(data).hexdigest()
+
+
+def fingerprint(question: str) -> str | None:
+    """What tells one question from another: its distinct index terms (stemmed words,
+    CJK bigrams), hashed — the usage data never holds the question's text."""
+    from .analysis import tokens
+
+    terms = sorted(set(tokens(question or "")))
+    if not terms:
+        return None
+    return _sha256(" ".join(terms).encode("utf-8"))[:16]
+
+
+def record_use(root: Path, ids: list[str], via: str, when: _dt.datetime | None = None,
+               question: str | None = None, agent: str | None = None) -> None:
+    """Note that the memory notes (``memories/<slug>.md``) and role-page entries
+    (``agents/<role>.md#^<id>``) among the hits' ``ids`` were recalled (``via``: brief or
+    search): gc scores notes by it, compaction keeps the entries recalled. With the
+    ``question`` asked (a search's query, a brief's task) the record is kept even when
+    nothing was recalled, with the question's fingerprint — never its text — and the
+    ``agent`` who asked (``vaultmem stats``: repeated questions)."""
+    notes = [p for p in ids if p.startswith(f"{layout.MEMORIES_DIR}/")
+             or (p.startswith(f"{layout.AGENTS_DIR}/") and "#^" in p)]
+    q = fingerprint(question) if question else None
+    if not notes and not q:
+        return
+    when = when or _dt.datetime.now(_dt.timezone.utc)
+    rec = {"t": when.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "via": via, "ids": notes}  # a search after a brief: later
+    if q:
+        rec.update(q=q, agent=agent)
+    line = json.dumps(rec, ensure_ascii=False)
+    files.append_local(root, USAGE_FILE, (line + "\n").encode("utf-8"))
+
+
+def read_usage(root: Path) -> dict[str, tuple[int, str]]:
+    """Each note's recalls and the last one's time: ``path → (count, ISO time)``. A
+    line that cannot be read (torn by a crash) is skipped."""
+    out: dict[str, tuple[int, str]] = {}
+    try:
+        data = files.read_local(root, USAGE_FILE)
+    except (OSError, VaultmemError):
+        return out
+    for raw in (data or b"").splitlines():
+        try:
+            rec = json.loads(raw)
+            t, ids = str(rec["t"]), rec["ids"]
+        except (ValueError, KeyError, TypeError):
+            continue
+        for p in ids if isinstance(ids, list) else ():
+            n, last = out.get(p, (0, ""))
+            out[p] = (n + 1, max(last, t))
+    return out
+
+
+# -- scores --------------------------------------------------------------------------------------
