@@ -162,21 +162,26 @@ def _old_highlight(text, query, width):
 
 _DATE_PIECES = ["2023", "年", "5", "月", "4", "日", "号", " ", "May", "may", "Sept.", "sept", "december", "Dec", ",", "of",
                 "th", "-", "/", ".", "12", "31", "1999", "x", "_", "mayday", "昨天", "today", "上周五", "\u00a0", "５",
-                "ＭＡＹ", "é"]
+                "ＭＡＹ", "é", "TODAY", "Yesterday", "tomorrow", "holiday", "今日", "前天", "明天", "last", "LAST",
+                "friday", "Monday", "上个礼拜一", "本星期日", "这周", "三", "1985", "2019", "ſ"]
 
 
 @settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from(_DATE_PIECES), max_size=14))
 @example(["x-", "may", " ", "4"])
+@example(["1999", "-", "12", "/", "31"])
+@example(["Yesterday", " ", "LAST", " ", "friday", "上个礼拜一"])
 @example(["4", "May", " ", "2023"])
 def test_skipping_a_date_pattern_the_text_cannot_match_changes_no_date(pieces):
-    """find_dates skips a pattern when the text lacks what it needs (月, a month's name):
-    the same dates as running every pattern over every text."""
+    """find_dates skips a pattern when the text lacks what it needs (a year's 19 or 20,
+    月, a month's name, a relative day's or a weekday's words): the same dates as running
+    every pattern over every text."""
     text = "".join(pieces)
     quick = analysis.find_dates(text, "2024-03-05")
-    saved = analysis._DATE_NEEDS
-    analysis._DATE_NEEDS = (None,) * len(saved)
+    saved = analysis._DATE_NEEDS, analysis._RELATIVE_NEEDS, analysis._WEEKDAY_NEEDS
+    analysis._DATE_NEEDS = (None,) * len(saved[0])
+    analysis._RELATIVE_NEEDS = analysis._WEEKDAY_NEEDS = ("",)  # "" is in every text
     try:
         assert quick == analysis.find_dates(text, "2024-03-05")
     finally:
-        analysis._DATE_NEEDS = saved
+        analysis._DATE_NEEDS, analysis._RELATIVE_NEEDS, analysis._WEEKDAY_NEEDS = saved

@@ -104,6 +104,28 @@ def test_auto_moves_a_growing_vault_to_tantivy_once(notes, monkeypatch):
     store.close()
 
 
+def test_the_journals_index_is_on_the_engine_the_vaults_size_calls_for(notes, monkeypatch):
+    # under auto the journal's own index is sized by memory's when that is larger: a
+    # large vault's few journal days are not put on Whoosh beside a tantivy index
+    monkeypatch.delenv("VAULTMEM_INDEX_ENGINE", raising=False)
+    monkeypatch.setattr(registry.get("tantivy"), "auto_from_files", 8)
+    notes.rebuild_index()
+    assert notes.index.engine_name() == "whoosh" and notes.journal_store().engine_name() == "whoosh"
+    for i in range(6):
+        (notes.root / "memories" / f"n{i}.md").write_text(NOTE.format(n=f"n{i}", body=f"filler {i}"), encoding="utf-8")
+    said = notes.root.parent / "said.md"
+    said.write_text("A: 端口改成9090了吗\nB: 改好了\n", encoding="utf-8")
+    notes.journal.add(said, notes.actor(None), day="2026-12-01")
+    notes.refresh_index()  # memory moves up; so does the journal's, though it holds one day
+    assert notes.index.engine_name() == "tantivy" and notes.journal_store().engine_name() == "tantivy"
+    assert {h.doc.path for h in notes.search("9090", journal=True)} == {"journal/2026-12-01.md"}
+    notes.rebuild_index()  # and a rebuild builds both on tantivy
+    assert notes.journal_store().engine_name() == "tantivy"
+    assert IndexStore(notes.root, part="journal").engine_name() == "tantivy"  # (what another process reads)
+    notes.index.close()
+    notes.journal_store().close()
+
+
 HOLD_LOCK = r"""
 import sys, threading, tantivy
 from vaultmem.index.tantivy_engine import _schema

@@ -80,12 +80,16 @@ def spans(text: str) -> Iterator[tuple[int, int, bool]]:
         yield word.start(), word.end(), False
 
 
-def tokens(text: str) -> list[str]:
-    """The index terms of ``text``, in order (duplicates kept, for term frequency)."""
+def tokens(text: str, runs: list[str] | None = None) -> list[str]:
+    """The index terms of ``text``, in order (duplicates kept, for term frequency).
+    ``runs``: when given, each CJK run of the normalised text is appended to it (what
+    :func:`cjk_chars` reads, without normalising and splitting the text again)."""
     out: list[str] = []
     for i, part in enumerate(_CJK_RUN.split(normalize(text))):  # other text, CJK run, other text, …
         if i % 2:
             out.extend(_cjk_grams(part))
+            if runs is not None:
+                runs.append(part)
         elif part:
             for word in _WORD.findall(part):
                 if word not in STOPWORDS:
@@ -191,11 +195,14 @@ _DATE_PATTERNS = [re.compile(p, re.I) for p in (
     r"(?<![\w])" + _MONTH + r"\s+" + _YEAR + r"(?![\w])",                            # May 2023
 )]
 # what each of _DATE_PATTERNS cannot match without: a text without it skips the pattern
-_DATE_NEEDS = (None, "月", "month", "month", "月", "month")
+# (a full date's year begins with 19 or 20; a month's name is looked for once)
+_DATE_NEEDS = ("year", "月", "month", "month", "月", "month")
 _MONTH_WORD = re.compile(r"(?<![^\W\d_])(?:" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")(?![^\W\d_])", re.I)
 _RELATIVE = {"today": 0, "yesterday": -1, "tomorrow": 1, "今天": 0, "今日": 0, "昨天": -1, "昨日": -1,
              "前天": -2, "明天": 1, "后天": 2}
 _RELATIVE_RE = re.compile(r"(?<![\w])(?:today|yesterday|tomorrow)(?![\w])|今天|今日|昨天|昨日|前天|明天|后天", re.I)
+_RELATIVE_NEEDS = ("天", "日", "day", "tomorrow")  # what _RELATIVE_RE cannot match without
+_WEEKDAY_NEEDS = ("周", "星期", "礼拜", "last")  # … and _WEEKDAY_RE
 _ZH_DAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
 _EN_DAYS = {d: n for n, d in enumerate(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))}
 # 上周五 / 上星期五 / 这周三 / 本周日; last Friday (the most recent Friday before the day)
@@ -206,7 +213,10 @@ _WEEKDAY_RE = re.compile(r"(?P<zh>上|这|本)(?:个)?(?:周|星期|礼拜)(?P<z
 
 def date_terms_of(day) -> list[str]:
     """The terms of one calendar day (a ``datetime.date``): day, day without year, month."""
-    return [f"{DATE_PREFIX}{day:%Y-%m-%d}", f"{DATE_PREFIX}{day:%m-%d}", f"{DATE_PREFIX}{day:%Y-%m}"]
+    if day.year < 1000:  # strftime's %Y does not pad such a year: as it always wrote them
+        return [f"{DATE_PREFIX}{day:%Y-%m-%d}", f"{DATE_PREFIX}{day:%m-%d}", f"{DATE_PREFIX}{day:%Y-%m}"]
+    iso = day.isoformat()  # YYYY-MM-DD, without three strftime calls
+    return [DATE_PREFIX + iso, DATE_PREFIX + iso[5:], DATE_PREFIX + iso[:7]]
 
 
 def _iso_day(value):
@@ -232,6 +242,8 @@ def find_dates(text: str, ref=None) -> list[tuple[int, int, list[str]]]:
     month_word = None
     for pattern, needs in zip(_DATE_PATTERNS, _DATE_NEEDS):
         if needs == "月" and "月" not in flat:
+            continue
+        if needs == "year" and "20" not in flat and "19" not in flat:
             continue
         if needs == "month":  # the month-name patterns: one look for a month's name first
             month_word = _MONTH_WORD.search(flat) is not None if month_word is None else month_word
@@ -264,10 +276,16 @@ def find_dates(text: str, ref=None) -> list[tuple[int, int, list[str]]]:
             taken.append((m.start(), m.end()))
             found.append((m.start(), m.end(), terms))
     base = ref if isinstance(ref, dt.date) or ref is None else _iso_day(ref)
-    if base is not None:
+    relative = weekday = False
+    if base is not None:  # each only where the lower-cased text holds what it cannot match without
+        low = flat.lower()  # (NFKC already: no other character lowers to these letters)
+        relative = any(w in low for w in _RELATIVE_NEEDS)
+        weekday = any(w in low for w in _WEEKDAY_NEEDS)
+    if relative:
         for m in _RELATIVE_RE.finditer(flat):
             if not any(s < m.end() and m.start() < e for s, e in taken):
                 found.append((m.start(), m.end(), date_terms_of(base + dt.timedelta(days=_RELATIVE[m.group(0).lower()]))))
+    if weekday:
         for m in _WEEKDAY_RE.finditer(flat):
             if m.group("zh"):
                 monday = base - dt.timedelta(days=base.weekday()) - dt.timedelta(days=7 if m.group("zh") == "上" else 0)

@@ -239,7 +239,8 @@ class Vault:
             from .walk import PART_JOURNAL
 
             self._journal_index = IndexStore(self.root, lock_timeout=self.config.index_lock_timeout,
-                                             engine=self.config.index_engine, part=PART_JOURNAL)
+                                             engine=self.config.index_engine, part=PART_JOURNAL,
+                                             sized_with=lambda: self.index.status()["files"])
         return self._journal_index
 
     @property

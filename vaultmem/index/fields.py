@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from .. import files
-from ..analysis import DATE_PREFIX, cjk_chars, document_date_terms, is_cjk_char, tokens
+from ..analysis import DATE_PREFIX, document_date_terms, is_cjk_char, tokens
 from ..models import IndexDoc
 from . import fold
 
@@ -110,6 +110,8 @@ def fields_of(doc: IndexDoc) -> dict:
     """The fields of a document. Where its speaker's name counts is :data:`SPEAKER`: a
     turn titled "Melanie, session 3" is by Melanie, not about her."""
     said_by = _said_by(doc)
+    runs: list[str] = []  # the CJK runs of title, text and aliases, in order: the unigrams' field
+    title, body, aliases = (tokens(doc.title, runs), tokens(doc.text, runs), tokens(" ".join(doc.aliases), runs))
     return {
         "id": doc.id,
         "path": doc.path,
@@ -118,12 +120,13 @@ def fields_of(doc: IndexDoc) -> dict:
         "type": doc.type or NONE,
         "status": doc.status or "active",
         "doc": json.dumps(doc.plain(), ensure_ascii=False),
-        "title": " ".join(without(tokens(doc.title), said_by)),
-        "body": " ".join(tokens(doc.text)),
-        "aliases": " ".join(without(tokens(" ".join(doc.aliases)), said_by)),
+        "title": " ".join(without(title, said_by)),
+        "body": " ".join(body),
+        "aliases": " ".join(without(aliases, said_by)),
         "near": _near(doc, said_by),
         "dates": " ".join(document_date_terms(doc.title, doc.text, doc.days)),
-        "chars": " ".join(dict.fromkeys(cjk_chars(f"{doc.title} {doc.text} {' '.join(doc.aliases)}"))),
+        # cjk_chars of the three joined by spaces: no run crosses a space
+        "chars": " ".join(dict.fromkeys("".join(runs))),
         **{name: SEPARATOR.join(values) for name, values in filter_values(doc).items()},
     }
 
@@ -146,8 +149,9 @@ def with_neighbours(fields: dict, doc: IndexDoc) -> dict:
 
 
 def lengths_of(fields: dict) -> list[int]:
-    """The number of terms in each of :data:`TEXT_FIELDS` of a document's fields."""
-    return [len(fields[name].split()) for name in TEXT_FIELDS]
+    """The number of terms in each of :data:`TEXT_FIELDS` of a document's fields (each
+    holds terms joined by single spaces: no term is empty or holds a space)."""
+    return [fields[name].count(" ") + 1 if fields[name] else 0 for name in TEXT_FIELDS]
 
 
 # Each text field's total length over the live documents — what BM25's average field

@@ -49,7 +49,8 @@ class IndexStore(SemanticChannel):
 
     def __init__(self, root: Path, lock_timeout: float = 30.0, engine: str = "auto", env: bool = True,
                  ahead=None, semantic: str = "off", model: str | None = None, part: str = PART_MEMORY,
-                 ranking: str = "learned", reranker: str | None = None, rerank_depth: int = 20) -> None:
+                 ranking: str = "learned", reranker: str | None = None, rerank_depth: int = 20,
+                 sized_with=None) -> None:
         """``engine``: an engine's name or auto (the vault's ``index.engine``), unless
         ``$VAULTMEM_INDEX_ENGINE`` says otherwise (and ``env`` lets it). ``ahead``: the
         walk the launcher started for this vault (``walk.WalkAhead``), which the first
@@ -61,8 +62,12 @@ class IndexStore(SemanticChannel):
         search.rerank_depth (memory only). ``part``: the files it indexes — memory (all but the journal, in
         ``.vaultmem/index/``) or the journal (``journal/`` only, in
         ``.vaultmem/index/journal/``, lexical only: a journal of whole sessions never
-        slows a search of memory)."""
+        slows a search of memory). ``sized_with()``: another count of files that ``auto``
+        chooses the engine by when it is the larger — the journal's store is given
+        memory's, so that a vault's two indexes are on the engine its size calls for (and
+        a command that rebuilds both loads one engine library, not two)."""
         self.root = Path(root)
+        self.sized_with = sized_with
         self.part = part
         self.dir = INDEX_DIR if part == PART_MEMORY else layout.JOURNAL_INDEX_DIR
         self.lock_file = LOCK_FILE if part == PART_MEMORY else layout.JOURNAL_INDEX_LOCK
@@ -131,7 +136,12 @@ class IndexStore(SemanticChannel):
             if not spec.available():
                 raise VaultmemError(f"the {wanted} engine is not installed", hint=spec.install_hint or None)
             return wanted, requested not in (None, "auto")
-        return registry.auto_choice(n_files), False
+        return registry.auto_choice(self._size(n_files)), False
+
+    def _size(self, n_files: int) -> int:
+        """What ``auto`` sizes this index by: its own ``n_files``, or the count
+        ``sized_with`` gives when that is larger."""
+        return max(n_files, self.sized_with()) if self.sized_with is not None else n_files
 
     def _switch_to(self, facts: dict) -> str | None:
         """The engine the live generation should be rebuilt on, if any: the configured
@@ -143,7 +153,7 @@ class IndexStore(SemanticChannel):
         if facts.get("pinned"):
             return None
         count = facts["count"] if "count" in facts else len(facts["files"])
-        return registry.auto_upgrade(live, count)
+        return registry.auto_upgrade(live, self._size(count))
 
     def engine_name(self) -> str | None:
         """The live generation's engine (None before the first build)."""
