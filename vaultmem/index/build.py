@@ -146,14 +146,18 @@ def current_generation(base: Path) -> str | None:
     regular file (a folder, a link, a FIFO that would wait for a writer) names none: the
     index is rebuilt, and the swap replaces it (:func:`swap_current`)."""
     try:
-        fd = os.open(base / CURRENT_FILE, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
-        with open(fd, encoding="utf-8") as fh:
-            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                return None
-            name = fh.read(200).strip()
+        fd = os.open(os.path.join(base, CURRENT_FILE), os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:  # read on every search: a plain read, no text wrapper
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        name = os.read(fd, 200).decode("utf-8").strip()
     except (OSError, UnicodeDecodeError):
         return None
-    return name if name.startswith(GEN_PREFIX) and "/" not in name and _real_dir(base / name) else None
+    finally:
+        os.close(fd)
+    return name if name.startswith(GEN_PREFIX) and "/" not in name and _real_dir(os.path.join(base, name)) else None
 
 
 def _entries(base: Path) -> list[tuple[str, bool]]:

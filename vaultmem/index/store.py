@@ -239,8 +239,11 @@ class IndexStore(SemanticChannel):
             return call(self.engine())
 
     def term_weights(self, terms: list[str]) -> tuple[int, dict[str, int]]:
-        """(live documents, each term's document frequency) of the live index."""
-        engine = self.engine()  # the search just made answered from it: no repair is due here
+        """(live documents, each term's document frequency) of the index the last search
+        answered from (the live one, opened for it): a query's terms are weighed by the
+        statistics of the generation that found its hits, whatever another process has
+        swapped in since."""
+        engine = self._engine if self._engine is not None else self.engine()
         return engine.doc_count(), {t: engine.doc_frequency(t) for t in terms}
 
     def close(self) -> None:

@@ -35,6 +35,7 @@ vaultmem writes here, and then it surfaces as :class:`~vaultmem.errors.Busy`.
 from __future__ import annotations
 
 import json
+import os
 import re
 from bisect import bisect_right
 from heapq import heappush, heappushpop
@@ -238,6 +239,7 @@ class TantivyEngine:
         import tantivy
 
         self.folder = Path(folder)
+        self._meta_path = str(self.folder / "meta.json")  # stat before every search: its commit tells
         if create:
             self.folder.mkdir(parents=True, exist_ok=True)
         elif not (self.folder / "meta.json").is_file():
@@ -305,7 +307,7 @@ class TantivyEngine:
 
     def _meta_stamp(self) -> tuple | None:
         try:
-            st = (self.folder / "meta.json").stat()
+            st = os.stat(self._meta_path)
         except FileNotFoundError:
             return None
         return st.st_mtime_ns, st.st_size, st.st_ino
