@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from .analysis import estimate_tokens, highlight, normalize, query_tokens, token_counts, tokens, tokens_for
@@ -176,6 +177,13 @@ def budget_for(window: int, ratio: float, cap: int | None) -> int:
     return min(budget, cap) if cap is not None else budget
 
 
+# A warm process (the MCP server, the watcher) briefs again and again over the same lines:
+# MEMORY.md's hundreds, the page's entries. Shortening and costing a line are pure, and
+# remembered: a brief of a 10,000-note vault renders ~700 lines to plan its budget.
+LINE_CACHE = 16384
+
+
+@lru_cache(maxsize=LINE_CACHE)
 def shorten(text: str, limit: int) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: max(1, limit - 1)].rstrip() + "…"
@@ -321,6 +329,7 @@ def _dedupe(hits: list[Hit]) -> list[Hit]:
     return kept
 
 
+@lru_cache(maxsize=LINE_CACHE)
 def _cost(line: str) -> int:
     """A line's cost on its own, its newline included: the costs of several lines add up
     to at least what they cost together (each is rounded up), so a plan made of them holds."""
@@ -370,6 +379,24 @@ class _Layer:
             self._fixed = _cost("") + _cost(self.heading)
         return self._fixed + self._sums[k] + self.more_cost(self.left(k))
 
+    def grow(self, now: int, allowance: int) -> int:
+        """Show more lines while the next one fits ``allowance`` — what it adds to ``now``,
+        the cost of what is shown so far (:meth:`total`, one line at a time); returns the
+        new cost. The planner's inner loop: a brief of a large vault runs it ~700 times."""
+        k, count, sums = self.taken, self.count, self._sums
+        if k < count and self._fixed is None:
+            self._fixed = _cost("") + _cost(self.heading)
+        while k < count:
+            if len(self._lines) <= k:
+                self.line(k)
+            after = self._fixed + sums[k + 1] + self.more_cost(count - k - 1 + self.beyond)
+            if after - now > allowance:
+                break
+            allowance -= after - now
+            k, now = k + 1, after
+        self.taken = k
+        return now
+
     def more_cost(self, left: int) -> int:
         """What the line saying ``left`` candidates were left out costs (0: none said)."""
         if not left or self.more is None:
@@ -407,14 +434,7 @@ def _plan(layers: list[_Layer], room: int, shares: dict[str, float]) -> None:
     spent = {L.name: 0 for L in layers}
 
     def grow(L: _Layer, allowance: int) -> None:
-        now = spent[L.name]
-        while L.taken < L.count:
-            after = L.total(L.taken + 1)
-            if after - now > allowance:
-                break
-            allowance -= after - now
-            L.taken, now = L.taken + 1, after
-        spent[L.name] = now
+        spent[L.name] = L.grow(spent[L.name], allowance)
 
     for L in layers:
         grow(L, int(room * shares.get(L.name, 0.0)))
