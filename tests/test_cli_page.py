@@ -164,7 +164,8 @@ def test_broken_page_is_reported_and_nothing_is_written(cli, vault, damage, line
     path.write_text(broken)
     git(vault.root, "commit", "-qam", "human edit")
     before = head(vault)
-    for args in (["page", "add", "r", "x"], ["page", "show", "r"], ["page", "ensure", "r", "--project", "p"]):
+    for args in (["page", "add", "r", "x"], ["page", "show", "r"], ["page", "ensure", "r", "--project", "p"],
+                 ["page", "ensure", "r"]):  # a dispatch to a page that exists still reads it
         r = vm(cli, vault, *args)
         assert r.exit_code == 1, args
         assert "agents/r.md:" in r.stderr and words in r.stderr and "hint:" in r.stderr
@@ -201,3 +202,18 @@ def test_page_list_counts_entries(cli, vault):
     assert by["前端审查"]["projects"] == ["web"]
     text = vm(cli, vault, "page", "list").stdout
     assert "前端审查  [前端开发]" in text
+
+
+def test_a_later_ensure_reads_the_page_as_readers_do(vault, monkeypatch):
+    # every dispatch after the first only checks the page: no round-trip load (ruamel),
+    # which is for the writes that keep a human's comments
+    from vaultmem.parse import document
+
+    vault.pages.ensure("r", vault.actor(None))
+    loads = []
+    real = document.load_yaml
+    monkeypatch.setattr(document, "load_yaml", lambda *a, **k: loads.append(a[1]) or real(*a, **k))
+    change = vault.pages.ensure("r", vault.actor(None))
+    assert change.commit is None and change.details["created"] is False and loads == []
+    vault.pages.ensure("r", vault.actor(None), project="billing")  # adding a project writes: a round trip
+    assert loads == ["agents/r.md"]
