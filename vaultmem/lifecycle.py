@@ -20,6 +20,7 @@ from .models import Actor, Change
 from .parse.document import parse_document, plain, yaml_timestamp
 from .parse.note import render_note, set_note_fields
 from .parse.page import SUBAGENT_FIELDS, add_subagent_record
+from .patterns import Lazy
 
 DELEGATIONS_DIR = layout.DELEGATIONS_DIR
 FIELDS = ("task", "conclusion", "output", "decision")
@@ -32,7 +33,7 @@ FIELDS = ("task", "conclusion", "output", "decision")
 OPEN_ANYWHERE = r"\[ \]|\bTODO\b|\bFIXME\b|待办|未解决|未完成|遗留问题|\bopen questions?\b"
 OPEN_LABEL = (r"(?:^|[，,。.；;：:！!？?(（]\s*)(?:后续|遗留|下一步|follow[- ]?ups?|next steps?|pending|blocked|todo)"
               r"\s*(?:[：:]|(?<=blocked) (?:on|by)\b)")
-OPEN_ITEM = re.compile(f"{OPEN_ANYWHERE}|{OPEN_LABEL}", re.IGNORECASE)
+OPEN_ITEM = Lazy(f"{OPEN_ANYWHERE}|{OPEN_LABEL}", re.IGNORECASE)  # for the audit only: compiled there
 AGENT_EMAIL = "@agents.vaultmem.invalid"
 
 
