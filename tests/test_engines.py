@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import git, holds_flock, out_json, run_vaultmem
 
+from vaultmem.analysis import query_tokens
 from vaultmem.index import Filters
 from vaultmem.index import build as build_module
 from vaultmem.index import registry
@@ -126,6 +127,37 @@ def test_the_journals_index_is_on_the_engine_the_vaults_size_calls_for(notes, mo
     notes.journal_store().close()
 
 
+def test_an_index_whose_stored_terms_are_json_still_answers_as_a_fresh_one(notes, monkeypatch):
+    # the terms field held a JSON list before it held the fields joined by SEPARATOR: an
+    # index built then is read as it was, and ranks as one built now
+    from vaultmem.index import tantivy_engine
+    from vaultmem.index.fields import TEXT_FIELDS
+
+    monkeypatch.setenv("VAULTMEM_INDEX_ENGINE", "tantivy")
+    for i in range(12):
+        (notes.root / "memories" / f"m{i}.md").write_text(
+            NOTE.format(n=f"m{i}", body=f"端口 port {'retry ' * (i % 4)}cache 缓存 {i}"), encoding="utf-8")
+    queries = ["端口", "port retry", "cache 缓存", "PostgreSQL", "retry"]
+
+    def answers():
+        store = IndexStore(notes.root)
+        out = [[(d.id, round(score, 9)) for d, score in store.search(query_tokens(q), Filters(), 8, text=q)]
+               for q in queries]
+        store.close()
+        return out
+
+    with monkeypatch.context() as m:
+        m.setattr(tantivy_engine, "stored_terms", lambda fields: json.dumps(
+            [fields[name] for name in TEXT_FIELDS], ensure_ascii=False).encode("utf-8"))
+        IndexStore(notes.root).rebuild()
+    current = (notes.root / INDEX_DIR / "CURRENT").read_text()
+    old = answers()
+    assert (notes.root / INDEX_DIR / "CURRENT").read_text() == current  # read as it is, not repaired
+    assert all(old) and old[4][0][0].startswith("memories/m")  # (retry: the notes that say it)
+    IndexStore(notes.root).rebuild()
+    assert answers() == old
+
+
 HOLD_LOCK = r"""
 import sys, threading, tantivy
 from vaultmem.index.tantivy_engine import _schema
@@ -210,7 +242,7 @@ def test_tantivy_scores_from_stored_terms_as_its_explanation_tells(tmp_path):
     from tantivy import Occur, Query
 
     from vaultmem.analysis import query_tokens
-    from vaultmem.index.tantivy_engine import TantivyEngine, clauses_of, fieldnorm, matched_terms
+    from vaultmem.index.tantivy_engine import TantivyEngine, clauses_of, fieldnorm, matched_terms, read_terms
     from vaultmem.models import IndexDoc
 
     words = "cache redis timeout retry kafka queue deploy 缓存 端口".split()
@@ -238,7 +270,7 @@ def test_tantivy_scores_from_stored_terms_as_its_explanation_tells(tmp_path):
         assert len(hits) > 20
         for _score, address in hits:
             told = stats.score(matched_terms(query.explain(searcher, address).to_json()))
-            stored = json.loads(bytes(searcher.doc(address).get_first("terms")).decode("utf-8"))
+            stored = read_terms(bytes(searcher.doc(address).get_first("terms")))
             assert stats.score_stored(weighed, stored) == pytest.approx(told, rel=1e-12)
     engine.close()
 
@@ -254,7 +286,7 @@ def test_tantivy_reads_only_what_can_reach_the_top_and_misses_nothing(tmp_path, 
     from tantivy import Occur, Query
 
     from vaultmem.analysis import query_tokens
-    from vaultmem.index.tantivy_engine import TantivyEngine, clauses_of
+    from vaultmem.index.tantivy_engine import TantivyEngine, clauses_of, read_terms
     from vaultmem.models import IndexDoc
 
     words = "cache redis timeout retry kafka queue deploy 缓存 端口".split()
@@ -281,7 +313,7 @@ def test_tantivy_reads_only_what_can_reach_the_top_and_misses_nothing(tmp_path, 
             every = []
             for _s, address in stats.searcher.search(query, 1000).hits:
                 stored = stats.searcher.doc(address)
-                every.append((-stats.score_stored(weighed, json.loads(bytes(stored.get_first("terms")))),
+                every.append((-stats.score_stored(weighed, read_terms(bytes(stored.get_first("terms")))),
                               json.loads(bytes(stored.get_first("doc")))["id"]))
             every.sort()
             assert len(every) > 60

@@ -98,8 +98,17 @@ def fieldnorm(length: int) -> int:
 
 
 def stored_terms(fields: dict) -> bytes:
-    """What the ``terms`` field stores of a document: its text fields' terms."""
-    return json.dumps([fields[name] for name in TEXT_FIELDS], ensure_ascii=False).encode("utf-8")
+    """What the ``terms`` field stores of a document: its text fields' terms (each field's
+    joined by spaces, as :func:`fields_of` made them), the fields joined by
+    :data:`SEPARATOR` — which no term holds."""
+    return SEPARATOR.join([fields[name] for name in TEXT_FIELDS]).encode("utf-8")
+
+
+def read_terms(data: bytes) -> list[str]:
+    """The text fields' terms :func:`stored_terms` stored — or, in an index built before
+    they were joined so, the JSON list it stored then (no field's terms begin with ``[``)."""
+    text = data.decode("utf-8")
+    return json.loads(text) if text.startswith("[") else text.split(SEPARATOR)
 
 
 def idf(n: int, total: int) -> float:
@@ -443,7 +452,7 @@ class TantivyEngine:
                 key = (address.segment_ord, address.doc)
                 if key not in scored:
                     stored = searcher.doc(address)
-                    terms_of = json.loads(bytes(stored.get_first("terms")).decode("utf-8"))
+                    terms_of = read_terms(bytes(stored.get_first("terms")))
                     scored[key] = (stats.score_stored(weighed, terms_of), stored, terms_of)
                 (heappush if len(best) < limit else heappushpop)(best, scored[key][0])
             if complete:
