@@ -143,7 +143,10 @@ def scalars(meta: dict) -> dict[str, str]:
 
     out = {}
     for key, value in meta.items():
-        if isinstance(value, bool):
+        if type(value) is str:  # most values: one test, not four (a build reads every note's)
+            if value:
+                out[str(key)] = value
+        elif isinstance(value, bool):
             out[str(key)] = "true" if value else "false"
         elif isinstance(value, (dt.date, dt.datetime)):
             out[str(key)] = value.isoformat()
@@ -167,9 +170,12 @@ def _days(*values) -> list[str]:
     out = []
     for value in values:
         day = str(value)[:10] if value not in (None, "") else ""
-        if re.fullmatch(r"\d{4}-\d\d-\d\d", day) and day not in out:
+        if _ISO_DAY.fullmatch(day) and day not in out:
             out.append(day)
     return out
+
+
+_ISO_DAY = re.compile(r"\d{4}-\d\d-\d\d")
 
 
 def session_neighbours(docs: list[IndexDoc]) -> list[int]:
