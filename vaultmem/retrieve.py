@@ -23,7 +23,7 @@ from .analysis import (DATE_PREFIX, coverage, document_date_terms, highlight, is
                        query_tokens, query_units, tokens)
 from .answers import answer_kind, holds_answer
 from .index import Filters, Found, Match
-from .index.fields import analysed_terms
+from .index.fields import analysed_terms, own_terms
 from .models import Hit
 from .query import MAX_EXPANSIONS, Query
 
@@ -309,11 +309,8 @@ def judged(doc, dates, units, kind, question: str, stored: list[str] | None = No
     does not hold). ``stored``: its text fields' terms as the index holds them
     (:attr:`Found.analysed`), read instead of analysing the whole text again."""
     whole = f"{doc.title}\n{doc.text}\n{' '.join(doc.aliases)}"
-    parts = analysed_terms(stored) if stored is not None else {}
-    if "title" in parts:  # the three parts' terms are the whole text's
-        have = {*parts["title"], *parts["body"], *parts["aliases"], *dates}
-    else:
-        have = set(tokens(whole)) | set(dates)
+    own = own_terms(stored) if stored is not None else None  # the three parts' terms are the whole text's
+    have = own.union(dates) if own is not None else set(tokens(whole)) | set(dates)
     share = relevance(units, whole, have, doc.near)
     if not holds_answer(kind, doc.text, question):
         share *= ANSWER_MISSING

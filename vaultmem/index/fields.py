@@ -142,6 +142,19 @@ def analysed_terms(stored: list[str]) -> dict[str, list[str]]:
     return {name: by_name[name].split() for name in parts}
 
 
+def own_terms(stored: list[str]) -> set[str] | None:
+    """The distinct terms of a document's title, text and aliases, read from what the
+    index stores (as :func:`analysed_terms` reads them, without splitting the rest), or
+    None where :data:`SPEAKER` keeps them from being those of their text."""
+    if SPEAKER != "title":
+        return None
+    title, body, aliases = (stored[n] for n in _OWN_AT)
+    return {*title.split(), *body.split(), *aliases.split()}
+
+
+_OWN_AT = tuple(TEXT_FIELDS.index(name) for name in ("title", "body", "aliases"))
+
+
 def with_neighbours(fields: dict, doc: IndexDoc) -> dict:
     """``fields`` (``fields_of(doc)`` before ``doc.near`` was filled in) with the
     neighbours' text: the same as ``fields_of(doc)`` now, without analysing the rest again."""
