@@ -202,18 +202,3 @@ def test_page_list_counts_entries(cli, vault):
     assert by["前端审查"]["projects"] == ["web"]
     text = vm(cli, vault, "page", "list").stdout
     assert "前端审查  [前端开发]" in text
-
-
-def test_a_later_ensure_reads_the_page_as_readers_do(vault, monkeypatch):
-    # every dispatch after the first only checks the page: no round-trip load (ruamel),
-    # which is for the writes that keep a human's comments
-    from vaultmem.parse import document
-
-    vault.pages.ensure("r", vault.actor(None))
-    loads = []
-    real = document.load_yaml
-    monkeypatch.setattr(document, "load_yaml", lambda *a, **k: loads.append(a[1]) or real(*a, **k))
-    change = vault.pages.ensure("r", vault.actor(None))
-    assert change.commit is None and change.details["created"] is False and loads == []
-    vault.pages.ensure("r", vault.actor(None), project="billing")  # adding a project writes: a round trip
-    assert loads == ["agents/r.md"]

@@ -131,11 +131,8 @@ def plan_ensure(root: Path, name: str, actor: Actor, config, category: str | Non
     rel = page_rel(root, name)
     details = {"role": name, "path": rel, "created": False, "project_added": False}
     if files.inside(root, rel).exists():
-        if project is None:  # every later dispatch: the page is only checked, read as readers read it
-            parse_page(files.read_vault_text(root, rel), rel, stem=name, fast=True)  # (no round trip to load)
-            return {}, f"{rel} exists; nothing changed", details
         page = load(root, name)
-        if not add_project(page, project):
+        if project is None or not add_project(page, project):
             return {}, f"{rel} exists; nothing changed", details
         may_write(actor, name, config.orchestrator)
         details["project_added"] = True
