@@ -145,7 +145,7 @@ def main() -> None:
             usage.record_use(root, rng.sample(made, min(5, len(made))), "search", when=day)
             for q in rng.sample(queries, args.asked):
                 usage.record_use(root, [p for p in q["expected"] if p.startswith("memories/")], "brief",
-                                      when=day)
+                                 when=day)
             if d % 30 == 0 or d == args.days:
                 git(root, "add", "-A")
                 git(root, "-c", "user.name=sim", "-c", "user.email=sim@x", "commit", "-qm", f"sim: day {d}")

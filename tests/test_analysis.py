@@ -185,3 +185,34 @@ def test_skipping_a_date_pattern_the_text_cannot_match_changes_no_date(pieces):
         assert quick == analysis.find_dates(text, "2024-03-05")
     finally:
         analysis._DATE_NEEDS, analysis._RELATIVE_NEEDS, analysis._WEEKDAY_NEEDS = saved
+
+
+def test_a_datetime_counts_as_its_day():
+    import datetime as dt
+
+    day, moment = dt.date(2024, 3, 5), dt.datetime(2024, 3, 5, 10, 30)
+    assert analysis.date_terms_of(moment) == analysis.date_terms_of(day) == ["@2024-03-05", "@03-05", "@2024-03"]
+    assert analysis.find_dates("yesterday", moment) == analysis.find_dates("yesterday", day)
+    assert analysis.date_terms_of(dt.date(5, 3, 4)) == ["@5-03-04", "@03-04", "@5-03"]  # strftime's unpadded year
+
+
+_FIELD_PIECES = ["后端", "端口", "固定", "カタカナ", "한국어", "𠀀", "ﬁle", "Ⅻ", "e\u0301", "\u0301", "x", "API", "８０８０",
+                 " ", "\n", "\t", "\u3000", "\u00a0", "\u2028", "\x1f", "-", "_", ".", "May 4", "昨天"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_FIELD_PIECES), max_size=8).map("".join), min_size=3, max_size=3),
+       st.lists(st.sampled_from(_FIELD_PIECES), max_size=3))
+def test_a_documents_unigrams_and_field_lengths_are_what_analysing_it_whole_gives(parts, aliases):
+    # fields_of takes the CJK unigrams from the runs tokens() split, and counts each text
+    # field's terms by its spaces: the same as analysing the joined text and splitting
+    from vaultmem.index.fields import TEXT_FIELDS, fields_of, lengths_of
+    from vaultmem.models import IndexDoc
+
+    title, text, near = parts
+    doc = IndexDoc(id="memories/x.md", path="memories/x.md", kind="note", title=title, text=text, aliases=aliases,
+                   near=near, days=["2024-03-05"])
+    fields = fields_of(doc)
+    whole = f"{doc.title} {doc.text} {' '.join(doc.aliases)}"
+    assert fields["chars"] == " ".join(dict.fromkeys(analysis.cjk_chars(whole)))
+    assert lengths_of(fields) == [len(fields[name].split()) for name in TEXT_FIELDS]

@@ -112,3 +112,30 @@ def test_near_duplicates_are_merged_and_long_entries_shortened():
 def test_header_language(lang, header):
     brief = build_brief(BriefParts(agent="a", task="t", lang=lang), 500)
     assert brief.markdown.startswith(header)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text("ab后端 ", max_size=30), max_size=25), st.integers(0, 5), st.integers(-5, 120),
+       st.integers(0, 3), st.booleans())
+def test_a_layer_grows_as_far_as_the_next_line_fits_one_line_at_a_time(lines, taken, allowance, beyond, says_more):
+    # _Layer.grow is the planner's loop inside the layer: the same lines as taking one at a
+    # time while the cost it adds (Layer.total) fits what is left
+    from vaultmem.brief import _Layer
+
+    def layer():
+        more = (lambda n: f"{n} more not shown") if says_more else None
+        L = _Layer("x", "## Heading", len(lines), lambda n: (lines[n], None), more, beyond)
+        L.taken = min(taken, len(lines))
+        return L
+
+    grown, stepped = layer(), layer()
+    now = stepped.total(stepped.taken)
+    got = grown.grow(now, allowance)
+    left = allowance
+    while stepped.taken < stepped.count:
+        after = stepped.total(stepped.taken + 1)
+        if after - now > left:
+            break
+        left -= after - now
+        stepped.taken, now = stepped.taken + 1, after
+    assert (grown.taken, got) == (stepped.taken, now)

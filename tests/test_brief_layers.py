@@ -18,8 +18,8 @@ from vaultmem import BadInput, ParseError, Vault, VaultmemError
 from vaultmem.adapters.mcp import VaultServer
 from vaultmem.analysis import estimate_tokens
 from vaultmem.brief import BriefParts, build_brief
-from vaultmem.usage import record_use
 from vaultmem.models import Hit, IndexDoc
+from vaultmem.usage import record_use
 
 ROLE = "前端审查"
 WORK = "大列表没有虚拟滚动，已警告3次"

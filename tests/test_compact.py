@@ -127,7 +127,7 @@ def test_a_recalled_old_entry_stays_and_a_second_compaction_updates_its_month_li
     seeded_page(cli, vault, work=6, records=0)
     # the oldest lesson was recalled by a brief last week: fresher than the others' dates
     usage.record_use(vault.root, [f"{PAGE}#^m-w00000"], "brief",
-                          when=dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=7))
+                     when=dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=7))
     plan = out_json(vm(cli, vault, "compact", ROLE, "--keep", "3", "--json"))
     assert [m["id"] for m in plan["moving"]] == ["m-w00001", "m-w00002", "m-w00003"]
     page = (vault.root / PAGE).read_text(encoding="utf-8")

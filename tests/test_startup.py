@@ -620,7 +620,6 @@ def test_the_launcher_loads_nothing_before_its_walk():
     assert not loaded & {"typing", "pathlib", "dataclasses", "typer", "click"}, loaded
 
 
-
 COLD_SEARCH_MODULES = """
 import atexit, json, sys
 atexit.register(lambda: print(json.dumps(sorted(sys.modules)), file=sys.stderr))

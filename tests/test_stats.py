@@ -70,7 +70,7 @@ def test_repeated_questions_are_those_asked_again_in_a_later_session(cli, en_vau
     remember(cli, v, "The billing service listens on port 8443.", "--type", "fact", "--name", "billing port")
     # yesterday's session asked it (recorded as a brief records it), today's asks it again in other words order
     usage.record_use(v.root, [], "brief", when=dt.datetime.now(dt.timezone.utc) - dt.timedelta(days=1),
-                          question="which port does the billing service use", agent="orch")
+                     question="which port does the billing service use", agent="orch")
     assert vm(cli, v, "brief", "orch", "--task", "billing service: which port does it use").exit_code == 0
     assert vm(cli, v, "search", "staging deploy time").exit_code == 0
     assert vm(cli, v, "search", "staging deploy time").exit_code == 0  # the same session: not a repeat

@@ -215,7 +215,7 @@ def date_terms_of(day) -> list[str]:
     """The terms of one calendar day (a ``datetime.date``): day, day without year, month."""
     if day.year < 1000:  # strftime's %Y does not pad such a year: as it always wrote them
         return [f"{DATE_PREFIX}{day:%Y-%m-%d}", f"{DATE_PREFIX}{day:%m-%d}", f"{DATE_PREFIX}{day:%Y-%m}"]
-    iso = day.isoformat()  # YYYY-MM-DD, without three strftime calls
+    iso = day.isoformat()[:10]  # YYYY-MM-DD (of a datetime too), without three strftime calls
     return [DATE_PREFIX + iso, DATE_PREFIX + iso[5:], DATE_PREFIX + iso[:7]]
 
 

@@ -177,13 +177,6 @@ def budget_for(window: int, ratio: float, cap: int | None) -> int:
     return min(budget, cap) if cap is not None else budget
 
 
-# A warm process (the MCP server, the watcher) briefs again and again over the same lines:
-# MEMORY.md's hundreds, the page's entries. Shortening and costing a line are pure, and
-# remembered: a brief of a 10,000-note vault renders ~700 lines to plan its budget.
-LINE_CACHE = 16384
-
-
-@lru_cache(maxsize=LINE_CACHE)
 def shorten(text: str, limit: int) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: max(1, limit - 1)].rstrip() + "…"
@@ -327,6 +320,20 @@ def _dedupe(hits: list[Hit]) -> list[Hit]:
         kept_sets.append(terms)
         kept.append(h)
     return kept
+
+
+# A warm process (the MCP server, the watcher) briefs again and again over the same lines:
+# MEMORY.md's hundreds of index lines, the page's entries. Shortening an index line and
+# costing a rendered line are pure, and remembered — both are short (a line is cut to
+# brief.max_line_chars): a brief of a 10,000-note vault renders ~700 lines to plan its budget.
+LINE_CACHE = 16384
+_cached_shorten = lru_cache(maxsize=LINE_CACHE)(shorten)
+
+
+def _short_line(text: str, limit: int) -> str:
+    """:func:`shorten`, remembered for a line of ordinary length (a pasted megabyte is
+    shortened again rather than kept)."""
+    return _cached_shorten(text, limit) if len(text) <= 4 * limit else shorten(text, limit)
 
 
 @lru_cache(maxsize=LINE_CACHE)
@@ -481,7 +488,7 @@ def build_brief(parts: BriefParts, budget: int) -> Brief:
         return _Layer(name, heading, len(rows), lambda n: rows[n](n), more, beyond)
 
     def plain(lines: list[str]) -> _Rows:  # made when asked for: MEMORY.md may list 10,000 notes
-        return _Rows(lines, lambda x: lambda _n: (shorten(x, parts.max_line_chars), None))
+        return _Rows(lines, lambda x: lambda _n: (_short_line(x, parts.max_line_chars), None))
 
     identity = [x for x in parts.identity.strip().splitlines() if x.strip()]
     id_link = f"[[{parts.identity_path.removesuffix('.md')}]]" if parts.identity_path else "identity/"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+from functools import lru_cache
 from pathlib import Path
 
 from . import files, layout
@@ -23,18 +24,19 @@ from .errors import VaultmemError
 USAGE_FILE = "usage.jsonl"  # in .vaultmem/local/
 
 
-def _sha256(data: bytes) -> str:
-    """SHA-256 of ``data`` in hex. The interpreter's own implementation when it has one:
-    importing :mod:`hashlib` loads OpenSSL (~2 ms), which every search and brief would pay
-    for one short digest; the digest is the same (a test holds them equal)."""
+@lru_cache(maxsize=1)
+def _sha256():
+    """SHA-256's constructor, looked up once: the interpreter's own implementation when it
+    has one — importing :mod:`hashlib` loads OpenSSL (~2 ms), which every search and brief
+    would pay for one short digest; the digest is the same (a test holds them equal)."""
     try:
-        from _sha256 import sha256  # CPython up to 3.11
+        from _sha2 import sha256  # CPython 3.12 and later
     except ImportError:
         try:
-            from _sha2 import sha256  # CPython 3.12 and later
+            from _sha256 import sha256  # CPython up to 3.11
         except ImportError:
             from hashlib import sha256
-    return sha256(data).hexdigest()
+    return sha256
 
 
 def fingerprint(question: str) -> str | None:
@@ -45,7 +47,7 @@ def fingerprint(question: str) -> str | None:
     terms = sorted(set(tokens(question or "")))
     if not terms:
         return None
-    return _sha256(" ".join(terms).encode("utf-8"))[:16]
+    return _sha256()(" ".join(terms).encode("utf-8")).hexdigest()[:16]
 
 
 def record_use(root: Path, ids: list[str], via: str, when: _dt.datetime | None = None,
@@ -87,6 +89,3 @@ def read_usage(root: Path) -> dict[str, tuple[int, str]]:
             n, last = out.get(p, (0, ""))
             out[p] = (n + 1, max(last, t))
     return out
-
-
-# -- scores --------------------------------------------------------------------------------------

@@ -235,12 +235,12 @@ class Vault:
 
     def journal_store(self):
         if self._journal_index is None:
-            from .index.store import IndexStore
+            from .index.store import IndexStore, files_indexed
             from .walk import PART_JOURNAL
 
             self._journal_index = IndexStore(self.root, lock_timeout=self.config.index_lock_timeout,
                                              engine=self.config.index_engine, part=PART_JOURNAL,
-                                             sized_with=lambda: self.index.status()["files"])
+                                             sized_with=lambda: files_indexed(self.root))
         return self._journal_index
 
     @property
@@ -378,7 +378,7 @@ class Vault:
             made.warnings.append(f"{e.log_path}: entry {e.id} of {e.agent} does not check out ({e.problem}): "
                                  f"left out of the brief")
         usage.record_use(self.root, [i.get("id") or i["path"] for i in made.items], "brief", question=task,
-                              agent=agent)
+                         agent=agent)
         return made
 
     def evaluate(self, queries_path: str | Path, at: str | None = "HEAD", engine: str | None = None):

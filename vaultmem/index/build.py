@@ -60,7 +60,7 @@ MAX_DOC_CHARS = 256 * 1024
 def parse_file(rel: str, data: bytes) -> tuple[list[IndexDoc], dict | None]:
     """A file's documents, or none and the problem that stopped its parse (or, for a
     document cut to :data:`MAX_DOC_CHARS`, the documents and that warning)."""
-    from ..parse.records import records  # the parsers load when a file is parsed, not by every search
+    from ..parse.records import records  # (the parsers load when a file is parsed, not by every search)
 
     try:
         text = data.decode("utf-8")

@@ -15,8 +15,9 @@ corrupted) is rebuilt.
 from __future__ import annotations
 
 import os
+import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from .. import files, layout
@@ -41,7 +42,16 @@ RANKINGS = ("learned", "rules")
 AHEAD_WAIT = 2.0  # seconds a write waits for the launcher's walk before it goes on without it
 
 __all__ = ["ENGINES", "ENV_ENGINE", "ENV_SEMANTIC", "INDEX_DIR", "LOCK_FILE", "SEMANTIC_MODES", "IndexStore",
-           "Progress"]
+           "Progress", "files_indexed"]
+
+
+def files_indexed(root: Path) -> int:
+    """How many files memory's live index holds (0 before its first build), from its
+    summary — what the journal's index is sized with under ``auto``."""
+    base = Path(root) / INDEX_DIR
+    gen = current_generation(base)
+    facts = Manifests(base).facts(gen) if gen else None
+    return int(facts.get("count", 0)) if facts else 0
 
 
 class IndexStore(SemanticChannel):
@@ -50,7 +60,7 @@ class IndexStore(SemanticChannel):
     def __init__(self, root: Path, lock_timeout: float = 30.0, engine: str = "auto", env: bool = True,
                  ahead=None, semantic: str = "off", model: str | None = None, part: str = PART_MEMORY,
                  ranking: str = "learned", reranker: str | None = None, rerank_depth: int = 20,
-                 sized_with=None) -> None:
+                 sized_with: Callable[[], int] | None = None) -> None:
         """``engine``: an engine's name or auto (the vault's ``index.engine``), unless
         ``$VAULTMEM_INDEX_ENGINE`` says otherwise (and ``env`` lets it). ``ahead``: the
         walk the launcher started for this vault (``walk.WalkAhead``), which the first
@@ -138,10 +148,13 @@ class IndexStore(SemanticChannel):
             return wanted, requested not in (None, "auto")
         return registry.auto_choice(self._size(n_files)), False
 
-    def _size(self, n_files: int) -> int:
+    def _size(self, n_files: int, live: str | None = None) -> int:
         """What ``auto`` sizes this index by: its own ``n_files``, or the count
-        ``sized_with`` gives when that is larger."""
-        return max(n_files, self.sized_with()) if self.sized_with is not None else n_files
+        ``sized_with`` gives when that is larger — asked only when it can matter (not
+        for a live index already on the engine for the largest vaults)."""
+        if self.sized_with is None or (live is not None and registry.auto_upgrade(live, sys.maxsize) is None):
+            return n_files
+        return max(n_files, self.sized_with())
 
     def _switch_to(self, facts: dict) -> str | None:
         """The engine the live generation should be rebuilt on, if any: the configured
@@ -153,7 +166,7 @@ class IndexStore(SemanticChannel):
         if facts.get("pinned"):
             return None
         count = facts["count"] if "count" in facts else len(facts["files"])
-        return registry.auto_upgrade(live, self._size(count))
+        return registry.auto_upgrade(live, self._size(count, live))
 
     def engine_name(self) -> str | None:
         """The live generation's engine (None before the first build)."""
