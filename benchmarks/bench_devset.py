@@ -1,7 +1,8 @@
 """The fact-style dev set, searched and briefed: what search ranks, and what a brief cites
 with its relevance gate and without it.
 
-    python benchmarks/bench_devset.py [--ranking rules|learned|both] [--engine whoosh|tantivy] [--out FILE.md]
+    python benchmarks/bench_devset.py [--ranking rules|learned|both] [--engine whoosh|tantivy]
+                                      [--set KEY=VALUE ...] [--out FILE.md]
 
 For each of the 92 queries of ``benchmarks/devset/queries.yaml``: ``search(query, agent=…,
 limit=10)`` (Hit@1, Hit@5, Hit@10, MRR@10, false hits: a no-answer query with a relevant hit)
@@ -24,7 +25,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_conv import fmt, load, mean  # noqa: E402
+from bench_conv import fmt, load, mean, parse_value, set_config  # noqa: E402
 from report import table  # noqa: E402
 
 MAKE_VAULT = HERE / "devset" / "make_vault.py"
@@ -50,14 +51,17 @@ def first_rank(order: list[str], expected: set) -> int | None:
     return next((n for n, i in enumerate(order, 1) if i in expected), None)
 
 
-def run(ranking: str, engine: str) -> dict:
-    """Every query searched and briefed on a fresh dev-set vault: :func:`summarise`'s figures."""
+def run(ranking: str, engine: str, settings: dict | None = None) -> dict:
+    """Every query searched and briefed on a fresh dev-set vault (with ``settings``, config
+    keys, written into it): :func:`summarise`'s figures."""
     from vaultmem.vault import Vault
 
     os.environ["VAULTMEM_INDEX_ENGINE"] = engine
     os.environ["VAULTMEM_SEARCH_RANKING"] = ranking
     with tempfile.TemporaryDirectory(prefix="devset-") as tmp:
         root = make_devset(Path(tmp) / "vault")
+        if settings:
+            set_config(root, settings)
         subprocess.run(["git", "-C", str(root), "init", "-q"], check=True)
         vault = Vault.open(root)
         opened = Vault(root, config=dataclasses.replace(vault.config, brief_min_relevance=0.0))
@@ -104,13 +108,20 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ranking", choices=("rules", "learned", "both"), default="both")
     ap.add_argument("--engine", choices=("whoosh", "tantivy"), default="whoosh")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="any config key")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
+    settings = {}
+    for item in args.set:
+        key, eq, value = item.partition("=")
+        if not eq:
+            ap.error(f"--set takes KEY=VALUE, not {item!r}")
+        settings[key.strip()] = parse_value(value)
     rankings = ("rules", "learned") if args.ranking == "both" else (args.ranking,)
     rows = [[ranking, kind, m["n"], *(fmt(m[c]) for c in COLUMNS)]
-            for ranking in rankings for kind, m in run(ranking, args.engine).items()]
+            for ranking in rankings for kind, m in run(ranking, args.engine, settings).items()]
     text = (f"# The dev set: search, and the brief with and without its gate ({args.engine})\n\n"
-            "brief: 1,500 tokens; open_*: the same brief with brief.min_relevance 0.\n\n"
+            f"brief: 1,500 tokens; open_*: the same brief with brief.min_relevance 0; settings: {settings or 'defaults'}.\n\n"
             + table(["ranking", "kind", "n", *COLUMNS], rows))
     if args.out:
         args.out.write_text(text, encoding="utf-8")
