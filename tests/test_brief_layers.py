@@ -73,6 +73,62 @@ def test_the_gate_still_keeps_unrelated_global_memory_out(page_vault):
     assert any(i["layer"] == "memory" and "8080" in i["line"] for i in hit.items)
 
 
+# -- once the gate opens, the search's first hits join ------------------------------------------
+
+CAT = "What is the name of Tom's cat?"
+ADOPTED = "Tom adopted a cat from the shelter last spring"
+WHISKERS = "She only comes when Tom shakes the treat tin and calls Whiskers"  # the answer: it shares only "Tom"
+
+
+@pytest.fixture
+def cat_vault(en_vault) -> Vault:
+    human = en_vault.actor(None)
+    for text in (ADOPTED, WHISKERS, "The deploy pipeline runs on Fridays after Tom's review",
+                 "Tom prefers tea over coffee in the morning"):
+        en_vault.notes.remember(text, human, "fact")
+    en_vault.skills.add("pet-names", "Naming a new pet", human, when_to_use="when someone asks for a name")
+    return en_vault
+
+
+def memory_lines(b) -> list[str]:
+    return [i["line"] for i in b.items if i["layer"] == "memory"]
+
+
+def test_once_a_hit_passes_the_gate_the_searchs_first_hits_join_the_brief(cat_vault):
+    cut, lead = cat_vault.config.brief_min_relevance, cat_vault.config.brief_lead
+    hits = list(cat_vault.search(CAT, agent="orch"))
+    first = [h.doc.text for h in hits[:lead]]
+    relevance = {h.doc.text: h.relevance for h in hits}
+    assert relevance[ADOPTED] >= cut > relevance[WHISKERS] and WHISKERS in first  # the answer alone would be gated
+    assert any(h.doc.kind == "skill" for h in hits[:lead])
+    b = cat_vault.brief("orch", CAT, tokens=1500)
+    assert any(WHISKERS in x for x in memory_lines(b)) and any(ADOPTED in x for x in memory_lines(b))
+    # a skill among those first hits is named only when it passes the gate itself: it is followed
+    assert not any(i["layer"] == "skills" for i in b.items) and "pet-names" not in b.markdown.split("## ")[-2]
+    # brief.lead 0: the gate alone decides, hit by hit
+    cat_vault.set_config("brief.lead", 0, cat_vault.actor(None))
+    gated = Vault.open(cat_vault.root).brief("orch", CAT, tokens=1500)
+    assert any(ADOPTED in x for x in memory_lines(gated)) and not any(WHISKERS in x for x in memory_lines(gated))
+
+
+def test_a_task_no_hit_passes_the_gate_for_still_gets_no_memory(cat_vault):
+    task = "Which morning train does Anna take?"
+    hits = cat_vault.search(task, agent="orch")
+    assert len(hits) and all(h.relevance < cat_vault.config.brief_min_relevance for h in hits)  # found, all weak
+    b = cat_vault.brief("orch", task, tokens=1500)
+    assert memory_lines(b) == [] and b.layers.get("memory") is None
+
+
+def test_brief_lead_is_read_from_the_config_and_checked(cat_vault, cli):
+    assert cat_vault.config.brief_lead == 5
+    config = cat_vault.root / ".vaultmem" / "config.yaml"
+    text = config.read_text(encoding="utf-8")
+    assert "\n  lead: 5\n" in text  # the template documents it
+    config.write_text(text.replace("\n  lead: 5\n", "\n  lead: -1\n"), encoding="utf-8")
+    r = cli("--vault", cat_vault.root, "brief", "orch", "--task", CAT)
+    assert r.exit_code != 0 and "brief.lead" in r.output and "config.yaml" in r.output
+
+
 def test_another_roles_page_is_never_in_the_brief(page_vault):
     lee = page_vault.actor("lee")
     page_vault.pages.ensure("后端架构", lee)

@@ -47,6 +47,7 @@ class Config:
     brief_max_items: int = 10
     min_relevance: float = 0.4  # search.min_relevance: the relevance cut of search and eval
     brief_min_relevance: float = 0.25  # brief.min_relevance: what joins a brief (a task, not a question)
+    brief_lead: int = 5  # brief.lead: the search's first N hits join a brief whose gate opened
     # brief.shares: layer → the share of a brief's room it gets first (vaultmem.brief.LAYERS)
     brief_shares: dict = field(default_factory=lambda: dict(BRIEF_SHARES))
     index_lock_timeout: float = 30.0
@@ -91,7 +92,7 @@ _SCHEMA = tuple(f.name for f in fields(Config))
 SETTINGS = (
     "version", "lang", "orchestrator", "git.lock_timeout", "memory.types", "memory.default_importance",
     "memory.max_note_bytes", "log.max_body_bytes", "brief.window", "brief.ratio", "brief.max_items",
-    "brief.min_relevance", "brief.min_coverage", "search.min_relevance", "search.semantic", "search.model",
+    "brief.min_relevance", "brief.min_coverage", "brief.lead", "search.min_relevance", "search.semantic", "search.model",
     "search.ranking", "search.reranker", "search.rerank_depth", "index.lock_timeout", "index.engine",
     "checkpoint.fresh_minutes", "lifecycle.delegation_max_age_hours", "safety.secrets", "review.trusted_agents",
     "review.orchestrator_approves", "review.auto_harvest", "review.nudge_days", "hooks.claude.agent", "hooks.claude.prompt_log",
@@ -243,6 +244,7 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
     min_relevance = number("search.min_relevance", 0.4, 0, 1)
     # brief.min_coverage: the brief's cut under its older name (a share of the task's terms)
     brief_min_relevance = number("brief.min_relevance", number("brief.min_coverage", 0.25, 0, 1), 0, 1)
+    lead = number("brief.lead", 5, 0, 200)
     shares_given = _get(raw, "brief.shares", {}) or {}
     if not isinstance(shares_given, dict):
         raise bad("brief.shares", "must be a group of 'layer: share' lines (" + ", ".join(BRIEF_SHARES) + ")")
@@ -347,6 +349,7 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
         brief_max_items=int(max_items),
         min_relevance=min_relevance,
         brief_min_relevance=brief_min_relevance,
+        brief_lead=int(lead),
         brief_shares=shares,
         index_lock_timeout=index_timeout,
         index_engine=str(index_engine),

@@ -202,8 +202,12 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
     # only tell it which of them the task is about
     # delegation records are bookkeeping (audit, todo): the one a dispatch just wrote repeats its task word
     # for word, and what a sub-agent found reaches the page when it is harvested
-    relevant = rank([h for h in current if h.doc.path != page and not h.doc.path.startswith(layout.DELEGATIONS_DIR + "/")
-                     and (is_relevant(h, task, config.brief_min_relevance) or h.doc.id in near_meaning)], today)
+    outside = [h for h in current if h.doc.path != page and not h.doc.path.startswith(layout.DELEGATIONS_DIR + "/")]
+    worded = {id(h) for h in outside if is_relevant(h, task, config.brief_min_relevance)}
+    relevant = [h for h in outside if id(h) in worded or h.doc.id in near_meaning]
+    if worded:  # memory holds the task's words: the search's first hits are its best guesses
+        relevant += lead_hits(outside, relevant, config.brief_lead)
+    relevant = rank(relevant, today)
     relevant += linked(root, relevant[:LINK_HOPS_FROM], agent, {h.doc.id for h in relevant})
     if journal is not None and not warning:
         found, known = journal_fallback(journal, task, current, stale, config.brief_min_relevance,
@@ -408,6 +412,20 @@ class PageHits(Sequence):
     @property
     def made(self) -> int:
         return self._docs.made
+
+
+def lead_hits(hits, relevant, lead: int) -> list:
+    """The first ``lead`` of ``hits`` (the search's order) not already ``relevant``, skills
+    aside. Called once a hit passes the brief's gate by its words — memory has something
+    on this task —, so the ranker's first hits join a brief whatever words they share with
+    it: the gate judges each hit by its own words, and a turn that answers often shares
+    few with the question ("She answers to Whiskers" for "What is the name of Tom's
+    cat?"). A brief no hit passes gets none of them: it still brings no memory. A semantic
+    match close in meaning joins on its own (``semantic_leaders``) but does not open this:
+    e5 finds a no-answer question's nearest note as close as an answer. A skill is named
+    only when it passes the gate itself: it is followed, not read."""
+    passed = {id(h) for h in relevant}
+    return [h for h in hits[:lead] if id(h) not in passed and h.doc.kind != "skill"]
 
 
 def journal_fallback(journal, task: str, hits, conflicts: list, min_relevance: float, most: int):
