@@ -301,6 +301,11 @@ def current_values(hits: list[Hit]) -> tuple[list[Hit], list[str]]:
     return kept, warnings
 
 
+def _jaccard(a: set, b: set, size_a: int) -> float:
+    shared = len(a & b)
+    return shared / (size_a + len(b) - shared)
+
+
 def _dedupe(hits: list[Hit]) -> list[Hit]:
     kept: list[Hit] = []
     seen_keys: set[str] = set()
@@ -311,9 +316,10 @@ def _dedupe(hits: list[Hit]) -> list[Hit]:
         if key in seen_keys:
             continue
         # near-duplicates: 80 % of their terms shared (Jaccard), which two sets whose sizes
-        # differ by more than that cannot reach — such pairs are not intersected
+        # differ by more than that cannot reach — such pairs are not intersected; the union's
+        # size is the sizes' sum less the intersection's (no union is built)
         n = len(terms)
-        if terms and any(len(terms & k) / len(terms | k) >= 0.8 for k in kept_sets
+        if terms and any(_jaccard(terms, k, n) >= 0.8 for k in kept_sets
                          if k and 5 * min(n, len(k)) >= 4 * max(n, len(k))):
             continue
         seen_keys.add(key)
