@@ -487,6 +487,17 @@ def semantic_known() -> bool:
         return any("semantic" in f for f in config.Config.__dataclass_fields__)
 
 
+def parse_sets(items: list[str], error) -> dict:
+    """``--set KEY=VALUE`` options as {key: value}; ``error(message)`` for a malformed one."""
+    settings = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            error(f"--set takes KEY=VALUE, not {item!r}")
+        settings[key.strip()] = parse_value(value)
+    return settings
+
+
 def parse_value(text: str):
     """A --set value as YAML reads it (0.2 → float, true → bool, word → str)."""
     value = YAML(typ="safe").load(text)
@@ -727,12 +738,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {args.dir}: {len(list((args.dir / 'memories').glob('*.md')))} notes, "
               f"{len(queries)} questions in {args.dir / 'queries.yaml'}")
         return 0
-    settings = {}
-    for item in args.set:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            ap.error(f"--set takes KEY=VALUE, not {item!r}")
-        settings[key.strip()] = parse_value(value)
+    settings = parse_sets(args.set, ap.error)
     splits = SPLITS if args.split == "both" else (args.split,)
     langs = LANGS if args.lang == "all" else (args.lang,)
     layouts = LAYOUTS if args.layout == "both" else (args.layout,)

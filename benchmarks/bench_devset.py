@@ -25,7 +25,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_conv import fmt, load, mean, parse_value, set_config  # noqa: E402
+from bench_conv import fmt, load, mean, parse_sets, set_config  # noqa: E402
 from report import table  # noqa: E402
 
 MAKE_VAULT = HERE / "devset" / "make_vault.py"
@@ -111,12 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="any config key")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
-    settings = {}
-    for item in args.set:
-        key, eq, value = item.partition("=")
-        if not eq:
-            ap.error(f"--set takes KEY=VALUE, not {item!r}")
-        settings[key.strip()] = parse_value(value)
+    settings = parse_sets(args.set, ap.error)
     rankings = ("rules", "learned") if args.ranking == "both" else (args.ranking,)
     rows = [[ranking, kind, m["n"], *(fmt(m[c]) for c in COLUMNS)]
             for ranking in rankings for kind, m in run(ranking, args.engine, settings).items()]

@@ -104,7 +104,7 @@ def test_once_a_hit_passes_the_gate_the_searchs_first_hits_join_the_brief(cat_va
     b = cat_vault.brief("orch", CAT, tokens=1500)
     assert any(WHISKERS in x for x in memory_lines(b)) and any(ADOPTED in x for x in memory_lines(b))
     # a skill among those first hits is named only when it passes the gate itself: it is followed
-    assert not any(i["layer"] == "skills" for i in b.items) and "pet-names" not in b.markdown.split("## ")[-2]
+    assert not any(i["layer"] == "skills" for i in b.items)
     # brief.lead 0: the gate alone decides, hit by hit
     cat_vault.set_config("brief.lead", 0, cat_vault.actor(None))
     gated = Vault.open(cat_vault.root).brief("orch", CAT, tokens=1500)
@@ -117,6 +117,35 @@ def test_a_task_no_hit_passes_the_gate_for_still_gets_no_memory(cat_vault):
     assert len(hits) and all(h.relevance < cat_vault.config.brief_min_relevance for h in hits)  # found, all weak
     b = cat_vault.brief("orch", task, tokens=1500)
     assert memory_lines(b) == [] and b.layers.get("memory") is None
+
+
+def test_a_skill_that_passes_the_gate_does_not_open_it_for_the_notes(cat_vault):
+    # written by hand and not committed: a skill is followed, so it is named only once
+    # reviewed — and whether it is or not, it says nothing of what memory holds
+    task = "Rotate the signing keys for Tom"
+    skill = cat_vault.root / "skills" / "rotate-keys" / "SKILL.md"
+    skill.parent.mkdir()
+    skill.write_text("---\nname: rotate-keys\ndescription: Rotate the signing keys\n"
+                     "when_to_use: when the signing keys must be rotated\n---\n\n1. Rotate the keys.\n", encoding="utf-8")
+    hits = cat_vault.search(task, agent="orch")
+    assert any(h.doc.kind == "skill" and h.relevance >= cat_vault.config.brief_min_relevance for h in hits)
+    assert any(h.doc.kind == "note" for h in hits[:cat_vault.config.brief_lead])  # weak notes, about Tom
+    b = cat_vault.brief("orch", task, tokens=1500)
+    assert memory_lines(b) == [] and any("not committed" in w for w in b.warnings)
+
+
+def test_the_lead_never_brings_the_roles_own_page_or_a_delegation_record_into_memory(page_vault):
+    lee = page_vault.actor("lee")
+    page_vault.pages.add(ROLE, "大列表渲染卡顿：先做虚拟滚动", lee)
+    page_vault.notes.remember("大列表渲染要用虚拟滚动", page_vault.actor(None), "fact")  # passes: opens the lead
+    page_vault.lifecycle.delegate(ROLE, "审查大列表渲染", lee)  # a record repeating the task's words
+    task = "审查大列表渲染"
+    first = page_vault.search(task, agent=ROLE)[:page_vault.config.brief_lead]
+    assert {"entry", "note"} <= {h.doc.kind for h in first}
+    b = page_vault.brief(ROLE, task, tokens=2000)
+    memory = [i for i in b.items if i["layer"] == "memory"]
+    assert memory and all(i["path"].startswith("memories/") for i in memory)
+    assert any("虚拟滚动" in i["line"] for i in b.items if i["layer"] == "page")
 
 
 def test_brief_lead_is_read_from_the_config_and_checked(cat_vault, cli):

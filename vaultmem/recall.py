@@ -203,12 +203,18 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
     # delegation records are bookkeeping (audit, todo): the one a dispatch just wrote repeats its task word
     # for word, and what a sub-agent found reaches the page when it is harvested
     outside = [h for h in current if h.doc.path != page and not h.doc.path.startswith(layout.DELEGATIONS_DIR + "/")]
-    worded = {id(h) for h in outside if is_relevant(h, task, config.brief_min_relevance)}
-    relevant = [h for h in outside if id(h) in worded or h.doc.id in near_meaning]
-    if worded:  # memory holds the task's words: the search's first hits are its best guesses
-        relevant += lead_hits(outside, relevant, config.brief_lead)
-    relevant = rank(relevant, today)
-    relevant += linked(root, relevant[:LINK_HOPS_FROM], agent, {h.doc.id for h in relevant})
+    passed = {id(h) for h in outside if is_relevant(h, task, config.brief_min_relevance)}
+    gated = [h for h in outside if id(h) in passed or h.doc.id in near_meaning]
+    # memory has something on this task — a note or document passed, not only a skill (followed,
+    # not read, and maybe not committed yet): the search's first hits are its best guesses
+    opened = any(id(h) in passed and h.doc.kind != "skill" for h in outside)
+    lead = lead_hits(outside, gated, config.brief_lead) if opened else []
+    in_gate = {id(h) for h in gated}
+    # one ranking: a lead hit the search scores high goes before a passing hit it scores low
+    # (passing hits first measured worse: docs/recall.md, "Once the gate opens")
+    relevant = rank(gated + lead, today)
+    strong = [h for h in relevant if id(h) in in_gate][:LINK_HOPS_FROM]  # links are followed from these only
+    relevant += linked(root, strong, agent, {h.doc.id for h in relevant})
     if journal is not None and not warning:
         found, known = journal_fallback(journal, task, current, stale, config.brief_min_relevance,
                                         config.brief_max_items)
@@ -415,12 +421,12 @@ class PageHits(Sequence):
 
 
 def lead_hits(hits, relevant, lead: int) -> list:
-    """The first ``lead`` of ``hits`` (the search's order) not already ``relevant``, skills
-    aside. Called once a hit passes the brief's gate by its words — memory has something
-    on this task —, so the ranker's first hits join a brief whatever words they share with
-    it: the gate judges each hit by its own words, and a turn that answers often shares
-    few with the question ("She answers to Whiskers" for "What is the name of Tom's
-    cat?"). A brief no hit passes gets none of them: it still brings no memory. A semantic
+    """The first ``lead`` of ``hits`` (the search's order, outside the role's page) not
+    already ``relevant``, skills aside. Called once a note or document passes the brief's
+    gate — memory has something on this task —, so the ranker's first hits join a brief
+    whatever words they share with it: the gate judges each hit by its own words, and a
+    turn that answers often shares few with the question ("She answers to Whiskers" for
+    "What is the name of Tom's cat?"). A brief no hit passes gets none of them. An e5
     match close in meaning joins on its own (``semantic_leaders``) but does not open this:
     e5 finds a no-answer question's nearest note as close as an answer. A skill is named
     only when it passes the gate itself: it is followed, not read."""
