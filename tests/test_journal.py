@@ -241,6 +241,15 @@ def test_a_brief_for_the_orchestrator_falls_back_to_the_journal_only_when_memory
     assert not b.items
 
 
+def test_a_delegation_record_is_no_evidence_that_keeps_the_journal_closed(en_vault, tmp_path):
+    en_vault.journal.add(claude_transcript(tmp_path / "s.jsonl"), en_vault.actor(None))
+    task = "which hashing algorithm does the login use, argon2?"
+    en_vault.lifecycle.delegate("coder", task, en_vault.actor("orch"))  # a record repeating the task
+    assert any(h.doc.path.startswith("shared/delegations/") for h in en_vault.search(task, agent="orch"))
+    b = en_vault.brief("orch", task)
+    assert any(i["kind"] == "journal" for i in b.items) and "shared/delegations/" not in b.markdown
+
+
 def test_ask_falls_back_to_the_journal_for_a_human_and_says_when_nothing_is_known(en_vault, tmp_path):
     en_vault.journal.add(claude_transcript(tmp_path / "s.jsonl"), en_vault.actor(None))
     root = en_vault.root

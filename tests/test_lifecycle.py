@@ -34,6 +34,18 @@ def test_delegate_records_a_pending_delegation_and_briefs_the_sub_agent(cli, vau
     assert vm(cli, vault, "delegate", "前端审查", "--task", " ").exit_code == 2
 
 
+def test_the_sub_agents_brief_is_the_roles_brief_without_the_record_just_written(vault):
+    lee = vault.actor("lee")
+    vault.pages.ensure("前端审查", lee)
+    vault.pages.add("前端审查", "Dashboard渲染慢：大表格没有虚拟滚动", lee)
+    task = "分析Dashboard渲染性能"
+    before = vault.brief("前端审查", task, tokens=800).markdown
+    change, b = vault.lifecycle.delegate("前端审查", task, lee, tokens=800)
+    assert (vault.root / change.details["path"]).is_file() and change.details["path"] not in b.markdown
+    # the record repeats the task word for word: bookkeeping, never memory
+    assert b.markdown == before == vault.brief("前端审查", task, tokens=800).markdown
+
+
 def test_harvest_writes_the_four_elements_and_closes_the_delegation(cli, vault):
     d = delegate(cli, vault)
     r = vm(cli, vault, "harvest", "前端审查", "--delegation", d["id"], *FIELDS, "--json")

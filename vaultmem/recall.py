@@ -200,9 +200,10 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
     near_meaning = semantic_leaders(current, index.model_spec)
     # the role's own page is a layer of its own, never gated: its entries among the hits
     # only tell it which of them the task is about
-    # delegation records are bookkeeping (audit, todo): the one a dispatch just wrote repeats its task word
-    # for word, and what a sub-agent found reaches the page when it is harvested
-    outside = [h for h in current if h.doc.path != page and not h.doc.path.startswith(layout.DELEGATIONS_DIR + "/")]
+    # delegation records are bookkeeping (audit, todo): one repeats its task word for word, and what
+    # a sub-agent found reaches the page when it is harvested — never memory, nor the journal's evidence
+    kept = [h for h in current if not h.doc.path.startswith(layout.DELEGATIONS_DIR + "/")]
+    outside = [h for h in kept if h.doc.path != page]
     passed = {id(h) for h in outside if is_relevant(h, task, config.brief_min_relevance)}
     gated = [h for h in outside if id(h) in passed or h.doc.id in near_meaning]
     # memory has something on this task — a note or document passed, not only a skill (followed,
@@ -216,7 +217,7 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
     strong = [h for h in relevant if id(h) in in_gate][:LINK_HOPS_FROM]  # links are followed from these only
     relevant += linked(root, strong, agent, {h.doc.id for h in relevant})
     if journal is not None and not warning:
-        found, known = journal_fallback(journal, task, current, stale, config.brief_min_relevance,
+        found, known = journal_fallback(journal, task, kept, stale, config.brief_min_relevance,
                                         config.brief_max_items)
         relevant += found
         if not known:
