@@ -209,8 +209,8 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
     # memory has something on this task — a note or document passed, not only a skill (followed,
     # not read, and maybe not committed yet): the search's first hits are its best guesses
     opened = any(id(h) in passed and h.doc.kind != "skill" for h in outside)
-    lead = lead_hits(outside, gated, config.brief_lead) if opened else []
     in_gate = {id(h) for h in gated}
+    lead = lead_hits(outside, in_gate, config.brief_lead) if opened else []
     # one ranking: a lead hit the search scores high goes before a passing hit it scores low
     # (passing hits first measured worse: docs/recall.md, "Once the gate opens")
     relevant = rank(gated + lead, today)
@@ -421,9 +421,9 @@ class PageHits(Sequence):
         return self._docs.made
 
 
-def lead_hits(hits, relevant, lead: int) -> list:
+def lead_hits(hits, taken: set[int], lead: int) -> list:
     """The first ``lead`` of ``hits`` (the search's order, outside the role's page) not
-    already ``relevant``, skills aside. Called once a note or document passes the brief's
+    already taken (``taken``: the ``id`` of each hit the brief has), skills aside. Called once a note or document passes the brief's
     gate — memory has something on this task —, so the ranker's first hits join a brief
     whatever words they share with it: the gate judges each hit by its own words, and a
     turn that answers often shares few with the question ("She answers to Whiskers" for
@@ -431,8 +431,7 @@ def lead_hits(hits, relevant, lead: int) -> list:
     match close in meaning joins on its own (``semantic_leaders``) but does not open this:
     e5 finds a no-answer question's nearest note as close as an answer. A skill is named
     only when it passes the gate itself: it is followed, not read."""
-    passed = {id(h) for h in relevant}
-    return [h for h in hits[:lead] if id(h) not in passed and h.doc.kind != "skill"]
+    return [h for h in hits[:lead] if id(h) not in taken and h.doc.kind != "skill"]
 
 
 def journal_fallback(journal, task: str, hits, conflicts: list, min_relevance: float, most: int):
