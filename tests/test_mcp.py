@@ -691,3 +691,40 @@ def test_with_file_events_followed_every_change_made_before_a_search_is_in_its_a
     assert seen["edited"] == ([], ["memories/k.md"]) and seen["replaced"] == ([], ["memories/k.md"])
     assert seen["folder"] == ["wiki/fruit/f.md"] and seen["renamed"] == ["wiki/fruits/f.md"]
     assert seen["deleted"] == [] and seen["quiet"] == []
+
+
+def test_with_file_events_a_brief_holds_a_note_written_just_before_it_and_each_answer_is_counted_once(vault):
+    """The question of what changed is asked before a search or brief is made and its
+    answer read after: a note written just before is found by the answer made again, and
+    that answer's recall is recorded once (gc and compaction count recalls)."""
+    from vaultmem import usage
+
+    server = VaultServer(vault, watch=True)
+    if server.monitor is None:
+        pytest.skip("no inotify here: the server walks the vault before each answer, as the CLI does")
+    note = vault.root / "memories" / "kumquat.md"
+
+    def records() -> list[dict]:
+        path = vault.root / ".vaultmem" / "local" / usage.USAGE_FILE
+        return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
+
+    try:
+        async def steps(c):
+            before = ok(await c.call_tool("brief", {"agent": "园丁", "task": "金桔树 修剪"}))
+            note.write_text("---\nname: kumquat\ntype: fact\nscope: global\n---\n金桔树每年三月修剪，修剪后施肥。\n",
+                            encoding="utf-8")
+            seen = len(records())
+            after = ok(await c.call_tool("brief", {"agent": "园丁", "task": "金桔树 修剪"}))
+            brief_records = records()[seen:]
+            hits = ok(await c.call_tool("search_memory", {"query": "金桔树 修剪"}))["hits"]
+            return before, after, brief_records, records()[seen + len(brief_records):], hits
+
+        before, after, brief_records, search_records, hits = session(server, steps)
+    finally:
+        server.close()
+    paths = lambda b: [i["path"] for i in b["items"] if i["layer"] == "memory"]  # noqa: E731
+    assert paths(before) == [] and paths(after) == ["memories/kumquat.md"]
+    assert [h["path"] for h in hits][:1] == ["memories/kumquat.md"]
+    assert [r["via"] for r in brief_records] == ["brief"] and "memories/kumquat.md" in brief_records[0]["ids"]
+    assert [r["via"] for r in search_records] == ["search"] and search_records[0]["ids"] == ["memories/kumquat.md"]
+    assert usage.read_usage(vault.root)["memories/kumquat.md"][0] == 2

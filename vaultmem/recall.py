@@ -1,6 +1,6 @@
 """Recall, end to end: what a search and a brief draw on, on top of a fresh index.
 
-The facade keeps the index fresh (``Vault._fresh``) and calls these; they read the vault
+The facade keeps the index fresh (``Vault._answer``) and calls these; they read the vault
 and the index and return hits or a :class:`~vaultmem.brief.Brief`, writing nothing.
 """
 

@@ -285,8 +285,7 @@ class Vault:
         for a search): ``{"engine", "files", "problems", "semantic"}`` — the last
         whether the semantic channel can open, and why not (see
         :meth:`IndexStore.semantic_status`)."""
-        self._fresh()
-        return {**self.index.status(), "semantic": self.index.semantic_status()}
+        return self._answer(lambda: {**self.index.status(), "semantic": self.index.semantic_status()})
 
     def sync_vectors(self, wait: float | None = None) -> dict:
         """Embed what changed since the semantic channel's vectors were made (see
@@ -302,10 +301,20 @@ class Vault:
         not be indexed, so the next call must walk."""
         self._changes = changes
 
-    def _fresh(self) -> None:
-        """Before answering: the index brought up to date as :meth:`IndexStore.ready_to_answer`
-        says (files this process changed first; with :meth:`follow_changes`, only what changed)."""
-        self.index.ready_to_answer(self._written, self._changes, lambda: self.watcher_alive(idle=True))
+    def _answer(self, make):
+        """``make()``'s answer from an index brought up to date as
+        :meth:`IndexStore.ready_to_answer` says (files this process changed first; with
+        :meth:`follow_changes`, only what changed — the question of what changed asked
+        before ``make()`` and its answer read after it, ``make()`` called again when that
+        changed the index)."""
+        settle = self.index.ready_to_answer(self._written, self._changes, lambda: self.watcher_alive(idle=True))
+        try:
+            made = make()
+        except Exception:
+            if settle():
+                raise
+            return make()
+        return made if settle() else make()
 
     def search(self, query: str, agent: str | None = None, kinds: tuple[str, ...] = (),
                types: tuple[str, ...] = (), limit: int = 10, *, tags: tuple[str, ...] = (),
@@ -341,12 +350,11 @@ class Vault:
         if syntax:
             parse_query(query)  # a syntax error is bad input before the index is touched
         if layout.JOURNAL_KIND in kinds:
-            index = self.journal_index
+            hits = recall.search(self.journal_index, query, agent, kinds, types, limit, self.config.min_relevance,
+                                 narrowing, syntax=syntax)
         else:
-            self._fresh()
-            index = self.index
-        hits = recall.search(index, query, agent, kinds, types, limit, self.config.min_relevance,
-                             narrowing, syntax=syntax)
+            hits = self._answer(lambda: recall.search(self.index, query, agent, kinds, types, limit,
+                                                       self.config.min_relevance, narrowing, syntax=syntax))
         usage.record_use(self.root, [h.doc.id for h in hits if h.relevant], "search", question=query, agent=agent)
         return hits
 
@@ -365,15 +373,17 @@ class Vault:
         agent = recall.check_brief(agent, task)
         budget = budget_for(window if window is not None else self.config.brief_window,
                             ratio if ratio is not None else self.config.brief_ratio, tokens)
-        self._fresh()
-        page = pages.role_files(self.root).get(agent)
         unseen, failed = self.shared.unseen_for_brief(agent)
-        made = recall.brief(self.root, self.config, self.index, unseen, agent, task,
-                            budget, pages.today(), page=layout.page_path(page) if page is not None else None,
-                            journal=(lambda: self.journal_index) if agent == self.config.orchestrator else None,
-                            uncommitted=lambda paths: set(gitstore.uncommitted(self.root, paths)),
-                            project=pages.clean_project(project) if project else None,
-                            usage=lambda: usage.read_usage(self.root))
+
+        def make():
+            page = pages.role_files(self.root).get(agent)
+            return recall.brief(self.root, self.config, self.index, unseen, agent, task,
+                                budget, pages.today(), page=layout.page_path(page) if page is not None else None,
+                                journal=(lambda: self.journal_index) if agent == self.config.orchestrator else None,
+                                uncommitted=lambda paths: set(gitstore.uncommitted(self.root, paths)),
+                                project=pages.clean_project(project) if project else None,
+                                usage=lambda: usage.read_usage(self.root))
+        made = self._answer(make)
         for e in failed:  # never shown as if verified, and never dropped without a word
             made.warnings.append(f"{e.log_path}: entry {e.id} of {e.agent} does not check out ({e.problem}): "
                                  f"left out of the brief")

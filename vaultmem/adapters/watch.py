@@ -317,6 +317,9 @@ class Watcher:
             pass
 
 
+_NOW = object()  # ChangeMonitor.changed: the question asked at the call
+
+
 class ChangeMonitor:
     """What changed in a vault since the last question, for a long-lived process (the
     MCP server) that answers from one open index: with it a search or brief re-reads the
@@ -324,9 +327,11 @@ class ChangeMonitor:
     at 10,000 notes). Given to :meth:`Vault.follow_changes`.
 
     One inotify watch on the vault's root, recursive (one kernel queue, so events come in
-    the order they happened). :meth:`changed` first drops a marker file into
-    ``.vaultmem/local/`` and waits until its own event comes back: every change made
-    before the question was asked has then been seen. It cannot vouch — and says None, so
+    the order they happened). A question (:meth:`ask`) drops a marker file into
+    ``.vaultmem/local/``; its answer (:meth:`changed`) waits until the marker's own event
+    comes back: every change made before the question was asked has then been seen. The
+    caller answers from the index in between, and again only when what changed before the
+    question changed the index (:meth:`IndexStore.ready_to_answer`). It cannot vouch — and says None, so
     the vault is walked as without it — at the first question, after a folder event (a
     ``git checkout``, a moved folder), a queue overflow, when the marker does not come back
     within ``wait`` seconds, when the observer stopped, and ``reconcile_every`` seconds
@@ -405,8 +410,13 @@ class ChangeMonitor:
         with self._cond:
             self._sure = False
 
-    def _caught_up(self) -> bool:
-        """Drop a marker and wait for its event: every earlier event has then arrived."""
+    def ask(self) -> str | None:
+        """Ask what changed until now: a marker dropped, whose event :meth:`changed` waits
+        for — every change made before it has then been seen. The caller may work between
+        the two (the wait runs beside it). None: the question could not be asked (the
+        observer stopped, the marker could not be written): :meth:`changed` says walk."""
+        if self._observer is None or not self._observer.is_alive():
+            return None
         with self._cond:
             self._next += 1
             token = self._next
@@ -415,7 +425,14 @@ class ChangeMonitor:
             fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
             os.close(fd)
         except OSError:
+            return None
+        return mark
+
+    def _caught_up(self, mark: str | None) -> bool:
+        """Wait for the event of ``mark`` (:meth:`ask`): every earlier event has then arrived."""
+        if mark is None or self._observer is None:
             return False
+        token = int(os.path.basename(mark)[len(self._prefix):])
         try:
             with self._cond:
                 return self._cond.wait_for(lambda: token in self._seen, timeout=self.wait)
@@ -425,11 +442,12 @@ class ChangeMonitor:
             with contextlib.suppress(OSError):
                 os.unlink(mark)
 
-    def changed(self) -> list[str] | None:
-        """The Markdown files changed since the last call (sorted), or None: walk."""
-        if self._observer is None or not self._observer.is_alive():
-            return None
-        caught_up = self._caught_up()
+    def changed(self, question: str | None | object = _NOW) -> list[str] | None:
+        """The Markdown files changed since the last call (sorted) until ``question`` was
+        asked (:meth:`ask`; by default, now), or None: walk."""
+        if question is _NOW:
+            question = self.ask()
+        caught_up = self._caught_up(question)
         now = time.monotonic()
         with self._cond:
             paths, self._paths = sorted(self._paths), set()

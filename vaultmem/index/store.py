@@ -54,6 +54,11 @@ def files_indexed(root: Path) -> int:
     return int(facts.get("count", 0)) if facts else 0
 
 
+def _stands() -> bool:
+    """The answer stands: the index was brought up to date before it was made."""
+    return True
+
+
 class IndexStore(SemanticChannel):
     """The vault's index: open it, refresh it, rebuild it, search it."""
 
@@ -271,34 +276,34 @@ class IndexStore(SemanticChannel):
             self._vectors = None
 
     # -- writing -----------------------------------------------------------------------
-    def ready_to_answer(self, written: set[str], changes, watched) -> None:
+    def ready_to_answer(self, written: set[str], changes, watched) -> Callable[[], bool]:
         """Before answering a search or brief: refresh stale entries — unless a watcher is
         keeping up (``watched()``: alive, nothing waiting), or another process is indexing
         right now, or the index cannot be written (then answer from the index as it is).
         ``written``: files this process changed, indexed first (and cleared). ``changes``:
-        a long-lived process's record of what changed (``changed()`` the paths, or None
-        when it cannot vouch for them; ``unsure()``: the next call must walk), or None."""
-        changed = changes.changed() if changes is not None else None
+        a long-lived process's record of what changed (``ask()`` a question of what changed
+        since its last; ``changed(question)`` its answer — the paths, or None when it cannot
+        vouch for them; ``unsure()``: the next call must walk), or None.
+
+        Returns ``settle``, to call once the answer is made. Without ``changes`` the index
+        is brought up to date here and ``settle()`` is always True. With them, the question
+        is asked here and its answer awaited in ``settle()``, so that the wait for it runs
+        beside the answer's own work: ``settle()`` re-reads what changed before the question
+        and returns False when that changed the index — the answer must then be made again
+        (True: it stands)."""
         vouched, self.vouched = self.vouched, False
         try:
             if written:
                 vouched = not self.refresh(paths=sorted(written), wait=0).skipped and vouched
                 written.clear()
-            if vouched and changes is None:
-                return  # nothing but this process's own writes changed since the walk (before_writing)
-            if not watched():
-                if changed is None:
-                    report = self.refresh(wait=0)
-                elif changed:
-                    report = self.refresh(paths=changed, wait=0)
-                else:
-                    return
-                if report.skipped and changes is not None:
-                    changes.unsure()
+            if changes is None:
+                if not vouched and not watched():
+                    self.refresh(wait=0)
+                return _stands
         except Busy:
             if changes is not None:
                 changes.unsure()
-            # the index cannot be written right now: answer from it as it is
+            return _stands  # the index cannot be written right now: answer from it as it is
         except OSError as exc:  # a full disk: the index cannot be brought up to date
             if changes is not None:
                 changes.unsure()
@@ -306,6 +311,29 @@ class IndexStore(SemanticChannel):
         except BaseException:
             if changes is not None:
                 changes.unsure()
+            raise
+        question = changes.ask()
+        return lambda: self._settle(changes, question, watched)
+
+    def _settle(self, changes, question, watched) -> bool:
+        """:meth:`ready_to_answer`'s second half: what changed before ``question`` was
+        asked, re-read; False when the index changed (the answer is made again)."""
+        try:
+            changed = changes.changed(question)
+            if changed == [] or watched():
+                return True
+            report = self.refresh(paths=changed, wait=0)  # None: the whole vault walked
+            if report.skipped:
+                changes.unsure()
+            return not (report.changed or report.moved or report.rebuilt)
+        except Busy:
+            changes.unsure()
+            return True  # the index cannot be written right now: the answer from it as it is
+        except OSError as exc:
+            changes.unsure()
+            raise from_os_error(exc, path=layout.INDEX_DIR, writing=True) from None
+        except BaseException:
+            changes.unsure()
             raise
 
     def refresh(self, paths: Iterable[str] | None = None, wait: float | None = None,
