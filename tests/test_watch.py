@@ -318,3 +318,51 @@ def test_the_watcher_and_the_change_monitor_name_an_event_s_path_alike(tmp_path)
                    "node_modules/x/README.md"):
         assert vault_relative(root, str(root / hidden)) is None, hidden
     assert vault_relative(root, "") is None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the change monitor follows inotify")
+def test_the_change_monitor_asks_the_kernel_for_changes_only_and_misses_none(tmp_path):
+    """The MCP server's monitor (and the watcher) ask inotify for the events that change
+    a file, not for every open and close: each kind of change is still reported — an
+    append, a truncation, an attribute change (a chmod can make a note unreadable; a
+    touch), a hard link, a move, a delete, a file in a folder made since — and a read is
+    not."""
+    from vaultmem.adapters.watch import ChangeMonitor
+
+    root = tmp_path / "vault"
+    (root / "memories").mkdir(parents=True)
+    (root / ".vaultmem" / "local").mkdir(parents=True)
+    note = root / "memories" / "a.md"
+    note.write_text("hello\n", encoding="utf-8")
+    monitor = ChangeMonitor(root)
+    assert monitor.start()
+    try:
+        assert monitor.changed() is None  # the first question: walk
+        seen = {}
+        note.read_text(encoding="utf-8")
+        seen["read"] = monitor.changed()
+        with open(note, "a", encoding="utf-8") as fh:
+            fh.write("more\n")
+        seen["append"] = monitor.changed()
+        open(note, "w").close()
+        seen["truncate"] = monitor.changed()
+        os.chmod(note, 0o600)
+        seen["chmod"] = monitor.changed()
+        os.utime(note, (1, 1))
+        seen["touch"] = monitor.changed()
+        os.link(note, root / "memories" / "b.md")
+        seen["link"] = monitor.changed()
+        os.replace(root / "memories" / "b.md", root / "memories" / "c.md")
+        seen["move"] = monitor.changed()
+        (root / "memories" / "c.md").unlink()
+        seen["delete"] = monitor.changed()
+        (root / "wiki").mkdir()
+        seen["folder"] = monitor.changed()  # a folder came: walk
+        (root / "wiki" / "d.md").write_text("x\n", encoding="utf-8")
+        seen["in the new folder"] = monitor.changed()
+    finally:
+        monitor.stop()
+    a = ["memories/a.md"]
+    assert seen == {"read": [], "append": a, "truncate": a, "chmod": a, "touch": a, "link": ["memories/b.md"],
+                    "move": ["memories/b.md", "memories/c.md"], "delete": ["memories/c.md"], "folder": None,
+                    "in the new folder": ["wiki/d.md"]}

@@ -58,6 +58,20 @@ class _OverflowSpy(logging.Handler):
             self.callback()
 
 
+def changes_only() -> list:
+    """The watchdog events that say a file or folder changed — made, deleted, moved,
+    written to, its attributes changed (a ``chmod`` can make a note unreadable). Given
+    to ``schedule`` as its filter, the kernel is not asked for the rest: every file read
+    in the vault (a search's, a brief's, git's, an editor's) would otherwise come as an
+    open and a close event, each handled in Python in the watching process."""
+    from watchdog import events
+
+    kinds = [events.FileCreatedEvent, events.DirCreatedEvent, events.FileDeletedEvent, events.DirDeletedEvent,
+             events.FileMovedEvent, events.DirMovedEvent, events.FileModifiedEvent]
+    attrib = getattr(events, "FileAttribEvent", None)  # watchdog 5+; before, a FileModifiedEvent
+    return kinds + [attrib] if attrib is not None else kinds
+
+
 class Watcher:
     def __init__(self, vault: Vault, debounce: float = 0.2, max_delay: float = 1.0,
                  on_sync: Callable | None = None, reconcile_every: float = 600.0,
@@ -135,7 +149,7 @@ class Watcher:
         self._handler.on_any_event = self._on_event
         logging.getLogger("watchdog").addHandler(self._spy)
         self._observer = Observer()
-        self._observer.schedule(self._handler, str(self.root), recursive=False)
+        self._observer.schedule(self._handler, str(self.root), recursive=False, event_filter=changes_only())
         self._watched: dict[str, object] = {}
         for child in sorted(self.root.iterdir()):
             self._watch_folder(child)
@@ -154,7 +168,8 @@ class Watcher:
             except (KeyError, OSError):
                 pass
         if folder.is_dir() and not folder.is_symlink():
-            self._watched[name] = self._observer.schedule(self._handler, str(folder), recursive=True)
+            self._watched[name] = self._observer.schedule(self._handler, str(folder), recursive=True,
+                                                          event_filter=changes_only())
 
     def step(self, timeout: float = 1.0) -> bool:
         """Wait up to ``timeout`` for changes; once a burst has been quiet for
@@ -369,7 +384,7 @@ class ChangeMonitor:
             handler.on_any_event = self._on_event
             logging.getLogger("watchdog").addHandler(self._spy)
             observer = InotifyObserver()
-            observer.schedule(handler, str(self.root), recursive=True)
+            observer.schedule(handler, str(self.root), recursive=True, event_filter=changes_only())
             observer.start()
         except Exception:  # noqa: BLE001 - no inotify, too many watches: walk as before
             logging.getLogger("watchdog").removeHandler(self._spy)
