@@ -292,6 +292,13 @@ class Vault:
         :meth:`IndexStore.vectors_report`)."""
         return self.index.vectors_report(wait=wait)
 
+    def stays_open(self) -> None:
+        """This process stays (the MCP server): a write that makes the search index merge
+        its segments answers when its commit is done, and the merge finishes in a thread
+        that holds the index lock until then — the next write of this process, and other
+        processes' writes, wait for it as they would have (:class:`IndexStore`)."""
+        self.index.background_merges = True
+
     def follow_changes(self, changes) -> None:
         """Let a long-lived process (the MCP server) say what changed in the vault, so
         that a search or brief re-reads only those files instead of walking the whole

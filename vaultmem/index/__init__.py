@@ -207,9 +207,13 @@ class SearchEngine(Protocol):
 
     name: str  # the name the engine is registered under
 
-    def write(self, add: list[IndexDoc], delete_paths: list[str], prepared: list[dict] | None = None) -> None:
+    def write(self, add: list[IndexDoc], delete_paths: list[str], prepared: list[dict] | None = None,
+              later: list | None = None) -> None:
         """Delete every doc of ``delete_paths``, then add ``add``: one atomic commit.
-        ``prepared``: ``fields.fields_of`` of each doc of ``add``, if already computed."""
+        ``prepared``: ``fields.fields_of`` of each doc of ``add``, if already computed.
+        ``later``: where an engine that merges segments after its commit may append what
+        finishes that work (and frees its writer) instead of waiting for it — the caller
+        calls it, and keeps others from writing until it returns; None: wait."""
 
     def search(self, terms: list[str], filters: Filters, limit: int, *, text: str,
                match: Match | None = None) -> list[tuple[IndexDoc, float]]:

@@ -59,9 +59,11 @@ def _load() -> None:
 
 
 def names() -> tuple[str, ...]:
-    """The registered engines, in registration order."""
+    """The registered engines: the built-in ones in :data:`BUILTIN`'s order (whichever
+    module was imported first), then the others in registration order."""
     _load()
-    return tuple(_ENGINES)
+    builtin = [m.removesuffix("_engine") for m in BUILTIN]
+    return tuple(sorted(_ENGINES, key=lambda n: builtin.index(n) if n in builtin else len(builtin)))
 
 
 def get(name: str) -> EngineSpec:

@@ -116,6 +116,11 @@ class IndexStore(SemanticChannel):
         self._engine: SearchEngine | None = None
         self._engine_gen: str | None = None
         self._checked: str | None = None  # the live generation found free of links
+        # a long-lived process (the MCP server) answers as soon as a write's commit is
+        # done: the merge of segments it started finishes in a thread, which holds the
+        # index lock until then (see refresh)
+        self.background_merges = False
+        self._merging = None  # that thread, while one may run
 
     def _own_base(self) -> str | None:
         """``.vaultmem/index`` as a real folder of the vault and a live generation with no
@@ -133,10 +138,39 @@ class IndexStore(SemanticChannel):
         return gen
 
     def _lock(self, timeout: float):
+        """The index lock (another process's writes wait for it) — once the merges this
+        process left running have finished: they hold it."""
         from filelock import FileLock
 
+        self.merged()
         self.base.parent.mkdir(parents=True, exist_ok=True)
-        return FileLock(str(self.root / self.lock_file), timeout=timeout)
+        # not per thread: a write's lock is released by the thread that finishes its merges
+        return FileLock(str(self.root / self.lock_file), timeout=timeout, thread_local=False)
+
+    def merged(self) -> None:
+        """Wait for the merges of segments a write of this process left running, if any."""
+        thread, self._merging = self._merging, None
+        if thread is not None:
+            thread.join()
+
+    def _finish_later(self, later: list, lock) -> None:
+        """Run what the engine left to finish (its merges) in a thread that then releases
+        ``lock``; :meth:`merged` waits for it."""
+        import threading
+
+        def finish() -> None:
+            try:
+                for step in later:
+                    step()
+            except Exception as exc:  # noqa: BLE001 - the commit stands; a later write merges again
+                import logging
+
+                logging.getLogger("vaultmem.index").warning("merging the index's segments failed: %s", exc)
+            finally:
+                lock.release()
+
+        self._merging = threading.Thread(target=finish, name="vaultmem-index-merge")
+        self._merging.start()
 
     def _facts(self, gen: str | None) -> dict | None:
         return self.manifests.facts(gen) if gen else None
@@ -221,7 +255,7 @@ class IndexStore(SemanticChannel):
             self.rebuild(unreadable=gen)
             gen = current_generation(self.base)
             engine = registry.open_engine(self._facts(gen)["engine"], self.base / gen)
-        self.close()
+        self._close_engine()  # the one it replaces (a merge of its writer goes on)
         self._engine, self._engine_gen = engine, gen
         return engine
 
@@ -265,6 +299,11 @@ class IndexStore(SemanticChannel):
         return engine.doc_count(), {t: engine.doc_frequency(t) for t in terms}
 
     def close(self) -> None:
+        """Close the index: once a merge this process left running has ended."""
+        self.merged()
+        self._close_engine()
+
+    def _close_engine(self) -> None:
         if self._engine is not None:
             try:
                 self._engine.close()
@@ -350,6 +389,12 @@ class IndexStore(SemanticChannel):
                 self._tidy_generations()
                 quick.seconds = time.perf_counter() - started
                 return quick
+        elif self._merging is not None:  # this process's last write is merging: no wait for nothing to do
+            paths = list(paths)
+            quick = self._unchanged_paths(paths)
+            if quick is not None:
+                quick.seconds = time.perf_counter() - started
+                return quick
         from filelock import Timeout
 
         lock = self._lock(self.lock_timeout if wait is None else wait)
@@ -360,6 +405,7 @@ class IndexStore(SemanticChannel):
                 return SyncReport(skipped="another process is updating the index")
             raise Busy(f"another process has been updating the index for {self.lock_timeout:.0f}s",
                        path=self.lock_file, hint="retry in a moment") from None
+        later: list = []
         try:
             gen = current_generation(self.base)
             remove_generations(self.base, stale_generations(self.base, gen))  # left by killed builds
@@ -367,16 +413,22 @@ class IndexStore(SemanticChannel):
             if manifest is None:
                 report = self._rebuild_locked(progress)
             else:
-                report = self._update_locked(gen, manifest["files"], paths)
+                report = self._update_locked(gen, manifest["files"], paths,
+                                             later if self.background_merges else None)
                 if not report.rebuilt and self._switch_to(self.manifests.load(gen) or manifest):
+                    self._run(later)
                     switched = self._rebuild_locked(progress)  # the configured engine, or grown past auto's size
                     report.rebuilt, report.engine = True, switched.engine
         except BaseException:
             self.manifests.forget()  # the update edits the cached manifest in place
+            self._run(later)
             raise
         finally:
             self._seen = None
-            lock.release()
+            if later:
+                self._finish_later(later, lock)
+            else:
+                lock.release()
         report.seconds = time.perf_counter() - started
         return report
 
@@ -429,7 +481,34 @@ class IndexStore(SemanticChannel):
             return None
         return SyncReport(unchanged=count, problems=list(summary["problems"]), engine=summary["engine"])
 
-    def _update_locked(self, gen: str, known: dict, paths: Iterable[str] | None) -> SyncReport:
+    @staticmethod
+    def _run(later: list) -> None:
+        """Finish now what an engine left to finish (see :meth:`SearchEngine.write`)."""
+        while later:
+            later.pop(0)()
+
+    def _unchanged_paths(self, paths: list[str]) -> SyncReport | None:
+        """Without the lock: the report of a refresh of ``paths`` that finds nothing to do
+        — each Markdown file of them as the manifest recorded it (or in neither); else
+        None. (The update compares the same stats under the lock.)"""
+        gen = current_generation(self.base)
+        manifest = self.manifests.load(gen) if gen else None
+        if manifest is None or self._switch_to(manifest):
+            return None
+        known = manifest["files"]
+        count = 0
+        for rel in {p for p in paths if p.endswith(".md") and in_part(p, self.part)}:
+            st, old = path_stat(self.root, rel), known.get(rel)
+            if (st is None) != (old is None) or (old is not None and not same_stat(old, st)):
+                return None
+            count += old is not None
+        return SyncReport(unchanged=count, problems=[v["p"] for v in known.values() if v.get("p")],
+                          engine=manifest.get("engine", registry.LEGACY_ENGINE))
+
+    def _update_locked(self, gen: str, known: dict, paths: Iterable[str] | None,
+                       later: list | None = None) -> SyncReport:
+        """``later``: where the engine may leave the merges of its commit (see
+        :meth:`SearchEngine.write`)."""
         report = SyncReport()
         if paths is None:
             kept, self._seen = self._seen, None
@@ -492,7 +571,7 @@ class IndexStore(SemanticChannel):
                                              {*report.new, *report.modified, *report.deleted}, prior)
         if add or delete:
             try:
-                self.engine_for(gen).write(add, delete)
+                self.engine_for(gen).write(add, delete, later=later)
             except VaultmemError:
                 raise  # busy, say: not a damaged index
             except Exception:

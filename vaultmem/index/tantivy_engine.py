@@ -259,7 +259,11 @@ class TantivyEngine:
         self._stamp = None
         self._stats: LiveStats | None = None
 
-    def write(self, add: list[IndexDoc], delete_paths: list[str], prepared: list[dict] | None = None) -> None:
+    def write(self, add: list[IndexDoc], delete_paths: list[str], prepared: list[dict] | None = None,
+              later: list | None = None) -> None:
+        """One commit (see :meth:`SearchEngine.write`); tantivy's merge policy may start a
+        merge of segments at the commit: with ``later``, waiting for it (and freeing the
+        writer and its lock) is appended there instead of done here."""
         import tantivy
 
         if not add and not delete_paths:
@@ -300,7 +304,10 @@ class TantivyEngine:
             writer.rollback()
             writer.wait_merging_threads()
             raise
-        writer.wait_merging_threads()  # also frees the writer (and its lock)
+        if later is not None:
+            later.append(writer.wait_merging_threads)
+        else:
+            writer.wait_merging_threads()  # also frees the writer (and its lock)
         keep_lengths(self.folder, opstamp, lengths)  # after the commit: a crash in between leaves it stale
         self.ix.reload()
         self._searcher = None
@@ -489,7 +496,8 @@ class TantivyEngine:
 
     def optimize(self) -> bool:
         """Nothing to do: tantivy's merge policy merges segments in the background of
-        each commit (the writer waits for those merges before it is released)."""
+        each commit (the writer waits for those merges before it is released, or its
+        caller does: :meth:`write`'s ``later``)."""
         return False
 
     def close(self) -> None:

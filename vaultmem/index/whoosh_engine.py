@@ -162,7 +162,8 @@ class WhooshEngine:
         self._searcher = None
         self._doc_sets: dict[int, dict] = {}
 
-    def write(self, add: list[IndexDoc], delete_paths: list[str], prepared: list[dict] | None = None) -> None:
+    def write(self, add: list[IndexDoc], delete_paths: list[str], prepared: list[dict] | None = None,
+              later: list | None = None) -> None:
         if not add and not delete_paths:
             return
         # Large indexes: non-compound segments avoid copying a big segment on every update.

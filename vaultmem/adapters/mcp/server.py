@@ -51,6 +51,7 @@ class VaultServer(MCPServer):
         self.failure = failure
         if vault is not None:
             self.vault.actor(agent)  # a bad --as fails now, not at the first write
+            vault.stays_open()
         self._settings = self._settings_stamp()
         self._lock = threading.Lock()  # tools run on worker threads: one call at a time
         self.monitor = None
@@ -131,6 +132,7 @@ class VaultServer(MCPServer):
         stamp = self._settings_stamp()
         if stamp != self._settings:
             fresh = Vault(self.vault.root)  # a broken settings file is the call's error
+            fresh.stays_open()
             self.vault.index.close()
             self.vault, self._settings = fresh, stamp
             if self.monitor is not None:
