@@ -64,9 +64,10 @@ def other_process_refresh(v: Vault, rel: str) -> dict:
     return json.loads(out.stdout)
 
 
-def test_a_write_answers_before_its_merge_ends_and_the_index_stays_locked_until_it_does(tantivy_vault,
-                                                                                        monkeypatch):
-    v = tantivy_vault
+@pytest.fixture
+def held_merges(monkeypatch):
+    """(gate, merging): a write's merge step, when left to its caller, starts (``merging``
+    is set) and runs only once the test sets ``gate``."""
     gate, merging = threading.Event(), threading.Event()
     write = TantivyEngine.write
 
@@ -76,6 +77,14 @@ def test_a_write_answers_before_its_merge_ends_and_the_index_stays_locked_until_
             later.insert(0, lambda: (merging.set(), gate.wait(SAFETY_NET)))
 
     monkeypatch.setattr(TantivyEngine, "write", held_merge)
+    yield gate, merging
+    gate.set()
+
+
+def test_a_write_answers_before_its_merge_ends_and_the_index_stays_locked_until_it_does(tantivy_vault,
+                                                                                        held_merges):
+    v = tantivy_vault
+    gate, merging = held_merges
     v.stays_open()
     try:
         birch = note(v, "birch")
@@ -93,7 +102,26 @@ def test_a_write_answers_before_its_merge_ends_and_the_index_stays_locked_until_
         assert found(v, "cedar") == [cedar] and found(v, "birch") == [birch] and found(v, "alder")
     finally:
         gate.set()
-        v.index.close()
+        v.close()
+
+
+def test_the_journal_s_index_in_a_long_lived_process_merges_after_answering_too(tantivy_vault, held_merges,
+                                                                                 tmp_path):
+    v = tantivy_vault
+    gate, merging = held_merges
+    v.stays_open()
+    v.journal_index  # noqa: B018 - built (an empty journal)
+    said = {"type": "user", "sessionId": "s1", "uuid": "u1", "timestamp": "2026-12-01T09:00:00Z",
+            "message": {"role": "user", "content": "The juniper hedge needs water every Friday."}}
+    (tmp_path / "s1.jsonl").write_text(json.dumps(said) + "\n", encoding="utf-8")
+    v.journal.add(tmp_path / "s1.jsonl", v.actor(None))
+    try:
+        store = v.journal_index  # indexes the new turn, answering while its merge is held
+        assert merging.wait(SAFETY_NET) and not gate.is_set()
+        assert [h.doc.kind for h in search(store, "juniper", Filters(kinds=("journal",)), 5)] == ["journal"]
+    finally:
+        gate.set()
+        v.close()
 
 
 def test_without_stays_open_a_write_waits_for_its_merge(tantivy_vault, monkeypatch):

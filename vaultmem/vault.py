@@ -94,6 +94,7 @@ class Vault:
         self._shared = None
         self._written: set[str] = set()  # files this process changed: indexed before the next answer
         self._changes = None  # a long-lived process's record of what changed (see follow_changes)
+        self._stays_open = False  # a long-lived process (see stays_open)
         self.writer = Writer(self.root, self.config, on_write=self._about_to_write)
 
     def _about_to_write(self, paths: list[str]) -> None:
@@ -231,6 +232,7 @@ class Vault:
                                      semantic=self.config.search_semantic, model=self.config.search_model,
                                      ranking=self.config.search_ranking, reranker=self.config.search_reranker,
                                      rerank_depth=self.config.rerank_depth)
+            self._index.background_merges = self._stays_open
         return self._index
 
     def journal_store(self):
@@ -241,6 +243,7 @@ class Vault:
             self._journal_index = IndexStore(self.root, lock_timeout=self.config.index_lock_timeout,
                                              engine=self.config.index_engine, part=PART_JOURNAL,
                                              sized_with=lambda: files_indexed(self.root))
+            self._journal_index.background_merges = self._stays_open
         return self._journal_index
 
     @property
@@ -296,8 +299,19 @@ class Vault:
         """This process stays (the MCP server): a write that makes the search index merge
         its segments answers when its commit is done, and the merge finishes in a thread
         that holds the index lock until then — the next write of this process, and other
-        processes' writes, wait for it as they would have (:class:`IndexStore`)."""
-        self.index.background_merges = True
+        processes' writes, wait for it as they would have (:class:`IndexStore`). The
+        journal's index likewise. :meth:`close` waits for what is left."""
+        self._stays_open = True
+        for store in (self._index, self._journal_index):
+            if store is not None:
+                store.background_merges = True
+
+    def close(self) -> None:
+        """Close the search indexes (memory's and the journal's), once the merges this
+        process left running have ended."""
+        for store in (self._index, self._journal_index):
+            if store is not None:
+                store.close()
 
     def follow_changes(self, changes) -> None:
         """Let a long-lived process (the MCP server) say what changed in the vault, so

@@ -108,7 +108,7 @@ class VaultServer(MCPServer):
         if self.vault is not None:
             held = self._lock.acquire(timeout=CLOSE_WAIT)
             try:
-                self.vault.index.close()
+                self.vault.close()
             finally:
                 if held:
                     self._lock.release()
@@ -133,7 +133,7 @@ class VaultServer(MCPServer):
         if stamp != self._settings:
             fresh = Vault(self.vault.root)  # a broken settings file is the call's error
             fresh.stays_open()
-            self.vault.index.close()
+            self.vault.close()
             self.vault, self._settings = fresh, stamp
             if self.monitor is not None:
                 self.monitor.unsure()  # the engine may have changed: the first refresh walks
