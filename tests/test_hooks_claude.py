@@ -601,6 +601,27 @@ def test_the_session_brief_draws_on_the_index_of_either_engine(project, both_eng
     assert "The payment gateway times out after 30 seconds" in text  # found for the checkpoint's task
 
 
+def test_a_session_start_with_nothing_asked_leaves_the_journal_alone_a_resumed_one_looks_there(
+        project, monkeypatch, capsys, tmp_path):
+    """At a session's start nothing is asked yet: the brief is for a placeholder ("Claude
+    Code session in PROJECT"), and memory holding nothing on it, the orchestrator's brief
+    does not search the journal for its words (nor bring the journal's index up to date
+    for them). A resumed session's checkpoint names its task: memory holding nothing on
+    that, the journal's turns on it join the brief."""
+    v, _ = project
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(v.root))
+    turn = f"Claude Code session in {v.root.name}: the signing keys were rotated on Monday"
+    v.journal.add(write_transcript(tmp_path / "old-session.jsonl", [user(turn)]), v.actor(None))
+    code, out, err = in_process("SessionStart", payload("SessionStart", source="startup"), capsys)
+    assert (code, err) == (0, "")
+    started = context(out, "SessionStart")
+    assert "signing keys" not in started and "Nothing known" not in started
+    v.shared.save_checkpoint(v.actor("orch"), "half-way", task="the signing keys rotation", step="checking")
+    code, out, err = in_process("SessionStart", payload("SessionStart", source="resume"), capsys)
+    assert (code, err) == (0, "")
+    assert "the signing keys were rotated on Monday" in context(out, "SessionStart")
+
+
 def test_the_error_line_never_repeats_a_secret_it_was_given(project, monkeypatch, capsys):
     v, _ = project
     monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(v.root))

@@ -711,8 +711,8 @@ def test_with_file_events_a_brief_holds_a_note_written_just_before_it_and_each_a
     try:
         async def steps(c):
             before = ok(await c.call_tool("brief", {"agent": "园丁", "task": "金桔树 修剪"}))
-            note.write_text("---\nname: kumquat\ntype: fact\nscope: global\n---\n金桔树每年三月修剪，修剪后施肥。\n",
-                            encoding="utf-8")
+            note.write_text("---\nname: kumquat\ntype: fact\nscope: global\n---\n"
+                            "金桔树每年三月修剪，修剪后施肥。\n", encoding="utf-8")
             seen = len(records())
             after = ok(await c.call_tool("brief", {"agent": "园丁", "task": "金桔树 修剪"}))
             brief_records = records()[seen:]

@@ -380,12 +380,15 @@ class Vault:
         return hits
 
     def brief(self, agent: str, task: str, window: int | None = None, ratio: float | None = None,
-              tokens: int | None = None, project: str | None = None):
+              tokens: int | None = None, project: str | None = None, journal: bool = True):
         """The briefing for ``agent`` before a session on ``task``, within
         ``min(ratio × window, tokens)`` tokens (see :mod:`vaultmem.brief`): its identity,
         its own page whole (the context of ``project``, or of the projects the task names,
         or of all), the relevant memory outside it, skills, the live log and the index.
-        The task's size, ``window`` and ``tokens`` are checked first (:mod:`vaultmem.limits`)."""
+        The task's size, ``window`` and ``tokens`` are checked first (:mod:`vaultmem.limits`).
+        ``journal`` False: an orchestrator's brief does not fall back to the journal when
+        memory holds nothing on the task (a session's start, with nothing asked yet, has
+        nothing to look for there)."""
         from . import gitstore, limits, pages
         from .brief import budget_for
 
@@ -400,7 +403,8 @@ class Vault:
             page = pages.role_files(self.root).get(agent)
             return recall.brief(self.root, self.config, self.index, unseen, agent, task,
                                 budget, pages.today(), page=layout.page_path(page) if page is not None else None,
-                                journal=(lambda: self.journal_index) if agent == self.config.orchestrator else None,
+                                journal=(lambda: self.journal_index)
+                                if journal and agent == self.config.orchestrator else None,
                                 uncommitted=lambda paths: set(gitstore.uncommitted(self.root, paths)),
                                 project=pages.clean_project(project) if project else None,
                                 usage=lambda: usage.read_usage(self.root))

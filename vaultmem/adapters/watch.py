@@ -346,11 +346,12 @@ class ChangeMonitor:
     ``.vaultmem/local/``; its answer (:meth:`changed`) waits until the marker's own event
     comes back: every change made before the question was asked has then been seen. The
     caller answers from the index in between, and again only when what changed before the
-    question changed the index (:meth:`IndexStore.ready_to_answer`). It cannot vouch — and says None, so
-    the vault is walked as without it — at the first question, after a folder event (a
-    ``git checkout``, a moved folder), a queue overflow, when the marker does not come back
-    within ``wait`` seconds, when the observer stopped, and ``reconcile_every`` seconds
-    after the last walk. Linux (inotify) only: elsewhere :meth:`start` returns False."""
+    question changed the index (:meth:`IndexStore.ready_to_answer`). It cannot vouch —
+    and says None, so the vault is walked as without it — at the first question, after a
+    folder event (a ``git checkout``, a moved folder), a queue overflow, when the marker
+    does not come back within ``wait`` seconds, when the observer stopped, and
+    ``reconcile_every`` seconds after the last walk. Linux (inotify) only: elsewhere
+    :meth:`start` returns False."""
 
     def __init__(self, root: Path, wait: float = 1.0, reconcile_every: float = 300.0) -> None:
         self.root = Path(root)
