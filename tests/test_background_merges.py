@@ -124,6 +124,33 @@ def test_the_journal_s_index_in_a_long_lived_process_merges_after_answering_too(
         v.close()
 
 
+def test_a_merge_that_fails_after_answering_is_logged_and_the_index_lock_is_released(tantivy_vault, monkeypatch,
+                                                                                     caplog):
+    """The commit stands; the failure is a warning in the log, the lock is let go and the
+    next write — another process's — goes through."""
+    v = tantivy_vault
+    write = TantivyEngine.write
+
+    def failing_merge(self, add, delete_paths, prepared=None, later=None):
+        write(self, add, delete_paths, prepared, later)
+        if later is not None:
+            later.insert(0, lambda: (_ for _ in ()).throw(OSError("no space left for the merged segment")))
+
+    monkeypatch.setattr(TantivyEngine, "write", failing_merge)
+    v.stays_open()
+    try:
+        with caplog.at_level("WARNING", logger="vaultmem.index"):
+            birch = note(v, "birch")
+            assert v.index.refresh(paths=[birch]).new == [birch]
+            v.index.merged()
+        assert "merging the index's segments failed: no space left for the merged segment" in caplog.text
+        cedar = note(v, "cedar")
+        assert other_process_refresh(v, cedar) == {"skipped": None, "new": [cedar]}
+        assert found(v, "birch") == [birch] and found(v, "cedar") == [cedar]
+    finally:
+        v.close()
+
+
 def test_without_stays_open_a_write_waits_for_its_merge(tantivy_vault, monkeypatch):
     """A short-lived process (the CLI, a cold hook) keeps waiting: it would otherwise end
     in the middle of the merge."""

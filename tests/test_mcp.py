@@ -728,3 +728,39 @@ def test_with_file_events_a_brief_holds_a_note_written_just_before_it_and_each_a
     assert [r["via"] for r in brief_records] == ["brief"] and "memories/kumquat.md" in brief_records[0]["ids"]
     assert [r["via"] for r in search_records] == ["search"] and search_records[0]["ids"] == ["memories/kumquat.md"]
     assert usage.read_usage(vault.root)["memories/kumquat.md"][0] == 2
+
+
+def test_with_file_events_a_change_another_process_indexes_while_the_answer_is_made_is_in_it(vault, monkeypatch):
+    """The answer is made while the question of what changed travels: when another
+    process (a watcher, a hook) indexes a change made before the call in that time, the
+    server's own re-read finds nothing left to do — the answer is made again all the same."""
+    import vaultmem.recall as recall
+
+    server = VaultServer(vault, watch=True)
+    if server.monitor is None:
+        pytest.skip("no inotify here: the server walks the vault before each answer, as the CLI does")
+    rel = "memories/quince.md"
+    real_search, raced = recall.search, []
+
+    def search_then_another_process_indexes(*args, **kwargs):
+        hits = real_search(*args, **kwargs)
+        if not raced:  # once: after the index was read, before the server re-reads what changed
+            raced.append(subprocess.run(
+                [sys.executable, "-c", "import sys; from vaultmem.index.store import IndexStore; "
+                 "print(IndexStore(sys.argv[1]).refresh(paths=[sys.argv[2]]).new)", str(vault.root), rel],
+                capture_output=True, text=True, timeout=120).stdout.strip())
+        return hits
+
+    try:
+        async def steps(c):
+            await c.call_tool("search_memory", {"query": "quince"})  # the first call walks
+            (vault.root / rel).write_text("---\nname: quince\ntype: fact\nscope: global\n---\nThe quince is ripe.\n",
+                                          encoding="utf-8")
+            monkeypatch.setattr(recall, "search", search_then_another_process_indexes)
+            return [h["path"] for h in ok(await c.call_tool("search_memory", {"query": "quince"}))["hits"]]
+
+        hits = session(server, steps)
+    finally:
+        server.close()
+    assert raced == [f"['{rel}']"]  # the other process indexed it while the answer was being made
+    assert hits == [rel]

@@ -16,6 +16,8 @@ the changed paths, nothing a kill can lose.
 
 from __future__ import annotations
 
+import contextlib
+
 import os
 from pathlib import Path
 
@@ -335,6 +337,10 @@ class Vault:
             if settle():
                 raise
             return make()
+        except BaseException:  # an interrupt: the question is still answered (its marker removed)
+            with contextlib.suppress(Exception):
+                settle()
+            raise
         return made if settle() else make()
 
     def search(self, query: str, agent: str | None = None, kinds: tuple[str, ...] = (),

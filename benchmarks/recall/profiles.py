@@ -19,7 +19,7 @@ KEY_FUNCS = [
     ("vaultmem/config.py", "load_config", "  config (cached: load_config)"),
     ("vaultmem/vault.py", "tidy", "  temp-file sweep (tidy)"),
     ("vaultmem/vault.py", "brief", "Vault.brief (all of it)"),
-    ("vaultmem/vault.py", "_fresh", "  freshness check (_fresh → refresh)"),
+    ("vaultmem/index/store.py", "ready_to_answer", "  freshness check (ready_to_answer → refresh)"),
     ("vaultmem/index/store.py", "_unchanged", "    no-change check without the lock (_unchanged)"),
     ("vaultmem/index/store.py", "_summary", "    summary.bin load (all calls)"),
     ("vaultmem/index/store.py", "_manifest", "    manifest.json load + validate (all calls)"),

@@ -60,7 +60,8 @@ class _OverflowSpy(logging.Handler):
 
 def changes_only() -> list:
     """The watchdog events that say a file or folder changed — made, deleted, moved,
-    written to, its attributes changed (a ``chmod`` can make a note unreadable). Given
+    written to (and closed after writing), its attributes changed (a ``chmod`` can make a
+    note unreadable). Given
     to ``schedule`` as its filter, the kernel is not asked for the rest: every file read
     in the vault (a search's, a brief's, git's, an editor's) would otherwise come as an
     open and a close event, each handled in Python in the watching process."""
@@ -68,8 +69,11 @@ def changes_only() -> list:
 
     kinds = [events.FileCreatedEvent, events.DirCreatedEvent, events.FileDeletedEvent, events.DirDeletedEvent,
              events.FileMovedEvent, events.DirMovedEvent, events.FileModifiedEvent]
-    attrib = getattr(events, "FileAttribEvent", None)  # watchdog 5+; before, a FileModifiedEvent
-    return kinds + [attrib] if attrib is not None else kinds
+    if hasattr(events, "FileAttribEvent"):  # watchdog 5+; before, an attribute change is a FileModifiedEvent
+        kinds.append(events.FileAttribEvent)
+    if hasattr(events, "FileClosedNoWriteEvent"):  # then FileClosedEvent is a close after writing only
+        kinds.append(events.FileClosedEvent)  # (a file written through mmap says so only then)
+    return kinds
 
 
 class Watcher:
@@ -445,11 +449,14 @@ class ChangeMonitor:
         return mark
 
     def _caught_up(self, mark: str | None) -> bool:
-        """Wait for the event of ``mark`` (:meth:`ask`): every earlier event has then arrived."""
-        if mark is None or self._observer is None:
+        """Wait for the event of ``mark`` (:meth:`ask`): every earlier event has then
+        arrived. The marker is removed whatever happens."""
+        if mark is None:
             return False
         token = int(os.path.basename(mark)[len(self._prefix):])
         try:
+            if self._observer is None:
+                return False
             with self._cond:
                 return self._cond.wait_for(lambda: token in self._seen, timeout=self.wait)
         finally:
@@ -459,8 +466,8 @@ class ChangeMonitor:
                 os.unlink(mark)
 
     def changed(self, question: str | None | object = _NOW) -> list[str] | None:
-        """The Markdown files changed since the last call (sorted) until ``question`` was
-        asked (:meth:`ask`; by default, now), or None: walk."""
+        """The Markdown files changed since the last call (sorted) — at least all those
+        changed before ``question`` was asked (:meth:`ask`; by default, now) — or None: walk."""
         if question is _NOW:
             question = self.ask()
         caught_up = self._caught_up(question)

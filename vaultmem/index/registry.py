@@ -59,8 +59,8 @@ def _load() -> None:
 
 
 def names() -> tuple[str, ...]:
-    """The registered engines: the built-in ones in :data:`BUILTIN`'s order (whichever
-    module was imported first), then the others in registration order."""
+    """The registered engines: the built-in ones in :data:`BUILTIN`'s order (regardless of
+    which engine module was imported first), then the others in registration order."""
     _load()
     builtin = [m.removesuffix("_engine") for m in BUILTIN]
     return tuple(sorted(_ENGINES, key=lambda n: builtin.index(n) if n in builtin else len(builtin)))

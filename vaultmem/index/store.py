@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from .. import files, layout
-from ..errors import BadInput, Busy, VaultmemError, from_os_error
+from ..errors import BadInput, Busy, VaultmemError
 from ..limits import SIZES, engine_hits
 from ..models import IndexDoc
 from ..walk import PART_MEMORY, commit_stamp, in_part, path_stat, scan, stat_digest
@@ -29,6 +29,7 @@ from . import Filters, Match, SearchEngine, SyncReport, registry
 from .build import (Progress, build_generation, current_generation, has_links, parse_file, read_file,
                     remove_generations, stale_generations)
 from .manifest import Manifests, entry, same_stat
+from .fresh import Freshness
 from .semantic import SemanticChannel
 
 INDEX_DIR = layout.INDEX_DIR
@@ -54,12 +55,7 @@ def files_indexed(root: Path) -> int:
     return int(facts.get("count", 0)) if facts else 0
 
 
-def _stands() -> bool:
-    """The answer stands: the index was brought up to date before it was made."""
-    return True
-
-
-class IndexStore(SemanticChannel):
+class IndexStore(Freshness, SemanticChannel):
     """The vault's index: open it, refresh it, rebuild it, search it."""
 
     def __init__(self, root: Path, lock_timeout: float = 30.0, engine: str = "auto", env: bool = True,
@@ -144,7 +140,8 @@ class IndexStore(SemanticChannel):
 
         self.merged()
         self.base.parent.mkdir(parents=True, exist_ok=True)
-        # not per thread: a write's lock is released by the thread that finishes its merges
+        # not per thread: a write's lock is released by the thread that finishes its merges.
+        # (Never a timeout of -1: filelock refuses one while another instance of this process holds it.)
         return FileLock(str(self.root / self.lock_file), timeout=timeout, thread_local=False)
 
     def merged(self) -> None:
@@ -160,17 +157,17 @@ class IndexStore(SemanticChannel):
 
         def finish() -> None:
             try:
-                for step in later:
-                    step()
-            except Exception as exc:  # noqa: BLE001 - the commit stands; a later write merges again
-                import logging
-
-                logging.getLogger("vaultmem.index").warning("merging the index's segments failed: %s", exc)
+                self._run(later, quiet=True)
             finally:
                 lock.release()
 
-        self._merging = threading.Thread(target=finish, name="vaultmem-index-merge")
-        self._merging.start()
+        thread = threading.Thread(target=finish, name="vaultmem-index-merge")
+        try:
+            thread.start()
+        except BaseException:  # no thread to be had: finish here
+            finish()
+            raise
+        self._merging = thread
 
     def _facts(self, gen: str | None) -> dict | None:
         return self.manifests.facts(gen) if gen else None
@@ -315,66 +312,6 @@ class IndexStore(SemanticChannel):
             self._vectors = None
 
     # -- writing -----------------------------------------------------------------------
-    def ready_to_answer(self, written: set[str], changes, watched) -> Callable[[], bool]:
-        """Before answering a search or brief: refresh stale entries — unless a watcher is
-        keeping up (``watched()``: alive, nothing waiting), or another process is indexing
-        right now, or the index cannot be written (then answer from the index as it is).
-        ``written``: files this process changed, indexed first (and cleared). ``changes``:
-        a long-lived process's record of what changed (``ask()`` a question of what changed
-        since its last; ``changed(question)`` its answer — the paths, or None when it cannot
-        vouch for them; ``unsure()``: the next call must walk), or None.
-
-        Returns ``settle``, to call once the answer is made. Without ``changes`` the index
-        is brought up to date here and ``settle()`` is always True. With them, the question
-        is asked here and its answer awaited in ``settle()``, so that the wait for it runs
-        beside the answer's own work: ``settle()`` re-reads what changed before the question
-        and returns False when that changed the index — the answer must then be made again
-        (True: it stands)."""
-        vouched, self.vouched = self.vouched, False
-        try:
-            if written:
-                vouched = not self.refresh(paths=sorted(written), wait=0).skipped and vouched
-                written.clear()
-            if changes is None:
-                if not vouched and not watched():
-                    self.refresh(wait=0)
-                return _stands
-        except Busy:
-            if changes is not None:
-                changes.unsure()
-            return _stands  # the index cannot be written right now: answer from it as it is
-        except OSError as exc:  # a full disk: the index cannot be brought up to date
-            if changes is not None:
-                changes.unsure()
-            raise from_os_error(exc, path=layout.INDEX_DIR, writing=True) from None
-        except BaseException:
-            if changes is not None:
-                changes.unsure()
-            raise
-        question = changes.ask()
-        return lambda: self._settle(changes, question, watched)
-
-    def _settle(self, changes, question, watched) -> bool:
-        """:meth:`ready_to_answer`'s second half: what changed before ``question`` was
-        asked, re-read; False when the index changed (the answer is made again)."""
-        try:
-            changed = changes.changed(question)
-            if changed == [] or watched():
-                return True
-            report = self.refresh(paths=changed, wait=0)  # None: the whole vault walked
-            if report.skipped:
-                changes.unsure()
-            return not (report.changed or report.moved or report.rebuilt)
-        except Busy:
-            changes.unsure()
-            return True  # the index cannot be written right now: the answer from it as it is
-        except OSError as exc:
-            changes.unsure()
-            raise from_os_error(exc, path=layout.INDEX_DIR, writing=True) from None
-        except BaseException:
-            changes.unsure()
-            raise
-
     def refresh(self, paths: Iterable[str] | None = None, wait: float | None = None,
                 progress: Progress | None = None) -> SyncReport:
         """Bring the index up to date with the files (all of them, or just ``paths``,
@@ -421,7 +358,7 @@ class IndexStore(SemanticChannel):
                     report.rebuilt, report.engine = True, switched.engine
         except BaseException:
             self.manifests.forget()  # the update edits the cached manifest in place
-            self._run(later)
+            self._run(later, quiet=True)  # the error that stopped the update is the one to say
             raise
         finally:
             self._seen = None
@@ -482,10 +419,20 @@ class IndexStore(SemanticChannel):
         return SyncReport(unchanged=count, problems=list(summary["problems"]), engine=summary["engine"])
 
     @staticmethod
-    def _run(later: list) -> None:
-        """Finish now what an engine left to finish (see :meth:`SearchEngine.write`)."""
+    def _run(later: list, quiet: bool = False) -> None:
+        """Finish now what an engine left to finish (see :meth:`SearchEngine.write`), each
+        step whatever the one before did. ``quiet``: a step that fails is logged, not
+        raised — the commit stands, and a later write merges again."""
         while later:
-            later.pop(0)()
+            step = later.pop(0)
+            try:
+                step()
+            except Exception as exc:  # noqa: BLE001
+                if not quiet:
+                    raise
+                import logging
+
+                logging.getLogger("vaultmem.index").warning("merging the index's segments failed: %s", exc)
 
     def _unchanged_paths(self, paths: list[str]) -> SyncReport | None:
         """Without the lock: the report of a refresh of ``paths`` that finds nothing to do
@@ -571,7 +518,8 @@ class IndexStore(SemanticChannel):
                                              {*report.new, *report.modified, *report.deleted}, prior)
         if add or delete:
             try:
-                self.engine_for(gen).write(add, delete, later=later)
+                # an engine registered elsewhere may not take ``later``: it is passed only when used
+                self.engine_for(gen).write(add, delete, **({"later": later} if later is not None else {}))
             except VaultmemError:
                 raise  # busy, say: not a damaged index
             except Exception:

@@ -304,13 +304,17 @@ class TantivyEngine:
             writer.rollback()
             writer.wait_merging_threads()
             raise
+        try:
+            keep_lengths(self.folder, opstamp, lengths)  # after the commit: a crash in between leaves it stale
+            self.ix.reload()
+            self._searcher = None
+        except BaseException:
+            writer.wait_merging_threads()  # nothing left running behind an error
+            raise
         if later is not None:
             later.append(writer.wait_merging_threads)
         else:
             writer.wait_merging_threads()  # also frees the writer (and its lock)
-        keep_lengths(self.folder, opstamp, lengths)  # after the commit: a crash in between leaves it stale
-        self.ix.reload()
-        self._searcher = None
 
     def _get_searcher(self):
         """A searcher on the newest commit: another process may have written since

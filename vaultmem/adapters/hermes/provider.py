@@ -262,7 +262,7 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
             self._outbox.close()
         if self._vault is not None:
             try:
-                self._vault.index.close()
+                self._vault.close()
             except Exception:  # noqa: BLE001
                 pass
 
@@ -352,7 +352,7 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
         if stamp != self._stamp:
             fresh = Vault(self._root)
             try:
-                self._vault.index.close()
+                self._vault.close()
             except Exception:  # noqa: BLE001
                 pass
             self._vault, self._stamp = fresh, stamp
