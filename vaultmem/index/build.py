@@ -21,7 +21,7 @@ from .. import files
 from ..errors import ParseError, UnsafePath, VaultmemError
 from ..models import IndexDoc
 from . import SyncReport
-from .manifest import Manifests, entry
+from .manifest import Manifests, entry, problems_of
 from .registry import open_engine
 
 PARALLEL_MIN_FILES = 2000  # a rebuild of this many files parses them in worker processes
@@ -278,5 +278,5 @@ def build_generation(root: Path, base: Path, manifests: Manifests, seen: dict, e
     report.engine = engine
     swap_current(base, gen)
     remove_generations(base, stale_generations(base, gen))
-    report.problems = [v["p"] for v in manifest.values() if v.get("p")]
+    report.problems = problems_of(manifest)
     return report

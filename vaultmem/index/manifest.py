@@ -55,12 +55,17 @@ def same_stat(old: dict, stat: tuple) -> bool:
     return stat_of(old) == tuple(stat)
 
 
+def problems_of(entries: dict) -> list[dict]:
+    """The parse problems the manifest's ``entries`` record, in their order."""
+    return [v["p"] for v in entries.values() if v.get("p")]
+
+
 def facts_of(manifest: dict) -> dict:
     """Engine, pinned, count, owners and problems of a manifest."""
     entries = manifest["files"]
     return {"engine": manifest.get("engine", LEGACY_ENGINE), "pinned": bool(manifest.get("pinned")),
             "count": len(entries), "owners": {rel: v["o"] for rel, v in entries.items() if v.get("o")},
-            "problems": [v["p"] for v in entries.values() if v.get("p")]}
+            "problems": problems_of(entries)}
 
 
 class Manifests:
@@ -249,7 +254,7 @@ class Manifests:
             return
         data = {k: v for k, v in summary.items() if k != "key"}
         if problems:  # a parse problem came, went or changed: recounted (rare; one pass)
-            data["problems"] = [v["p"] for v in entries.values() if v.get("p")]
+            data["problems"] = problems_of(entries)
         data.update(key=key, count=len(entries), owners=owners, digest=digest & DIGEST_MASK)
         if self._write_summary(gen, data):
             data["key"] = (gen, key)

@@ -28,7 +28,7 @@ from ..walk import PART_MEMORY, commit_stamp, in_part, path_stat, scan, stat_dig
 from . import Filters, Match, SearchEngine, SyncReport, registry
 from .build import (Progress, build_generation, current_generation, has_links, parse_file, read_file,
                     remove_generations, stale_generations)
-from .manifest import Manifests, entry, same_stat
+from .manifest import Manifests, entry, problems_of, same_stat
 from .fresh import Freshness
 from .semantic import SemanticChannel
 
@@ -449,7 +449,7 @@ class IndexStore(Freshness, SemanticChannel):
             if (st is None) != (old is None) or (old is not None and not same_stat(old, st)):
                 return None
             count += old is not None
-        return SyncReport(unchanged=count, problems=[v["p"] for v in known.values() if v.get("p")],
+        return SyncReport(unchanged=count, problems=problems_of(known),
                           engine=manifest.get("engine", registry.LEGACY_ENGINE))
 
     def _update_locked(self, gen: str, known: dict, paths: Iterable[str] | None,
@@ -536,7 +536,7 @@ class IndexStore(Freshness, SemanticChannel):
         if changed:
             self.manifests.append(gen, known, changed, prior)
         report.docs = len(add)
-        report.problems = [v["p"] for v in known.values() if v.get("p")]
+        report.problems = problems_of(known)
         manifest = self.manifests.load(gen) or {}
         report.engine = manifest.get("engine", registry.LEGACY_ENGINE)
         if paths is None and manifest and self.manifests.summary(gen) is None:
