@@ -210,6 +210,20 @@ class _Budget:
         self.lines.append(line)
         return True
 
+    def add_all(self, lines: list[tuple[str, tuple[int, int] | None]], reserve: int = 0) -> bool:
+        """Add every one of ``lines`` — (line, its token counts or None) each — if all of
+        them fit with ``reserve`` tokens left; none otherwise. (Counts only grow, so when
+        the whole fits, each line fitted as it came.)"""
+        weighted, ascii_chars = self.weighted, self.ascii
+        for line, counts in lines:
+            w, a = counts or token_counts(line + "\n")
+            weighted, ascii_chars = weighted + w, ascii_chars + a
+        if tokens_for(weighted, ascii_chars) + reserve > self.limit:
+            return False
+        self.weighted, self.ascii = weighted, ascii_chars
+        self.lines.extend(line for line, _counts in lines)
+        return True
+
     @property
     def used(self) -> int:
         return tokens_for(self.weighted, self.ascii)
@@ -349,6 +363,17 @@ def _cost(line: str) -> int:
     return tokens_for(*token_counts(line + "\n"))
 
 
+@lru_cache(maxsize=LINE_CACHE)
+def _shown(line: str) -> tuple[str, tuple[int, int], int]:
+    """A rendered line as a layer shows it: made safe (:func:`_safe`), its token counts
+    with its newline (what :meth:`_Budget.add` adds up) and its :func:`_cost` — counted
+    once per text, however many briefs show it (a large vault's index lines are the same
+    from one brief to the next)."""
+    line = _safe(line)
+    counts = token_counts(line + "\n")
+    return line, counts, tokens_for(*counts)
+
+
 @dataclass
 class _Layer:
     """One layer's candidate lines, best first, rendered only as far as they are needed
@@ -360,6 +385,7 @@ class _Layer:
     render: Any  # n → (line, item dict or None)
     more: Any = None  # n left out → the line that says so (None: nothing is said)
     beyond: int = 0  # candidates past the layer's cap (brief.max_items): left out whatever the budget
+    more_same: bool = False  # ``more`` says the same whatever the number left out
     taken: int = 0  # lines shown (the plan)
     said: bool = False  # nothing shown, but what was left out is said
     _lines: list = field(default_factory=list)
@@ -368,12 +394,26 @@ class _Layer:
     _more: dict = field(default_factory=dict)  # the line saying what was left out → its cost
 
     def line(self, n: int) -> str:
-        while len(self._lines) <= n:
-            line, item = self.render(len(self._lines))
-            line = _safe(line)
-            self._lines.append((line, item))
-            self._sums.append(self._sums[-1] + _cost(line))
+        if len(self._lines) <= n:
+            self._render_to(n)
         return self._lines[n][0]
+
+    def _render_to(self, n: int) -> None:
+        lines, sums, render = self._lines, self._sums, self.render
+        total = sums[-1]
+        for k in range(len(lines), n + 1):
+            line, item = render(k)
+            line, counts, cost = _shown(line)
+            lines.append((line, item, counts))
+            total += cost
+            sums.append(total)
+
+    def shown(self) -> list[tuple[str, dict | None, tuple[int, int]]]:
+        """The lines the plan shows, in order: (line, item, token counts with its
+        newline) each."""
+        if self.taken:
+            self.line(self.taken - 1)
+        return self._lines[: self.taken]
 
     def item(self, n: int) -> dict | None:
         self.line(n)
@@ -399,10 +439,12 @@ class _Layer:
         k, count, sums = self.taken, self.count, self._sums
         if k < count and self._fixed is None:
             self._fixed = _cost("") + _cost(self.heading)
+        same = self.more_cost(1) if self.more_same else None  # the line saying what is left: one text
         while k < count:
-            if len(self._lines) <= k:
-                self.line(k)
-            after = self._fixed + sums[k + 1] + self.more_cost(count - k - 1 + self.beyond)
+            if len(sums) <= k + 1:
+                self._render_to(k)
+            left = count - k - 1 + self.beyond
+            after = self._fixed + sums[k + 1] + ((same if left else 0) if same is not None else self.more_cost(left))
             if after - now > allowance:
                 break
             allowance -= after - now
@@ -432,6 +474,20 @@ class _Rows:
 
     def __getitem__(self, n: int):
         return self.make(self.items[n])
+
+
+class _Plain:
+    """Text lines as a layer's rows (identity, live log, memory index), each shortened to
+    ``limit`` characters when first rendered."""
+
+    def __init__(self, lines: list[str], limit: int) -> None:
+        self.lines, self.limit = lines, limit
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def render(self, n: int) -> tuple[str, None]:
+        return _short_line(self.lines[n], self.limit), None
 
 
 # the most of the room a layer may take when others leave theirs unused (an identity is
@@ -489,12 +545,14 @@ def build_brief(parts: BriefParts, budget: int) -> Brief:
             return line, {**hit.to_dict(), "label": label or _label(hit, labels), "layer": layer}
         return render
 
-    def layer(name: str, heading: str, rows: list, more_key: str | None = None, beyond: int = 0, **fmt) -> _Layer:
+    def layer(name: str, heading: str, rows, more_key: str | None = None, beyond: int = 0, **fmt) -> _Layer:
+        """``rows``: each row's render, or a :class:`_Plain` of text lines."""
         more = (lambda n: labels[more_key].format(n=n, agent=agent, **fmt)) if more_key else None
-        return _Layer(name, heading, len(rows), lambda n: rows[n](n), more, beyond)
+        render = rows.render if isinstance(rows, _Plain) else (lambda n: rows[n](n))
+        return _Layer(name, heading, len(rows), render, more, beyond)
 
-    def plain(lines: list[str]) -> _Rows:  # made when asked for: MEMORY.md may list 10,000 notes
-        return _Rows(lines, lambda x: lambda _n: (_short_line(x, parts.max_line_chars), None))
+    def plain(lines: list[str]) -> _Plain:  # made when asked for: MEMORY.md may list 10,000 notes
+        return _Plain(lines, parts.max_line_chars)
 
     identity = [x for x in parts.identity.strip().splitlines() if x.strip()]
     id_link = f"[[{parts.identity_path.removesuffix('.md')}]]" if parts.identity_path else "identity/"
@@ -518,7 +576,7 @@ def build_brief(parts: BriefParts, budget: int) -> Brief:
         layer("live", labels["live"], plain(parts.live), "live_more"),
         layer("index", labels["index"], plain(parts.index_lines)),
     ]
-    layers[-1].more = lambda _n: labels["more"]
+    layers[-1].more, layers[-1].more_same = (lambda _n: labels["more"]), True
     present = [L for L in layers if L.count or L.beyond]
     _plan(present, budget - b.used - close_cost, parts.shares)
 
@@ -526,16 +584,16 @@ def build_brief(parts: BriefParts, budget: int) -> Brief:
     for L in present:
         if not (L.taken or L.said):
             continue
-        shown = list(range(L.taken))
+        shown = L.shown()
         if L.name == "page":  # shown grouped by section, as on the page, each group best first
             order = {"context": 0, "work": 1, "subagents": 2}
-            shown.sort(key=lambda n: order.get((L.item(n) or {}).get("section"), 3))
-        out = ["", L.heading] + [L.line(n) for n in shown]
+            shown.sort(key=lambda row: order.get((row[1] or {}).get("section"), 3))
+        out = [("", None), (L.heading, None)] + [(line, counts) for line, _item, counts in shown]
         if L.left(L.taken) and L.more is not None:
-            out.append(_safe(L.more(L.left(L.taken))))
-        if not all(b.add(x, reserve=close_cost) for x in out):  # the plan holds (see _cost); never reached
+            out.append((_safe(L.more(L.left(L.taken))), None))
+        if not b.add_all(out, close_cost):  # the plan holds (see _cost); never reached
             raise RuntimeError(f"the brief's {L.name} layer does not fit its plan")
-        items += [{**L.item(n), "line": L.line(n)} for n in shown if L.item(n) is not None]
+        items += [{**item, "line": line} for line, item, _counts in shown if item is not None]
     taken = {L.name: L.taken for L in layers}
     warnings = []
     if any(L.count for L in present) and not any(taken.values()):
