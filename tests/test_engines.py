@@ -213,12 +213,29 @@ def test_both_engines_score_the_dev_set_alike(tmp_path):
     assert reports["whoosh"]["metrics"]["false_hit_rate"] == reports["tantivy"]["metrics"]["false_hit_rate"]
 
 
+SESSION_TURN = "---\nname: 第{t}轮\ntype: fact\nsession: 周会\nturn: {t}\nagent: 前端审查\nscope: agent\n---\n{body}\n"
+
+
 @pytest.mark.usefixtures("both_engines")
 def test_a_rebuild_in_worker_processes_indexes_exactly_what_one_process_does(notes, monkeypatch):
     (notes.root / "memories" / "bad.md").write_text("---\nname: [broken\n---\nx\n", encoding="utf-8")
+    # the turns of a session: a worker sends these whole, and the build gives each its neighbours' text
+    for t, body in enumerate(["Which cache did we pick?", "Redis, with a 30 second timeout", "会话结束"]):
+        (notes.root / "memories" / f"turn-{t}.md").write_text(SESSION_TURN.format(t=t, body=body), encoding="utf-8")
+    queries = ("端口", "PostgreSQL", "reviewed", "redis timeout", "cache")
+
+    def indexed(store):
+        files = manifest(notes)["files"]
+        return ({q: [(h.doc.id, h.doc.near, h.doc.agent) for h in search(store, q, Filters(agent="前端审查"), 10)]
+                 for q in queries},
+                {rel: (e["h"], e.get("p"), e.get("o"), e.get("g")) for rel, e in files.items()})
+
     serial = IndexStore(notes.root)
     one = serial.rebuild()
-    expected = {q: [h.doc.id for h in search(serial, q, Filters(), 10)] for q in ("端口", "PostgreSQL", "reviewed")}
+    expected = indexed(serial)
+    assert dict((i, near) for i, near, _a in expected[0]["redis timeout"])["memories/turn-1.md"] == \
+        "Which cache did we pick? \n会话结束"
+    assert expected[1]["memories/turn-1.md"][2:] == ("前端审查", "周会")
     serial.close()
     monkeypatch.setattr(build_module, "PARALLEL_MIN_FILES", 1)
     monkeypatch.setattr(build_module, "PARALLEL_CHUNK", 2)  # several batches, in real worker processes
@@ -226,7 +243,7 @@ def test_a_rebuild_in_worker_processes_indexes_exactly_what_one_process_does(not
     parallel = IndexStore(notes.root)
     many = parallel.rebuild(progress=lambda done, total: seen.append((done, total)))
     assert sorted(many.new) == sorted(one.new) and many.docs == one.docs and many.problems == one.problems
-    assert {q: [h.doc.id for h in search(parallel, q, Filters(), 10)] for q in expected} == expected
+    assert indexed(parallel) == expected
     assert seen[-1][0] == seen[-1][1] == len(one.new) and len(seen) > 1
     parallel.close()
 
@@ -341,3 +358,33 @@ def test_tantivy_reads_only_what_can_reach_the_top_and_misses_nothing(tmp_path, 
     assert stats.ghostly and stats.all_docs > stats.docs * 1.3
     check(stats)
     engine.close()
+
+
+def test_an_engine_of_another_package_receives_every_document_whole_from_worker_processes(notes, monkeypatch):
+    """The built-in engines index from the prepared fields alone, so worker processes send
+    them only the notes of sessions whole; an engine another package registers is given
+    every document, as ``SearchEngine.write`` promises."""
+    from vaultmem.index import registry
+    from vaultmem.index.tantivy_engine import TantivyEngine
+
+    pytest.importorskip("tantivy")
+    given = []
+
+    class Reading(TantivyEngine):
+        name = "reading"
+
+        def write(self, add, delete_paths, prepared=None, later=None):
+            given.extend(add)
+            super().write(add, delete_paths, prepared, later)
+
+    monkeypatch.setitem(registry._ENGINES, "reading", registry.EngineSpec(
+        name="reading", library="tantivy", open=lambda gen_dir, create: Reading(gen_dir / "reading", create=create)))
+    monkeypatch.setenv("VAULTMEM_INDEX_ENGINE", "reading")
+    monkeypatch.setattr(build_module, "PARALLEL_MIN_FILES", 1)
+    monkeypatch.setattr(build_module, "PARALLEL_CHUNK", 2)
+    store = IndexStore(notes.root)
+    report = store.rebuild()
+    assert report.engine == "reading" and len(given) == report.docs >= 3
+    assert {d.path for d in given} >= {"memories/port.md", "memories/db.md", "memories/review.md"}
+    assert [h.doc.id for h in search(store, "端口", Filters(), 10)] == ["memories/port.md"]
+    store.close()

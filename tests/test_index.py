@@ -286,7 +286,7 @@ def test_an_index_kept_up_to_date_ranks_exactly_as_a_fresh_rebuild(vault, rankin
 STALLED_REBUILD = r"""
 import sys
 from vaultmem.index import build
-def stalled(root, rels, progress):  # the new generation's folder exists by now
+def stalled(root, rels, progress, *_whole):  # the new generation's folder exists by now
     print("building", flush=True)
     sys.stdin.readline()  # held here, the index lock taken, until the test kills it
     yield from ()

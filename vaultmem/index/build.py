@@ -22,7 +22,7 @@ from ..errors import ParseError, UnsafePath, VaultmemError
 from ..models import IndexDoc
 from . import SyncReport
 from .manifest import Manifests, entry, problems_of
-from .registry import open_engine
+from .registry import builtin, open_engine
 
 PARALLEL_MIN_FILES = 2000  # a rebuild of this many files parses them in worker processes
 PARALLEL_CHUNK = 500
@@ -83,27 +83,37 @@ def parse_file(rel: str, data: bytes) -> tuple[list[IndexDoc], dict | None]:
         return [], {"path": rel, "line": exc.line, "message": exc.message, "hint": exc.hint}
 
 
-def prepare(root: str, rels: list[str]) -> list[tuple]:
-    """Read, checksum, parse and analyse files: (rel, sha, docs, problem, fields) each, or
-    (rel, None, …) for a file that has gone. Runs in rebuild worker processes."""
+def prepare(root: str, rels: list[str], whole: bool = True) -> list[tuple]:
+    """Read, checksum, parse and analyse files: (rel, sha, docs, problem, fields, owner)
+    each, or (rel, None, …) for a file that has gone. Runs in rebuild worker processes.
+    ``whole`` False (a worker's answer, pickled to the build): a document that is no
+    note of a session is sent as None — its fields hold all the index needs of it, and
+    a document sent whole costs twice its fields to pickle and unpickle; a note of a
+    session is sent whole, since its neighbours' text is added in the build."""
     from .fields import fields_of
+    from .manifest import owner_of
 
     out = []
     for rel in rels:
         got = read_file(Path(root), rel)
         if got is None:
-            out.append((rel, None, [], None, []))
+            out.append((rel, None, [], None, [], None))
             continue
         data, sha, problem = got
         docs, problem = ([], problem) if problem else parse_file(rel, data)
-        out.append((rel, sha, docs, problem, [fields_of(d) for d in docs]))
+        fields = [fields_of(d) for d in docs]
+        owner = owner_of(docs)
+        if not whole:
+            docs = [d if d.session else None for d in docs]
+        out.append((rel, sha, docs, problem, fields, owner))
     return out
 
 
-def prepare_all(root: Path, rels: list[str], progress: Progress | None) -> Iterator[tuple]:
+def prepare_all(root: Path, rels: list[str], progress: Progress | None, whole: bool = False) -> Iterator[tuple]:
     """:func:`prepare` over every file — in worker processes (one per core, at most
     four) when there are many, since parsing and analysis are the bulk of a build and
-    pure Python; in this process otherwise, or if workers cannot be started."""
+    pure Python; in this process otherwise, or if workers cannot be started. ``whole``:
+    every document sent whole (otherwise a worker sends only the notes of sessions)."""
     total, done = len(rels), 0
     chunks = [rels[i:i + PARALLEL_CHUNK] for i in range(0, total, PARALLEL_CHUNK)]
     workers = min(os.cpu_count() or 1, 4)
@@ -114,7 +124,7 @@ def prepare_all(root: Path, rels: list[str], progress: Progress | None) -> Itera
         try:
             # spawn, not fork: a watcher process has threads running
             with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-                for batch in pool.map(prepare, [str(root)] * len(chunks), chunks):
+                for batch in pool.map(prepare, [str(root)] * len(chunks), chunks, [whole] * len(chunks)):
                     done += len(batch)
                     if progress:
                         progress(done, total)
@@ -250,21 +260,24 @@ def build_generation(root: Path, base: Path, manifests: Manifests, seen: dict, e
     gen = f"{GEN_PREFIX}{time.time_ns()}"
     index = open_engine(engine, base / gen, create=True)
     manifest: dict[str, dict] = {}
-    docs: list[IndexDoc] = []
+    docs: list[IndexDoc | None] = []  # None: a document a worker did not send (its fields say all)
     fields: list[dict] = []
+    whole = vectors or not builtin(engine)  # the semantic journal and another package's engine read documents
     try:
-        for rel, sha, found, problem, found_fields in prepare_all(root, sorted(seen), progress):
+        for rel, sha, found, problem, found_fields, owner in prepare_all(root, sorted(seen), progress, whole):
             if sha is None:
                 continue
             docs.extend(found)
             fields.extend(found_fields)
             report.new.append(rel)
-            manifest[rel] = entry(seen[rel], sha, problem, found)
+            manifest[rel] = entry(seen[rel], sha, problem, [d for d in found if d is not None], owner)
         report.docs = len(docs)
         from ..parse.records import session_neighbours
         from .fields import with_neighbours
 
-        for n in session_neighbours(docs):  # the notes of a session know each other's text
+        sent = [n for n, d in enumerate(docs) if d is not None]
+        for k in session_neighbours([docs[n] for n in sent]):  # the notes of a session know each other's text
+            n = sent[k]
             fields[n] = with_neighbours(fields[n], docs[n])
         index.write(docs, [], prepared=fields)  # one commit: one segment, nothing to merge afterwards
     finally:

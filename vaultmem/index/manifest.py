@@ -35,11 +35,13 @@ def owner_of(docs: list[IndexDoc]) -> str | None:
     return owners.pop() if len(owners) == 1 else None
 
 
-def entry(stat: tuple, sha: str, problem: dict | None, docs: list[IndexDoc]) -> dict:
+def entry(stat: tuple, sha: str, problem: dict | None, docs: list[IndexDoc], owner: str | None | object = ...) -> dict:
     """A file's manifest entry: its stat (mtime, size, change time, inode), checksum,
-    parse problem, owner and the session its note belongs to (if any)."""
+    parse problem, owner (``owner``, or :func:`owner_of` the ``docs``) and the session
+    its note belongs to (if any: the first of ``docs`` that names one)."""
     mtime, size, ctime, inode = stat
-    out = {"m": mtime, "s": size, "c": ctime, "i": inode, "h": sha, "p": problem, "o": owner_of(docs)}
+    out = {"m": mtime, "s": size, "c": ctime, "i": inode, "h": sha, "p": problem,
+           "o": owner_of(docs) if owner is ... else owner}
     session = next((d.session for d in docs if d.session), None)
     if session:
         out["g"] = session  # its notes' neighbours are the other notes of this session

@@ -66,6 +66,13 @@ def names() -> tuple[str, ...]:
     return tuple(sorted(_ENGINES, key=lambda n: builtin.index(n) if n in builtin else len(builtin)))
 
 
+def builtin(name: str) -> bool:
+    """Whether ``name`` is one of this package's engines: they index a document from its
+    prepared fields alone (``SearchEngine.write``'s ``prepared``), never reading the
+    document itself."""
+    return name in [m.removesuffix("_engine") for m in BUILTIN]
+
+
 def get(name: str) -> EngineSpec:
     """The engine called ``name``; KeyError if none is."""
     _load()
