@@ -16,6 +16,8 @@ import unicodedata
 from collections.abc import Iterator
 from functools import lru_cache
 
+from .patterns import Lazy
+
 ANALYZER_VERSION = "bigram-snowball-dates-filters-5"  # stored in the index; a change forces a rebuild
 
 _CJK = (
@@ -186,7 +188,7 @@ _MONTHS = {m: n for n, names in enumerate((
 _MONTH = r"(?P<mon>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
 _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>(?:19|20)\d\d)"
-_DATE_PATTERNS = [re.compile(p, re.I) for p in (
+_DATE_PATTERNS = [Lazy(p, re.I) for p in (  # compiled when a text may hold such a date
     r"(?<!\d)" + _YEAR + r"[-/.](?P<m>[01]?\d)[-/.](?P<d>[0-3]?\d)(?!\d)",          # 2023-05-04, 2023/5/4
     r"(?:" + _YEAR + r"\s*年\s*)?(?<!\d)(?P<m>[01]?\d)\s*月\s*(?P<d>[0-3]?\d)\s*[日号號]",  # 2023年5月4日, 5月4号
     r"(?<![\w])" + _MONTH + r"\s+" + _DAY + r"(?:,?\s+" + _YEAR + r")?(?![\w])",   # May 4, May 4th, 2023
@@ -200,15 +202,15 @@ _DATE_NEEDS = ("year", "月", "month", "month", "月", "month")
 _MONTH_WORD = re.compile(r"(?<![^\W\d_])(?:" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")(?![^\W\d_])", re.I)
 _RELATIVE = {"today": 0, "yesterday": -1, "tomorrow": 1, "今天": 0, "今日": 0, "昨天": -1, "昨日": -1,
              "前天": -2, "明天": 1, "后天": 2}
-_RELATIVE_RE = re.compile(r"(?<![\w])(?:today|yesterday|tomorrow)(?![\w])|今天|今日|昨天|昨日|前天|明天|后天", re.I)
+_RELATIVE_RE = Lazy(r"(?<![\w])(?:today|yesterday|tomorrow)(?![\w])|今天|今日|昨天|昨日|前天|明天|后天", re.I)
 _RELATIVE_NEEDS = ("天", "日", "day", "tomorrow")  # what _RELATIVE_RE cannot match without
 _WEEKDAY_NEEDS = ("周", "星期", "礼拜", "last")  # … and _WEEKDAY_RE
 _ZH_DAYS = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
 _EN_DAYS = {d: n for n, d in enumerate(("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"))}
 # 上周五 / 上星期五 / 这周三 / 本周日; last Friday (the most recent Friday before the day)
-_WEEKDAY_RE = re.compile(r"(?P<zh>上|这|本)(?:个)?(?:周|星期|礼拜)(?P<zd>[一二三四五六日天])"
-                         r"|(?<![\w])last\s+(?P<en>monday|tuesday|wednesday|thursday|friday|saturday|sunday)(?![\w])",
-                         re.I)
+_WEEKDAY_RE = Lazy(r"(?P<zh>上|这|本)(?:个)?(?:周|星期|礼拜)(?P<zd>[一二三四五六日天])"
+                   r"|(?<![\w])last\s+(?P<en>monday|tuesday|wednesday|thursday|friday|saturday|sunday)(?![\w])",
+                   re.I)
 
 
 def date_terms_of(day) -> list[str]:
