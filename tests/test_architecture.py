@@ -34,7 +34,7 @@ ALLOWED = {
     "guard": {"patterns"},
     "transaction": {"errors", "models", "files", "gitstore", "layout", "guard", "config"},
     # index → retrieve → brief
-    "analysis": set(),
+    "analysis": {"patterns"},  # terms, dates, snippets (pure; its date patterns compiled when first used)
     "answers": {"patterns"},  # the kind of answer a question asks for, and whether a text holds one (pure)
     "query": {"analysis", "errors"},  # a query's syntax: phrases, exclusions, OR, prefixes (pure)
     "sessions": {"patterns"},  # what a session's text holds worth keeping: reports' elements, users' facts (pure)
