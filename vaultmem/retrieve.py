@@ -23,7 +23,7 @@ from .analysis import (DATE_PREFIX, coverage, document_date_terms, highlight, is
                        query_tokens, query_units, tokens)
 from .answers import answer_kind, holds_answer
 from .index import Filters, Found, Match
-from .index.fields import analysed_terms, own_terms
+from .index.fields import analysed_texts, held_among, own_terms
 from .models import Hit
 from .query import MAX_EXPANSIONS, Query
 
@@ -114,9 +114,10 @@ def search(store, query: str | Query, filters: Filters = Filters(), limit: int =
     else:
         rescored = rule_order(found, words, days, filters.agent)
     out = []
+    wanted = spaced_terms({*terms, *(t for grams, _w in units for t in grams)})  # all that is asked about
     for doc, score, dates in rescored[:limit]:
         stored = found.terms_of(doc) if isinstance(found, Found) else None
-        whole, have, share = judged(doc, dates, units, kind, text, stored)
+        whole, have, share = judged(doc, dates, units, kind, text, stored, wanted)
         held = parsed.coverage(whole, dates) if parsed is not None else coverage(terms, whole, dates, have=have)
         out.append(Hit(doc=doc, score=score, coverage=held,
                        snippet=highlight(doc.text, terms, width=snippet_width), relevance=share))
@@ -204,6 +205,10 @@ def candidate_rows(found, units, kind, question: str, terms: list[str], days: se
     word_units = [bool(grams) and not grams[0].startswith(DATE_PREFIX) for grams, _w in units]  # a prefix may expand to none
     cjk_terms = [t for t in terms if is_cjk_char(t)]
     plain_terms = [t for t in terms if not is_cjk_char(t)]
+    # every check below asks only whether a part holds one of the query's terms: of each
+    # part's terms, only those are looked for (the same answers as all of them)
+    want = frozenset(terms).union(*(grams for grams, _cjk in sets))
+    spaced = spaced_terms(want)
     cands = []
     for n, (doc, score) in enumerate(found, start=1):
         dates = set(document_date_terms(doc.title, doc.text, doc.days)) if days else set()
@@ -211,16 +216,19 @@ def candidate_rows(found, units, kind, question: str, terms: list[str], days: se
         heading = f"{doc.title}\n{' '.join(doc.aliases)}"
         # the terms the index holds, where they are what analysing the text again would give
         held = found.terms_of(doc) if isinstance(found, Found) else None
-        stored = analysed_terms(held) if held is not None else {}
-        text_terms = set(stored["body"] if "body" in stored and len(doc.text) <= FEATURE_CHARS else tokens(text))
+        stored = analysed_texts(held) if held is not None else {}
+        text_terms = (held_among(stored["body"], spaced) if "body" in stored and len(doc.text) <= FEATURE_CHARS
+                      else want.intersection(tokens(text)))
         text_terms |= dates
-        head_terms = set(stored["title"]) | set(stored["aliases"]) if "title" in stored else set(tokens(heading))
+        head_terms = (held_among(stored["title"], spaced) | held_among(stored["aliases"], spaced) if "title" in stored
+                      else want.intersection(tokens(heading)))
         in_text, in_head = _holds(sets, text_terms, text), _holds(sets, head_terms, heading)
         own = [a or b for a, b in zip(in_text, in_head)]
         near = doc.near[:FEATURE_CHARS]
         if near and not all(own):
-            near_terms = stored["near"] if "near" in stored and len(doc.near) <= FEATURE_CHARS else tokens(near)
-            in_near = _holds(sets, set(near_terms), "")
+            near_terms = (held_among(stored["near"], spaced) if "near" in stored and len(doc.near) <= FEATURE_CHARS
+                          else want.intersection(tokens(near)))
+            in_near = _holds(sets, near_terms, "")
         else:
             in_near = [False] * len(units)
         rel_own = _share(weights, own, whole_weight)
@@ -236,6 +244,11 @@ def candidate_rows(found, units, kind, question: str, terms: list[str], days: se
             asks=is_question(text), holds_answer=holds_answer(kind, text, question),
             similarity=similarity.get(doc.id) if similarity is not None else None))
     return cands, ranker.features(cands, question, set(days), kind is not None, agent)
+
+
+def spaced_terms(terms) -> list[tuple[str, str]]:
+    """Each term with itself between two spaces: what :func:`.index.fields.held_among` looks for."""
+    return [(t, f" {t} ") for t in terms]
 
 
 def _share(weights: list[float], held: list[bool], whole: float) -> float:
@@ -302,16 +315,27 @@ def rule_order(found, words: list[str], days: set, agent: str | None) -> list[li
     return rescored
 
 
-def judged(doc, dates, units, kind, question: str, stored: list[str] | None = None) -> tuple[str, set[str], float]:
+def judged(doc, dates, units, kind, question: str, stored: list[str] | None = None,
+           wanted: list[tuple[str, str]] | None = None) -> tuple[str, set[str], float]:
     """What a hit is judged on: its whole text (title, text, aliases), its terms with its
     date terms, and its relevance to the question (:func:`relevance` over ``units``, by
     ``ANSWER_MISSING`` when the question asks for a number or name — ``kind`` — its text
     does not hold). ``stored``: its text fields' terms as the index holds them
-    (:attr:`Found.analysed`), read instead of analysing the whole text again."""
+    (:attr:`Found.analysed`), read instead of analysing the whole text again; with
+    ``wanted`` (:func:`spaced_terms` of every term asked about: the units' and the
+    query's), only those are looked for among them, and the terms returned are those of
+    them it holds (with its date terms)."""
     whole = f"{doc.title}\n{doc.text}\n{' '.join(doc.aliases)}"
-    own = own_terms(stored) if stored is not None else None  # the three parts' terms are the whole text's
-    have = own.union(dates) if own is not None else set(tokens(whole)) | set(dates)
-    share = relevance(units, whole, have, doc.near)
+    parts = analysed_texts(stored) if stored is not None and wanted is not None else {}
+    near_have = None
+    if "title" in parts:  # the three parts' terms are the whole text's, the neighbours' their text's
+        have = {*held_among(parts["body"], wanted), *held_among(parts["title"], wanted),
+                *held_among(parts["aliases"], wanted), *dates}
+        near_have = held_among(parts["near"], wanted)
+    else:
+        own = own_terms(stored) if stored is not None else None
+        have = own.union(dates) if own is not None else set(tokens(whole)) | set(dates)
+    share = relevance(units, whole, have, doc.near, near_have)
     if not holds_answer(kind, doc.text, question):
         share *= ANSWER_MISSING
     return whole, have, share
@@ -353,16 +377,17 @@ def unit_weights(store, query: str | Query) -> Units:
     return out
 
 
-def relevance(units: list[tuple[tuple[str, ...], float]], text: str, have: set[str], near: str) -> float:
+def relevance(units: list[tuple[tuple[str, ...], float]], text: str, have: set[str], near: str,
+              near_have: set[str] | None = None) -> float:
     """How much of the query a document answers (0..1): the weight of the query's units
     it holds (:func:`unit_weights`: a unit is held when the document holds one of its
     terms; ``have``: the terms of its ``text`` and its date terms), a unit found only in
-    its neighbours' text at ``NEAR_CREDIT``, over the weight of all of them."""
+    its neighbours' text at ``NEAR_CREDIT`` (``near_have``: the terms of ``near``, when
+    known), over the weight of all of them."""
     whole = sum(w for _g, w in units)
     if not whole:
         return 0.0
     flat = None
-    near_have = None
     got = 0.0
     for (grams, cjk), (_g, w) in zip(unit_sets(units), units):
         if not grams.isdisjoint(have):

@@ -131,20 +131,32 @@ def fields_of(doc: IndexDoc) -> dict:
     }
 
 
-def analysed_terms(stored: list[str]) -> dict[str, list[str]]:
+def analysed_texts(stored: list[str]) -> dict[str, str]:
     """What :func:`tokens` gives of the parts of a document, read from what the index
     stores of its text fields (``stored``, in :data:`TEXT_FIELDS` order): ``body`` (its
-    text), ``title``, ``aliases`` (joined by spaces) and ``near`` (its neighbours' text).
+    text), ``title``, ``aliases`` and ``near`` (its neighbours' text), each part's terms
+    joined by single spaces as stored (:func:`held_among` looks for a few terms in them).
     Where :data:`SPEAKER` moves the speaker's name out of the title, the title, aliases
     and neighbours' terms are not those of their text, and are left out."""
     by_name = dict(zip(TEXT_FIELDS, stored))
     parts = ("body",) if SPEAKER != "title" else ("body", "title", "aliases", "near")
-    return {name: by_name[name].split() for name in parts}
+    return {name: by_name[name] for name in parts}
+
+
+def held_among(joined: str, wanted: list[tuple[str, str]]) -> set[str]:
+    """Which of the terms ``wanted`` — (term, the term between two spaces) each — are among
+    ``joined``, terms joined by single spaces as the index stores them: a substring test
+    each, without splitting hundreds of terms to look for a handful (no term is empty or
+    holds a space)."""
+    if not joined:
+        return set()
+    padded = f" {joined} "
+    return {term for term, spaced in wanted if spaced in padded}
 
 
 def own_terms(stored: list[str]) -> set[str] | None:
     """The distinct terms of a document's title, text and aliases, read from what the
-    index stores (as :func:`analysed_terms` reads them, without splitting the rest), or
+    index stores (as :func:`analysed_texts` reads them), or
     None where :data:`SPEAKER` keeps them from being those of their text."""
     if SPEAKER != "title":
         return None
