@@ -449,7 +449,10 @@ class TantivyEngine:
         # the process aborts): never more than the index holds, nor than limits allows
         held = searcher.num_docs
         limit = engine_hits(limit)
-        asked = engine_hits(limit + 10, held)
+        # room past the last place for what ties with it: a second search for them costs
+        # more than a first one that collects more (its hits are read only while they can
+        # still reach the last place)
+        asked = engine_hits(2 * limit + 10, held)
         while True:
             hits = searcher.search(query, asked, count=False).hits
             best: list[float] = []  # the best ``limit`` live scores read, the lowest first (a heap)
