@@ -17,6 +17,7 @@ from conftest import git, run_vaultmem
 from mcp import Client, StdioServerParameters
 
 from vaultmem.adapters.mcp import VaultServer
+from vaultmem.vault import Vault
 
 TOOLS = ["brief", "dispatch", "search_memory", "read_page", "read_note", "remember", "page_add",
          "review_list", "get_stats", "log_append", "log_tail", "delegate", "harvest", "retain", "decide",
@@ -764,3 +765,33 @@ def test_with_file_events_a_change_another_process_indexes_while_the_answer_is_m
         server.close()
     assert raced == [f"['{rel}']"]  # the other process indexed it while the answer was being made
     assert hits == [rel]
+
+
+def test_the_server_of_a_process_freezes_what_its_first_call_loaded_and_frees_a_vault_it_replaced(vault):
+    """``vaultmem mcp`` keeps a large vault's index out of the garbage collector's full
+    passes (each stalled a call ~30 ms at 50,000 notes): what is alive after the first
+    call is frozen. A settings change opens the vault again; the one it replaced is
+    thawed and freed, not kept for the life of the process."""
+    import gc
+    import weakref
+
+    (vault.root / "memories" / "port.md").write_text("---\nname: port\ntype: fact\n---\nport 8080\n", encoding="utf-8")
+    server = VaultServer(Vault.open(vault.root), owns_process=True)  # the server's own, as in vaultmem mcp
+    config = vault.root / ".vaultmem" / "config.yaml"
+    try:
+        async def steps(c):
+            found = await c.call_tool("search_memory", {"query": "port"})
+            frozen = gc.get_freeze_count()
+            first = weakref.ref(server.vault)
+            config.write_text(config.read_text(encoding="utf-8") + "\n", encoding="utf-8")  # a settings change
+            again = await c.call_tool("search_memory", {"query": "port"})
+            return found, again, frozen, first
+
+        found, again, frozen, first = session(server, steps)
+        assert [h["id"] for h in ok(found)["hits"]] == [h["id"] for h in ok(again)["hits"]] == ["memories/port.md"]
+        assert frozen > 0 and gc.get_freeze_count() > 0
+        gc.collect()
+        assert first() is None and server.vault is not None
+    finally:
+        server.close()
+        gc.unfreeze()
