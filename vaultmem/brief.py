@@ -320,13 +320,23 @@ def _jaccard(a: set, b: set, size_a: int) -> float:
     return shared / (size_a + len(b) - shared)
 
 
+def _likeness(text: str) -> tuple[str, frozenset[str]]:
+    """What the near-duplicate check compares of a text: its letters and digits alone, and
+    its terms — remembered for a text of ordinary length (a warm process briefs the same
+    roles' entries again and again), worked out again for a longer one."""
+    return _remembered_likeness(text) if len(text) <= LIKENESS_CHARS else _work_out_likeness(text)
+
+
+def _work_out_likeness(text: str) -> tuple[str, frozenset[str]]:
+    return re.sub(r"\W+", "", normalize(text)), frozenset(tokens(text))
+
+
 def _dedupe(hits: list[Hit]) -> list[Hit]:
     kept: list[Hit] = []
     seen_keys: set[str] = set()
-    kept_sets: list[set[str]] = []
+    kept_sets: list[frozenset[str]] = []
     for h in hits:
-        key = re.sub(r"\W+", "", normalize(h.doc.text))
-        terms = set(tokens(h.doc.text))
+        key, terms = _likeness(h.doc.text)
         if key in seen_keys:
             continue
         # near-duplicates: 80 % of their terms shared (Jaccard), which two sets whose sizes
@@ -348,6 +358,8 @@ def _dedupe(hits: list[Hit]) -> list[Hit]:
 # brief.max_line_chars): a brief of a 10,000-note vault renders ~700 lines to plan its budget.
 LINE_CACHE = 16384
 _cached_shorten = lru_cache(maxsize=LINE_CACHE)(shorten)
+LIKENESS_CHARS = 4096  # a text up to this long keeps its likeness (_likeness)
+_remembered_likeness = lru_cache(maxsize=LINE_CACHE // 4)(_work_out_likeness)
 
 
 def _short_line(text: str, limit: int) -> str:
