@@ -61,6 +61,7 @@ class VaultServer(MCPServer):
         self._lock = threading.Lock()  # tools run on worker threads: one call at a time
         self._owns_process = owns_process
         self._frozen: Vault | None = None  # the vault whose objects were frozen (_settle_memory)
+        self._thawed = False  # a vault was replaced since: collect before freezing again
         self.monitor = None
         self.warm = None  # the hooks' warm path (listen_for_hooks)
         if watch and vault is not None:
@@ -143,7 +144,7 @@ class VaultServer(MCPServer):
             self.vault.close()
             if self._frozen is not None:  # what the vault replaced held may be collected again
                 gc.unfreeze()
-                self._frozen = None
+                self._frozen, self._thawed = None, True
             self.vault, self._settings = fresh, stamp
             if self.monitor is not None:
                 self.monitor.unsure()  # the engine may have changed: the first refresh walks
@@ -162,11 +163,15 @@ class VaultServer(MCPServer):
 
     def _settle_memory(self) -> None:
         """Once per open vault, after its first call (the index and its manifest are
-        loaded then): collect what is garbage, and freeze what is alive — the collector's
-        full passes no longer walk it. A vault opened again (its settings changed) thaws
-        it first (:meth:`current`), so the one it replaces can be collected."""
+        loaded then): what the collector tracks is frozen — its full passes no longer walk
+        it. The server's first vault is frozen as it is (a full pass first would delay the
+        first answer by as much as it saves later; what is garbage then stays, once). A
+        vault opened again (its settings changed) thawed everything (:meth:`current`): a
+        full pass then collects the vault it replaced before the rest is frozen again."""
         if self._owns_process and self.vault is not None and self._frozen is not self.vault:
-            gc.collect()
+            if self._thawed:
+                gc.collect()
+                self._thawed = False
             gc.freeze()
             self._frozen = self.vault
 
