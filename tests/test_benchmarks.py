@@ -101,3 +101,17 @@ def test_a_child_runs_this_checkouts_vaultmem_with_its_output_kept(tmp_path, mon
     wall, done = timing.run_kept([sys.executable, "-c", "import vaultmem, os; print(os.path.dirname(vaultmem.__file__))"])
     assert done.returncode == 0 and wall > 0
     assert done.stdout.strip() == str(timing.PROJECT / "vaultmem")  # the vaultmem beside the benchmarks
+
+
+@pytest.mark.parametrize("kind", ["search", "task", "served-search", "served-brief"])
+def test_warm_cpu_runs_each_kind_of_call_on_a_vault(vault, kind):
+    """``warm_cpu.py`` (timed from outside by ``farm-bench``) makes its calls on a real
+    vault — a served kind with the file-event observer vaultmem mcp runs — and exits 0."""
+    (vault.root / "memories" / "kafka.md").write_text("---\nname: kafka\ntype: fact\n---\nkafka retry 超时 3 次\n",
+                                                      encoding="utf-8")
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "warm_cpu.py"), str(vault.root), kind, "3"],
+                       capture_output=True, text=True, timeout=120, cwd=vault.root)
+    assert r.returncode == 0, r.stderr
+    bad = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "warm_cpu.py"), str(vault.root), "nothing", "3"],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "invalid choice" in bad.stderr

@@ -232,7 +232,9 @@ class SearchEngine(Protocol):
         field it is searched in): what a relevance judgement weighs terms by."""
 
     def doc_count(self) -> int:
-        """How many documents are live in the index."""
+        """How many documents are live in the index. (An engine may also offer
+        ``doc_frequencies(terms) -> (doc_count, {term: doc_frequency})``, all of one
+        commit: a query's terms are then weighed in one call.)"""
 
     def segment_count(self) -> int:
         """How many segments the index is split into (the store merges when idle beyond

@@ -293,6 +293,8 @@ class IndexStore(Freshness, SemanticChannel):
         statistics of the generation that found its hits, whatever another process has
         swapped in since."""
         engine = self._engine if self._engine is not None else self.engine()
+        if hasattr(engine, "doc_frequencies"):  # all at once, of one commit (an engine may offer it)
+            return engine.doc_frequencies(terms)
         return engine.doc_count(), {t: engine.doc_frequency(t) for t in terms}
 
     def close(self) -> None:

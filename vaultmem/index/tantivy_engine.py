@@ -219,6 +219,8 @@ class LiveStats:
         per term, the ratio of the idfs, times the ratio of the average field lengths
         (at most all documents over live ones, since deleted ones only add length), with
         room for tantivy's single-precision arithmetic."""
+        if not self.ghostly:  # tantivy's statistics are the live ones
+            return 1 + 1e-5
         worst = 1.0
         for field, term in clauses:
             live = self.doc_frequency(field, term)
@@ -494,6 +496,12 @@ class TantivyEngine:
         """In how many live documents ``term`` occurs (most of any one of its fields)."""
         stats = self.live_stats()
         return max(stats.doc_frequency(name, term) for name in fields_for(term))
+
+    def doc_frequencies(self, terms: list[str]) -> tuple[int, dict[str, int]]:
+        """(live documents, :meth:`doc_frequency` of each of ``terms``), all of one commit:
+        the newest is looked for once, not once per term."""
+        stats = self.live_stats()
+        return stats.docs, {t: max(stats.doc_frequency(name, t) for name in fields_for(t)) for t in terms}
 
     def doc_count(self) -> int:
         return self._get_searcher().num_docs

@@ -328,6 +328,11 @@ class WhooshEngine:
         stats = self.live_stats(self._get_searcher())
         return max(stats.doc_frequency(name, term) for name in fields_for(term))
 
+    def doc_frequencies(self, terms: list[str]) -> tuple[int, dict[str, int]]:
+        """(live documents, :meth:`doc_frequency` of each of ``terms``), all of one searcher."""
+        stats = self.live_stats(self._get_searcher())
+        return self.ix.doc_count(), {t: max(stats.doc_frequency(name, t) for name in fields_for(t)) for t in terms}
+
     def doc_count(self) -> int:
         return self.ix.doc_count()  # live documents only
 
