@@ -24,6 +24,8 @@ rank, and a layer that is cut says how many of its lines it left out and where t
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -322,13 +324,25 @@ def _jaccard(a: set, b: set, size_a: int) -> float:
 
 def _likeness(text: str) -> tuple[str, frozenset[str]]:
     """What the near-duplicate check compares of a text: its letters and digits alone, and
-    its terms — remembered for a text of ordinary length (a warm process briefs the same
-    roles' entries again and again), worked out again for a longer one."""
-    return _remembered_likeness(text) if len(text) <= LIKENESS_CHARS else _work_out_likeness(text)
-
-
-def _work_out_likeness(text: str) -> tuple[str, frozenset[str]]:
-    return re.sub(r"\W+", "", normalize(text)), frozenset(tokens(text))
+    its terms — remembered (a warm process briefs the same roles' entries again and
+    again) for the texts last compared, up to :data:`LIKENESS_CHARS` characters of them
+    in all (a text's terms take up to ~100 bytes a character: bounded by size, not by
+    count)."""
+    with _likeness_lock:
+        known = _likenesses.get(text)
+        if known is not None:
+            _likenesses.move_to_end(text)
+            return known
+    known = re.sub(r"\W+", "", normalize(text)), frozenset(tokens(text))
+    global _likeness_chars
+    with _likeness_lock:
+        if text not in _likenesses and len(text) <= LIKENESS_CHARS // 8:
+            _likenesses[text] = known
+            _likeness_chars += len(text)
+            while _likeness_chars > LIKENESS_CHARS:
+                gone, _known = _likenesses.popitem(last=False)
+                _likeness_chars -= len(gone)
+    return known
 
 
 def _dedupe(hits: list[Hit]) -> list[Hit]:
@@ -358,8 +372,10 @@ def _dedupe(hits: list[Hit]) -> list[Hit]:
 # brief.max_line_chars): a brief of a 10,000-note vault renders ~700 lines to plan its budget.
 LINE_CACHE = 16384
 _cached_shorten = lru_cache(maxsize=LINE_CACHE)(shorten)
-LIKENESS_CHARS = 4096  # a text up to this long keeps its likeness (_likeness)
-_remembered_likeness = lru_cache(maxsize=LINE_CACHE // 4)(_work_out_likeness)
+LIKENESS_CHARS = 262_144  # the texts whose likeness is remembered, in all (_likeness): ~25 MB at most
+_likenesses: OrderedDict[str, tuple[str, frozenset[str]]] = OrderedDict()
+_likeness_chars = 0
+_likeness_lock = threading.Lock()
 
 
 def _short_line(text: str, limit: int) -> str:
