@@ -767,11 +767,13 @@ def test_with_file_events_a_change_another_process_indexes_while_the_answer_is_m
     assert hits == [rel]
 
 
-def test_the_server_of_a_process_freezes_what_its_first_call_loaded_and_frees_a_vault_it_replaced(vault):
+def test_the_server_of_a_process_freezes_what_its_first_call_loaded_and_frees_what_it_replaced(vault):
     """``vaultmem mcp`` keeps a large vault's index out of the garbage collector's full
     passes (each stalled a call ~30 ms at 50,000 notes): what is alive after the first
-    call is frozen. A settings change opens the vault again; the one it replaced is
-    thawed and freed, not kept for the life of the process."""
+    call is frozen. An index rebuilt by another process, and a settings change that opens
+    the vault again, each thaw it: the engine and the vault they replaced are freed (a
+    Whoosh searcher and its engine refer to each other: frozen, they would keep their
+    files open for the life of the process)."""
     import gc
     import weakref
 
@@ -780,16 +782,23 @@ def test_the_server_of_a_process_freezes_what_its_first_call_loaded_and_frees_a_
     config = vault.root / ".vaultmem" / "config.yaml"
     try:
         async def steps(c):
-            found = await c.call_tool("search_memory", {"query": "port"})
+            found = [await c.call_tool("search_memory", {"query": "port"})]
             frozen = gc.get_freeze_count()
+            engine = weakref.ref(server.vault.index.engine())
+            r = await anyio.to_thread.run_sync(lambda: run_vaultmem("--vault", vault.root, "index", "--rebuild"))
+            assert r.returncode == 0, r.stderr
+            found.append(await c.call_tool("search_memory", {"query": "port"}))  # on the new generation
+            gc.collect()
+            engine_freed = engine() is None
             first = weakref.ref(server.vault)
             config.write_text(config.read_text(encoding="utf-8") + "\n", encoding="utf-8")  # a settings change
-            again = await c.call_tool("search_memory", {"query": "port"})
-            return found, again, frozen, first
+            found.append(await c.call_tool("search_memory", {"query": "port"}))
+            return found, frozen, engine_freed, first
 
-        found, again, frozen, first = session(server, steps)
-        assert [h["id"] for h in ok(found)["hits"]] == [h["id"] for h in ok(again)["hits"]] == ["memories/port.md"]
+        found, frozen, engine_freed, first = session(server, steps)
+        assert [[h["id"] for h in ok(r)["hits"]] for r in found] == [["memories/port.md"]] * 3
         assert frozen > 0 and gc.get_freeze_count() > 0
+        assert engine_freed
         gc.collect()
         assert first() is None and server.vault is not None
     finally:

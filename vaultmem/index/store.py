@@ -204,6 +204,10 @@ class IndexStore(Freshness, SemanticChannel):
         count = facts["count"] if "count" in facts else len(facts["files"])
         return registry.auto_upgrade(live, self._size(count, live))
 
+    def opened_generation(self) -> str | None:
+        """The generation this process has its engine open on (None: none opened yet)."""
+        return self._engine_gen if self._engine is not None else None
+
     def engine_name(self) -> str | None:
         """The live generation's engine (None before the first build)."""
         facts = self._facts(current_generation(self.base))

@@ -60,8 +60,7 @@ class VaultServer(MCPServer):
         self._settings = self._settings_stamp()
         self._lock = threading.Lock()  # tools run on worker threads: one call at a time
         self._owns_process = owns_process
-        self._frozen: Vault | None = None  # the vault whose objects were frozen (_settle_memory)
-        self._thawed = False  # a vault was replaced since: collect before freezing again
+        self._frozen: tuple | None = None  # (vault, its index's generation) when frozen (_settle_memory)
         self.monitor = None
         self.warm = None  # the hooks' warm path (listen_for_hooks)
         if watch and vault is not None:
@@ -120,6 +119,9 @@ class VaultServer(MCPServer):
             finally:
                 if held:
                     self._lock.release()
+        if self._frozen is not None:  # what the server held may be collected again
+            self._frozen = None
+            gc.unfreeze()
 
     def _settings_stamp(self) -> tuple | None:
         if self.vault is None:
@@ -142,9 +144,6 @@ class VaultServer(MCPServer):
             fresh = Vault(self.vault.root)  # a broken settings file is the call's error
             fresh.stays_open()
             self.vault.close()
-            if self._frozen is not None:  # what the vault replaced held may be collected again
-                gc.unfreeze()
-                self._frozen, self._thawed = None, True
             self.vault, self._settings = fresh, stamp
             if self.monitor is not None:
                 self.monitor.unsure()  # the engine may have changed: the first refresh walks
@@ -162,18 +161,24 @@ class VaultServer(MCPServer):
             return result
 
     def _settle_memory(self) -> None:
-        """Once per open vault, after its first call (the index and its manifest are
-        loaded then): what the collector tracks is frozen — its full passes no longer walk
-        it. The server's first vault is frozen as it is (a full pass first would delay the
-        first answer by as much as it saves later; what is garbage then stays, once). A
-        vault opened again (its settings changed) thawed everything (:meth:`current`): a
-        full pass then collects the vault it replaced before the rest is frozen again."""
-        if self._owns_process and self.vault is not None and self._frozen is not self.vault:
-            if self._thawed:
-                gc.collect()
-                self._thawed = False
-            gc.freeze()
-            self._frozen = self.vault
+        """After the first call on an open vault (its index and manifest are loaded then):
+        what the collector tracks is frozen — its full passes no longer walk it. The first
+        time as it is (a full pass first would delay the first answer by as much as it
+        saves later; what is garbage then stays, once). When the vault was opened again
+        (its settings changed) or its index moved to a new generation (a rebuild), what was
+        frozen is thawed and a full pass frees the vault or index replaced — a Whoosh
+        searcher and its engine refer to each other, so only a full pass frees their open
+        files — before what is alive is frozen again."""
+        if not self._owns_process or self.vault is None:
+            return
+        now = (self.vault, self.vault.index.opened_generation())
+        if self._frozen is not None and self._frozen[0] is now[0] and self._frozen[1] == now[1]:
+            return
+        thaw, self._frozen = self._frozen is not None, now  # (the replaced vault no longer held here)
+        if thaw:
+            gc.unfreeze()
+            gc.collect()
+        gc.freeze()
 
     def read(self, fn: Callable[[Vault], str]) -> str:
         """A resource's text; a missing file as not found, any error without a traceback."""
