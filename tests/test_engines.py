@@ -388,3 +388,23 @@ def test_an_engine_of_another_package_receives_every_document_whole_from_worker_
     assert {d.path for d in given} >= {"memories/port.md", "memories/db.md", "memories/review.md"}
     assert [h.doc.id for h in search(store, "端口", Filters(), 10)] == ["memories/port.md"]
     store.close()
+
+
+@pytest.mark.usefixtures("both_engines")
+def test_a_querys_term_weights_read_at_once_are_those_read_term_by_term(notes):
+    """``IndexStore.term_weights`` reads every term's document frequency in one call of
+    one commit where the engine offers it (``doc_frequencies``): the same counts as the
+    engine's term-by-term ``doc_frequency`` and ``doc_count`` — also once documents are
+    deleted (an update leaves them in the engine's own statistics)."""
+    store = IndexStore(notes.root)
+    store.refresh()
+    (notes.root / "memories" / "port.md").write_text(NOTE.format(n="port", body="后端端口改为9090"), encoding="utf-8")
+    store.refresh()  # the old port note's document: deleted, still in the segments
+    terms = ["端口", "后端", "postgresql", "reviews", "9090", "8080", "nothing-like-it", "端"]
+    engine = store.engine()
+    count, each = store.term_weights(terms)
+    assert hasattr(engine, "doc_frequencies")
+    assert count == engine.doc_count() == 4
+    assert each == {t: engine.doc_frequency(t) for t in terms}
+    assert each["端口"] == 1 and each["8080"] == 0 and each["9090"] == 1 and each["nothing-like-it"] == 0
+    store.close()

@@ -22,7 +22,7 @@ from ..errors import ParseError, UnsafePath, VaultmemError
 from ..models import IndexDoc
 from . import SyncReport
 from .manifest import Manifests, entry, problems_of
-from .registry import builtin, open_engine
+from .registry import get, open_engine
 
 PARALLEL_MIN_FILES = 2000  # a rebuild of this many files parses them in worker processes
 PARALLEL_CHUNK = 500
@@ -109,7 +109,7 @@ def prepare(root: str, rels: list[str], whole: bool = True) -> list[tuple]:
     return out
 
 
-def prepare_all(root: Path, rels: list[str], progress: Progress | None, whole: bool = False) -> Iterator[tuple]:
+def prepare_all(root: Path, rels: list[str], progress: Progress | None, whole: bool = True) -> Iterator[tuple]:
     """:func:`prepare` over every file — in worker processes (one per core, at most
     four) when there are many, since parsing and analysis are the bulk of a build and
     pure Python; in this process otherwise, or if workers cannot be started. ``whole``:
@@ -262,7 +262,7 @@ def build_generation(root: Path, base: Path, manifests: Manifests, seen: dict, e
     manifest: dict[str, dict] = {}
     docs: list[IndexDoc | None] = []  # None: a document a worker did not send (its fields say all)
     fields: list[dict] = []
-    whole = vectors or not builtin(engine)  # the semantic journal and another package's engine read documents
+    whole = vectors or not get(engine).prepared_only  # the semantic journal, or an engine that reads documents
     try:
         for rel, sha, found, problem, found_fields, owner in prepare_all(root, sorted(seen), progress, whole):
             if sha is None:

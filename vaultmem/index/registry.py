@@ -35,6 +35,9 @@ class EngineSpec:
     library: str
     auto_from_files: int = 0
     install_hint: str = ""
+    # the engine indexes a document from its prepared fields alone (``SearchEngine.write``'s
+    # ``prepared``), never reading the document: a rebuild's workers need not send it whole
+    prepared_only: bool = False
 
     def available(self) -> bool:
         return importlib.util.find_spec(self.library) is not None
@@ -64,13 +67,6 @@ def names() -> tuple[str, ...]:
     _load()
     builtin = [m.removesuffix("_engine") for m in BUILTIN]
     return tuple(sorted(_ENGINES, key=lambda n: builtin.index(n) if n in builtin else len(builtin)))
-
-
-def builtin(name: str) -> bool:
-    """Whether ``name`` is one of this package's engines: they index a document from its
-    prepared fields alone (``SearchEngine.write``'s ``prepared``), never reading the
-    document itself."""
-    return name in [m.removesuffix("_engine") for m in BUILTIN]
 
 
 def get(name: str) -> EngineSpec:

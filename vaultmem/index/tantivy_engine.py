@@ -525,4 +525,5 @@ register(EngineSpec(
     name="tantivy", library="tantivy", auto_from_files=AUTO_TANTIVY_FILES,
     install_hint="pip install tantivy (or set index.engine: whoosh)",
     open=lambda gen_dir, create: TantivyEngine(gen_dir / "tantivy", create=create),  # in its own sub-folder
+    prepared_only=True,
 ))

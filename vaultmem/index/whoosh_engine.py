@@ -331,7 +331,7 @@ class WhooshEngine:
     def doc_frequencies(self, terms: list[str]) -> tuple[int, dict[str, int]]:
         """(live documents, :meth:`doc_frequency` of each of ``terms``), all of one searcher."""
         stats = self.live_stats(self._get_searcher())
-        return self.ix.doc_count(), {t: max(stats.doc_frequency(name, t) for name in fields_for(t)) for t in terms}
+        return stats.doc_count, {t: max(stats.doc_frequency(name, t) for name in fields_for(t)) for t in terms}
 
     def doc_count(self) -> int:
         return self.ix.doc_count()  # live documents only
@@ -360,4 +360,5 @@ class WhooshEngine:
 register(EngineSpec(
     name="whoosh", library="whoosh", auto_from_files=0, install_hint="pip install whoosh-reloaded",
     open=lambda gen_dir, create: WhooshEngine(gen_dir, create=create),  # its files sit in the generation folder
+    prepared_only=True,
 ))
