@@ -112,7 +112,10 @@ def query_dates(text: str, today=None) -> tuple[str, list[str]]:
     counted from ``today``, default the current day); most queries name no date, and a
     glance for a digit, a month or a relative day says so without the date patterns."""
     lowered = text.lower()
-    if not (any(c.isdigit() for c in text) or _RELATIVE_RE.search(text) or _WEEKDAY_RE.search(text)
+    # the relative-day and weekday patterns only where the text holds what they cannot match without
+    if not (any(c.isdigit() for c in text)
+            or (any(w in lowered for w in _RELATIVE_NEEDS) and _RELATIVE_RE.search(text))
+            or (any(w in lowered for w in _WEEKDAY_NEEDS) and _WEEKDAY_RE.search(text))
             or any(m in lowered for m in _MONTHS)):
         return text, []
     import datetime as dt
