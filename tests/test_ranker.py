@@ -104,7 +104,8 @@ def test_the_ranker_reads_stored_terms_exactly_as_analysing_the_text_again(vault
     from vaultmem.analysis import query_tokens
     from vaultmem.answers import answer_kind
     from vaultmem.index import Filters, Found
-    from vaultmem.retrieve import DATE_PREFIX, FEATURE_CHARS, LEARNED_POOL, candidate_rows, judged, unit_weights
+    from vaultmem.retrieve import (DATE_PREFIX, FEATURE_CHARS, LEARNED_POOL, candidate_rows, judged, spaced_terms,
+                                   unit_weights)
 
     monkeypatch.setenv("VAULTMEM_INDEX_ENGINE", "tantivy")
     for n, (speaker, body, alias) in enumerate(TURNS, start=1):
@@ -129,9 +130,16 @@ def test_the_ranker_reads_stored_terms_exactly_as_analysing_the_text_again(vault
         again_cands, again_rows = candidate_rows(list(found), *args)  # no stored terms: analysed again
         assert stored_rows == again_rows, question
         assert [vars(c) for c in stored_cands] == [vars(c) for c in again_cands], question
-        for doc, _score in found:  # and what a hit is judged on
+        # and what a hit is judged on: from its stored terms, and from only the terms asked
+        # about among them (as search() judges its hits), the same as from its text
+        wanted = spaced_terms({*terms, *(t for grams, _w in units for t in grams)})
+        for doc, _score in found:
             judge = (doc, (), units, answer_kind(question), question)
-            assert judged(*judge, found.terms_of(doc)) == judged(*judge), (question, doc.id)
+            whole, have, share = judged(*judge)
+            assert judged(*judge, found.terms_of(doc)) == (whole, have, share), (question, doc.id)
+            asked_whole, asked_have, asked_share = judged(*judge, found.terms_of(doc), wanted)
+            assert (asked_whole, asked_share) == (whole, share), (question, doc.id)
+            assert asked_have == have & {t for t, _spaced in wanted}, (question, doc.id)
         compared += len(found)
         twins_found = [d for d, _s in found if d.id.endswith("^m-0a0a0a")]
         assert len(twins_found) == (2 if question == QUESTIONS[0] else len(twins_found)), question
