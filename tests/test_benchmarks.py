@@ -115,3 +115,16 @@ def test_warm_cpu_runs_each_kind_of_call_on_a_vault(vault, kind):
     bad = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "warm_cpu.py"), str(vault.root), "nothing", "3"],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "invalid choice" in bad.stderr
+
+
+def test_mcp_tail_drives_a_real_server_and_reports_its_tail(vault):
+    """``mcp_tail.py`` starts ``vaultmem mcp`` on a vault, calls one tool over bare
+    JSON-RPC lines for the seconds given, and prints p50 / p95 / p99 / max."""
+    (vault.root / "memories" / "kafka.md").write_text("---\nname: kafka\ntype: fact\n---\nkafka retry 超时 3 次\n",
+                                                      encoding="utf-8")
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "mcp_tail.py"), str(vault.root), "--seconds", "0.5"],
+                       capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr
+    line = r.stdout.strip()
+    assert line.startswith("this checkout") and "search_memory: p50" in line and "max" in line, line
+    assert int(line.rsplit("(", 1)[1].split()[0]) >= 1  # calls made
