@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-HELPERS = {"__init__", "__main__", "vaults", "timing", "report"}  # shared by the scenarios, not run
+HELPERS = {"__init__", "__main__", "vaults", "timing", "report", "jsonrpc"}  # shared by the scenarios, not run
 
 
 def scenarios() -> dict[str, Path]:

@@ -54,6 +54,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from jsonrpc import LineClient  # noqa: E402
 from report import RESULTS, code_version, machine, markers, table, write_json, write_section  # noqa: E402
 import timing  # noqa: E402
 from timing import PROJECT, child_env, fmt_ms, fmt_s, log, median, summary  # noqa: E402
@@ -170,36 +171,16 @@ def bench_raw(root: Path, calls: int, warmup: int) -> dict:
     proc = subprocess.Popen([PY, "-m", "vaultmem", "mcp", "--vault", str(root)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=child_env(), cwd=str(PROJECT))
     times: dict[str, list[float]] = {"brief": [], "search_memory": [], "get_stats": []}
-    ids = iter(range(1, 1 << 30))
-
-    def send(method: str, params: dict, notify: bool = False) -> dict | None:
-        msg = {"jsonrpc": "2.0", "method": method, "params": params}
-        if not notify:
-            msg["id"] = next(ids)
-        proc.stdin.write((json.dumps(msg) + "\n").encode())
-        proc.stdin.flush()
-        if notify:
-            return None
-        while True:
-            answer = json.loads(proc.stdout.readline())
-            if answer.get("id") == msg["id"]:
-                if "error" in answer or answer["result"].get("isError"):
-                    raise SystemExit(f"{method} {params} failed: {answer}")
-                return answer
-
+    client = LineClient(proc, "bench")
     try:
-        send("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                            "clientInfo": {"name": "bench", "version": "0"}})
-        send("notifications/initialized", {}, notify=True)
         for i in range(warmup + calls):
             for tool, a in tool_args(i).items():
                 t = time.perf_counter()
-                send("tools/call", {"name": tool, "arguments": a})
+                client.call(tool, a)
                 if i >= warmup:
                     times[tool].append(time.perf_counter() - t)
     finally:
-        proc.stdin.close()
-        proc.wait(timeout=120)
+        client.close()
     return {k: figures(v) for k, v in times.items()}
 
 

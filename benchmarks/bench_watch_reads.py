@@ -21,7 +21,6 @@ call's time. Linux only (inotify, ``/proc``).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -31,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from jsonrpc import LineClient  # noqa: E402
 from timing import PROJECT, log  # noqa: E402
 from vaults import make_vault  # noqa: E402
 
@@ -65,37 +65,19 @@ def one_round(root: Path, path: str | None, files: list[Path]) -> dict:
         env["PYTHONPATH"] = path
     proc = subprocess.Popen([sys.executable, "-m", "vaultmem", "mcp", "--vault", str(root)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=tempfile.gettempdir())
-    ids = iter(range(1, 1 << 30))
-
-    def send(method: str, params: dict, notify: bool = False) -> None:
-        msg = {"jsonrpc": "2.0", "method": method, "params": params}
-        if not notify:
-            msg["id"] = next(ids)
-        proc.stdin.write((json.dumps(msg) + "\n").encode())
-        proc.stdin.flush()
-        while not notify:
-            answer = json.loads(proc.stdout.readline())
-            if answer.get("id") == msg["id"]:
-                if "error" in answer or answer["result"].get("isError"):
-                    raise SystemExit(f"{method} failed: {answer}")
-                return
-
+    client = LineClient(proc, "bench")
     try:
-        send("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                            "clientInfo": {"name": "bench", "version": "0"}})
-        send("notifications/initialized", {}, notify=True)
-        send("tools/call", {"name": "get_stats", "arguments": {}})
+        client.call("get_stats", {})
         before = cpu_seconds(proc.pid)
         for f in files:
             with open(f, "rb") as fh:
                 fh.read()
         t = time.perf_counter()
-        send("tools/call", {"name": "get_stats", "arguments": {}})
+        client.call("get_stats", {})
         call = time.perf_counter() - t
         return {"cpu": cpu_seconds(proc.pid) - before, "call": call}
     finally:
-        proc.stdin.close()
-        proc.wait(timeout=120)
+        client.close()
 
 
 def main() -> None:

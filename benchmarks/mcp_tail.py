@@ -14,13 +14,14 @@ interpreter (its own vaultmem) right after, twice in turn, so that both meet the
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from jsonrpc import LineClient
 
 ARGS = {"search_memory": {"query": "kafka retry"}, "brief": {"agent": "前端审查", "task": "react 组件 缓存"},
         "get_stats": {}}
@@ -34,37 +35,18 @@ def tail(python: str, vault: Path, tool: str, seconds: float, own: bool) -> dict
     proc = subprocess.Popen([python, "-m", "vaultmem", "mcp", "--vault", str(vault)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
                             cwd=str(Path(__file__).resolve().parent.parent) if own else tempfile.gettempdir())
-    ids = iter(range(1, 1 << 30))
-
-    def send(method: str, params: dict, notify: bool = False) -> None:
-        msg = {"jsonrpc": "2.0", "method": method, "params": params}
-        if not notify:
-            msg["id"] = next(ids)
-        proc.stdin.write((json.dumps(msg, ensure_ascii=False) + "\n").encode())
-        proc.stdin.flush()
-        while not notify:
-            answer = json.loads(proc.stdout.readline())
-            if answer.get("id") == msg["id"]:
-                if "error" in answer or answer["result"].get("isError"):
-                    raise SystemExit(f"{method} failed: {str(answer)[:500]}")
-                return
-
     times: list[float] = []
+    client = LineClient(proc, "mcp_tail")
     try:
-        send("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                            "clientInfo": {"name": "mcp_tail", "version": "0"}})
-        send("notifications/initialized", {}, notify=True)
-        call = {"name": tool, "arguments": ARGS[tool]}
         for _ in range(10):
-            send("tools/call", call)
+            client.call(tool, ARGS[tool])
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             t = time.perf_counter()
-            send("tools/call", call)
+            client.call(tool, ARGS[tool])
             times.append(time.perf_counter() - t)
     finally:
-        proc.stdin.close()
-        proc.wait(timeout=120)
+        client.close()
     times.sort()
 
     def at(q: float) -> float:
