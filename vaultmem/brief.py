@@ -413,7 +413,6 @@ class _Layer:
     render: Any  # n → (line, item dict or None)
     more: Any = None  # n left out → the line that says so (None: nothing is said)
     beyond: int = 0  # candidates past the layer's cap (brief.max_items): left out whatever the budget
-    more_same: bool = False  # ``more`` says the same whatever the number left out
     taken: int = 0  # lines shown (the plan)
     said: bool = False  # nothing shown, but what was left out is said
     _lines: list = field(default_factory=list)
@@ -467,12 +466,10 @@ class _Layer:
         k, count, sums = self.taken, self.count, self._sums
         if k < count and self._fixed is None:
             self._fixed = _cost("") + _cost(self.heading)
-        same = self.more_cost(1) if self.more_same else None  # the line saying what is left: one text
         while k < count:
             if len(sums) <= k + 1:
                 self._render_to(k)
-            left = count - k - 1 + self.beyond
-            after = self._fixed + sums[k + 1] + ((same if left else 0) if same is not None else self.more_cost(left))
+            after = self._fixed + sums[k + 1] + self.more_cost(count - k - 1 + self.beyond)
             if after - now > allowance:
                 break
             allowance -= after - now
@@ -604,7 +601,7 @@ def build_brief(parts: BriefParts, budget: int) -> Brief:
         layer("live", labels["live"], plain(parts.live), "live_more"),
         layer("index", labels["index"], plain(parts.index_lines)),
     ]
-    layers[-1].more, layers[-1].more_same = (lambda _n: labels["more"]), True
+    layers[-1].more = lambda _n: labels["more"]
     present = [L for L in layers if L.count or L.beyond]
     _plan(present, budget - b.used - close_cost, parts.shares)
 
