@@ -114,7 +114,7 @@ def search(store, query: str | Query, filters: Filters = Filters(), limit: int =
     else:
         rescored = rule_order(found, words, days, filters.agent)
     out = []
-    wanted = spaced_terms({*terms, *(t for grams, _w in units for t in grams)})  # all that is asked about
+    wanted = spaced_terms(asked_terms(terms, units))
     for doc, score, dates in rescored[:limit]:
         stored = found.terms_of(doc) if isinstance(found, Found) else None
         whole, have, share = judged(doc, dates, units, kind, text, stored, wanted)
@@ -207,7 +207,7 @@ def candidate_rows(found, units, kind, question: str, terms: list[str], days: se
     plain_terms = [t for t in terms if not is_cjk_char(t)]
     # every check below asks only whether a part holds one of the query's terms: of each
     # part's terms, only those are looked for (the same answers as all of them)
-    want = frozenset(terms).union(*(grams for grams, _cjk in sets))
+    want = asked_terms(terms, units)
     spaced = spaced_terms(want)
     cands = []
     for n, (doc, score) in enumerate(found, start=1):
@@ -244,6 +244,11 @@ def candidate_rows(found, units, kind, question: str, terms: list[str], days: se
             asks=is_question(text), holds_answer=holds_answer(kind, text, question),
             similarity=similarity.get(doc.id) if similarity is not None else None))
     return cands, ranker.features(cands, question, set(days), kind is not None, agent)
+
+
+def asked_terms(terms: list[str], units) -> frozenset[str]:
+    """Every term a hit is checked for: the query's and its units' (:func:`unit_weights`)."""
+    return frozenset(terms).union(*(grams for grams, _w in units))
 
 
 def spaced_terms(terms) -> list[tuple[str, str]]:

@@ -494,8 +494,7 @@ class TantivyEngine:
 
     def doc_frequency(self, term: str) -> int:
         """In how many live documents ``term`` occurs (most of any one of its fields)."""
-        stats = self.live_stats()
-        return max(stats.doc_frequency(name, term) for name in fields_for(term))
+        return self.doc_frequencies([term])[1][term]
 
     def doc_frequencies(self, terms: list[str]) -> tuple[int, dict[str, int]]:
         """(live documents, :meth:`doc_frequency` of each of ``terms``), all of one commit:
