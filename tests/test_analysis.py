@@ -89,6 +89,28 @@ def test_the_single_cjk_pattern_gives_what_the_one_pass_patterns_gave(text):
         assert analysis.is_cjk_char(ch) == bool(_CJK_CHAR.match(ch))
 
 
+
+def test_ascii_text_never_compiles_the_cjk_class():
+    """Compiling the CJK class costs every process ~3 ms: a command that meets only ASCII
+    text (an English search's query, analysis and snippets) must not pay for it, and the
+    first text that is not ASCII still finds its runs."""
+    import subprocess
+    import sys
+
+    script = (
+        "from vaultmem import analysis as a\n"
+        "assert a.tokens('Reviews of the backend port') == ['review', 'backend', 'port']\n"
+        "assert a.query_units('which port?') and a.cjk_chars('port 8080') == []\n"
+        "assert '**port**' in a.highlight('the backend port is 8080', a.query_tokens('port'))\n"
+        "assert not a.is_cjk_char('x') and a.estimate_tokens('abc') == 1\n"
+        "print(a._CJK_RUN._compiled is None)\n"
+        "assert a.tokens('后端端口') == ['后端', '端端', '端口'] and a.is_cjk_char('端')\n"
+        "print(a._CJK_RUN._compiled is None)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["True", "False"]
+
+
 # -- highlighting is linear, and chooses the window it always chose -----------------------------
 
 

@@ -27,10 +27,27 @@ _CJK = (
     "\U00020000-\U0002ffff"
 )
 # One pattern holds the CJK class: compiling a class of ~40,000 code points costs ~3 ms
-# each time it appears in a pattern, paid by every process. Splitting on CJK runs, then
-# finding words in what lies between, gives exactly the tokens of the one-pass pattern
-# ``([CJK]+)|([^\W_CJK]+)`` (a property test holds it).
-_CJK_RUN = re.compile(rf"([{_CJK}]+)")
+# each time it appears in a pattern. Splitting on CJK runs, then finding words in what
+# lies between, gives exactly the tokens of the one-pass pattern ``([CJK]+)|([^\W_CJK]+)``
+# (a property test holds it). It is compiled on the first text that is not ASCII: an
+# ASCII text holds no CJK run, and a command that meets only such text (an English
+# search's query and snippets) never pays for the class.
+_CJK_RUN = Lazy(rf"([{_CJK}]+)")
+
+
+def _cjk_split(text: str) -> list[str]:
+    """``_CJK_RUN.split(text)``: other text, CJK run, other text, …"""
+    return [text] if text.isascii() else _CJK_RUN.split(text)
+
+
+def _cjk_runs(text: str) -> Iterator[re.Match]:
+    """``_CJK_RUN.finditer(text)``."""
+    return iter(()) if text.isascii() else _CJK_RUN.finditer(text)
+
+
+def _cjk_findall(text: str) -> list[str]:
+    """``_CJK_RUN.findall(text)``."""
+    return [] if text.isascii() else _CJK_RUN.findall(text)
 _WORD = re.compile(r"[^\W_]+")
 
 STOPWORDS = frozenset(
@@ -73,7 +90,7 @@ def spans(text: str) -> Iterator[tuple[int, int, bool]]:
     """(start, end, is a CJK run) of each CJK run and each other word of ``text``, in
     order: what :func:`tokens` makes its terms from, with positions (for highlighting)."""
     pos = 0
-    for run in _CJK_RUN.finditer(text):
+    for run in _cjk_runs(text):
         for word in _WORD.finditer(text, pos, run.start()):
             yield word.start(), word.end(), False
         yield run.start(), run.end(), True
@@ -87,7 +104,7 @@ def tokens(text: str, runs: list[str] | None = None) -> list[str]:
     ``runs``: when given, each CJK run of the normalised text is appended to it (what
     :func:`cjk_chars` reads, without normalising and splitting the text again)."""
     out: list[str] = []
-    for i, part in enumerate(_CJK_RUN.split(normalize(text))):  # other text, CJK run, other text, …
+    for i, part in enumerate(_cjk_split(normalize(text))):  # other text, CJK run, other text, …
         if i % 2:
             out.extend(_cjk_grams(part))
             if runs is not None:
@@ -139,7 +156,7 @@ def query_units(text: str, today=None) -> list[tuple[str, tuple[str, ...]]]:
     nothing while a word the vault lacks ("短信") does. (unit, terms) pairs, in order."""
     rest, found = query_dates(text, today)
     units: list[tuple[str, tuple[str, ...]]] = [(t, (t,)) for t in found]
-    for i, part in enumerate(_CJK_RUN.split(_QUESTION_WORDS.sub(" ", normalize(rest)))):
+    for i, part in enumerate(_cjk_split(_QUESTION_WORDS.sub(" ", normalize(rest)))):
         if i % 2:
             if len(part) == 1:
                 units.append((part, (part,)))
@@ -168,13 +185,13 @@ def coverage(query: list[str], text: str, dates: list[str] | tuple[str, ...] = (
 
 
 def is_cjk_char(term: str) -> bool:
-    return len(term) == 1 and _CJK_RUN.match(term) is not None
+    return len(term) == 1 and not term.isascii() and _CJK_RUN.match(term) is not None
 
 
 def cjk_chars(text: str) -> list[str]:
     """Every CJK character of ``text`` (for the unigram field that answers one-character
     queries; normal terms are bigrams)."""
-    return list("".join(_CJK_RUN.findall(normalize(text))))
+    return list("".join(_cjk_findall(normalize(text))))
 
 
 # -- dates ---------------------------------------------------------------------------------
@@ -423,7 +440,7 @@ def highlight(text: str, query: list[str], width: int = 160, mark: tuple[str, st
                 found.append(m.span())
 
     pos = 0
-    for run in _CJK_RUN.finditer(flat):  # as spans() gives them, without a generator's cost
+    for run in _cjk_runs(flat):  # as spans() gives them, without a generator's cost
         start = run.start()
         words(start)
         if grams:
