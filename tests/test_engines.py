@@ -341,15 +341,16 @@ def test_tantivy_reads_only_what_can_reach_the_top_and_misses_nothing(tmp_path, 
                 if not stats.ghostly and text.startswith("缓存"):  # no drift, no ties: little past the last place
                     assert len(read) < limit + 10, (limit, len(read))
 
-    real_doc = None
+    from vaultmem.index.tantivy_engine import LiveStats
 
-    def counted(self, address):
+    real_read = LiveStats.read
+
+    def counted(self, address):  # every hit visited, read from the index or kept from before
         read.append(address)
-        return real_doc(self, address)
+        return real_read(self, address)
 
     stats = engine.live_stats()
-    real_doc = type(stats.searcher).doc
-    monkeypatch.setattr(type(stats.searcher), "doc", counted)
+    monkeypatch.setattr(LiveStats, "read", counted)
     assert not stats.ghostly
     check(stats)
     gone = list(range(0, 300, 2))  # half deleted: the stale statistics drift far
@@ -408,3 +409,70 @@ def test_a_querys_term_weights_read_at_once_are_those_read_term_by_term(notes):
     assert each == {t: engine.doc_frequency(t) for t in terms}
     assert each["端口"] == 1 and each["8080"] == 0 and each["9090"] == 1 and each["nothing-like-it"] == 0
     store.close()
+
+
+def test_a_searcher_keeps_what_it_read_within_its_bound_and_a_commit_starts_afresh(tmp_path, monkeypatch):
+    """A warm process asks about the same notes again and again: a searcher reads each
+    document from the index once, answers again from what it kept — the same hits, scores
+    and documents, from several threads at once — keeps no more than its bound, and a
+    commit's new searcher reads the changed note as it now is."""
+    import random
+    import threading
+
+    pytest.importorskip("tantivy")
+    from vaultmem.index import tantivy_engine
+    from vaultmem.index.tantivy_engine import TantivyEngine
+    from vaultmem.models import IndexDoc
+
+    words = "cache redis timeout retry kafka queue deploy 缓存 端口".split()
+    rng = random.Random(3)
+    docs = [IndexDoc(id=f"memories/d{i:03d}.md", path=f"memories/d{i:03d}.md", kind="memory", title=f"note {i}",
+                     text=" ".join(rng.choice(words) for _ in range(rng.choice([3, 8, 40]))))
+            for i in range(200)]
+    engine = TantivyEngine(tmp_path / "tantivy", create=True)
+    engine.write(docs, [])
+    queries = ["kafka", "kafka retry", "缓存 timeout", "deploy queue redis"]
+    reads = []
+    searcher_type = type(engine.live_stats().searcher)
+    real_doc = searcher_type.doc
+    monkeypatch.setattr(searcher_type, "doc", lambda self, address: reads.append(address) or real_doc(self, address))
+
+    def answer(text):
+        return [(d.id, score, d.text) for d, score in engine.search(query_tokens(text), Filters(), 30)]
+
+    first = {q: answer(q) for q in queries}
+    assert reads and all(len(first[q]) == 30 for q in queries)
+    reads.clear()
+    assert {q: answer(q) for q in queries} == first and reads == []  # all of it kept
+
+    results, failures = [], []
+
+    def asker(n):
+        try:
+            for k in range(40):
+                q = queries[(n + k) % len(queries)]
+                results.append(answer(q) == first[q])
+        except Exception as e:  # noqa: BLE001 - reported below
+            failures.append(e)
+
+    threads = [threading.Thread(target=asker, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures and len(results) == 160 and all(results)
+
+    changed = IndexDoc(id="memories/d000.md", path="memories/d000.md", kind="memory", title="note 0",
+                       text="kafka kafka kafka rebalanced")
+    engine.write([changed], ["memories/d000.md"])
+    hit = [d for d, _s in engine.search(query_tokens("kafka rebalanced"), Filters(), 5)]
+    assert hit[0].id == "memories/d000.md" and hit[0].text == "kafka kafka kafka rebalanced"
+
+    monkeypatch.setattr(tantivy_engine, "READ_CACHE_BYTES", 2000)  # a few documents' worth
+    engine.write([], ["memories/d199.md"])  # a new searcher, under the small bound
+    bounded = {q: answer(q) for q in queries}
+    reads.clear()
+    assert {q: answer(q) for q in queries} == bounded
+    assert len(reads) > 60  # what it could not keep, it read again
+    engine.close()
+

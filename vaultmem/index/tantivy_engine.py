@@ -27,6 +27,12 @@ score by at most a known factor per term (:meth:`LiveStats.bound`), so the hits 
 in tantivy's order only until one's score times that factor falls below the last place —
 past it, none can reach it. Equal scores are ordered by document id.
 
+A warm process reads the same documents again and again (an agent's questions come back
+to the same notes): each searcher keeps the documents it has read, their terms and, once
+a hit needed it, their IndexDoc (:meth:`LiveStats.read`), up to :data:`READ_CACHE_BYTES`
+of stored bytes, the least recently read dropped first. A commit opens a new searcher,
+and with it an empty cache.
+
 tantivy has its own writer lock (``.tantivy-writer.lock``); the index store already lets
 one process write at a time, so the lock is only ever contended if something outside
 vaultmem writes here, and then it surfaces as :class:`~vaultmem.errors.Busy`.
@@ -37,7 +43,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from bisect import bisect_right
+from collections import OrderedDict
 from heapq import heappush, heappushpop
 from math import log
 from pathlib import Path
@@ -56,6 +64,10 @@ WEIGHTS = {**dict(FIELDS), "chars": 1.0}
 TEXT_AT = {name: n for n, name in enumerate(TEXT_FIELDS)}
 K1, B = 1.2, 0.75  # tantivy's BM25 constants
 WRITER_HEAP = 64_000_000
+# what one searcher keeps of the documents it has read (their stored terms and JSON,
+# counted in bytes as stored; ~2-3x that as Python objects): a 50,000-note vault's
+# candidates of a few hundred questions
+READ_CACHE_BYTES = 8 * 1024 * 1024
 # ``auto`` builds a tantivy index from this many Markdown files on (Whoosh misses the
 # 5 ms warm-search goal from 200 notes and is slower at every size measured:
 # docs/benchmarks.md), and a Whoosh index is rebuilt on tantivy once the vault grows past
@@ -161,6 +173,28 @@ class LiveStats:
         self.ghostly = self.all_docs > self.docs
         self.avgdl = {name: n / (self.docs or 1) for name, n in zip(TEXT_FIELDS, lengths)}
         self._df: dict[tuple[str, str], int] = {}
+        self._read: OrderedDict[tuple[int, int], Read] = OrderedDict()
+        self._read_bytes = 0
+        self._read_lock = threading.Lock()  # a server searches in several threads
+
+    def read(self, address) -> Read:
+        """The document at ``address`` as read before, else read now (and kept)."""
+        key = (address.segment_ord, address.doc)
+        with self._read_lock:
+            got = self._read.get(key)
+            if got is not None:
+                self._read.move_to_end(key)
+                return got
+        stored = self.searcher.doc(address)
+        raw = bytes(stored.get_first("terms"))
+        got = Read(stored, read_terms(raw), 2 * len(raw) + 200)  # the JSON: about as long as the terms
+        with self._read_lock:
+            if key not in self._read:
+                self._read[key] = got
+                self._read_bytes += got.size
+                while self._read_bytes > READ_CACHE_BYTES and len(self._read) > 1:
+                    self._read_bytes -= self._read.popitem(last=False)[1].size
+        return got
 
     def doc_frequency(self, field: str, term: str) -> int:
         key = (field, term)
@@ -229,6 +263,22 @@ class LiveStats:
             stale = max(self.searcher.doc_freq(field, term), live)
             worst = max(worst, idf(live, self.docs) / idf(stale, self.all_docs))
         return worst * (self.all_docs / (self.docs or 1)) * (1 + 1e-5)
+
+
+class Read:
+    """A document as one searcher read it: its stored form, its text fields' terms, and
+    its IndexDoc once asked for (parsed once; shared by every hit of it — read only)."""
+
+    __slots__ = ("stored", "terms", "size", "_doc")
+
+    def __init__(self, stored, terms: list[str], size: int) -> None:
+        self.stored, self.terms, self.size, self._doc = stored, terms, size, None
+
+    @property
+    def doc(self) -> IndexDoc:
+        if self._doc is None:
+            self._doc = _index_doc(self.stored)
+        return self._doc
 
 
 def clauses_of(terms: list[str]) -> list[tuple[str, str]]:
@@ -446,7 +496,7 @@ class TantivyEngine:
         query = Query.boolean_query(parts)
         bound = stats.bound(clauses)
         weighed = stats.weighed(clauses)
-        scored: dict[tuple[int, int], tuple[float, object, list[str]]] = {}
+        scored: dict[tuple[int, int], tuple[float, Read]] = {}
         # tantivy makes room for every hit asked for before it looks (a billion: 32 GB, and
         # the process aborts): never more than the index holds, nor than limits allows
         held = searcher.num_docs
@@ -467,9 +517,8 @@ class TantivyEngine:
                     break
                 key = (address.segment_ord, address.doc)
                 if key not in scored:
-                    stored = searcher.doc(address)
-                    terms_of = read_terms(bytes(stored.get_first("terms")))
-                    scored[key] = (stats.score_stored(weighed, terms_of), stored, terms_of)
+                    got = stats.read(address)
+                    scored[key] = (stats.score_stored(weighed, got.terms), got)
                 (heappush if len(best) < limit else heappushpop)(best, scored[key][0])
             if complete:
                 break
@@ -478,8 +527,8 @@ class TantivyEngine:
                 break
             asked = more
         cut = best[0] if best else 0.0
-        kept = [(_index_doc(stored), score, terms_of) for score, stored, terms_of in scored.values() if score >= cut]
-        found = Found.of([(doc, terms_of, score) for doc, score, terms_of in kept])  # parsed only where they can be in
+        # parsed only where they can be in
+        found = Found.of([(got.doc, got.terms, score) for score, got in scored.values() if score >= cut])
         return found.narrowed(by_rank(found)[:limit])
 
     def terms_with_prefix(self, prefix: str, limit: int) -> list[str]:
