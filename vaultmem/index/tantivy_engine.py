@@ -30,7 +30,7 @@ past it, none can reach it. Equal scores are ordered by document id.
 A warm process reads the same documents again and again (an agent's questions come back
 to the same notes): each searcher keeps the documents it has read, their terms and, once
 a hit needed it, their IndexDoc (:meth:`LiveStats.read`), up to :data:`READ_CACHE_BYTES`
-of stored bytes, the least recently read dropped first. A commit opens a new searcher,
+of memory, the least recently read dropped first. A commit opens a new searcher,
 and with it an empty cache.
 
 tantivy has its own writer lock (``.tantivy-writer.lock``); the index store already lets
@@ -64,10 +64,11 @@ WEIGHTS = {**dict(FIELDS), "chars": 1.0}
 TEXT_AT = {name: n for n, name in enumerate(TEXT_FIELDS)}
 K1, B = 1.2, 0.75  # tantivy's BM25 constants
 WRITER_HEAP = 64_000_000
-# what one searcher keeps of the documents it has read (their stored terms and JSON,
-# counted in bytes as stored; ~2-3x that as Python objects): a 50,000-note vault's
-# candidates of a few hundred questions
-READ_CACHE_BYTES = 8 * 1024 * 1024
+# what one searcher keeps of the documents it has read, as memory (estimated: a
+# document's stored terms ×8 plus 2 KB, its terms and IndexDoc as Python objects —
+# measured ~7.4 KB a note of a 50,000-note vault): ~2,500 such notes, the candidates of
+# some forty different questions
+READ_CACHE_BYTES = 16 * 1024 * 1024
 # ``auto`` builds a tantivy index from this many Markdown files on (Whoosh misses the
 # 5 ms warm-search goal from 200 notes and is slower at every size measured:
 # docs/benchmarks.md), and a Whoosh index is rebuilt on tantivy once the vault grows past
@@ -187,7 +188,7 @@ class LiveStats:
                 return got
         stored = self.searcher.doc(address)
         raw = bytes(stored.get_first("terms"))
-        got = Read(stored, read_terms(raw), 2 * len(raw) + 200)  # the JSON: about as long as the terms
+        got = Read(stored, read_terms(raw), 8 * len(raw) + 2048)
         with self._read_lock:
             if key not in self._read:
                 self._read[key] = got
@@ -276,9 +277,14 @@ class Read:
 
     @property
     def doc(self) -> IndexDoc:
-        if self._doc is None:
-            self._doc = _index_doc(self.stored)
-        return self._doc
+        doc = self._doc
+        if doc is None:
+            stored = self.stored
+            if stored is None:  # another thread parsed it meanwhile (it sets _doc first)
+                return self._doc
+            doc = self._doc = _index_doc(stored)
+            self.stored = None  # tantivy's copy is not needed again
+        return doc
 
 
 def clauses_of(terms: list[str]) -> list[tuple[str, str]]:
