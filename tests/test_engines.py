@@ -476,3 +476,43 @@ def test_a_searcher_keeps_what_it_read_within_its_bound_and_a_commit_starts_afre
     assert len(reads) > 60  # what it could not keep, it read again
     engine.close()
 
+
+
+def test_tantivys_filters_keep_exactly_what_they_admit(tmp_path):
+    """Every filter on tantivy — a few values as term queries, many (a date range's days)
+    as one term set — keeps exactly the matching documents that ``Filters.admits``
+    admits: scope, kinds (the inbox, archive and journal left out unless named), statuses,
+    types, author kinds, tags, frontmatter values and days."""
+    import random
+
+    pytest.importorskip("tantivy")
+    from vaultmem.index.tantivy_engine import FEW_VALUES, TantivyEngine
+    from vaultmem.models import IndexDoc
+
+    rng = random.Random(11)
+    kinds = ["note", "entry", "shared", "inbox", "archive", "journal"]
+    docs = []
+    for i in range(400):
+        day = f"2025-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
+        docs.append(IndexDoc(
+            id=f"memories/d{i:03d}.md", path=f"memories/d{i:03d}.md", kind=rng.choice(kinds),
+            text=" ".join(rng.choice(["kafka", "retry", "cache", "缓存"]) for _ in range(rng.randint(1, 6))),
+            agent=rng.choice([None, "lee", "前端审查"]), type=rng.choice(["fact", "decision", None]),
+            status=rng.choice(["active", "superseded", "archived"]), author_kind=rng.choice(["user", "agent"]),
+            tags=rng.sample(["ops", "db", "ui"], rng.randint(0, 2)), date=rng.choice([day, None]),
+            meta={"scope": rng.choice(["global", "project"])}))
+    engine = TantivyEngine(tmp_path / "tantivy", create=True)
+    engine.write(docs, [])
+    cases = [Filters(), Filters(agent="前端审查"), Filters(kinds=("note", "inbox")), Filters(kinds=("journal",)),
+             Filters(statuses=("superseded",)), Filters(include_inactive=True), Filters(types=("decision",)),
+             Filters(author_kinds=("agent",)), Filters(tags=("ops", "db")), Filters(where=(("scope", "global"),)),
+             Filters(since="2025-03-01", until="2025-09-30"), Filters(since="2025-06-01", until="2025-06-12"),
+             Filters(agent="lee", kinds=("note", "entry", "shared"), statuses=("active", "archived"), types=("fact",))]
+    assert len({d.date for d in docs if d.date and "2025-03-01" <= d.date <= "2025-09-30"}) > FEW_VALUES
+    for filters in cases:
+        for text in ("kafka", "缓存 retry"):
+            terms = query_tokens(text)
+            got = {d.id for d, _s in engine.search(terms, filters, 1000)}
+            want = {d.id for d in docs if filters.admits(d) and set(terms) & set(query_tokens(d.text))}
+            assert got == want and (want or filters.kinds == ("journal",)), (filters, text)
+    engine.close()
