@@ -162,14 +162,18 @@ def bench_server(root: Path, mode: str, calls: int, warmup: int, python: str | N
     return out
 
 
-def bench_raw(root: Path, calls: int, warmup: int) -> dict:
+def bench_raw(root: Path, calls: int, warmup: int, python: str | None = None) -> dict:
     """The same rounds over bare JSON-RPC lines on the server's pipes (standard library
     only): each call timed from writing its line to reading and parsing its answer. What
     the server and the transport cost, without the SDK client's own work (it checks every
     result against the tool's output schema with jsonschema, which a client in another
-    language does its own way, or not at all)."""
-    proc = subprocess.Popen([PY, "-m", "vaultmem", "mcp", "--vault", str(root)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=child_env(), cwd=str(PROJECT))
+    language does its own way, or not at all). ``python``: the baseline's interpreter, as
+    for :func:`bench_server`."""
+    env, cwd = child_env(), str(PROJECT)
+    if python is not None:  # its own vaultmem: no PYTHONPATH to this checkout, started outside it
+        env, cwd = {k: v for k, v in env.items() if k != "PYTHONPATH"}, tempfile.gettempdir()
+    proc = subprocess.Popen([python or PY, "-m", "vaultmem", "mcp", "--vault", str(root)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
     times: dict[str, list[float]] = {"brief": [], "search_memory": [], "get_stats": []}
     client = LineClient(proc, "bench")
     try:
@@ -293,6 +297,9 @@ def report(results: list[dict], meta: dict) -> str:
                          fmt_s(s["start_to_first_answer_s"]), f"{fmt_s(r['cold']['p50'])} / {fmt_s(r['cold']['p95'])}"])
         if r.get("raw"):
             rows.append([f"{r['notes']:,}", "", "watch, bare JSON-RPC client", *pairs(r["raw"]), "", ""])
+        if r.get("raw_baseline"):
+            rows.append([f"{r['notes']:,}", "", f"{meta['baseline_label']}, bare JSON-RPC client",
+                         *pairs(r["raw_baseline"]), "", ""])
     goals = []
     for label, key, goal in (("warm brief p50 ≤ 20 ms", "p50", GOAL_P50), ("warm brief p95 ≤ 50 ms", "p95", GOAL_P95)):
         cells = []
@@ -386,6 +393,9 @@ def main(argv: list[str] | None = None) -> int:
                                      "mode": args.baseline_label})
             log(f"{n:,} notes: vaultmem mcp (watch) over bare JSON-RPC lines, {args.calls} rounds")
             r["raw"] = bench_raw(root, args.calls, args.warmup)
+            if args.baseline:
+                log(f"{n:,} notes: vaultmem mcp of {args.baseline_label} over bare JSON-RPC lines")
+                r["raw_baseline"] = bench_raw(root, args.calls, args.warmup, python=args.baseline)
             log(f"{n:,} notes: cold CLI brief × {args.cold}")
             r["cold"] = bench_cold(root, args.cold)
             r["imports"] = sdk_imports(root)

@@ -1,7 +1,7 @@
 """One tool of a running ``vaultmem mcp``, called over and over: its p50, p95, p99 and slowest call.
 
     python benchmarks/mcp_tail.py VAULT [--tool search_memory|brief|get_stats] [--seconds 10]
-        [--baseline OTHER_PYTHON]
+        [--varied] [--baseline OTHER_PYTHON]
 
 A server is started on VAULT (indexed) and driven by bare JSON-RPC lines on its pipes (the
 standard library only, as ``bench_mcp.py``'s bare client): one fixed query or task, ten
@@ -9,12 +9,17 @@ untimed calls, then as many timed calls as ``--seconds`` holds, each from writin
 to reading its answer. Hundreds of calls show the tail a few dozen cannot: a garbage
 collector's full pass, a merge. ``--baseline`` runs the same with another installation's
 interpreter (its own vaultmem) right after, twice in turn, so that both meet the same load.
+``--varied`` (``search_memory``): each call asks another query, one to three words of the
+benchmark vaults' vocabulary (seeded: both servers ask the same ones), and each line ends
+with the server's resident memory after the last call (Linux): what a server that keeps
+what it has read holds after many different questions.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -25,10 +30,29 @@ from jsonrpc import LineClient
 
 ARGS = {"search_memory": {"query": "kafka retry"}, "brief": {"agent": "前端审查", "task": "react 组件 缓存"},
         "get_stats": {}}
+# what --varied draws its queries from: words the benchmark vaults' notes are made of
+WORDS = ("kafka redis postgres nginx react docker webpack celery timeout retry cache migration rollback "
+         "deployment index schema queue worker 缓存 端口 数据库 索引 部署 日志 监控 超时 重试 限流 队列 迁移 回滚 配置").split()
 
 
-def tail(python: str, vault: Path, tool: str, seconds: float, own: bool) -> dict:
+def rss_mib(pid: int) -> int | None:
+    """The resident memory of process ``pid`` in MiB (Linux), else None."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            return next(int(line.split()[1]) // 1024 for line in f if line.startswith("VmRSS:"))
+    except (OSError, StopIteration, ValueError):
+        return None
+
+
+def tail(python: str, vault: Path, tool: str, seconds: float, own: bool, varied: bool = False) -> dict:
     """The figures of one server (``own``: this checkout's vaultmem, else ``python``'s)."""
+    rng = random.Random(7)
+
+    def args_of() -> dict:
+        if not varied:
+            return ARGS[tool]
+        return {"query": " ".join(rng.sample(WORDS, rng.randint(1, 3))), "limit": 10}
+
     env = dict(os.environ)
     if not own:
         env.pop("PYTHONPATH", None)
@@ -39,12 +63,14 @@ def tail(python: str, vault: Path, tool: str, seconds: float, own: bool) -> dict
     client = LineClient(proc, "mcp_tail")
     try:
         for _ in range(10):
-            client.call(tool, ARGS[tool])
+            client.call(tool, args_of())
         end = time.monotonic() + seconds
         while time.monotonic() < end:
+            asked = args_of()
             t = time.perf_counter()
-            client.call(tool, ARGS[tool])
+            client.call(tool, asked)
             times.append(time.perf_counter() - t)
+        rss = rss_mib(proc.pid)
     finally:
         client.close()
     times.sort()
@@ -53,7 +79,7 @@ def tail(python: str, vault: Path, tool: str, seconds: float, own: bool) -> dict
         return round(times[min(len(times) - 1, int(len(times) * q))] * 1000, 2)
 
     return {"calls": len(times), "p50_ms": at(0.5), "p95_ms": at(0.95), "p99_ms": at(0.99),
-            "max_ms": round(times[-1] * 1000, 1)}
+            "max_ms": round(times[-1] * 1000, 1), "rss_mib": rss}
 
 
 def main() -> None:
@@ -61,15 +87,19 @@ def main() -> None:
     ap.add_argument("vault", type=Path)
     ap.add_argument("--tool", choices=sorted(ARGS), default="search_memory")
     ap.add_argument("--seconds", type=float, default=10.0)
+    ap.add_argument("--varied", action="store_true", help="search_memory: a different query at each call")
     ap.add_argument("--baseline", help="another installation's python, run in turn with this checkout's")
     args = ap.parse_args()
+    if args.varied and args.tool != "search_memory":
+        ap.error("--varied varies search_memory's query: use it with --tool search_memory")
     rounds = [("this checkout", sys.executable, True)]
     if args.baseline:
         rounds = [*rounds, ("baseline", args.baseline, False)] * 2
     for name, python, own in rounds:
-        figures = tail(python, args.vault, args.tool, args.seconds, own)
+        figures = tail(python, args.vault, args.tool, args.seconds, own, args.varied)
+        rss = f", server {figures['rss_mib']} MiB" if args.varied and figures["rss_mib"] is not None else ""
         print(f"{name:14s} {args.tool}: p50 {figures['p50_ms']} ms, p95 {figures['p95_ms']}, p99 {figures['p99_ms']}, "
-              f"max {figures['max_ms']} ms ({figures['calls']} calls)", flush=True)
+              f"max {figures['max_ms']} ms ({figures['calls']} calls){rss}", flush=True)
 
 
 if __name__ == "__main__":

@@ -128,3 +128,10 @@ def test_mcp_tail_drives_a_real_server_and_reports_its_tail(vault):
     line = r.stdout.strip()
     assert line.startswith("this checkout") and "search_memory: p50" in line and "max" in line, line
     assert int(line.rsplit("(", 1)[1].split()[0]) >= 1  # calls made
+    varied = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "mcp_tail.py"), str(vault.root), "--seconds", "0.5",
+                             "--varied"], capture_output=True, text=True, timeout=180)
+    assert varied.returncode == 0, varied.stderr
+    assert "search_memory: p50" in varied.stdout and (" MiB" in varied.stdout or not sys.platform.startswith("linux"))
+    wrong = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "mcp_tail.py"), str(vault.root), "--tool", "brief",
+                            "--varied"], capture_output=True, text=True, timeout=60)
+    assert wrong.returncode == 2 and "--varied" in wrong.stderr
