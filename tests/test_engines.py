@@ -445,22 +445,37 @@ def test_a_searcher_keeps_what_it_read_within_its_bound_and_a_commit_starts_afre
     reads.clear()
     assert {q: answer(q) for q in queries} == first and reads == []  # all of it kept
 
-    results, failures = [], []
+    def in_threads(bound, gone):
+        """Four threads asking at once from the first read of a new searcher on, under
+        ``bound``: each answer is a fresh reader's, and what is kept is counted as it is."""
+        monkeypatch.setattr(tantivy_engine, "READ_CACHE_BYTES", bound)
+        engine.write([], [gone])  # a commit: a new searcher, nothing read yet
+        other = TantivyEngine(tmp_path / "tantivy")  # a searcher and cache of its own: what a fresh reader answers
+        expected = {q: [(d.id, score, d.text) for d, score in other.search(query_tokens(q), Filters(), 30)]
+                    for q in queries}
+        other.close()
+        results, failures = [], []
 
-    def asker(n):
-        try:
-            for k in range(40):
-                q = queries[(n + k) % len(queries)]
-                results.append(answer(q) == first[q])
-        except Exception as e:  # noqa: BLE001 - reported below
-            failures.append(e)
+        def asker(n):
+            try:
+                for k in range(40):
+                    q = queries[(n + k) % len(queries)]
+                    results.append(answer(q) == expected[q])
+            except Exception as e:  # noqa: BLE001 - reported below
+                failures.append(e)
 
-    threads = [threading.Thread(target=asker, args=(n,)) for n in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not failures and len(results) == 160 and all(results)
+        threads = [threading.Thread(target=asker, args=(n,)) for n in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not failures and len(results) == 160 and all(results)
+        stats = engine.live_stats()
+        kept = list(stats._read.values())
+        assert stats._read_bytes == sum(r.size for r in kept) and (stats._read_bytes <= bound or len(kept) == 1)
+
+    in_threads(16 * 1024 * 1024, "memories/d199.md")
+    in_threads(20_000, "memories/d198.md")  # a few documents' worth: kept ones dropped while others read
 
     changed = IndexDoc(id="memories/d000.md", path="memories/d000.md", kind="memory", title="note 0",
                        text="kafka kafka kafka rebalanced")
@@ -469,7 +484,7 @@ def test_a_searcher_keeps_what_it_read_within_its_bound_and_a_commit_starts_afre
     assert hit[0].id == "memories/d000.md" and hit[0].text == "kafka kafka kafka rebalanced"
 
     monkeypatch.setattr(tantivy_engine, "READ_CACHE_BYTES", 2000)  # a few documents' worth
-    engine.write([], ["memories/d199.md"])  # a new searcher, under the small bound
+    engine.write([], ["memories/d197.md"])  # a new searcher, under the small bound
     bounded = {q: answer(q) for q in queries}
     reads.clear()
     assert {q: answer(q) for q in queries} == bounded
@@ -515,4 +530,37 @@ def test_tantivys_filters_keep_exactly_what_they_admit(tmp_path):
             got = {d.id for d, _s in engine.search(terms, filters, 1000)}
             want = {d.id for d in docs if filters.admits(d) and set(terms) & set(query_tokens(d.text))}
             assert got == want and (want or filters.kinds == ("journal",)), (filters, text)
+    engine.close()
+
+
+def test_a_searchers_statistics_never_outlive_a_newer_commit(tmp_path, monkeypatch):
+    """Two threads of one process: while one makes the statistics of the searcher it
+    opened, another commits and opens the newer searcher. The older statistics (and the
+    documents they keep) answer the search that made them, and are not kept: the next
+    search answers from the newer commit."""
+    pytest.importorskip("tantivy")
+    from vaultmem.index import tantivy_engine
+    from vaultmem.index.tantivy_engine import TantivyEngine
+    from vaultmem.models import IndexDoc
+
+    def doc(i, text):
+        return IndexDoc(id=f"memories/d{i}.md", path=f"memories/d{i}.md", kind="memory", text=text)
+
+    engine = TantivyEngine(tmp_path / "tantivy", create=True)
+    engine.write([doc(i, f"kafka retry {i}") for i in range(20)], [])
+    elsewhere = TantivyEngine(tmp_path / "tantivy")
+    real = tantivy_engine.kept_lengths
+
+    def meanwhile(folder, opstamp):
+        monkeypatch.setattr(tantivy_engine, "kept_lengths", real)
+        elsewhere.write([doc(99, "kafka rebalanced")], [])  # a commit …
+        engine._get_searcher()  # … that another thread of this process opens
+        return real(folder, opstamp)
+
+    engine.close()
+    engine = TantivyEngine(tmp_path / "tantivy")  # nothing read yet
+    monkeypatch.setattr(tantivy_engine, "kept_lengths", meanwhile)
+    assert len(engine.search(query_tokens("kafka"), Filters(), 50)) == 20  # the commit it opened
+    assert [d.id for d, _s in engine.search(query_tokens("rebalanced"), Filters(), 5)] == ["memories/d99.md"]
+    elsewhere.close()
     engine.close()

@@ -65,9 +65,9 @@ TEXT_AT = {name: n for n, name in enumerate(TEXT_FIELDS)}
 K1, B = 1.2, 0.75  # tantivy's BM25 constants
 WRITER_HEAP = 64_000_000
 # what one searcher keeps of the documents it has read, as memory (estimated: a
-# document's stored terms ×8 plus 2 KB, its terms and IndexDoc as Python objects —
-# measured ~7.4 KB a note of a 50,000-note vault): ~2,500 such notes, the candidates of
-# some forty different questions
+# document's stored terms ×8 plus 3.5 KB, its terms and IndexDoc as Python objects —
+# measured ~7.4 KB a note of a 50,000-note vault): ~2,000 such notes, the candidates of
+# some thirty different questions
 READ_CACHE_BYTES = 16 * 1024 * 1024
 FEW_VALUES = 16  # a filter of up to this many values is a term query each, not a term set
 # ``auto`` builds a tantivy index from this many Markdown files on (Whoosh misses the
@@ -189,7 +189,7 @@ class LiveStats:
                 return got
         stored = self.searcher.doc(address)
         raw = bytes(stored.get_first("terms"))
-        got = Read(stored, read_terms(raw), 8 * len(raw) + 2048)
+        got = Read(stored, read_terms(raw), 8 * len(raw) + 3584)
         with self._read_lock:
             if key not in self._read:
                 self._read[key] = got
@@ -427,8 +427,9 @@ class TantivyEngine:
         consistent = False
         for _ in range(5):  # meta.json as read must be the commit the searcher opened
             searcher = self._get_searcher()
-            if self._stats is not None:
-                return self._stats
+            stats = self._stats
+            if stats is not None and stats.searcher is searcher:
+                return stats
             meta = self._meta()
             consistent = self._meta_stamp() == self._stamp
             if consistent:
@@ -439,8 +440,10 @@ class TantivyEngine:
             lengths = self._count_lengths(searcher)
             if consistent:
                 keep_lengths(self.folder, meta.get("opstamp"), lengths)
-        self._stats = LiveStats(searcher, self.schema, meta, lengths)
-        return self._stats
+        stats = LiveStats(searcher, self.schema, meta, lengths)
+        if self._searcher is searcher:  # else a thread opened a newer commit meanwhile: never pin this one
+            self._stats = stats
+        return stats
 
     def search(self, terms: list[str], filters: Filters, limit: int, *, text: str = "",
                match: Match | None = None) -> list[tuple[IndexDoc, float]]:
