@@ -135,3 +135,25 @@ def test_mcp_tail_drives_a_real_server_and_reports_its_tail(vault):
     wrong = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "mcp_tail.py"), str(vault.root), "--tool", "brief",
                             "--varied"], capture_output=True, text=True, timeout=60)
     assert wrong.returncode == 2 and "--varied" in wrong.stderr
+
+
+def test_bench_mcp_drives_a_baselines_server_over_bare_lines_and_reports_it(vault):
+    """``bench_mcp``'s bare JSON-RPC rounds on another installation's interpreter (its own
+    vaultmem: no PYTHONPATH to this checkout, started outside it) give each tool's figures,
+    and the report has a row for them under the baseline's name."""
+    import bench_mcp
+
+    (vault.root / "memories" / "kafka.md").write_text("---\nname: kafka\ntype: fact\n---\nkafka retry 超时 3 次\n",
+                                                      encoding="utf-8")
+    raw = bench_mcp.bench_raw(vault.root, 2, 1, python=sys.executable)
+    assert set(raw) == {"brief", "search_memory", "get_stats"} and all(raw[k]["p50"] > 0 for k in raw)
+    tools = {k: {"p50": 0.012, "p95": 0.02} for k in raw}
+    result = {"notes": 1000, "load": 0.5, "cold": {"p50": 0.3, "p95": 0.3}, "raw": tools, "raw_baseline": raw,
+              "imports": {"sdk_modules": [], "modules_imported": 200, "mcp_server_import_s": 0.5},
+              "servers": [{"mode": "watch", "stats": {"index": {"engine": "whoosh"}}, "tools": tools,
+                           "start_to_first_answer_s": 1.0}]}
+    meta = {"date": "today", "version": "x", "cpus": 2, "python": "3", "command": "bench_mcp", "calls": 2,
+            "warmup": 1, "cold": 1, "baseline": "other 1234", "baseline_label": "main"}
+    text = bench_mcp.report([result], meta)
+    row = next(line for line in text.splitlines() if "main, bare JSON-RPC client" in line)
+    assert row.startswith("| 1,000 |") and bench_mcp.fmt_ms(raw["brief"]["p50"]) in row
