@@ -48,6 +48,8 @@ def _cjk_runs(text: str) -> Iterator[re.Match]:
 def _cjk_findall(text: str) -> list[str]:
     """``_CJK_RUN.findall(text)``."""
     return [] if text.isascii() else _CJK_RUN.findall(text)
+
+
 _WORD = re.compile(r"[^\W_]+")
 
 STOPWORDS = frozenset(
