@@ -49,17 +49,110 @@ def _marked_error(exc, path: str, first_line: int, what: str, hint: str) -> Pars
     return ParseError(f"broken {what}: {problem}", path=path, line=line, hint=hint)
 
 
+# How deep frontmatter may nest, and how many values its aliases may expand to. Obsidian's
+# properties are flat and vaultmem writes two levels at most. Deeper YAML is refused before
+# a parser builds it: libyaml's builder recurses in C and crashes the process (a segfault,
+# no exception) at some thousands of levels — 60 KB of "[[[[" in one note took every
+# command down — and ruamel's own recursion fails near 300. Anchors that refer to each
+# other ("billion laughs") cost nothing to load, but every reader of the values walks
+# them out: one 400-byte note took 28 s and 1.2 GB to index.
+MAX_DEPTH = 100  # levels, the properties' own map the first
+MAX_VALUES = 50_000
+
+
+def _nesting_bound(text: str) -> int:
+    """More than the depth ``text``'s YAML can nest to: a level opens on a new line, after
+    a ``-``, ``?`` or ``:`` indicator, or at a ``[`` or ``{``, and each is counted."""
+    return (text.count("\n") + text.count("-") + text.count("?") + text.count(":")
+            + text.count("[") + text.count("{"))
+
+
+def check_shape(text: str, path: str, first_line: int, what: str = "YAML frontmatter",
+                hint: str = FRONTMATTER_HINT) -> None:
+    """Raise ParseError (with the line) when ``text`` nests deeper than :data:`MAX_DEPTH`,
+    its aliases expand to more than :data:`MAX_VALUES` values, or an alias stands inside
+    the collection it names (which never ends when walked). Most frontmatter is
+    answered by a count of characters; the rest is walked by libyaml's event parser,
+    which keeps its own stack (measured: 200,000 levels, no crash) and builds nothing."""
+    if _nesting_bound(text) <= MAX_DEPTH and not ("&" in text and "*" in text):
+        return
+    import yaml
+
+    sizes: dict[str, int] = {}  # anchor -> how many values it stands for
+    open_: list[list] = [[None, 0]]  # [anchor, values so far] of each open collection
+    try:
+        for event in yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+            if isinstance(event, yaml.CollectionStartEvent):
+                open_.append([event.anchor, 0])
+                if len(open_) > MAX_DEPTH + 1:
+                    raise ParseError(f"broken {what}: it nests deeper than {MAX_DEPTH} levels", path=path,
+                                     line=first_line + event.start_mark.line,
+                                     hint="keep properties flat: a value, or a list of values")
+                continue
+            if isinstance(event, yaml.CollectionEndEvent):
+                anchor, n = open_.pop()
+                n += 1
+            elif isinstance(event, yaml.AliasEvent):
+                if any(event.anchor == o[0] for o in open_):  # a list that holds itself: no end to it
+                    raise ParseError(f"broken {what}: '*{event.anchor}' stands inside what it names",
+                                     path=path, line=first_line + event.start_mark.line,
+                                     hint="write the values out instead of '*' aliases")
+                anchor, n = None, sizes.get(event.anchor, 1)
+            elif isinstance(event, yaml.ScalarEvent):
+                anchor, n = event.anchor, 1
+            else:
+                continue
+            if anchor:
+                sizes[anchor] = n
+            open_[-1][1] += n
+            if open_[-1][1] > MAX_VALUES:
+                raise ParseError(f"broken {what}: its '*' aliases stand for more than {MAX_VALUES:,} values",
+                                 path=path, line=first_line + event.start_mark.line,
+                                 hint="write the values out instead of '*' aliases")
+    except yaml.MarkedYAMLError as exc:
+        raise _marked_error(exc, path, first_line, what, hint) from None
+    except yaml.YAMLError as exc:  # pragma: no cover - libyaml marks its syntax errors
+        raise ParseError(f"broken {what}: {exc}", path=path, line=first_line, hint=hint) from None
+
+
+_DAY = re.compile(r"(?<![\w-])(\d{4})-(\d{1,2})-(\d{1,2})(?![\w-])")
+
+
+def _impossible_date(text: str, first_line: int) -> tuple[int, str] | None:
+    """The file line and text of the first date in ``text`` that no calendar holds
+    (2025-13-45): YAML reads such a value as a date, and the date cannot be made."""
+    import datetime as _dt
+
+    for n, line in enumerate(text.split("\n")):
+        for m in _DAY.finditer(line):
+            try:
+                _dt.date(*(int(g) for g in m.groups()))
+            except ValueError:
+                return first_line + n, m.group(0)
+    return None
+
+
+def _date_error(exc: ValueError, text: str, path: str, first_line: int, what: str) -> ParseError:
+    found = _impossible_date(text, first_line)
+    line, value = found if found else (first_line, "")
+    return ParseError(f"broken {what}: {value + ' is not a date: ' if value else ''}{exc}", path=path, line=line,
+                      hint="write a real date (YYYY-MM-DD), or quote the value to keep it as text")
+
+
 def load_yaml(text: str, path: str, first_line: int, what: str = "YAML frontmatter",
               hint: str = FRONTMATTER_HINT) -> Any:
     """Parse YAML text that starts at file line ``first_line``; errors name file and line."""
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
+    check_shape(text, path, first_line, what, hint)
     try:
         return yaml_rt().load(text)
     except MarkedYAMLError as exc:
         raise _marked_error(exc, path, first_line, what, hint) from None
     except YAMLError as exc:  # pragma: no cover - ruamel raises marked errors for syntax
         raise ParseError(f"broken {what}: {exc}", path=path, line=first_line, hint=hint) from None
+    except ValueError as exc:  # a date no calendar holds (2025-13-45)
+        raise _date_error(exc, text, path, first_line, what) from None
 
 
 def load_yaml_fast(text: str, path: str, first_line: int) -> Any:
@@ -68,6 +161,7 @@ def load_yaml_fast(text: str, path: str, first_line: int) -> Any:
     result is plain data (no comments kept), so it is never written back."""
     import yaml
 
+    check_shape(text, path, first_line)
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
         return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader
@@ -75,6 +169,8 @@ def load_yaml_fast(text: str, path: str, first_line: int) -> Any:
         raise _marked_error(exc, path, first_line, "YAML frontmatter", FRONTMATTER_HINT) from None
     except yaml.YAMLError as exc:
         raise ParseError(f"broken YAML frontmatter: {exc}", path=path, line=first_line, hint=FRONTMATTER_HINT) from None
+    except ValueError as exc:  # a date no calendar holds (2025-13-45)
+        raise _date_error(exc, text, path, first_line, "YAML frontmatter") from None
 
 
 def dump_yaml(data: Any) -> str:

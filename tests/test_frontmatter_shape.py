@@ -1,0 +1,100 @@
+"""Frontmatter that would take a process down is refused with its file and line, and the
+rest of the vault is still read (vaultmem/parse/document.py: ``check_shape``).
+
+Before, one note pulled into a vault could stop every command that reads it:
+- YAML nested thousands deep: libyaml's builder recursed in C until the process died of a
+  segfault (60 KB of ``[`` did it), ruamel's recursion failed near 300 levels;
+- an alias inside the list it names: every walk of the values recursed without end;
+- anchors that refer to each other ("billion laughs"): 400 bytes took 28 s and 1.2 GB;
+- a date no calendar holds (``created: 2025-13-45``): a ValueError out of every read.
+
+The hostile notes are read by real ``vaultmem`` processes: a crash there fails the test
+instead of the test run."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import out_json, run_vaultmem
+
+from vaultmem.errors import ParseError
+from vaultmem.parse.document import MAX_DEPTH, MAX_VALUES, check_shape, load_yaml, load_yaml_fast
+
+LAUGHS = "".join(f"l{i}: &l{i} [{', '.join([f'*l{i - 1}' if i else 'x'] * 9)}]\n" for i in range(9))
+
+HOSTILE = {  # file → (frontmatter after its name, the line named, what the message says)
+    "flow.md": ("v: " + "[" * 30_000 + "]" * 30_000 + "\n", 3, f"nests deeper than {MAX_DEPTH} levels"),
+    "seq.md": ("v:\n  " + "- " * 100_000 + "x\n", 4, f"nests deeper than {MAX_DEPTH} levels"),
+    "block.md": ("".join(" " * i + "k:\n" for i in range(150)) + " " * 150 + "v\n", 3 + MAX_DEPTH,
+                 f"nests deeper than {MAX_DEPTH} levels"),
+    "loop.md": ("v: &a [1, *a]\n", 3, "'*a' stands inside what it names"),
+    "laughs.md": (LAUGHS, None, f"stand for more than {MAX_VALUES:,} values"),
+}
+
+
+def note(name: str, frontmatter: str, body: str) -> str:
+    return f"---\nname: {name}\n{frontmatter}---\n{body}\n"
+
+
+@pytest.fixture
+def hostile(vault):
+    mem = vault.root / "memories"
+    for file, (fm, _line, _what) in HOSTILE.items():
+        (mem / file).write_text(note(file, fm, "hostile shape"), encoding="utf-8")
+    (mem / "date.md").write_text(note("bad day", "created: 2025-13-45\n", "the release slipped"), encoding="utf-8")
+    (mem / "port.md").write_text(note("port", "tags: [backend]\n", "the gateway port is 8080"), encoding="utf-8")
+    return vault
+
+
+def test_a_build_and_a_search_name_each_hostile_note_and_read_the_rest(hostile):
+    root = hostile.root
+    r = run_vaultmem("--vault", root, "--json", "index", "--rebuild", timeout=120)
+    assert r.returncode == 0, r.stderr  # no segfault (-11), no traceback
+    problems = {p["path"]: p for p in out_json(r)["problems"]}
+    for file, (_fm, line, what) in HOSTILE.items():
+        got = problems[f"memories/{file}"]
+        assert "broken YAML frontmatter" in got["message"] and what in got["message"], got
+        assert got["line"] == line if line else 3 <= got["line"] <= 11
+    day = problems["memories/date.md"]
+    assert (day["line"], "2025-13-45 is not a date" in day["message"]) == (3, True) and day["hint"]
+
+    r = run_vaultmem("--vault", root, "search", "gateway port")
+    assert r.returncode == 0 and "memories/port.md" in r.stdout  # the rest of the vault is searched
+    named = [line for line in r.stderr.splitlines() if line.startswith("warning: memories/")]
+    assert len(named) == len(HOSTILE) + 1  # one line for each file that was not read
+
+    (root / "memories" / "date.md").write_text(note("bad day", "created: 2025-12-01\n", "the release slipped"),
+                                               encoding="utf-8")
+    r = run_vaultmem("--vault", root, "--json", "search", "release slipped")
+    assert [h["path"] for h in out_json(r)["hits"]][:1] == ["memories/date.md"]  # fixed by hand: read again
+
+
+def test_ruamels_reads_refuse_the_same_shapes_with_their_line():
+    """What vaultmem edits it reads with ruamel: the same refusals, with the line."""
+    with pytest.raises(ParseError) as err:
+        load_yaml("name: x\ncreated: 2025-13-45\n", "memories/x.md", first_line=2)
+    assert (err.value.line, "2025-13-45 is not a date" in err.value.message) == (3, True)
+    with pytest.raises(ParseError) as err:
+        load_yaml("name: x\nv: " + "[" * 400 + "]" * 400 + "\n", "memories/x.md", first_line=2)
+    assert err.value.line == 3 and "nests deeper" in err.value.message  # not a RecursionError
+    with pytest.raises(ParseError, match="stands inside"):
+        load_yaml("v: &a [1, *a]\n", "memories/x.md", first_line=2)
+
+
+def test_the_shapes_a_vault_holds_are_read_whole():
+    """Big but flat frontmatter, nesting to the limit and aliases that expand a little are
+    read as before: the checks refuse only what no vault needs."""
+    tags = "tags:\n" + "".join(f"- tag{n}\n" for n in range(3000))
+    assert len(load_yaml_fast("name: many\n" + tags, "m.md", 2)["tags"]) == 3000
+    assert len(load_yaml("name: many\n" + tags, "m.md", 2)["tags"]) == 3000
+    levels = MAX_DEPTH - 1  # under the properties' own map
+    deep = "v: " + "[" * levels + "1" + "]" * levels + "\n"
+    check_shape(deep, "m.md", 2)  # at the limit: read
+    value = load_yaml_fast(deep, "m.md", 2)["v"]
+    for _ in range(levels - 1):
+        (value,) = value
+    assert value == [1]
+    shared = "base: &base [a, b, c]\none: *base\ntwo: *base\nwhen: 2025-12-01\n"
+    data = load_yaml_fast(shared, "m.md", 2)
+    assert data["one"] == data["two"] == ["a", "b", "c"] and str(data["when"]) == "2025-12-01"
+    with pytest.raises(ParseError, match="nests deeper"):
+        check_shape("v: " + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "\n", "m.md", 2)
