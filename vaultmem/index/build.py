@@ -60,6 +60,7 @@ MAX_DOC_CHARS = 256 * 1024
 def parse_file(rel: str, data: bytes) -> tuple[list[IndexDoc], dict | None]:
     """A file's documents, or none and the problem that stopped its parse (or, for a
     document cut to :data:`MAX_DOC_CHARS`, the documents and that warning)."""
+    from ..parse.document import UNMAKEABLE
     from ..parse.records import records  # (the parsers load when a file is parsed, not by every search)
 
     try:
@@ -81,6 +82,9 @@ def parse_file(rel: str, data: bytes) -> tuple[list[IndexDoc], dict | None]:
         return [], {"path": rel, "line": line, "message": "not UTF-8 text"}
     except ParseError as exc:
         return [], {"path": rel, "line": exc.line, "message": exc.message, "hint": exc.hint}
+    except UNMAKEABLE as exc:  # a value no reader can use (a number of 5,000 digits): this file, not the index
+        return [], {"path": rel, "line": None, "message": f"cannot be read: {exc}",
+                    "hint": "fix the file's frontmatter; the rest of the vault is read"}
 
 
 def prepare(root: str, rels: list[str], whole: bool = True) -> list[tuple]:

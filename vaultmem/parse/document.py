@@ -57,7 +57,7 @@ def _marked_error(exc, path: str, first_line: int, what: str, hint: str) -> Pars
 # other ("billion laughs") cost nothing to load, but every reader of the values walks
 # them out: one 400-byte note took 28 s and 1.2 GB to index.
 MAX_DEPTH = 100  # levels, the properties' own map the first
-MAX_VALUES = 50_000
+MAX_EXPANDED = 1_000_000  # characters that aliases may add to what the text itself holds
 
 
 def _nesting_bound(text: str) -> int:
@@ -67,64 +67,80 @@ def _nesting_bound(text: str) -> int:
             + text.count("[") + text.count("{"))
 
 
+def _refused(what: str, why: str, path: str, line: int, hint: str) -> ParseError:
+    return ParseError(f"broken {what}: {why}", path=path, line=line, hint=hint)
+
+
 def check_shape(text: str, path: str, first_line: int, what: str = "YAML frontmatter",
                 hint: str = FRONTMATTER_HINT) -> None:
-    """Raise ParseError (with the line) when ``text`` nests deeper than :data:`MAX_DEPTH`,
-    its aliases expand to more than :data:`MAX_VALUES` values, or an alias stands inside
-    the collection it names (which never ends when walked). Most frontmatter is
-    answered by a count of characters; the rest is walked by libyaml's event parser,
-    which keeps its own stack (measured: 200,000 levels, no crash) and builds nothing."""
+    """Raise ParseError (with the line) when ``text``'s values, aliases followed, would nest
+    deeper than :data:`MAX_DEPTH` or hold more than :data:`MAX_EXPANDED` characters beyond
+    the text's own, or an alias stands inside the collection it names (which never ends
+    when walked). Most frontmatter is answered by a count of characters; the rest is
+    walked by libyaml's event parser, which keeps its own stack (measured: 200,000
+    levels, no crash) and builds nothing. A syntax error is left to the reader that
+    follows, which says it in its own words."""
     if _nesting_bound(text) <= MAX_DEPTH and not ("&" in text and "*" in text):
         return
     import yaml
 
-    sizes: dict[str, int] = {}  # anchor -> how many values it stands for
-    open_: list[list] = [[None, 0]]  # [anchor, values so far] of each open collection
+    flat = "keep properties flat: a value, or a list of values"
+    spelled = "write the values out instead of '*' aliases"
+    anchors: dict[str, tuple[int, int]] = {}  # anchor -> (characters, depth) of what it names
+    open_: list[list] = [[None, 0, 0]]  # [anchor, characters, deepest child] of each open collection
+    budget = MAX_EXPANDED + len(text)
     try:
         for event in yaml.parse(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+            line = first_line + event.start_mark.line
             if isinstance(event, yaml.CollectionStartEvent):
-                open_.append([event.anchor, 0])
+                open_.append([event.anchor, 0, 0])
                 if len(open_) > MAX_DEPTH + 1:
-                    raise ParseError(f"broken {what}: it nests deeper than {MAX_DEPTH} levels", path=path,
-                                     line=first_line + event.start_mark.line,
-                                     hint="keep properties flat: a value, or a list of values")
+                    raise _refused(what, f"it nests deeper than {MAX_DEPTH} levels", path, line, flat)
                 continue
             if isinstance(event, yaml.CollectionEndEvent):
-                anchor, n = open_.pop()
-                n += 1
+                anchor, size, deepest = open_.pop()
+                size, depth = size + 1, deepest + 1
             elif isinstance(event, yaml.AliasEvent):
                 if any(event.anchor == o[0] for o in open_):  # a list that holds itself: no end to it
-                    raise ParseError(f"broken {what}: '*{event.anchor}' stands inside what it names",
-                                     path=path, line=first_line + event.start_mark.line,
-                                     hint="write the values out instead of '*' aliases")
-                anchor, n = None, sizes.get(event.anchor, 1)
+                    raise _refused(what, f"'*{event.anchor}' stands inside what it names", path, line, spelled)
+                anchor, (size, depth) = None, anchors.get(event.anchor, (1, 0))
+                if len(open_) - 1 + depth > MAX_DEPTH:
+                    raise _refused(what, f"its '*' aliases nest deeper than {MAX_DEPTH} levels", path, line, flat)
             elif isinstance(event, yaml.ScalarEvent):
-                anchor, n = event.anchor, 1
+                anchor, size, depth = event.anchor, len(event.value) + 1, 0
             else:
                 continue
             if anchor:
-                sizes[anchor] = n
-            open_[-1][1] += n
-            if open_[-1][1] > MAX_VALUES:
-                raise ParseError(f"broken {what}: its '*' aliases stand for more than {MAX_VALUES:,} values",
-                                 path=path, line=first_line + event.start_mark.line,
-                                 hint="write the values out instead of '*' aliases")
+                anchors[anchor] = (size, depth)
+            parent = open_[-1]
+            parent[1] += size
+            parent[2] = max(parent[2], depth)
+            if parent[1] > budget:
+                raise _refused(what, f"its '*' aliases stand for more than {MAX_EXPANDED:,} characters", path, line,
+                               spelled)
     except yaml.MarkedYAMLError as exc:
-        raise _marked_error(exc, path, first_line, what, hint) from None
-    except yaml.YAMLError as exc:  # pragma: no cover - libyaml marks its syntax errors
-        raise ParseError(f"broken {what}: {exc}", path=path, line=first_line, hint=hint) from None
+        if "nesting depth" in str(exc.problem):  # libyaml's own bound (PyYAML 6.0.4 on)
+            raise _marked_error(exc, path, first_line, what, hint) from None
+    except yaml.YAMLError:  # pragma: no cover - libyaml marks its syntax errors
+        pass
 
 
 _DAY = re.compile(r"(?<![\w-])(\d{4})-(\d{1,2})-(\d{1,2})(?![\w-])")
 
+# What a YAML constructor may raise on a value it cannot make, beside its own errors: a
+# date no calendar holds (ValueError), a number too long to read (ValueError), an unknown
+# boolean or an odd timestamp under an explicit tag (KeyError, AttributeError), a \U
+# escape past Unicode (OverflowError), and a nesting the shape check did not see through.
+UNMAKEABLE = (ValueError, TypeError, KeyError, AttributeError, OverflowError, RecursionError)
+
 
 def _impossible_date(text: str, first_line: int) -> tuple[int, str] | None:
     """The file line and text of the first date in ``text`` that no calendar holds
-    (2025-13-45): YAML reads such a value as a date, and the date cannot be made."""
+    (2025-13-45), outside comments: YAML reads such a value as a date, and it cannot be made."""
     import datetime as _dt
 
     for n, line in enumerate(text.split("\n")):
-        for m in _DAY.finditer(line):
+        for m in _DAY.finditer(line.split(" #")[0] if not line.lstrip().startswith("#") else ""):
             try:
                 _dt.date(*(int(g) for g in m.groups()))
             except ValueError:
@@ -132,11 +148,15 @@ def _impossible_date(text: str, first_line: int) -> tuple[int, str] | None:
     return None
 
 
-def _date_error(exc: ValueError, text: str, path: str, first_line: int, what: str) -> ParseError:
-    found = _impossible_date(text, first_line)
-    line, value = found if found else (first_line, "")
-    return ParseError(f"broken {what}: {value + ' is not a date: ' if value else ''}{exc}", path=path, line=line,
-                      hint="write a real date (YYYY-MM-DD), or quote the value to keep it as text")
+def _unmade(exc: Exception, text: str, path: str, first_line: int, what: str, hint: str) -> ParseError:
+    """A value the YAML reader could not make, as a ParseError: an impossible date with
+    its line; anything else at the first line, in the reader's words."""
+    found = _impossible_date(text, first_line) if isinstance(exc, ValueError) else None
+    if found:
+        return ParseError(f"broken {what}: {found[1]} is not a date ({exc})", path=path, line=found[0],
+                          hint="write a real date (YYYY-MM-DD), or quote the value to keep it as text")
+    why = "it nests too deep" if isinstance(exc, RecursionError) else f"a value cannot be read ({exc!r})"
+    return ParseError(f"broken {what}: {why}", path=path, line=first_line, hint=hint)
 
 
 def load_yaml(text: str, path: str, first_line: int, what: str = "YAML frontmatter",
@@ -151,8 +171,8 @@ def load_yaml(text: str, path: str, first_line: int, what: str = "YAML frontmatt
         raise _marked_error(exc, path, first_line, what, hint) from None
     except YAMLError as exc:  # pragma: no cover - ruamel raises marked errors for syntax
         raise ParseError(f"broken {what}: {exc}", path=path, line=first_line, hint=hint) from None
-    except ValueError as exc:  # a date no calendar holds (2025-13-45)
-        raise _date_error(exc, text, path, first_line, what) from None
+    except UNMAKEABLE as exc:
+        raise _unmade(exc, text, path, first_line, what, hint) from None
 
 
 def load_yaml_fast(text: str, path: str, first_line: int) -> Any:
@@ -169,8 +189,8 @@ def load_yaml_fast(text: str, path: str, first_line: int) -> Any:
         raise _marked_error(exc, path, first_line, "YAML frontmatter", FRONTMATTER_HINT) from None
     except yaml.YAMLError as exc:
         raise ParseError(f"broken YAML frontmatter: {exc}", path=path, line=first_line, hint=FRONTMATTER_HINT) from None
-    except ValueError as exc:  # a date no calendar holds (2025-13-45)
-        raise _date_error(exc, text, path, first_line, "YAML frontmatter") from None
+    except UNMAKEABLE as exc:
+        raise _unmade(exc, text, path, first_line, "YAML frontmatter", FRONTMATTER_HINT) from None
 
 
 def dump_yaml(data: Any) -> str:
@@ -350,6 +370,11 @@ def plain(value: Any) -> Any:
         return [plain(v) for v in value]
     if isinstance(value, (_dt.date, _dt.datetime)):
         return value.isoformat()
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > _LONGEST_INT_BITS:
+        raise ValueError("a number too long to write as text")  # str() and JSON would fail on it later
     if isinstance(value, bool) or value is None or isinstance(value, (int, float)):
         return value
     return str(value)
+
+
+_LONGEST_INT_BITS = 14_000  # ~4,200 digits: Python writes no int of more than 4,300 as text
