@@ -114,3 +114,53 @@ def test_the_shapes_a_vault_holds_are_read_whole():
     assert data["one"] == data["two"] == ["a", "b", "c"] and str(data["when"]) == "2025-12-01"
     with pytest.raises(ParseError, match="nests deeper"):
         check_shape("v: " + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "\n", "m.md", 2)
+
+
+# Every form frontmatter may take, read by the index's loader (its remembered tags and its
+# one-walk constructor) and by PyYAML's own safe loader: the same values, or the same error.
+FORMS = [
+    "name: plain\ntype: decision\nstatus: active\n",
+    "n: 12\nh: 0x1F\no: 0o17\nb: 0b101\nu: 1_000\ns: 1:30\nf: 1.5e3\ninf: .inf\nnan: .nan\nneg: -0.0\n",
+    "t: yes\nf: No\no: on\nx: off\nn: ~\ne:\nN: Null\n",
+    "d: 2025-05-28\nt: 2025-05-28T10:00:00Z\nz: 2025-05-28 10:00:00.5 +08:00\nl: 2025-5-8\n",
+    "tags: [a, b, 'c d']\naliases:\n- \"x\"\n- y\nnested: {k: [1, {m: n}], j: null}\n",
+    "q: '12'\nd: \"2025-05-28\"\nlit: |\n  two\n  lines\nfold: >\n  folded\n  text\n",
+    "名字: 前端审查\n标签: [性能, 审查]\n",
+    "base: &b {x: 1}\nmerged:\n  <<: *b\n  y: 2\n",  # an anchor and a merge: PyYAML's constructor
+    "m:\n  <<: {x: 1}\n  y: 2\n",  # a merge without an anchor
+    "s: !!str 123\ni: !!int '7'\nf: !!float '2'\n",
+    "set: !!set {a, b}\nomap: !!omap [a: 1, b: 2]\nbin: !!binary aGk=\n",
+    "? [a, b]\n: complex key\n",
+    "=: a value key\n",
+    "v: =\n",
+    "x: !custom 1\n",
+    "d: 2025-13-45\n",
+    "1: one\n2.5: float key\ntrue: bool key\n~: null key\n2025-01-01: date key\n",
+    "dup: 1\ndup: 2\n",
+    "",
+    "just text\n",
+    "- a list\n- at the top\n",
+]
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_index_loader_reads_what_pyyaml_reads(form):
+    import yaml
+
+    from vaultmem.parse.document import UNMAKEABLE
+
+    def read(fn):
+        try:
+            return repr(fn())  # repr: a NaN is equal to itself only so
+        except (ParseError, yaml.YAMLError, *UNMAKEABLE) as exc:
+            return f"{type(exc).__name__}: {getattr(exc, 'message', None) or getattr(exc, 'problem', None) or exc}"
+
+    ours = read(lambda: load_yaml_fast(form, "n.md", 2))
+    theirs = read(lambda: yaml.load(form, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))  # noqa: S506
+    if theirs.startswith("ConstructorError"):  # ours names the file's line: the same fault, in the same words
+        assert ours.startswith("ParseError") and theirs.split(": ", 1)[1] in ours, (form, ours, theirs)
+    elif theirs.startswith("ValueError"):
+        assert ours.startswith("ParseError: broken YAML frontmatter: 2025-13-45 is not a date"), (form, ours)
+    else:
+        assert ours == theirs, form
+    assert read(lambda: load_yaml_fast(form, "n.md", 2)) == ours  # read again: from the remembered tags

@@ -129,7 +129,7 @@ def open_inside(root: str | os.PathLike, rel: str | os.PathLike) -> int:
         where = _opened_at(fd)
         if where is None and not checked:
             where = os.path.realpath(literal)  # no /proc: check the path as it is now
-        if where is not None:
+        if where is not None and where != literal:  # opened where its path says: no link on the way
             why = link_problem(root_real, literal, where)
             if why:
                 raise refuse(where, why)

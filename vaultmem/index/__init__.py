@@ -153,7 +153,10 @@ class Filters:
 
 def fold(text: str) -> str:
     """How filter values are compared: NFKC, case-folded, outer spaces dropped."""
-    return unicodedata.normalize("NFKC", str(text)).casefold().strip()
+    text = str(text)
+    if text.isascii():  # most keys and values (a build folds a dozen a note): NFKC leaves ASCII be
+        return text.lower().strip()
+    return unicodedata.normalize("NFKC", text).casefold().strip()
 
 
 @dataclass
