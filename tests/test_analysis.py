@@ -185,7 +185,8 @@ def _old_highlight(text, query, width):
 _DATE_PIECES = ["2023", "年", "5", "月", "4", "日", "号", " ", "May", "may", "Sept.", "sept", "december", "Dec", ",", "of",
                 "th", "-", "/", ".", "12", "31", "1999", "x", "_", "mayday", "昨天", "today", "上周五", "\u00a0", "５",
                 "ＭＡＹ", "é", "TODAY", "Yesterday", "tomorrow", "holiday", "今日", "前天", "明天", "last", "LAST",
-                "friday", "Monday", "上个礼拜一", "本星期日", "这周", "三", "1985", "2019", "ſ"]
+                "friday", "Monday", "上个礼拜一", "本星期日", "这周", "三", "1985", "2019", "ſ", "ſep", "İ", "\u212a",
+                "AUG", "nov", "Jan", "JUL", "oCt", "feb", "mAr", "apr", "jun", "DEC", "ｊａｎ"]
 
 
 @settings(max_examples=400, deadline=None)
@@ -194,6 +195,8 @@ _DATE_PIECES = ["2023", "年", "5", "月", "4", "日", "号", " ", "May", "may",
 @example(["1999", "-", "12", "/", "31"])
 @example(["Yesterday", " ", "LAST", " ", "friday", "上个礼拜一"])
 @example(["4", "May", " ", "2023"])
+@example(["ſep", " ", "4", ",", " ", "2023"])
+@example(["ｊａｎ", " ", "12"])
 def test_skipping_a_date_pattern_the_text_cannot_match_changes_no_date(pieces):
     """find_dates skips a pattern when the text lacks what it needs (a year's 19 or 20,
     月, a month's name, a relative day's or a weekday's words): the same dates as running

@@ -222,6 +222,15 @@ _DATE_PATTERNS = [Lazy(p, re.I) for p in (  # compiled when a text may hold such
 # (a full date's year begins with 19 or 20; a month's name is looked for once)
 _DATE_NEEDS = ("year", "月", "month", "month", "月", "month")
 _MONTH_WORD = re.compile(r"(?<![^\W\d_])(?:" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")(?![^\W\d_])", re.I)
+# the first three letters of every month's name: a lower-cased NFKC text without one holds no
+# month's name (none of these letters has another character that matches it under re.I once
+# NFKC has turned "ſ" into "s"), and twelve substring tests cost a tenth of the search
+_MONTH_STARTS = tuple(dict.fromkeys(name[:3] for name in _MONTHS))
+
+
+def _has_month_word(flat: str, low: str) -> bool:
+    """Whether the NFKC text ``flat`` (``low``: lower-cased) names a month (:data:`_MONTH_WORD`)."""
+    return any(start in low for start in _MONTH_STARTS) and _MONTH_WORD.search(flat) is not None
 _RELATIVE = {"today": 0, "yesterday": -1, "tomorrow": 1, "今天": 0, "今日": 0, "昨天": -1, "昨日": -1,
              "前天": -2, "明天": 1, "后天": 2}
 _RELATIVE_RE = Lazy(r"(?<![\w])(?:today|yesterday|tomorrow)(?![\w])|今天|今日|昨天|昨日|前天|明天|后天", re.I)
@@ -261,6 +270,7 @@ def find_dates(text: str, ref=None) -> list[tuple[int, int, list[str]]]:
     import datetime as dt
 
     flat = unicodedata.normalize("NFKC", text)
+    low = flat.lower()  # (NFKC already: no other character lowers to the letters looked for)
     found: list[tuple[int, int, list[str]]] = []
     taken: list[tuple[int, int]] = []
     month_word = None
@@ -270,7 +280,7 @@ def find_dates(text: str, ref=None) -> list[tuple[int, int, list[str]]]:
         if needs == "year" and "20" not in flat and "19" not in flat:
             continue
         if needs == "month":  # the month-name patterns: one look for a month's name first
-            month_word = _MONTH_WORD.search(flat) is not None if month_word is None else month_word
+            month_word = _has_month_word(flat, low) if month_word is None else month_word
             if not month_word:
                 continue
         for m in pattern.finditer(flat):
@@ -302,7 +312,6 @@ def find_dates(text: str, ref=None) -> list[tuple[int, int, list[str]]]:
     base = ref if isinstance(ref, dt.date) or ref is None else _iso_day(ref)
     relative = weekday = False
     if base is not None:  # each only where the lower-cased text holds what it cannot match without
-        low = flat.lower()  # (NFKC already: no other character lowers to these letters)
         relative = any(w in low for w in _RELATIVE_NEEDS)
         weekday = any(w in low for w in _WEEKDAY_NEEDS)
     if relative:

@@ -7,6 +7,7 @@ engines only split them again, so what matches never depends on the engine.
 from __future__ import annotations
 
 import json
+import unicodedata
 from functools import lru_cache
 from pathlib import Path
 
@@ -52,23 +53,39 @@ def holding_fields(term: str) -> tuple[str, ...]:
 def meta_term(key: str, value: str) -> str:
     """The ``meta`` field's term for frontmatter ``key: value`` (both folded), as a
     ``where`` filter looks it up."""
-    key, value = fold(key), fold(value)
+    return _term(fold(key), value)
+
+
+def _term(folded_key: str, value: str) -> str:
+    value = fold(value)
     if len(value) > MAX_VALUE:
         import hashlib
 
         value = "#" + hashlib.sha1(value.encode("utf-8")).hexdigest()
-    return f"{key}={value}"
+    return f"{folded_key}={value}"
+
+
+@lru_cache(maxsize=1024)
+def _meta_key(key: str) -> tuple[str, str]:
+    """A frontmatter key folded as :meth:`Filters.admits` folds it, and as its term
+    holds it (:func:`meta_term` folds that again). The same dozen keys recur in every
+    note: a build folds each once."""
+    once = fold(key)
+    return once, fold(once)
 
 
 def filter_values(doc: IndexDoc) -> dict[str, list[str]]:
     """The terms of a document's filter fields: its folded tags, author kind, day (the
     first ten characters of its date; :data:`NONE` without one) and ``key=value`` of
     each scalar frontmatter value — what :meth:`Filters.admits` compares."""
-    meta = {fold(k): v for k, v in doc.meta.items()}  # as admits() folds them: the last of equal keys
+    meta: dict[str, tuple[str, str]] = {}  # as admits() folds the keys: the last of equal keys
+    for key, value in doc.meta.items():
+        once, term_key = _meta_key(key)
+        meta[once] = (term_key, value)
     return {"tags": list(dict.fromkeys(fold(t) for t in doc.tags)) or [NONE],
             "author_kind": [doc.author_kind or NONE],
             "date": [doc.date[:10] if doc.date else NONE],
-            "meta": [meta_term(k, v) for k, v in meta.items()] or [NONE]}
+            "meta": [_term(term_key, value) for term_key, value in meta.values()] or [NONE]}
 
 
 LENGTHS_FILE = "lengths.json"
@@ -111,7 +128,10 @@ def fields_of(doc: IndexDoc) -> dict:
     turn titled "Melanie, session 3" is by Melanie, not about her."""
     said_by = _said_by(doc)
     runs: list[str] = []  # the CJK runs of title, text and aliases, in order: the unigrams' field
-    title, body, aliases = (tokens(doc.title, runs), tokens(doc.text, runs), tokens(" ".join(doc.aliases), runs))
+    # NFKC'd once for both their terms and their dates (NFKC again finds nothing to do, and
+    # changes nothing across the newline the dates join them with)
+    flat_title, flat_text = unicodedata.normalize("NFKC", doc.title), unicodedata.normalize("NFKC", doc.text)
+    title, body, aliases = (tokens(flat_title, runs), tokens(flat_text, runs), tokens(" ".join(doc.aliases), runs))
     return {
         "id": doc.id,
         "path": doc.path,
@@ -124,7 +144,7 @@ def fields_of(doc: IndexDoc) -> dict:
         "body": " ".join(body),
         "aliases": " ".join(without(aliases, said_by)),
         "near": _near(doc, said_by),
-        "dates": " ".join(document_date_terms(doc.title, doc.text, doc.days)),
+        "dates": " ".join(document_date_terms(flat_title, flat_text, doc.days)),
         # cjk_chars of the three joined by spaces: no run crosses a space
         "chars": " ".join(dict.fromkeys("".join(runs))),
         **{name: SEPARATOR.join(values) for name, values in filter_values(doc).items()},
