@@ -168,6 +168,37 @@ threading.Event().wait()  # until killed
 """
 
 
+@pytest.mark.parametrize("engine", ["tantivy", "whoosh"])
+def test_an_index_whose_documents_json_wrote_reads_them_as_one_built_now(notes, monkeypatch, engine):
+    # a document's stored copy was json's text (spaces, \u escapes, Infinity) before orjson
+    # wrote it: an index built then shows the same hits, and a turn json wrote as Infinity reads
+    from vaultmem.index import fields
+    from vaultmem.models import IndexDoc
+
+    monkeypatch.setenv("VAULTMEM_INDEX_ENGINE", engine)
+    (notes.root / "memories" / "turn.md").write_text(
+        "---\nname: turn\nsession: s1\nturn: .inf\n---\n端口 8080 in session s1\n", encoding="utf-8")
+    queries = ["端口", "PostgreSQL", "session s1", "working day"]
+
+    def answers():
+        store = IndexStore(notes.root)
+        out = [[(d.plain(), round(score, 9)) for d, score in store.search(query_tokens(q), Filters(), 8, text=q)]
+               for q in queries]
+        store.close()
+        return out
+
+    with monkeypatch.context() as m:
+        m.setattr(fields, "doc_json", lambda doc: json.dumps(doc.plain()).encode("ascii"))
+        IndexStore(notes.root).rebuild()
+    old = answers()
+    assert all(old) and {h["turn"] for h, _s in old[2]} == {None}  # an infinite turn is none
+    IndexStore(notes.root).rebuild()
+    assert answers() == old
+    plain = IndexDoc(id="a.md", path="a.md", kind="note", text="端口\udc80").plain()
+    assert fields.stored_doc(json.dumps({**plain, "turn": float("inf")}).encode()).turn == float("inf")
+    assert fields.stored_doc(fields.doc_json(IndexDoc(**plain))).plain() == plain  # a lone surrogate: escaped
+
+
 def test_tantivys_writer_lock_held_elsewhere_is_busy_not_a_traceback(cli, notes, monkeypatch):
     monkeypatch.setenv("VAULTMEM_INDEX_ENGINE", "tantivy")
     assert hits(cli, notes, "端口") == ["memories/port.md"]

@@ -55,7 +55,7 @@ from ..limits import engine_hits
 from ..models import IndexDoc
 from . import DEFAULT_EXCLUDED_KINDS, INACTIVE, Filters, Found, Match, by_rank, fold, rarest_terms
 from .fields import (FIELDS, FILTER_FIELDS, NONE, OWN_FIELDS, SEPARATOR, TEXT_FIELDS, fields_for, fields_of,
-                     holding_fields, keep_lengths, kept_lengths, lengths_of, meta_term)
+                     holding_fields, keep_lengths, kept_lengths, lengths_of, meta_term, stored_doc)
 from .registry import EngineSpec, register
 
 RAW_FIELDS = ("id", "path", "kind", "agent", "type", "status")
@@ -295,7 +295,7 @@ def clauses_of(terms: list[str]) -> list[tuple[str, str]]:
 
 def _index_doc(stored) -> IndexDoc:
     """The IndexDoc of a tantivy document as stored."""
-    return IndexDoc.from_plain(json.loads(bytes(stored.get_first("doc")).decode("utf-8")))
+    return stored_doc(bytes(stored.get_first("doc")))
 
 
 class TantivyEngine:
@@ -351,7 +351,7 @@ class TantivyEngine:
                 for name in TEXT_FIELDS:
                     if fields[name]:
                         tdoc.add_text(name, fields[name])
-                tdoc.add_bytes("doc", fields["doc"].encode("utf-8"))
+                tdoc.add_bytes("doc", fields["doc"])
                 tdoc.add_bytes("terms", stored_terms(fields))
                 for name in FILTER_FIELDS:
                     for value in fields[name].split(SEPARATOR):

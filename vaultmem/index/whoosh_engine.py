@@ -19,7 +19,6 @@ document id, so updated and rebuilt indexes rank alike.
 
 from __future__ import annotations
 
-import json
 from math import log
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from ..limits import engine_hits
 from ..models import IndexDoc
 from . import DEFAULT_EXCLUDED_KINDS, INACTIVE, Filters, Match, by_rank, complete_at, fold, rarest_terms
 from .fields import (FIELDS, NONE, OWN_FIELDS, SEPARATOR, TEXT_FIELDS, fields_for, fields_of, holding_fields,
-                     keep_lengths, kept_lengths, lengths_of, meta_term)
+                     keep_lengths, kept_lengths, lengths_of, meta_term, stored_doc)
 from .registry import EngineSpec, register
 
 
@@ -66,7 +65,7 @@ def stored_lengths(stored: dict) -> list[int]:
     """A document's field lengths, from its stored fields."""
     if "lengths" in stored:
         return list(stored["lengths"])
-    return lengths_of(fields_of(IndexDoc(**json.loads(stored["doc"]))))  # an index from before lengths
+    return lengths_of(fields_of(stored_doc(stored["doc"])))  # an index from before lengths
 
 
 class LiveStats:
@@ -290,7 +289,7 @@ class WhooshEngine:
         cut = scores[min(limit, len(scores)) - 1] if scores else 0.0
         # a document is read only when it can be among the best ``limit``: above the last
         # place, or tying with it (whose ids decide)
-        found = [(IndexDoc.from_plain(json.loads(searcher.stored_fields(docnum)["doc"])), float(score))
+        found = [(stored_doc(searcher.stored_fields(docnum)["doc"]), float(score))
                  for score, docnum in top if score >= cut]
         return by_rank(found)[:limit]
 
