@@ -543,7 +543,6 @@ def fused_search(store, query, filters: Filters = Filters(), limit: int = 10, sn
     stays lexical. Returns :class:`~vaultmem.models.Hits`; when the model
     cannot be used the hits are lexical and ``warnings`` says why. A search that does not
     fuse imports no numpy and loads no model."""
-    from .index.embedders import ModelUnavailable, calibration
     from .models import Hits
 
     mode = getattr(store, "semantic_mode", "off")
@@ -569,6 +568,8 @@ def fused_search(store, query, filters: Filters = Filters(), limit: int = 10, sn
             return Hits(lexical[:limit], warnings=warnings)
         if mode == "auto":
             lexical = search(store, query, filters, FUSE_DEPTH, snippet_width)
+    from .index.embedders import ModelUnavailable, calibration
+
     try:
         semantic, similarity = store.semantic_search(text, filters, FUSE_DEPTH if mode != "only" else limit,
                                                      also=[h.doc.id for h in lexical])
