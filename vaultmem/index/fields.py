@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import unicodedata
 from functools import lru_cache
+from math import isfinite
 from pathlib import Path
 
 from .. import files
@@ -129,10 +130,13 @@ def doc_json(doc: IndexDoc) -> bytes:
     third of json's cost each way (docs/benchmarks.md)."""
     import orjson
 
+    plain = doc.plain()
+    if not all(isfinite(v) for v in (plain["importance"], plain["turn"]) if v is not None):
+        return json.dumps(plain).encode("ascii")  # orjson writes NaN and infinity as null; json as they are
     try:
-        return orjson.dumps(doc.plain())
+        return orjson.dumps(plain)
     except TypeError:  # text UTF-8 cannot hold (a lone surrogate): escaped, as json writes it
-        return json.dumps(doc.plain()).encode("ascii")
+        return json.dumps(plain).encode("ascii")
 
 
 def stored_doc(data: bytes | str) -> IndexDoc:

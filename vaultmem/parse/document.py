@@ -184,20 +184,24 @@ def _index_loader():
 
     - a plain scalar's tag is remembered (``name``, ``type: decision``, ``status: active``
       recur in every note), where PyYAML tries its resolvers' patterns on each;
-    - a document of maps, lists and the core scalars is built by one walk, where PyYAML's
-      constructor keeps a generator per map and a table of every node for anchors it
-      might meet. Anything else — an explicit or unknown tag, a ``<<`` merge, a key that
-      is a list — is left to PyYAML's own constructor, which gives what it always gave
-      (or its error). A text with an anchor never takes the walk (an alias is the same
-      object, not a copy).
+    - a document of maps, lists and scalars of YAML's core tags (``!!str``, ``!!int``, a
+      date…) is built by one walk, calling the value constructors registered for those
+      tags, where PyYAML's constructor keeps a generator per map and a table of every
+      node for anchors it might meet. Anything else — a tag outside the core, a ``<<``
+      merge, a key that is a list, a value that cannot be made, constructors of another
+      program's for the maps, lists or text — is left to PyYAML's own constructor, from
+      the start: the same values, or the same first error. A text with an ``&`` (an
+      anchor, or "R&D" in a value) never takes the walk: an alias is the same object, not
+      a copy.
     """
     import yaml
+    from yaml.constructor import SafeConstructor
     from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     core = "tag:yaml.org,2002:"
-    made = {core + name: getattr(base, f"construct_yaml_{name}") for name in ("int", "float", "bool", "null",
-                                                                              "timestamp")}
+    scalars = {core + name for name in ("int", "float", "bool", "null", "timestamp")}
+    own = {core + name: getattr(SafeConstructor, f"construct_yaml_{name}") for name in ("str", "map", "seq")}
     tags: dict[tuple[str, tuple], str] = {}
 
     class Unusual(Exception):
@@ -216,19 +220,21 @@ def _index_loader():
             return tag
 
         def construct_document(self, node):
-            try:
-                return self._walk(node)
-            except Unusual:
-                return base.construct_document(self, node)
+            if all(self.yaml_constructors.get(tag) is made for tag, made in own.items()):
+                try:
+                    return self._walk(node)
+                except Exception:  # noqa: BLE001 - PyYAML's constructor gives its value or its error
+                    pass
+            return base.construct_document(self, node)
 
         def _walk(self, node):
             kind, tag = type(node), node.tag
             if kind is ScalarNode:
                 if tag == core + "str":
                     return node.value
-                if tag not in made:
+                if tag not in scalars:
                     raise Unusual
-                return made[tag](self, node)
+                return self.yaml_constructors[tag](self, node)
             if kind is MappingNode and tag == core + "map":
                 out = {}
                 for key_node, value_node in node.value:

@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 import unicodedata
 
@@ -163,7 +162,7 @@ def _number(value) -> float | None:
         f = float(value)
     except (TypeError, ValueError):
         return None
-    return f if math.isfinite(f) else None  # not NaN, nor infinite: no place in a conversation
+    return f if f == f else None
 
 
 def _days(*values) -> list[str]:
