@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import config, files, gitstore, layout
+from . import config, files, gitstore, layout, leftovers
 from .errors import BadInput, Busy, SecretRefused, StorageError, VaultmemError, from_os_error
 from .models import Actor
 
@@ -50,7 +50,6 @@ if TYPE_CHECKING:
     from .config import Config
     from .guard import Finding
 
-TIDY_STAMPS = "tidy.bin"  # in .vaultmem/local/: folders' mtimes when they held no temp file
 # in .vaultmem/local/: there while a writer holds the write lock; found by the next one, it
 # says the last writer died holding it, and only then are the folders listed for its temp files
 WRITING_MARK = "writing"
@@ -236,7 +235,7 @@ class Writer:
         folder listed only if its mtime moved since it was last found clean
         (``.vaultmem/local/tidy.bin``; a temp file's creation moves it), and the write lock
         taken only when something was found. Writers do all of it under their lock anyway."""
-        if (self.root / layout.TXN_JOURNAL).exists():  # a writer died mid-change, or one is writing
+        if leftovers.journal_left(self.root):
             from filelock import Timeout  # only then: the lock library costs ~10 ms to import
 
             try:
@@ -244,26 +243,12 @@ class Writer:
                     self._settle()
             except (Timeout, OSError, VaultmemError):
                 pass  # a live writer holds the lock (or the next writer settles it and says what stops it)
-        stamps = {}
-        # .vaultmem/local/ is left to writers: reads write their caches there (this stamp file
-        # among them), so its mtime moves on every command
-        for rel in (rel for rel in layout.WRITABLE if rel != layout.LOCAL_DIR):
-            try:
-                stamps[rel] = os.stat(self.root / rel).st_mtime_ns
-            except OSError:
-                continue
-        try:
-            clean = files.unpack(files.read_bytes(self.root, f"{layout.LOCAL_DIR}/{TIDY_STAMPS}"))
-        except (OSError, VaultmemError):
-            clean = {}
-        if not isinstance(clean, dict):
-            clean = {}
-        look = [rel for rel, mtime in stamps.items() if clean.get(rel) != mtime]
+        stamps, look = leftovers.moved_folders(self.root)
         if not look:
             return 0
         if not files.find_temp_files(self.root, look):
             settled = time.time_ns() - 2_000_000_000  # a change in the same clock tick could hide behind a fresh stamp
-            files.write_local(self.root, TIDY_STAMPS, files.pack({rel: m for rel, m in stamps.items() if m < settled}))
+            files.write_local(self.root, leftovers.TIDY_STAMPS, files.pack({rel: m for rel, m in stamps.items() if m < settled}))
             return 0
         from filelock import Timeout
 

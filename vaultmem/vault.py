@@ -17,18 +17,21 @@ the changed paths, nothing a kill can lose.
 from __future__ import annotations
 
 import contextlib
-
 import os
+import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from . import files, layout, recall, usage
+from . import files, layout, leftovers, recall, usage
 from .config import Config, load_config, load_raw, parse_config, set_value
 from .errors import BadInput, Busy, PermissionRefused, VaultNotFound, from_os_error
 from .models import Actor, Change
 from .names import check_name
 from .query import parse as parse_query  # noqa: F401  (re-exported for adapters: how a search's text reads)
-from .transaction import Writer
 from .walk import ENV_VAULT, find_vault, is_vault, watcher_alive
+
+if TYPE_CHECKING:
+    from .transaction import Writer
 
 # re-exported for adapters: what a brief and an agent's search draw on
 BRIEF_KINDS = layout.BRIEF_KINDS
@@ -97,7 +100,20 @@ class Vault:
         self._written: set[str] = set()  # files this process changed: indexed before the next answer
         self._changes = None  # a long-lived process's record of what changed (see follow_changes)
         self._stays_open = False  # a long-lived process (see stays_open)
-        self.writer = Writer(self.root, self.config, on_write=self._about_to_write)
+        self._writer: Writer | None = None
+        self._writer_made = threading.Lock()
+
+    @property
+    def writer(self) -> Writer:
+        """The one way this vault's files are written: made at the first write or tidy-up
+        (a command that only reads never imports it), once for all threads."""
+        if self._writer is None:
+            with self._writer_made:
+                if self._writer is None:
+                    from .transaction import Writer
+
+                    self._writer = Writer(self.root, self.config, on_write=self._about_to_write)
+        return self._writer
 
     def _about_to_write(self, paths: list[str]) -> None:
         if self._ahead is not None:  # the launcher's walk, read before anything is written
@@ -140,6 +156,8 @@ class Vault:
     def tidy(self) -> int:
         """Settle a killed writer's journal and remove its temp files, if no writer is
         active; returns how many temp files went (see :meth:`Writer.tidy`)."""
+        if not leftovers.anything_left(self.root):  # nearly always: no writer made, nor imported
+            return 0
         return self.writer.tidy()
 
     # -- role pages ----------------------------------------------------------------------
