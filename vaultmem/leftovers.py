@@ -9,6 +9,7 @@ command that finds nothing imports no writer; what is found is settled by
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from . import files, layout
@@ -41,6 +42,21 @@ def moved_folders(root: Path) -> tuple[dict[str, int], list[str]]:
     return stamps, [rel for rel, mtime in stamps.items() if clean.get(rel) != mtime]
 
 
+def temp_files_left(root: Path) -> bool:
+    """Whether a writable folder whose mtime moved holds a temp file. When none does, the
+    folders' mtimes are recorded as clean (those of the last two seconds excepted: a temp
+    file made in the same clock tick could hide behind them)."""
+    stamps, look = moved_folders(root)
+    if not look:
+        return False
+    if files.find_temp_files(root, look):
+        return True
+    settled = time.time_ns() - 2_000_000_000
+    files.write_local(root, TIDY_STAMPS, files.pack({rel: m for rel, m in stamps.items() if m < settled}))
+    return False
+
+
 def anything_left(root: Path) -> bool:
-    """Whether :meth:`~vaultmem.transaction.Writer.tidy` may have something to do."""
-    return journal_left(root) or bool(moved_folders(root)[1])
+    """Whether :meth:`~vaultmem.transaction.Writer.tidy` has something to do: a journal, or
+    a temp file."""
+    return journal_left(root) or temp_files_left(root)

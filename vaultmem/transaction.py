@@ -35,7 +35,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -243,12 +242,7 @@ class Writer:
                     self._settle()
             except (Timeout, OSError, VaultmemError):
                 pass  # a live writer holds the lock (or the next writer settles it and says what stops it)
-        stamps, look = leftovers.moved_folders(self.root)
-        if not look:
-            return 0
-        if not files.find_temp_files(self.root, look):
-            settled = time.time_ns() - 2_000_000_000  # a change in the same clock tick could hide behind a fresh stamp
-            files.write_local(self.root, leftovers.TIDY_STAMPS, files.pack({rel: m for rel, m in stamps.items() if m < settled}))
+        if not leftovers.temp_files_left(self.root):
             return 0
         from filelock import Timeout
 
