@@ -310,6 +310,31 @@ def test_a_folder_found_clean_is_listed_again_once_a_temp_file_appears(vault):
     assert Vault.open(vault.root) and not orphan.exists()
 
 
+def test_a_journal_left_alone_is_settled_though_no_folder_moved(vault):
+    # a writer killed as it began: its torn journal, and no file of the vault touched
+    assert vault.tidy() == 0 and vault.tidy() == 0  # the folders' stamps recorded: nothing moved since
+    journal = vault.root / LOCAL_DIR / "txn.json"
+    journal.write_text('{"paths": {"memor')
+    opened = Vault.open(vault.root)
+    assert not journal.exists() and opened.search("anything") is not None
+
+
+def test_a_folder_that_cannot_be_listed_does_not_stop_a_command(vault, monkeypatch):
+    # the tidy-up cannot look in it, so it finds nothing of its own there: the vault opens
+    real = os.listdir
+
+    def listdir(path="."):
+        if str(path).endswith("memories"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "listdir", listdir)
+    orphan = vault.root / "agents" / f".r.md{TEMP_MARK}dead0003"
+    orphan.write_text("torn")
+    assert vault.tidy() == 1 and not orphan.exists()  # the folders it can list are still swept
+    assert Vault.open(vault.root).search("anything") is not None
+
+
 def test_a_damaged_stamp_file_only_costs_a_listing(vault):
     (vault.root / LOCAL_DIR).mkdir(parents=True, exist_ok=True)
     (vault.root / LOCAL_DIR / "tidy.bin").write_bytes(b"\xffnot marshal")

@@ -413,7 +413,7 @@ def find_temp_files(root: Path, folders: list[str]) -> list[Path]:
             continue  # never follow a link out of the vault
         try:
             names = os.listdir(folder)
-        except (FileNotFoundError, NotADirectoryError):
+        except OSError:  # gone, not a folder, not ours to list: no temp file of ours is found there
             continue
         found.extend(folder / name for name in names if name.startswith(".") and TEMP_MARK in name)
     return found
