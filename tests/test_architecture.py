@@ -32,7 +32,8 @@ ALLOWED = {
     # the write path
     "gitstore": {"errors", "models"},
     "guard": {"patterns"},
-    "transaction": {"errors", "models", "files", "gitstore", "layout", "guard", "config"},
+    "leftovers": {"errors", "files", "layout"},  # what a killed writer left, looked for before any writer is made
+    "transaction": {"errors", "models", "files", "gitstore", "layout", "guard", "config", "leftovers"},
     # index → retrieve → brief
     "analysis": {"patterns"},  # terms, dates, snippets (pure; its date patterns compiled when first used)
     "answers": {"patterns"},  # the kind of answer a question asks for, and whether a text holds one (pure)
@@ -65,7 +66,7 @@ ALLOWED = {
     "skills": STORAGE,  # skills/: procedural memory, listed and added (docs/skills.md)
     "preservation": STORAGE,  # the format's migrations, the journal's markers, the keys apart from a backup  # transcripts read, filed by day, a day's record (docs/journal.md)
     # the facade
-    "vault": STORAGE | RECALL | {"recall", "template", "notes", "conflicts", "forgetting", "usage", "compaction", "stats", "links", "timeline", "pages", "lifecycle", "inbox", "shared", "livelog",
+    "vault": STORAGE | RECALL | {"leftovers", "recall", "template", "notes", "conflicts", "forgetting", "usage", "compaction", "stats", "links", "timeline", "pages", "lifecycle", "inbox", "shared", "livelog",
                                  "importers", "staged", "journal", "skills", "preservation"},
     # over the facade: the vault's upkeep for a human (doctor, verify, migrate, backups)
     "upkeep": {"compaction", "config", "errors", "files", "forgetting", "gitstore", "guard", "layout", "links", "models",
