@@ -231,6 +231,8 @@ _MONTH_STARTS = tuple(dict.fromkeys(name[:3] for name in _MONTHS))
 def _has_month_word(flat: str, low: str) -> bool:
     """Whether the NFKC text ``flat`` (``low``: lower-cased) names a month (:data:`_MONTH_WORD`)."""
     return any(start in low for start in _MONTH_STARTS) and _MONTH_WORD.search(flat) is not None
+
+
 _RELATIVE = {"today": 0, "yesterday": -1, "tomorrow": 1, "今天": 0, "今日": 0, "昨天": -1, "昨日": -1,
              "前天": -2, "明天": 1, "后天": 2}
 _RELATIVE_RE = Lazy(r"(?<![\w])(?:today|yesterday|tomorrow)(?![\w])|今天|今日|昨天|昨日|前天|明天|后天", re.I)
