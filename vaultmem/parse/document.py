@@ -237,11 +237,8 @@ def _index_loader():
                 return self.yaml_constructors[tag](self, node)
             if kind is MappingNode and tag == core + "map":
                 out = {}
-                for key_node, value_node in node.value:
-                    key = self._walk(key_node)
-                    if isinstance(key, (list, dict)):
-                        raise Unusual  # PyYAML's own error: a key must be hashable
-                    out[key] = self._walk(value_node)
+                for key_node, value_node in node.value:  # (a list as a key raises: PyYAML's error then)
+                    out[self._walk(key_node)] = self._walk(value_node)
                 return out
             if kind is SequenceNode and tag == core + "seq":
                 return [self._walk(item) for item in node.value]
