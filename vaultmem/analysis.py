@@ -29,25 +29,35 @@ _CJK = (
 # One pattern holds the CJK class: compiling a class of ~40,000 code points costs ~1.2 ms
 # each time it appears in a pattern. Splitting on CJK runs, then finding words in what
 # lies between, gives exactly the tokens of the one-pass pattern ``([CJK]+)|([^\W_CJK]+)``
-# (a property test holds it). It is compiled on the first text that is not ASCII: an
-# ASCII text holds no CJK run, and a command that meets only such text (an English
-# search's query and snippets) never pays for the class.
+# (a property test holds it). It is compiled on the first text that may hold a CJK run
+# (:func:`_may_hold_cjk`), so a command that meets only other text (an English search's
+# query and snippets) never pays for the class.
 _CJK_RUN = Lazy(rf"([{_CJK}]+)")
+# A text holds no CJK run when it is ASCII, or when none of its characters has a UTF-8 lead
+# byte of the CJK ranges (E3-ED: U+3000-U+DFFF; EF: U+F000-U+FFFF; F0: U+10000-U+3FFFF). One
+# that has such a byte may still hold none (CJK punctuation, fullwidth forms, emoji): the
+# class decides. This small class compiles in a twentieth of the time, and an English text
+# with a dash or a curly quote skips the CJK class's scan (twice as slow as this one).
+_CJK_LEAD = Lazy(rb"[\xe3-\xed\xef\xf0]")
+
+
+def _may_hold_cjk(text: str) -> bool:
+    return not text.isascii() and _CJK_LEAD.search(text.encode("utf-8", "surrogatepass")) is not None
 
 
 def _cjk_split(text: str) -> list[str]:
     """``_CJK_RUN.split(text)``: other text, CJK run, other text, …"""
-    return [text] if text.isascii() else _CJK_RUN.split(text)
+    return _CJK_RUN.split(text) if _may_hold_cjk(text) else [text]
 
 
 def _cjk_runs(text: str) -> Iterator[re.Match]:
     """``_CJK_RUN.finditer(text)``."""
-    return iter(()) if text.isascii() else _CJK_RUN.finditer(text)
+    return _CJK_RUN.finditer(text) if _may_hold_cjk(text) else iter(())
 
 
 def _cjk_findall(text: str) -> list[str]:
     """``_CJK_RUN.findall(text)``."""
-    return [] if text.isascii() else _CJK_RUN.findall(text)
+    return _CJK_RUN.findall(text) if _may_hold_cjk(text) else []
 
 
 _WORD = re.compile(r"[^\W_]+")
@@ -145,8 +155,8 @@ def query_dates(text: str, today=None) -> tuple[str, list[str]]:
 # Characters that say how a Chinese question is asked, not what it is about: a
 # relevance judgement leaves them out (indexing and ranking keep them).
 QUESTION_CHARS = frozenset("什么哪吗呢怎谁几啥嘛")
-_QUESTION_WORDS = re.compile("为什么|怎么样|怎么办|什么样|什么|怎么|怎样|如何|为何|哪里|哪儿|哪个|哪些|哪种|哪家|哪天|"
-                             "多少|多久|多长|几个|几次|是否|是不是|有没有|能不能|会不会|要不要|应该|可以|的时候")
+_QUESTION_WORDS = Lazy("为什么|怎么样|怎么办|什么样|什么|怎么|怎样|如何|为何|哪里|哪儿|哪个|哪些|哪种|哪家|哪天|"
+                        "多少|多久|多长|几个|几次|是否|是不是|有没有|能不能|会不会|要不要|应该|可以|的时候")
 FUNCTION_CHARS = frozenset("是的了在有和与及或我你他她它们这那个也都就还要会能吧呀啊把被给对从到为")
 
 
@@ -158,7 +168,8 @@ def query_units(text: str, today=None) -> list[tuple[str, tuple[str, ...]]]:
     nothing while a word the vault lacks ("短信") does. (unit, terms) pairs, in order."""
     rest, found = query_dates(text, today)
     units: list[tuple[str, tuple[str, ...]]] = [(t, (t,)) for t in found]
-    for i, part in enumerate(_cjk_split(_QUESTION_WORDS.sub(" ", normalize(rest)))):
+    flat = normalize(rest)
+    for i, part in enumerate(_cjk_split(flat if flat.isascii() else _QUESTION_WORDS.sub(" ", flat))):
         if i % 2:
             if len(part) == 1:
                 units.append((part, (part,)))
@@ -187,7 +198,7 @@ def coverage(query: list[str], text: str, dates: list[str] | tuple[str, ...] = (
 
 
 def is_cjk_char(term: str) -> bool:
-    return len(term) == 1 and not term.isascii() and _CJK_RUN.match(term) is not None
+    return len(term) == 1 and _may_hold_cjk(term) and _CJK_RUN.match(term) is not None
 
 
 def cjk_chars(text: str) -> list[str]:
@@ -221,7 +232,7 @@ _DATE_PATTERNS = [Lazy(p, re.I) for p in (  # compiled when a text may hold such
 # what each of _DATE_PATTERNS cannot match without: a text without it skips the pattern
 # (a full date's year begins with 19 or 20; a month's name is looked for once)
 _DATE_NEEDS = ("year", "月", "month", "month", "月", "month")
-_MONTH_WORD = re.compile(r"(?<![^\W\d_])(?:" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")(?![^\W\d_])", re.I)
+_MONTH_WORD = Lazy(r"(?<![^\W\d_])(?:" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")(?![^\W\d_])", re.I)
 # the first three letters of every month's name: a lower-cased NFKC text without one holds no
 # month's name (none of these letters has another character that matches it under re.I once
 # NFKC has turned "ſ" into "s"), and twelve substring tests cost a tenth of the search
@@ -388,7 +399,7 @@ def token_counts(text: str) -> tuple[int, int]:
     if text.isascii():
         return 0, len(text)
     ascii_chars = len(text.encode("ascii", "ignore"))
-    cjk = sum(map(len, _CJK_RUN.findall(text)))
+    cjk = sum(map(len, _cjk_findall(text)))
     other = len(text) - ascii_chars - cjk
     return QUARTERS_PER_CJK * cjk + QUARTERS_PER_OTHER * other, ascii_chars
 

@@ -26,8 +26,9 @@ _EN_NUMBER_Q = re.compile(r"\bhow\s+(?:much|many|old|long|far|tall|big|heavy|fas
                           r"age|number|size)\b", re.I)
 _EN_NAME_Q = re.compile(r"\b(?:what|which)(?:'s|\s+is|\s+was|\s+are|\s+were)?\s+(?:the\s+)?(?:\w+'s\s+)?"
                         r"(?:\w+\s+)?(?:name|title|brand)s?\b|\b(?:called|named)\s*\?|\bwhat\s+(?:brand|make)\b", re.I)
-_ZH_NUMBER_Q = re.compile(r"多少|几[个岁次天年月周块点本张只条位人家号]|多大|多久|多长|多远|多高|多重|几点")
-_ZH_NAME_Q = re.compile(r"叫什么|叫啥|什么名字|名字是|姓什么|什么牌子|哪个牌子|哪家|什么品牌|书名|片名|店名")
+# a Chinese question's patterns are compiled for the first question that is not ASCII
+_ZH_NUMBER_Q = Lazy(r"多少|几[个岁次天年月周块点本张只条位人家号]|多大|多久|多长|多远|多高|多重|几点")
+_ZH_NAME_Q = Lazy(r"叫什么|叫啥|什么名字|名字是|姓什么|什么牌子|哪个牌子|哪家|什么品牌|书名|片名|店名")
 
 _EN_NUMBER_WORDS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
                     "sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety "
@@ -46,9 +47,10 @@ january february march april may june july august september october november dec
 
 def answer_kind(question: str) -> str | None:
     """The kind of answer ``question`` asks for: ``NUMBER``, ``NAME`` or ``None`` (any)."""
-    if _EN_NUMBER_Q.search(question) or _ZH_NUMBER_Q.search(question):
+    chinese = not question.isascii()
+    if _EN_NUMBER_Q.search(question) or (chinese and _ZH_NUMBER_Q.search(question)):
         return NUMBER
-    if _EN_NAME_Q.search(question) or _ZH_NAME_Q.search(question):
+    if _EN_NAME_Q.search(question) or (chinese and _ZH_NAME_Q.search(question)):
         return NAME
     return None
 
