@@ -397,3 +397,39 @@ def test_a_pipe_or_link_among_the_local_caches_is_never_read(cli, vault, tmp_pat
         r = run_vaultmem(*vm, *args, timeout=60)
         assert r.returncode == 0, (args, r.stderr)
         assert "Traceback" not in r.stderr
+
+
+def test_the_walk_by_folder_descriptor_lists_what_the_walk_by_path_lists(vault, tmp_path, monkeypatch):
+    """The freshness walk lists each folder through a descriptor of it (a stat looks up a
+    name in the folder alone). It must list exactly what a walk by whole paths lists (the
+    walk of a system without descriptors for folders): links in and out, hidden and
+    ignored folders, a folder named like a note, Chinese names, the journal."""
+    from vaultmem import walk
+
+    root = vault.root
+    (root / "memories" / "深" / "更深").mkdir(parents=True)
+    (root / "memories" / "深" / "更深" / "笔记.md").write_text("x", encoding="utf-8")
+    (root / "memories" / "folder.md").mkdir()
+    (root / "memories" / "folder.md" / "inner.md").write_text("y", encoding="utf-8")
+    (root / "memories" / ".hidden.md").write_text("h", encoding="utf-8")
+    (root / "node_modules").mkdir()
+    (root / "node_modules" / "pkg.md").write_text("n", encoding="utf-8")
+    (root / "memories" / "in.md").symlink_to(root / "memories" / "深" / "更深" / "笔记.md")
+    (root / "memories" / "out.md").symlink_to(outside_file(tmp_path))
+    (root / "memories" / "out-folder").symlink_to(tmp_path / "home", target_is_directory=True)
+    (root / "memories" / "in-folder").symlink_to(root / "memories" / "深", target_is_directory=True)
+    (root / "memories" / "dangling.md").symlink_to(root / "memories" / "nothing.md")
+    (root / "journal" / "s").mkdir(parents=True)
+    (root / "journal" / "s" / "turn.md").write_text("t", encoding="utf-8")
+
+    by_fd = {part: walk.scan(root, part) for part in (None, walk.PART_MEMORY, walk.PART_JOURNAL)}
+    monkeypatch.setattr(walk, "_BY_FD", False)
+    by_path = {part: walk.scan(root, part) for part in (None, walk.PART_MEMORY, walk.PART_JOURNAL)}
+    assert by_fd == by_path
+    listed = by_fd[walk.PART_MEMORY]
+    assert {"memories/深/更深/笔记.md", "memories/folder.md/inner.md", "memories/in.md", "memories/out.md",
+            "memories/out-folder"} <= set(listed)
+    assert not {"memories/.hidden.md", "node_modules/pkg.md", "memories/in-folder/更深/笔记.md",
+                "memories/dangling.md", "memories/folder.md"} & set(listed)
+    assert listed["memories/in.md"] == listed["memories/深/更深/笔记.md"]  # a link inside: its target's stat
+    assert set(by_fd[walk.PART_JOURNAL]) == {"journal/s/turn.md"}

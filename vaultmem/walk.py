@@ -116,30 +116,47 @@ def scan(root: str | os.PathLike, part: str | None = None) -> dict[str, Stat]:
     while stack:
         prefix, folder = stack.pop()
         try:
-            entries = os.scandir(folder)
+            # listed through a descriptor of the folder, so that each file's stat looks up
+            # its name in the folder alone, not its whole path: a sixth of a walk's time
+            fd = os.open(folder, _FOLDER) if _BY_FD else folder
         except (FileNotFoundError, NotADirectoryError, PermissionError):
             continue
-        with entries:
-            for entry in entries:
-                name = entry.name
-                if name.startswith(".") or (part == PART_MEMORY and not prefix and name == JOURNAL_DIR):
-                    continue
-                try:
-                    if entry.is_symlink():
-                        if root_real is None:
-                            root_real = os.path.realpath(root)
-                        st = link_stat(root_real, prefix + name)
-                        if st is not None:
-                            out[prefix + name] = st
-                    elif entry.is_dir(follow_symlinks=False):
-                        if name not in IGNORED_DIRS:
-                            stack.append((prefix + name + "/", entry.path))
-                    elif name.endswith(".md"):
-                        st = entry.stat()
-                        out[prefix + name] = (st.st_mtime_ns, st.st_size, st.st_ctime_ns, st.st_ino)
-                except FileNotFoundError:
-                    continue
+        try:
+            entries = os.scandir(fd)
+        except (FileNotFoundError, NotADirectoryError, PermissionError):
+            if _BY_FD:
+                os.close(fd)
+            continue
+        try:
+            with entries:
+                for entry in entries:
+                    name = entry.name
+                    if name.startswith(".") or (part == PART_MEMORY and not prefix and name == JOURNAL_DIR):
+                        continue
+                    try:
+                        if entry.is_symlink():
+                            if root_real is None:
+                                root_real = os.path.realpath(root)
+                            st = link_stat(root_real, prefix + name)
+                            if st is not None:
+                                out[prefix + name] = st
+                        elif entry.is_dir(follow_symlinks=False):
+                            if name not in IGNORED_DIRS:
+                                stack.append((prefix + name + "/", os.path.join(folder, name)))
+                        elif name.endswith(".md"):
+                            st = entry.stat(follow_symlinks=False)
+                            out[prefix + name] = (st.st_mtime_ns, st.st_size, st.st_ctime_ns, st.st_ino)
+                    except FileNotFoundError:
+                        continue
+        finally:
+            if _BY_FD:
+                os.close(fd)
     return out
+
+
+# Where the system lists a folder by descriptor (not Windows), the walk does.
+_BY_FD = os.scandir in os.supports_fd and hasattr(os, "O_DIRECTORY")
+_FOLDER = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 def link_stat(root_real: str, rel: str) -> Stat | None:
@@ -203,8 +220,8 @@ def stat_digest(stats: dict[str, tuple]) -> int:
     taken by its CRC-32, as strings hash differently per process). Any file added,
     removed, renamed or touched changes it. A sum of one term per file
     (:func:`stat_term`), so a change of a few files moves it by their terms alone."""
-    crc = zlib.crc32
-    return sum(hash((crc(rel.encode("utf-8")), st)) for rel, st in stats.items()) & DIGEST_MASK
+    crcs = map(zlib.crc32, map(str.encode, stats))  # UTF-8
+    return sum(map(hash, zip(crcs, stats.values()))) & DIGEST_MASK
 
 
 def stat_term(rel: str, st: tuple) -> int:
