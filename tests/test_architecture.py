@@ -23,7 +23,7 @@ ALLOWED = {
     "limits": {"errors"},  # every size a caller gives, and its bounds (vaultmem.limits)
     "models": set(),
     "patterns": set(),  # regular expressions compiled when first used (standard library only)
-    "names": {"errors", "guard"},  # a name that reads like a secret is refused as bad input
+    "names": {"errors", "guard", "patterns"},  # a name that reads like a secret is refused as bad input
     # files → parse
     "files": {"errors", "layout"},
     "parse": {"errors", "models", "layout", "parse"},
@@ -39,7 +39,7 @@ ALLOWED = {
     "answers": {"patterns"},  # the kind of answer a question asks for, and whether a text holds one (pure)
     "query": {"analysis", "errors"},  # a query's syntax: phrases, exclusions, OR, prefixes (pure)
     "sessions": {"patterns"},  # what a session's text holds worth keeping: reports' elements, users' facts (pure)
-    "index": {"errors", "limits", "models", "files", "parse", "analysis", "walk", "layout"},
+    "index": {"errors", "limits", "models", "files", "parse", "analysis", "walk", "layout", "patterns"},
     "ranker": {"analysis"},  # the learned ranker: features of candidates, the model that scores them (pure)
     "retrieve": {"analysis", "answers", "query", "index", "models", "ranker"},
     "brief": {"analysis", "errors", "models"},
@@ -74,7 +74,7 @@ ALLOWED = {
     # over the facade: what a human looks at, read-only (conflicts, stats, links, timeline)
     "views": {"conflicts", "errors", "layout", "links", "names", "pages", "recall", "stats", "timeline", "vault"},
     # adapters: the CLI, the watcher and the edge they share (edge.py needs only errors)
-    "adapters": {"errors", "limits", "models", "names", "parse", "vault", "upkeep", "views", "importers", "guard",
+    "adapters": {"errors", "limits", "models", "names", "patterns", "parse", "vault", "upkeep", "views", "importers", "guard",
                  "staged", "gitstore", "walk", "layout", "files", "livelog", "sessions",
                  "journal", "adapters", "__init__"},
 }

@@ -13,6 +13,7 @@ import unicodedata
 from collections.abc import Iterable
 
 from .errors import NameRefused
+from .patterns import Lazy
 
 # A page's temp file is ".<name>.md.vmtmp-xxxxxxxx": it must fit in 255 bytes too.
 MAX_NAME_BYTES = 255 - len(".") - len(".md") - len(".vmtmp-") - 8
@@ -108,8 +109,8 @@ def check_name(raw: str, what: str = "name", *, field: str | None = None) -> str
 # What could hold a secret, for a name (the gate of vaultmem.guard, read on the NFKC form):
 # a long token-like run or a secret's keyword. Only then is the detector loaded — importing
 # it costs a command that checks a plain name such as 前端审查 ~7 ms and ~5 MB.
-_MAYBE_SECRET = re.compile(r"[A-Za-z0-9_\-+/=.~]{16,}|密码|口令|密钥|令牌|"
-                           r"(?i:pass|pwd|secret|token|key|auth|cred|private|api|bearer)")
+_MAYBE_SECRET = Lazy(r"[A-Za-z0-9_\-+/=.~]{16,}|密码|口令|密钥|令牌|"
+                     r"(?i:pass|pwd|secret|token|key|auth|cred|private|api|bearer)")
 
 
 def _refuse_secret(name: str, what: str, field: str | None) -> None:

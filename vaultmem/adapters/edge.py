@@ -30,6 +30,7 @@ import sys
 from typing import Any, Callable
 
 from ..errors import VaultmemError, from_os_error
+from ..patterns import Lazy
 
 OK, ERROR, BAD_INPUT, REFUSED, BUSY, STORAGE = 0, 1, 2, 3, 4, 5
 INTERRUPTED = 130  # 128 + SIGINT, as shells report a Ctrl-C
@@ -74,7 +75,7 @@ def as_error(exc: BaseException) -> VaultmemError:
 # emoji sequences are made of them.
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 # In JSON, C0 controls are escaped by the encoder itself; these it leaves as they are.
-_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+_JSON_UNSAFE = Lazy("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
 
 
 def _stand_in(match: re.Match) -> str:

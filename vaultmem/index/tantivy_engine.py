@@ -53,6 +53,7 @@ from pathlib import Path
 from ..errors import Busy
 from ..limits import engine_hits
 from ..models import IndexDoc
+from ..patterns import Lazy
 from . import DEFAULT_EXCLUDED_KINDS, INACTIVE, Filters, Found, Match, by_rank, fold, rarest_terms
 from .fields import (FIELDS, FILTER_FIELDS, NONE, OWN_FIELDS, SEPARATOR, TEXT_FIELDS, fields_for, fields_of,
                      holding_fields, keep_lengths, kept_lengths, lengths_of, meta_term, stored_doc)
@@ -130,8 +131,8 @@ def idf(n: int, total: int) -> float:
     return log(1 + (total - n + 0.5) / (n + 0.5))
 
 
-_TERM = re.compile(r'Term=Term\(field=(\d+), type=Str, "(.*)"\)$', re.S)
-_ESCAPE = re.compile(r"\\(u\{([0-9a-fA-F]+)\}|.)", re.S)
+_TERM = Lazy(r'Term=Term\(field=(\d+), type=Str, "(.*)"\)$', re.S)
+_ESCAPE = Lazy(r"\\(u\{([0-9a-fA-F]+)\}|.)", re.S)
 _ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "0": "\0"}
 
 
@@ -143,9 +144,9 @@ def _unescape(text: str) -> str:
 
 # In tantivy's explanation of a hit (JSON), each matched term's node holds its frequency,
 # then its field length, then the term itself in its context.
-_MATCHED = re.compile(r'"value": ([^,\s]+),\s*"description": "freq, occurrences of term within document"'
-                      r'.*?"value": ([^,\s]+),\s*"description": "dl, length of field"'
-                      r'.*?"context": \[\s*("(?:[^"\\]|\\.)*")', re.S)
+_MATCHED = Lazy(r'"value": ([^,\s]+),\s*"description": "freq, occurrences of term within document"'
+                r'.*?"value": ([^,\s]+),\s*"description": "dl, length of field"'
+                r'.*?"context": \[\s*("(?:[^"\\]|\\.)*")', re.S)
 
 
 def matched_terms(explanation: str) -> list[tuple[str, str, float, float]]:
