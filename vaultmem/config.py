@@ -37,6 +37,10 @@ BRIEF_SHARES = {"identity": 0.15, "page": 0.35, "memory": 0.25, "decisions": 0.0
 
 @dataclass(frozen=True)
 class Config:
+    """A vault's settings (``.vaultmem/config.yaml``, read by :func:`parse_config`), each
+    with its default: the dotted name a user writes is in :data:`SETTINGS`. ``raw``: the
+    file's own mapping, as read."""
+
     lang: str = "en"
     orchestrator: str = "orchestrator"
     lock_timeout: float = 10.0

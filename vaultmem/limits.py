@@ -19,14 +19,12 @@ Standard library and :mod:`vaultmem.errors` only: every stage may use it.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import BadInput
 
 
-@dataclass(frozen=True)
-class Bound:
+class Bound(NamedTuple):
     """What a size may be: ``lo`` to ``hi`` (inclusive), counted in ``unit``."""
 
     lo: int

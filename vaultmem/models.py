@@ -92,6 +92,8 @@ class PageInfo:
 
 @dataclass
 class NoteInfo:
+    """A memory note as read: its ``slug``, vault ``path``, frontmatter ``meta`` and ``body``."""
+
     slug: str
     path: str
     meta: dict[str, Any]

@@ -15,8 +15,8 @@ import datetime as _dt
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from itertools import compress
+from typing import NamedTuple
 
 from . import ranker
 from .analysis import (DATE_PREFIX, coverage, document_date_terms, highlight, is_cjk_char, normalize,
@@ -126,8 +126,7 @@ def search(store, query: str | Query, filters: Filters = Filters(), limit: int =
     return out
 
 
-@dataclass(frozen=True)
-class Similar:
+class Similar(NamedTuple):
     """What :func:`search` needs to order by a ranker trained on the semantic channel
     (:func:`ranker.similarity_model`): that ranker, and ``scores(ids)`` → (the channel's
     own best ``(doc, similarity)``, the similarity of each of ``ids`` that has a vector)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from ..models import IndexDoc
 
@@ -69,8 +69,7 @@ def complete_at(scores: list[float], limit: int, asked: int) -> bool:
     return scores[-1] < sorted(scores, reverse=True)[limit - 1]
 
 
-@dataclass(frozen=True)
-class Match:
+class Match(NamedTuple):
     """What a query's syntax asks of every hit beyond its ranked terms (built by
     :mod:`vaultmem.query`): ``required``, per phrase or OR group, its alternatives — a
     hit holds every term of at least one, in its own title, text or aliases

@@ -29,9 +29,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from ..errors import ModelUnavailable
 
@@ -77,8 +76,7 @@ def split_spec(spec: str) -> tuple[str, str | None]:
     return backend, rest.strip()
 
 
-@dataclass(frozen=True)
-class Calibration:
+class Calibration(NamedTuple):
     """How far a model's similarities are trusted (docs/recall.md, measured per model on
     the tune split): under ``search.semantic: auto`` the channel opens when no lexical
     hit holds ``gate`` of the query's terms; a hit is relevant on meaning alone at
