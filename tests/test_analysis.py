@@ -90,6 +90,15 @@ def test_the_single_cjk_pattern_gives_what_the_one_pass_patterns_gave(text):
 
 
 
+def test_every_cjk_character_has_a_lead_byte_the_small_class_holds():
+    """The test that spares a cold command the CJK class must never rule out a CJK run:
+    every code point of the class, encoded, holds one of the lead bytes it looks for."""
+    cjk = re.compile(rf"[{analysis._CJK}]")
+    missed = [hex(c) for c in range(0x80, 0x40000) if not 0xD800 <= c < 0xE000 and cjk.match(chr(c))
+              and analysis._CJK_LEAD.search(chr(c).encode("utf-8")) is None]
+    assert missed == []
+
+
 def test_text_without_cjk_never_compiles_the_cjk_class():
     """Compiling the CJK class costs a process ~1.2 ms: a command that meets only text
     without CJK (an English search's query, analysis and snippets, a dash or a curly quote

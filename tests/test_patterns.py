@@ -9,11 +9,11 @@ from vaultmem.patterns import Lazy
 
 def test_a_lazy_pattern_compiles_on_first_use_and_answers_as_the_compiled_one():
     lazy = Lazy(r"(?P<w>[a-z]+)(\d+)", re.I)
-    assert lazy._compiled is None
+    assert lazy._compiled is None and not lazy.ready
     real = re.compile(r"(?P<w>[a-z]+)(\d+)", re.I)
     text = "abc12 DEF3 -- x9y"
     assert lazy.search(text).group("w") == real.search(text).group("w") == "abc"
-    assert lazy._compiled is not None
+    assert lazy._compiled is not None and lazy.ready
     assert [m.span() for m in lazy.finditer(text)] == [m.span() for m in real.finditer(text)]
     assert lazy.sub("#", text) == real.sub("#", text)
     assert lazy.split(text) == real.split(text)

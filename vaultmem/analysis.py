@@ -36,13 +36,18 @@ _CJK_RUN = Lazy(rf"([{_CJK}]+)")
 # A text holds no CJK run when it is ASCII, or when none of its characters has a UTF-8 lead
 # byte of the CJK ranges (E3-ED: U+3000-U+DFFF; EF: U+F000-U+FFFF; F0: U+10000-U+3FFFF). One
 # that has such a byte may still hold none (CJK punctuation, fullwidth forms, emoji): the
-# class decides. This small class compiles in a twentieth of the time, and an English text
-# with a dash or a curly quote skips the CJK class's scan (twice as slow as this one).
+# class decides. This small class compiles in a twentieth of the time, so a cold command
+# whose texts hold a dash or a curly quote but no CJK never compiles the CJK class. Once the
+# class is compiled (a Chinese vault's build), its own scan decides without this test.
 _CJK_LEAD = Lazy(rb"[\xe3-\xed\xef\xf0]")
 
 
 def _may_hold_cjk(text: str) -> bool:
-    return not text.isascii() and _CJK_LEAD.search(text.encode("utf-8", "surrogatepass")) is not None
+    if text.isascii():
+        return False
+    if _CJK_RUN.ready:  # compiled already (a Chinese vault's build): the class's own scan decides
+        return True
+    return _CJK_LEAD.search(text.encode("utf-8", "surrogatepass")) is not None
 
 
 def _cjk_split(text: str) -> list[str]:

@@ -20,6 +20,12 @@ class Lazy:
     def __init__(self, *args) -> None:
         self._args, self._compiled = args, None
 
+    @property
+    def ready(self) -> bool:
+        """Whether it has been compiled (a caller may skip a cheaper test made only to
+        spare the compilation)."""
+        return self._compiled is not None
+
     def __getattr__(self, name: str):
         if self._compiled is None:
             self._compiled = re.compile(*self._args)
