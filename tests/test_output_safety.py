@@ -61,6 +61,11 @@ def test_render_functions_stay_plain_and_the_edge_neutralises():
 
     assert printable("a\x1b[31mb\x07\r\nc\rd\x9b\u202e中😀\t") == "a␛[31mb␇\nc␍d\\x9b\\u202e中😀\t"
     assert json.loads(json_text({"k": "\x9b\u2028\u202e"})) == {"k": "\x9b\u2028\u202e"}
+    # a file name's bytes that are not UTF-8 (lone surrogates as Python decodes them) can be
+    # written out: shown as the bytes they were, escaped in JSON to the same value
+    name = b"caf\xe9.md".decode("utf-8", "surrogateescape")
+    assert printable(name) == "caf\\xe9.md" and printable("\ud800") == "\\ud800"
+    assert json_text(name).encode("utf-8") and json.loads(json_text([name])) == [name]
 
 
 PEM = ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAvZQ5w0rT7yJ3k9Lm2Xq8sN4pB6cD1eF0gH2iJ3kL4mN5oP6q\n"

@@ -2,6 +2,8 @@
 not read (broken YAML, a missing section) with its line — one line per file on stderr,
 a ``problems`` list in JSON — and a brief for a role whose own page is broken says so."""
 
+import json
+
 import pytest
 from conftest import out_json, run_vaultmem
 
@@ -149,3 +151,30 @@ def test_a_page_indexed_in_part_is_not_called_unread(team):
     assert "无法读取" not in r.stdout and "接口联调时先确认后端端口" in r.stdout
     assert [line for line in r.stderr.splitlines() if "agents/前端审查.md" in line and "indexed in part" in line]
     assert not [line for line in r.stderr.splitlines() if "agents/前端审查.md" in line and "cannot be read" in line]
+
+
+def test_a_file_whose_name_is_not_utf8_is_named_and_skipped_never_fatal(team):
+    """A note named on another system (bytes that are not UTF-8) cannot be held by an
+    index, a JSON answer or a terminal as it is: every search and brief used to fail on
+    it. It is now listed as unread, its name shown with those bytes as \\xNN, and read
+    as soon as it is renamed."""
+    import os
+
+    folder = os.fsencode(team.root / "memories")
+    bad = os.path.join(folder, b"caf\xe9-\xff.md")  # Latin-1 and a stray byte
+    with open(bad, "wb") as fh:
+        fh.write("---\nname: 旧笔记\ntype: fact\n---\n后端端口旧值9090\n".encode("utf-8"))
+    shown = "memories/caf\\xe9-\\xff.md"
+    for _ in range(2):  # built, then answered from the manifest that records it
+        r = team.vm("search", "后端端口")
+        assert r.returncode == 0 and "memories/后端端口由网关分配.md" in r.stdout, r.stderr
+        assert [line for line in r.stderr.splitlines() if shown in line and "not UTF-8" in line], r.stderr
+    with open(bad, "ab") as fh:  # changed: re-read, and its entry appended to the manifest's journal
+        fh.write("又改了\n".encode("utf-8"))
+    data = out_json(team.vm("--json", "search", "后端端口"))
+    assert [p["path"] for p in data["problems"] if "not UTF-8" in p["message"]] == [shown]
+    assert "9090" not in json.dumps(data, ensure_ascii=False)
+    assert team.vm("brief", "前端审查", "--task", "后端端口").returncode == 0
+    os.rename(bad, os.path.join(folder, b"renamed.md"))
+    r = team.vm("search", "9090")
+    assert r.returncode == 0 and "memories/renamed.md" in r.stdout and shown not in r.stderr, r.stderr

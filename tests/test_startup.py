@@ -718,3 +718,15 @@ def test_the_memory_md_shortcut_gives_what_parsing_the_document_gives(lines, crl
     assert span is not None
     want = [x.strip() for x in doc.lines[span[0] + 1 : span[1]] if x.strip()]
     assert [x.strip() for x in fast if x.strip()] == want
+
+
+def test_the_digest_is_the_sum_of_its_files_terms_whatever_their_names():
+    """The walk's digest and the summary's, moved file by file, agree for every name: a
+    name that is not UTF-8 (lone surrogates) is taken by its own bytes, not refused."""
+    from vaultmem.walk import DIGEST_MASK, stat_digest, stat_term
+
+    odd = b"memories/caf\xe9.md".decode("utf-8", "surrogateescape")
+    for names in (["a.md", "memories/后端.md"], ["a.md", odd, "memories/后端.md"]):
+        stats = {rel: (i, 10 * i, i + 1, 100 + i) for i, rel in enumerate(names)}
+        assert stat_digest(stats) == sum(stat_term(rel, st) for rel, st in stats.items()) & DIGEST_MASK
+    assert stat_digest({odd: (1, 2, 3, 4)}) != stat_digest({"memories/caf\\xe9.md": (1, 2, 3, 4)})

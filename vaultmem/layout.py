@@ -67,6 +67,25 @@ WRITABLE = (".", AGENTS_DIR, MEMORIES_DIR, IDENTITY_DIR, INBOX_DIR, ARCHIVE_DIR,
 # Never walked nor watched: git's and vaultmem's own folders, Obsidian's, and bulk trees.
 IGNORED_DIRS = frozenset({".git", META_DIR, ".obsidian", ".trash", "node_modules"})
 
+# -- names that are not UTF-8 --------------------------------------------------------------------
+def undecodable(rel: str) -> bool:
+    """Whether the vault path ``rel`` holds bytes that are not UTF-8 (a file named on
+    another system, unpacked from an old archive): Python lists such a name with lone
+    surrogates in their place, which no index, git message or JSON output can carry."""
+    if rel.isascii():
+        return False
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def path_text(rel: str) -> str:
+    """``rel`` as text to show: each byte of its name that is not UTF-8 written ``\\xNN``."""
+    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 # -- links: what a vault path may lead to ----------------------------------------------------
 LINK_OUT = "a symlink leading out of the vault"
 LINK_PRIVATE = "a symlink leading into vaultmem's own folder or git's"

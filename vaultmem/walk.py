@@ -220,14 +220,20 @@ def stat_digest(stats: dict[str, tuple]) -> int:
     taken by its CRC-32, as strings hash differently per process). Any file added,
     removed, renamed or touched changes it. A sum of one term per file
     (:func:`stat_term`), so a change of a few files moves it by their terms alone."""
-    crcs = map(zlib.crc32, map(str.encode, stats))  # UTF-8
-    return sum(map(hash, zip(crcs, stats.values()))) & DIGEST_MASK
+    try:
+        return _digest(map(str.encode, stats), stats)  # UTF-8
+    except UnicodeEncodeError:  # a name that is not UTF-8: taken by its own bytes
+        return _digest((rel.encode("utf-8", "surrogateescape") for rel in stats), stats)
+
+
+def _digest(names, stats: dict[str, tuple]) -> int:
+    return sum(map(hash, zip(map(zlib.crc32, names), stats.values()))) & DIGEST_MASK
 
 
 def stat_term(rel: str, st: tuple) -> int:
     """One file's share of :func:`stat_digest` (digests add and subtract these, modulo
     ``DIGEST_MASK + 1``)."""
-    return hash((zlib.crc32(rel.encode("utf-8")), tuple(st)))
+    return hash((zlib.crc32(rel.encode("utf-8", "surrogateescape")), tuple(st)))
 
 
 # -- the walk ahead of time ---------------------------------------------------------------------

@@ -71,11 +71,12 @@ def as_error(exc: BaseException) -> VaultmemError:
 
 # What a terminal would act on rather than show: C0 controls but tab and newline, DEL, C1
 # controls (8-bit CSI, OSC …), and the bidi controls that reorder what is displayed
-# (U+202E shows "txt.exe" as "exe.txt"). Zero-width joiners and variation selectors stay:
-# emoji sequences are made of them.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# (U+202E shows "txt.exe" as "exe.txt"); and lone surrogates, which stand for a file name's
+# bytes that are not UTF-8 and cannot be written out. Zero-width joiners and variation
+# selectors stay: emoji sequences are made of them.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 # In JSON, C0 controls are escaped by the encoder itself; these it leaves as they are.
-_JSON_UNSAFE = Lazy("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+_JSON_UNSAFE = Lazy("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]")
 
 
 def _stand_in(match: re.Match) -> str:
@@ -84,6 +85,8 @@ def _stand_in(match: re.Match) -> str:
         return chr(0x2400 + code)  # the Control Pictures block: ␛ ␇ ␍ …
     if code == 0x7F:
         return "\u2421"  # ␡
+    if 0xDC80 <= code <= 0xDCFF:  # a byte of a file name that is not UTF-8, as Python decodes it
+        code -= 0xDC00
     return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .. import files
 from ..errors import ParseError, UnsafePath, VaultmemError
+from ..layout import path_text, undecodable
 from ..models import IndexDoc
 from . import SyncReport
 from .manifest import Manifests, entry, problems_of
@@ -40,6 +41,11 @@ def read_file(root: Path, rel: str) -> tuple[bytes, str, dict | None] | None:
     checksum of the reason, and the reason as its problem (:func:`files.read_bytes`)."""
     import hashlib  # only when a file is read for indexing, not by every command
 
+    if undecodable(rel):  # a name no engine can store: the file is listed as unread, never read
+        shown = path_text(rel)
+        problem = {"path": shown, "line": None, "message": "its name is not UTF-8 text",
+                   "hint": f"rename {shown} (with UTF-8 characters only) to have it indexed", "unread": True}
+        return b"", "unread:" + hashlib.sha1(b"name not UTF-8").hexdigest(), problem
     try:
         data = files.read_bytes(root, rel)
     except UnsafePath as exc:

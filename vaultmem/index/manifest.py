@@ -70,6 +70,17 @@ def facts_of(manifest: dict) -> dict:
             "problems": problems_of(entries)}
 
 
+def _json_bytes(data) -> bytes:
+    """``data`` as UTF-8 JSON — with ``\\uXXXX`` escapes when a file's name holds bytes that
+    are not UTF-8 (lone surrogates: raw, they cannot be written as UTF-8; escaped, they
+    read back as they were)."""
+    text = json.dumps(data, ensure_ascii=False)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(data).encode("ascii")
+
+
 class Manifests:
     """The manifests and summaries of the generations in ``base``, cached per process."""
 
@@ -140,7 +151,7 @@ class Manifests:
             pinned = bool(current.get("pinned")) if pinned is None else pinned
         data = {"version": MANIFEST_VERSION, "analyzer": ANALYZER_VERSION, "engine": engine, "pinned": pinned,
                 "files": manifest_files}
-        files.atomic_write(self.base / gen / "manifest.json", json.dumps(data, ensure_ascii=False))
+        files.atomic_write(self.base / gen / "manifest.json", _json_bytes(data))
         (self.base / gen / "manifest.journal").unlink(missing_ok=True)
         self._manifest_cache = None
         self.save_summary(gen, data)
@@ -157,18 +168,17 @@ class Manifests:
         if size > JOURNAL_MAX_BYTES:
             self.save(gen, manifest_files)
             return
-        lines = "".join(json.dumps({"f": rel, "v": manifest_files.get(rel)}, ensure_ascii=False) + "\n"
-                        for rel in changed)
+        lines = b"".join(_json_bytes({"f": rel, "v": manifest_files.get(rel)}) + b"\n" for rel in changed)
         fd = os.open(journal, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         try:
             if size and os.pread(fd, 1, size - 1) != b"\n":
-                lines = "\n" + lines  # after a line a crash cut off
-            os.write(fd, lines.encode("utf-8"))
+                lines = b"\n" + lines  # after a line a crash cut off
+            os.write(fd, lines)
             os.fsync(fd)
         finally:
             os.close(fd)
         if self._manifest_cache is not None:
-            self._manifest_cache[2] = size + len(lines.encode("utf-8"))  # our own change is applied already
+            self._manifest_cache[2] = size + len(lines)  # our own change is applied already
         if summary is not None:
             self.carry_summary(gen, summary, manifest_files, changed, prior)
 

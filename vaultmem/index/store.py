@@ -522,6 +522,7 @@ class IndexStore(Freshness, SemanticChannel):
         if sessions := {s for s in (*(d.session for d in add), *gone_sessions) if s}:
             touched += self._relink_sessions(sessions, known, add, delete,
                                              {*report.new, *report.modified, *report.deleted}, prior)
+        delete = [rel for rel in delete if not layout.undecodable(rel)]  # never indexed: no engine holds such a name
         if add or delete:
             try:
                 # an engine registered elsewhere may not take ``later``: it is passed only when used
