@@ -433,3 +433,28 @@ def test_the_walk_by_folder_descriptor_lists_what_the_walk_by_path_lists(vault, 
                 "memories/dangling.md", "memories/folder.md"} & set(listed)
     assert listed["memories/in.md"] == listed["memories/深/更深/笔记.md"]  # a link inside: its target's stat
     assert set(by_fd[walk.PART_JOURNAL]) == {"journal/s/turn.md"}
+
+
+def test_a_socket_or_a_pipe_named_like_a_note_is_listed_unread_never_fatal(cli, vault, tmp_path):
+    """A Unix socket left in the vault by some program (named ``*.md``) cannot be opened
+    at all (ENXIO): every search and brief stopped on it with 'cannot write
+    .vaultmem/index: No such device or address', and a rebuild failed. A socket, like a
+    pipe, is now listed as unread and the rest is searched."""
+    import os
+    import socket
+
+    assert cli("--vault", vault.root, "remember", "kafka retries are capped at five", "--type", "fact").exit_code == 0
+    sock = socket.socket(socket.AF_UNIX)
+    short = tmp_path / "s"  # a socket's path must be short: bound here, moved into the vault
+    sock.bind(str(short))
+    try:
+        os.rename(short, vault.root / "memories" / "sock.md")
+        os.mkfifo(vault.root / "memories" / "pipe.md")
+        for args in (("search", "kafka"), ("brief", "lee", "--task", "kafka"), ("index", "--rebuild")):
+            r = run_vaultmem("--vault", vault.root, *args)
+            assert r.returncode == 0, (args, r.stdout, r.stderr)
+            said = r.stdout + r.stderr
+            assert "memories/sock.md" in said and "memories/pipe.md" in said and "not a regular file" in said, said
+        assert "kafka-retries" in run_vaultmem("--vault", vault.root, "search", "kafka").stdout
+    finally:
+        sock.close()

@@ -45,6 +45,7 @@ def inside(root: Path, rel: str | Path) -> Path:
 LINK_OUT = layout.LINK_OUT
 link_problem = layout.link_problem
 within = layout.within
+NOT_REGULAR = "not a regular file (a pipe, a socket or a device): not read"
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -104,6 +105,8 @@ def open_inside(root: str | os.PathLike, rel: str | os.PathLike) -> int:
         fd = os.open(literal, _READ_FLAGS)
         checked = False
     except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a socket (or a device without its driver): no file to open
+            raise UnsafePath(NOT_REGULAR, path=shown, hint="vaultmem reads only regular files") from None
         if exc.errno not in (errno.ELOOP, errno.EMLINK):  # not a link: missing, a folder in the way...
             if exc.errno == errno.ENOTDIR or isinstance(exc, FileNotFoundError):
                 real = os.path.realpath(literal)  # a dangling link, or a folder link, on the way?
@@ -120,6 +123,8 @@ def open_inside(root: str | os.PathLike, rel: str | os.PathLike) -> int:
         except OSError as again:
             if again.errno in (errno.ELOOP, errno.EMLINK):  # swapped for a link meanwhile
                 raise refuse(real, LINK_OUT) from None
+            if again.errno == errno.ENXIO:  # a link to a socket inside the vault
+                raise UnsafePath(NOT_REGULAR, path=shown, hint="vaultmem reads only regular files") from None
             raise
         checked = True
     try:
@@ -134,8 +139,7 @@ def open_inside(root: str | os.PathLike, rel: str | os.PathLike) -> int:
             if why:
                 raise refuse(where, why)
         if not stat.S_ISREG(mode):
-            raise UnsafePath("not a regular file (a pipe or a device): not read", path=shown,
-                             hint="vaultmem reads only regular files")
+            raise UnsafePath(NOT_REGULAR, path=shown, hint="vaultmem reads only regular files")
     except BaseException:
         os.close(fd)
         raise
