@@ -458,3 +458,18 @@ def test_a_socket_or_a_pipe_named_like_a_note_is_listed_unread_never_fatal(cli, 
         assert "kafka-retries" in run_vaultmem("--vault", vault.root, "search", "kafka").stdout
     finally:
         sock.close()
+
+
+def test_links_that_lead_to_each_other_are_passed_over_like_a_link_to_nothing(cli, vault):
+    """Two links named like notes that point at each other (ELOOP) stopped every search
+    and brief ('cannot write .vaultmem/index: Too many levels of symbolic links'). They
+    are passed over, as a link to nothing is."""
+    import os
+
+    assert cli("--vault", vault.root, "remember", "kafka retries are capped at five", "--type", "fact").exit_code == 0
+    os.symlink("loop-b.md", vault.root / "memories" / "loop-a.md")
+    os.symlink("loop-a.md", vault.root / "memories" / "loop-b.md")
+    for args in (("search", "kafka"), ("brief", "lee", "--task", "kafka"), ("index", "--rebuild")):
+        r = run_vaultmem("--vault", vault.root, *args)
+        assert r.returncode == 0, (args, r.stderr)
+    assert "kafka-retries" in run_vaultmem("--vault", vault.root, "search", "kafka").stdout

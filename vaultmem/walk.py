@@ -23,6 +23,7 @@ imports this module before anything else.
 
 from __future__ import annotations
 
+import errno
 import marshal
 import os
 import time
@@ -178,7 +179,12 @@ def link_stat(root_real: str, rel: str) -> Stat | None:
                 return None
         st = os.lstat(literal)
     elif rel.endswith(".md"):
-        st = os.stat(literal)  # FileNotFoundError: a link to nothing
+        try:
+            st = os.stat(literal)  # FileNotFoundError: a link to nothing
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:  # links that lead to each other: a link to nothing too
+                return None
+            raise
         if not _is_file(st):
             return None
     else:
