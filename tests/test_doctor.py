@@ -70,3 +70,16 @@ def test_each_problem_is_named_with_its_file_and_line_and_fix_repairs_only_the_i
     assert (vault.root / "memories/broken.md").read_text(encoding="utf-8").startswith("---\nname: [unclosed")
     text = vm(cli, vault, "doctor").output
     assert "FAIL  files parse" in text and "memories/broken.md:3" in text and "left for a human" in text
+
+
+def test_a_memory_index_that_is_a_folder_is_a_finding_and_the_other_checks_still_run(cli, vault):
+    """doctor stopped at its first look at MEMORY.md when a folder stood in its place; it
+    now says so on that check's line and goes on with the others."""
+    (vault.root / "MEMORY.md").unlink()
+    (vault.root / "MEMORY.md").mkdir()
+    r = cli("--vault", vault.root, "--json", "doctor")
+    checks = {c["check"]: c for c in out_json(r)["checks"]}
+    listed = checks["MEMORY.md lists the active notes"]
+    assert not listed["ok"] and "is a folder" in listed["problems"][0]["problem"]
+    assert checks["links resolve"]["ok"] and checks["logs verify"]["ok"]
+    assert r.exit_code == 1

@@ -46,7 +46,12 @@ def doctor(vault: Vault, fix: bool = False, actor: Actor | None = None) -> dict:
     check("the config names only known settings", unknown_setting_problems(vault.root))
     check("files parse", [{"path": p["path"], "line": p.get("line"), "problem": p["message"]}
                           for p in vault.index.problems() + vault.journal_index.problems() if not p.get("partial")])
-    dangling, missing = notes.index_problems(vault.root)
+    unreadable = []
+    try:
+        dangling, missing = notes.index_problems(vault.root)
+    except VaultmemError as exc:  # MEMORY.md a folder, not UTF-8 …: said here, the other checks go on
+        dangling, missing = [], []
+        unreadable = [{"path": layout.MEMORY_INDEX, "line": getattr(exc, "line", None), "problem": exc.message}]
     fixed = []
     if fix and (dangling or missing):
         with vault.writer.locked():
@@ -57,7 +62,7 @@ def doctor(vault: Vault, fix: bool = False, actor: Actor | None = None) -> dict:
                 sha = vault.writer.apply(actor, message, notes.plan_index_fix(vault.root, dangling, missing))
                 fixed.append({"commit": sha, "message": message})
         dangling, missing = notes.index_problems(vault.root)
-    check("MEMORY.md lists the active notes",
+    check("MEMORY.md lists the active notes", unreadable +
           [{"path": layout.MEMORY_INDEX, "line": d["line"], "problem": f"{d['target']} is not an active note"}
            for d in dangling] +
           [{"path": layout.note_path(m["slug"]), "line": None, "problem": "an active note MEMORY.md does not list"}
