@@ -435,6 +435,34 @@ def test_the_walk_by_folder_descriptor_lists_what_the_walk_by_path_lists(vault, 
     assert set(by_fd[walk.PART_JOURNAL]) == {"journal/s/turn.md"}
 
 
+def test_the_walk_closes_each_folder_it_opened_whatever_stops_it(vault, monkeypatch):
+    """A long-lived server walks the vault again and again: a folder's descriptor left
+    open by a walk that failed (too many open files, say) would be one more each time."""
+    import errno
+    import os
+
+    from vaultmem import walk
+
+    def opened() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    real = os.scandir
+    before = opened()
+
+    def full(path):
+        if isinstance(path, int):
+            raise OSError(errno.EMFILE, "Too many open files")
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", full)
+    for _ in range(3):
+        with pytest.raises(OSError):
+            walk.scan(vault.root)
+    monkeypatch.setattr(os, "scandir", real)
+    assert opened() == before
+    assert walk.scan(vault.root)  # and it walks as ever
+
+
 def test_a_socket_or_a_pipe_named_like_a_note_is_listed_unread_never_fatal(cli, vault, tmp_path):
     """A Unix socket left in the vault by some program (named ``*.md``) cannot be opened
     at all (ENXIO): every search and brief stopped on it with 'cannot write

@@ -123,12 +123,10 @@ def scan(root: str | os.PathLike, part: str | None = None) -> dict[str, Stat]:
         except (FileNotFoundError, NotADirectoryError, PermissionError):
             continue
         try:
-            entries = os.scandir(fd)
-        except (FileNotFoundError, NotADirectoryError, PermissionError):
-            if _BY_FD:
-                os.close(fd)
-            continue
-        try:
+            try:
+                entries = os.scandir(fd)
+            except (FileNotFoundError, NotADirectoryError, PermissionError):
+                continue
             with entries:
                 for entry in entries:
                     name = entry.name
@@ -147,7 +145,7 @@ def scan(root: str | os.PathLike, part: str | None = None) -> dict[str, Stat]:
                         elif name.endswith(".md"):
                             st = entry.stat(follow_symlinks=False)
                             out[prefix + name] = (st.st_mtime_ns, st.st_size, st.st_ctime_ns, st.st_ino)
-                    except FileNotFoundError:
+                    except (FileNotFoundError, PermissionError):  # gone meanwhile; a folder listed, not entered
                         continue
         finally:
             if _BY_FD:
@@ -228,8 +226,8 @@ def stat_digest(stats: dict[str, tuple]) -> int:
     (:func:`stat_term`), so a change of a few files moves it by their terms alone."""
     try:
         return _digest(map(str.encode, stats), stats)  # UTF-8
-    except UnicodeEncodeError:  # a name that is not UTF-8: taken by its own bytes
-        return _digest((rel.encode("utf-8", "surrogateescape") for rel in stats), stats)
+    except UnicodeEncodeError:  # a name that is not UTF-8 (lone surrogates): taken as they are
+        return _digest((rel.encode("utf-8", "surrogatepass") for rel in stats), stats)
 
 
 def _digest(names, stats: dict[str, tuple]) -> int:
@@ -239,7 +237,7 @@ def _digest(names, stats: dict[str, tuple]) -> int:
 def stat_term(rel: str, st: tuple) -> int:
     """One file's share of :func:`stat_digest` (digests add and subtract these, modulo
     ``DIGEST_MASK + 1``)."""
-    return hash((zlib.crc32(rel.encode("utf-8", "surrogateescape")), tuple(st)))
+    return hash((zlib.crc32(rel.encode("utf-8", "surrogatepass")), tuple(st)))
 
 
 # -- the walk ahead of time ---------------------------------------------------------------------
