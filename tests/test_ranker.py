@@ -70,9 +70,12 @@ def test_a_model_file_reads_as_json_reads_it_infinity_and_nan_included(tmp_path)
         path = ranker.MODEL_PATH.parent / name
         assert ranker.model(path).data == json.loads(path.read_text(encoding="utf-8"))
     own = tmp_path / "own.json"
-    data = {"kind": "trees", "features": ["engine"], "trees": [[[0, math.inf, 1, 2], [0.25], [1.0]]]}
+    data = {"kind": "trees", "features": ["engine"], "trees": [[[0, math.inf, 1, 2], [0.25], [1.0]]],
+            "trained_on": {"loss": math.nan}}
     own.write_text(json.dumps(data), encoding="utf-8")
-    assert "Infinity" in own.read_text() and ranker.model(own).data == data
+    read = ranker.model(own).data
+    assert "Infinity" in own.read_text() and "NaN" in own.read_text()
+    assert read["trees"] == data["trees"] and math.isnan(read["trained_on"]["loss"])
     assert ranker.model(own).score([[5.0] + [0.0] * (len(ranker.FEATURES) - 1)]) == [0.25]
 
 

@@ -169,8 +169,20 @@ def test_a_file_whose_name_is_not_utf8_is_named_and_skipped_never_fatal(team):
         r = team.vm("search", "后端端口")
         assert r.returncode == 0 and "memories/后端端口由网关分配.md" in r.stdout, r.stderr
         assert [line for line in r.stderr.splitlines() if shown in line and "not UTF-8" in line], r.stderr
+    assert out_json(team.vm("--json", "index"))["new"] == []  # the manifest holds it: not new again
     with open(bad, "ab") as fh:  # changed: re-read, and its entry appended to the manifest's journal
         fh.write("又改了\n".encode("utf-8"))
+    again = out_json(team.vm("--json", "index"))  # not read, so not modified: its new stat is recorded
+    assert again["modified"] == again["new"] == [] and again["problems"]
+    from vaultmem.index.manifest import Manifests, stat_of
+
+    base = team.root / ".vaultmem" / "index"
+    entries = Manifests(base).load((base / "CURRENT").read_text().strip())["files"]  # the journal read back
+    rel = os.fsdecode(bad)[len(str(team.root)) + 1:]
+    assert stat_of(entries[rel])[1] == os.stat(bad).st_size
+    doctor = team.vm("doctor", "--fix")
+    assert doctor.returncode == 1 and "Traceback" not in doctor.stderr, doctor.stderr
+    assert shown in doctor.stdout and "MEMORY.md lists the active notes (" not in doctor.stdout, doctor.stdout
     data = out_json(team.vm("--json", "search", "后端端口"))
     assert [p["path"] for p in data["problems"] if "not UTF-8" in p["message"]] == [shown]
     assert "9090" not in json.dumps(data, ensure_ascii=False)

@@ -726,7 +726,11 @@ def test_the_digest_is_the_sum_of_its_files_terms_whatever_their_names():
     from vaultmem.walk import DIGEST_MASK, stat_digest, stat_term
 
     odd = b"memories/caf\xe9.md".decode("utf-8", "surrogateescape")
-    for names in (["a.md", "memories/后端.md"], ["a.md", odd, "memories/后端.md"]):
+    windows = "memories/x\ud800.md"  # an unpaired UTF-16 surrogate, as a Windows name may hold
+    for names in (["a.md", "memories/后端.md"], ["a.md", odd, "memories/后端.md", windows]):
         stats = {rel: (i, 10 * i, i + 1, 100 + i) for i, rel in enumerate(names)}
         assert stat_digest(stats) == sum(stat_term(rel, st) for rel, st in stats.items()) & DIGEST_MASK
     assert stat_digest({odd: (1, 2, 3, 4)}) != stat_digest({"memories/caf\\xe9.md": (1, 2, 3, 4)})
+    from vaultmem.layout import path_text
+
+    assert path_text(odd) == "memories/caf\\xe9.md" and path_text(windows) == "memories/x\\xed\\xa0\\x80.md"

@@ -82,8 +82,13 @@ def undecodable(rel: str) -> bool:
 
 
 def path_text(rel: str) -> str:
-    """``rel`` as text to show: each byte of its name that is not UTF-8 written ``\\xNN``."""
-    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    """``rel`` as text to show: each byte of its name that is not UTF-8 written ``\\xNN``
+    (any other lone surrogate, which a Windows name may hold, by its UTF-8 bytes)."""
+    try:
+        raw = rel.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raw = rel.encode("utf-8", "surrogatepass")
+    return raw.decode("utf-8", "backslashreplace")
 
 
 # -- links: what a vault path may lead to ----------------------------------------------------

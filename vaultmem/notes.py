@@ -39,8 +39,10 @@ class NotePlan:
 
 # -- finding notes -----------------------------------------------------------------------------
 def slugs(root: Path, folder: str = layout.MEMORIES_DIR) -> list[str]:
+    """The notes of ``folder``, by slug. A file whose name is not UTF-8 is none of them: no
+    change can name it (the index lists it as unread)."""
     path = root / folder
-    return sorted(p.stem for p in path.glob("*.md")) if path.is_dir() else []
+    return sorted(p.stem for p in path.glob("*.md") if not layout.undecodable(p.name)) if path.is_dir() else []
 
 
 def resolve(root: Path, slug: str) -> str:

@@ -104,9 +104,17 @@ def printable(text: str) -> str:
 def json_text(data: Any, indent: int | None = 2) -> str:
     """``data`` as JSON that is safe on a terminal too: the characters the encoder leaves
     raw and a terminal would act on (C1 controls, bidi overrides, line separators) are
-    ``\\uXXXX`` escapes — the same value for any JSON reader."""
+    ``\\uXXXX`` escapes — the same value for any JSON reader. A lone surrogate (a file
+    name's byte that is not UTF-8) becomes the text :func:`printable` shows (``\\xNN``)."""
     text = json.dumps(data, ensure_ascii=False, indent=indent, default=str)
-    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return _JSON_UNSAFE.sub(_json_escape, text)
+
+
+def _json_escape(match: re.Match) -> str:
+    code = ord(match.group())
+    if 0xD800 <= code <= 0xDFFF:  # a lone surrogate is no JSON a strict reader takes: the text a terminal shows
+        return _stand_in(match).replace("\\", "\\\\")
+    return f"\\u{code:04x}"
 
 
 def exit_code(exc: BaseException) -> int:

@@ -45,7 +45,7 @@ def read_file(root: Path, rel: str) -> tuple[bytes, str, dict | None] | None:
         shown = path_text(rel)
         problem = {"path": shown, "line": None, "message": "its name is not UTF-8 text",
                    "hint": f"rename {shown} (with UTF-8 characters only) to have it indexed", "unread": True}
-        return b"", "unread:" + hashlib.sha1(b"name not UTF-8").hexdigest(), problem
+        return b"", "unread:" + hashlib.sha1(b"name not UTF-8\0" + shown.encode()).hexdigest(), problem
     try:
         data = files.read_bytes(root, rel)
     except UnsafePath as exc:

@@ -71,14 +71,10 @@ def facts_of(manifest: dict) -> dict:
 
 
 def _json_bytes(data) -> bytes:
-    """``data`` as UTF-8 JSON — with ``\\uXXXX`` escapes when a file's name holds bytes that
-    are not UTF-8 (lone surrogates: raw, they cannot be written as UTF-8; escaped, they
-    read back as they were)."""
-    text = json.dumps(data, ensure_ascii=False)
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:
-        return json.dumps(data).encode("ascii")
+    """``data`` as UTF-8 JSON. A file's name that holds bytes that are not UTF-8 (lone
+    surrogates: raw, they cannot be written as UTF-8) has them as ``\\udcNN`` escapes,
+    which read back as they were."""
+    return json.dumps(data, ensure_ascii=False).encode("utf-8", "backslashreplace")
 
 
 class Manifests:
