@@ -501,3 +501,8 @@ def test_links_that_lead_to_each_other_are_passed_over_like_a_link_to_nothing(cl
         r = run_vaultmem("--vault", vault.root, *args)
         assert r.returncode == 0, (args, r.stderr)
     assert "kafka-retries" in run_vaultmem("--vault", vault.root, "search", "kafka").stdout
+    from vaultmem import files
+    from vaultmem.errors import UnsafePath
+
+    with pytest.raises(UnsafePath, match="leads back to itself"):  # named for what it is, not "out of the vault"
+        files.read_bytes(vault.root, "memories/loop-a.md")

@@ -121,8 +121,11 @@ def open_inside(root: str | os.PathLike, rel: str | os.PathLike) -> int:
         try:
             fd = os.open(real, _READ_FLAGS)
         except OSError as again:
-            if again.errno in (errno.ELOOP, errno.EMLINK):  # swapped for a link meanwhile
-                raise refuse(real, LINK_OUT) from None
+            if again.errno in (errno.ELOOP, errno.EMLINK):
+                if os.path.islink(real):  # it resolves to a link still: links that lead to each other
+                    raise UnsafePath("a symlink that leads back to itself (a loop): not read", path=shown,
+                                     hint="replace the link with the file it should lead to, or remove it") from None
+                raise refuse(real, LINK_OUT) from None  # swapped for a link meanwhile
             if again.errno == errno.ENXIO:  # a link to a socket inside the vault
                 raise UnsafePath(NOT_REGULAR, path=shown, hint="vaultmem reads only regular files") from None
             raise
