@@ -484,6 +484,11 @@ def test_a_socket_or_a_pipe_named_like_a_note_is_listed_unread_never_fatal(cli, 
             said = r.stdout + r.stderr
             assert "memories/sock.md" in said and "memories/pipe.md" in said and "not a regular file" in said, said
         assert "kafka-retries" in run_vaultmem("--vault", vault.root, "search", "kafka").stdout
+        from vaultmem import walk  # a watcher's refresh of those paths records them as the walk does
+
+        listed = walk.scan(vault.root)
+        for rel in ("memories/sock.md", "memories/pipe.md"):
+            assert walk.path_stat(vault.root, rel) == listed[rel]
     finally:
         sock.close()
 

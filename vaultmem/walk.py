@@ -210,9 +210,15 @@ def path_stat(root: str | os.PathLike, rel: str) -> Stat | None:
         st = os.stat(path)
     except (FileNotFoundError, NotADirectoryError):
         return None
-    if not _is_file(st):
-        return None
+    if _is_folder(st):
+        return None  # the walk goes into it; a pipe or a socket it lists, as the index's unread
     return (st.st_mtime_ns, st.st_size, st.st_ctime_ns, st.st_ino)
+
+
+def _is_folder(st: os.stat_result) -> bool:
+    import stat
+
+    return stat.S_ISDIR(st.st_mode)
 
 
 DIGEST_MASK = 0xFFFFFFFFFFFFFFFF
