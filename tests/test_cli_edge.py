@@ -181,3 +181,28 @@ def test_the_cli_prints_the_warnings_of_the_result_it_emits(cli, vault, monkeypa
     assert r.stderr == "warning: redacted a github-token in the text: stored as [redacted:github-token:ab]\n"
     r = cli("--vault", vault.root, "remember", "x", "--type", "fact", "--json")
     assert out_json(r)["warnings"] == done.warnings
+
+
+def test_text_that_is_not_utf8_is_refused_with_a_clear_error_not_a_traceback(en_vault):
+    """A terminal in another encoding passes bytes that are not UTF-8: Python hands them on
+    as lone surrogates, which no note, commit or index can hold. remember and search ended
+    in a traceback (UnicodeEncodeError; the semantic model's TypeError). An argument or
+    standard input holding them is refused first, exit 2, the bytes shown as \\xNN."""
+    import os
+    import subprocess
+    import sys
+
+    def run(*args: bytes, stdin: bytes | None = None):
+        return subprocess.run([sys.executable, "-m", "vaultmem", "--vault", os.fsencode(en_vault.root), *args],
+                              input=stdin, capture_output=True)
+
+    for args in ([b"remember", b"bad \xff text", b"--type", b"fact"], [b"search", b"kafka \xe9"],
+                 [b"--json", b"brief", b"lee", b"--task", b"caf\xe9"]):
+        r = run(*args)
+        said = (r.stdout + r.stderr).decode()
+        assert r.returncode == 2 and "Traceback" not in said and "not UTF-8" in said, said
+        assert "\\xff" in said or "\\xe9" in said
+    r = run(b"remember", b"-", b"--type", b"fact", stdin=b"first line\nbad \xff\n")
+    assert r.returncode == 2 and b"not UTF-8" in r.stderr and b"line 2" in r.stderr, r.stderr
+    assert run(b"remember", b"-", b"--type", b"fact", stdin="fine, caf\u00e9\n".encode()).returncode == 0
+    assert list(en_vault.root.joinpath("memories").glob("bad*")) == []

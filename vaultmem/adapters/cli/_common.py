@@ -24,7 +24,7 @@ import click
 import typer
 
 from .. import edge
-from ...errors import PermissionRefused, VaultmemError
+from ...errors import BadInput, PermissionRefused, VaultmemError
 from .fields import option_for
 
 VaultOpt = Annotated[
@@ -225,6 +225,22 @@ def without_secrets(text: str) -> str:
     return scrubbed(given(text))
 
 
+def undecodable_argument(args: list[str], as_json: bool) -> int | None:
+    """An argument holding bytes that are not UTF-8 (the terminal's encoding is another
+    one; Python passes them on as lone surrogates, which no note, commit or index can
+    hold) is refused before anything is done: its exit code (2), or None when all are
+    text."""
+    from ...layout import path_text, undecodable
+
+    bad = next((arg for arg in args if undecodable(arg)), None)
+    if bad is None:
+        return None
+    report(BadInput(f"the argument '{path_text(bad)}' holds bytes that are not UTF-8 text",
+                    hint="vaultmem reads its arguments as UTF-8: set the terminal to UTF-8 (LANG=C.UTF-8), "
+                         "or give the text in a file or on standard input"), as_json)
+    return edge.BAD_INPUT
+
+
 def usage_error(exc: click.ClickException, as_json: bool) -> int:
     """Report a usage error click found (a missing option, a value of the wrong type, an
     unknown option or command) as every other error is reported — ``{"error": …}`` on
@@ -304,4 +320,18 @@ def handles_errors(fn: Callable) -> Callable:
 
 def read_text_arg(value: str) -> str:
     """TEXT arguments: '-' reads standard input."""
-    return sys.stdin.read() if value == "-" else value
+    return stdin_text() if value == "-" else value
+
+
+def stdin_text() -> str:
+    """Standard input, read whole as text; bytes that are not UTF-8 there (which Python
+    passes on as lone surrogates, and no note or commit can hold) are refused with their
+    line."""
+    text = sys.stdin.read()
+    from ...layout import undecodable
+
+    if undecodable(text):
+        at = next(i for i, ch in enumerate(text) if "\ud800" <= ch <= "\udfff")
+        raise BadInput(f"standard input holds bytes that are not UTF-8 text (line {text.count(chr(10), 0, at) + 1})",
+                       hint="give the text as UTF-8 (most editors and terminals do by default)")
+    return text

@@ -3,14 +3,13 @@ lifecycle and the orchestrator's management commands."""
 
 from __future__ import annotations
 
-import sys
 from functools import partial
 from typing import Annotated, Optional
 
 import typer
 
 from . import render
-from ._common import AsOpt, JsonOpt, VaultOpt, handles_errors, session
+from ._common import AsOpt, JsonOpt, VaultOpt, handles_errors, session, stdin_text
 
 RoleArg = Annotated[str, typer.Argument(help="The role.", show_default=False)]
 
@@ -40,7 +39,7 @@ def delegate(
 def _stdin_fields() -> dict:
     from ...parse.document import load_yaml_fast
 
-    data = load_yaml_fast(sys.stdin.read(), "stdin", first_line=1)
+    data = load_yaml_fast(stdin_text(), "stdin", first_line=1)
     if not isinstance(data, dict):
         from ...errors import BadInput
 

@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from . import render
-from ._common import AsOpt, JsonOpt, VaultOpt, echo, handles_errors, session, without_secrets
+from ._common import AsOpt, JsonOpt, VaultOpt, echo, handles_errors, session, stdin_text, without_secrets
 
 app = typer.Typer(
     help=("Review what agents want remembered: list the inbox, show an item, approve it (with edits), "
@@ -56,7 +56,7 @@ def retain(
     s = session(ctx, vault, as_, json_)
     v = s.open()
     if file == "-":
-        text, name = sys.stdin.read(), "stdin"
+        text, name = stdin_text(), "stdin"
     else:
         from ...errors import NotFound
         from ...files import read_text

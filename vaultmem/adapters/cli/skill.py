@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated, Optional
 
 import typer
 
 from . import render
-from ._common import AsOpt, JsonOpt, VaultOpt, handles_errors, session
+from ._common import AsOpt, JsonOpt, VaultOpt, handles_errors, session, stdin_text
 
 app = typer.Typer(help="Skills: how-tos and scripts for recurring tasks (skills/<slug>/SKILL.md). A brief names "
                        "the ones relevant to its task, one line each with a link.", no_args_is_help=True)
@@ -37,7 +36,7 @@ def add(
     v = s.open()
     text = ""
     if file == "-":
-        text = sys.stdin.read()
+        text = stdin_text()
     elif file is not None:
         from pathlib import Path
 
