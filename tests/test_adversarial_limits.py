@@ -301,3 +301,13 @@ def test_a_tie_larger_than_an_engine_is_ever_asked_for_ends(tmp_path, engine):
                           env={**os.environ, "VAULTMEM_INDEX_ENGINE": engine})
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "10"
+
+
+def test_json_a_caller_sends_never_carries_a_lone_surrogate():
+    """A lone surrogate escaped in JSON (half an emoji, as JavaScript cuts one) is no text:
+    no note, commit or index can hold it. load_json turns each into U+FFFD, keys too, and
+    keeps the pairs that make an emoji; JSON without one is read as json reads it."""
+    got = limits.load_json('{"a": "x\\udcff y", "\\ud800k": ["\\ud83d\\ude00 ok", 1, {"b": "\\ud83d"}], "c": null}')
+    assert got == {"a": "x\ufffd y", "\ufffdk": ["\U0001f600 ok", 1, {"b": "\ufffd"}], "c": None}
+    plain = '{"a": "\\u4e2d\\u6587 \\u00e9", "b": [1.5, true]}'
+    assert limits.load_json(plain) == json.loads(plain)

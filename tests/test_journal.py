@@ -81,6 +81,23 @@ def test_a_claude_code_session_is_filed_turn_by_turn_with_ids_and_provenance(en_
     assert git(en_vault.root, "log", "-1", "--format=%s").startswith("journal: session sess-1: 4 new turns")
 
 
+def test_a_transcript_holding_a_cut_emoji_is_filed(en_vault, tmp_path):
+    """JavaScript writes half an emoji (a lone surrogate, "\\ud83d") when a text is cut in
+    the middle of one, and Claude Code's transcripts are written so. Such a turn stopped
+    the whole session's filing (UnicodeEncodeError writing the day file); it is filed with
+    U+FFFD in its place, the emoji that is whole kept."""
+    lines = [claude_entry("user", 1, "kafka retries, cut here \ud83d", "s-cut", "2026-12-01"),
+             claude_entry("user", 2, "a whole one \ud83d\ude00 and a stray \udcff", "s-cut", "2026-12-01")]
+    path = tmp_path / "s-cut.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    assert "\\ud83d" in path.read_text(encoding="utf-8")  # escaped alone in the file, as Claude Code writes it
+    done = run_vaultmem("journal", "add", path, "--agent", "claude-code", "--json", cwd=en_vault.root)
+    assert done.returncode == 0 and out_json(done)["added"] == 2, done.stdout + done.stderr
+    text = day_file(en_vault, "2026-12-01")
+    assert "cut here \ufffd" in text and "a whole one \U0001f600 and a stray \ufffd" in text
+    assert git(en_vault.root, "status", "--porcelain") == ""
+
+
 def test_adding_a_session_again_changes_nothing_and_a_grown_one_gains_its_new_turns(en_vault, tmp_path):
     path = claude_transcript(tmp_path / "sess-1.jsonl")
     actor = en_vault.actor(None)

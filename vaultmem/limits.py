@@ -19,6 +19,7 @@ Standard library and :mod:`vaultmem.errors` only: every stage may use it.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, NamedTuple
 
 from .errors import BadInput
@@ -125,13 +126,35 @@ class TooDeep(ValueError):
 def load_json(text: str) -> Any:
     """``json.loads(text)``, except that JSON nested more than :data:`MAX_JSON_DEPTH`
     levels raises :class:`TooDeep` (a ValueError) — never a RecursionError, and at the
-    same depth wherever it is called from (the parser's own limit depends on the stack)."""
+    same depth wherever it is called from (the parser's own limit depends on the stack);
+    and that a lone surrogate escaped in a string (``\\ud83d`` without its pair: JavaScript
+    writes a cut emoji so) is U+FFFD: it is no text, and no note, commit or index could
+    hold it."""
     try:
         value = json.loads(text)
     except RecursionError:
         raise TooDeep(f"nested more than {MAX_JSON_DEPTH} levels deep") from None
     if text.count("[") + text.count("{") > MAX_JSON_DEPTH and _deeper(value, MAX_JSON_DEPTH):
         raise TooDeep(f"nested more than {MAX_JSON_DEPTH} levels deep")
+    if "\\u" in text and _LONE_ESCAPE.search(text):
+        value = _without_lone_surrogates(value)
+    return value
+
+
+_LONE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # a surrogate escaped: paired (an emoji) or alone
+
+
+def _without_lone_surrogates(value: Any) -> Any:
+    """``value`` with each lone surrogate in its strings (keys too) replaced by U+FFFD."""
+    def fixed(text: str) -> str:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+    if isinstance(value, str):
+        return fixed(value)
+    if isinstance(value, list):
+        return [_without_lone_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {fixed(k) if isinstance(k, str) else k: _without_lone_surrogates(v) for k, v in value.items()}
     return value
 
 
