@@ -215,6 +215,8 @@ Notes from the tasting.
     write(folder / "broken.md", "---\ntitle: [broken\n---\nbody\n")
     (folder / "sub").mkdir()
     (folder / "sub/latin1.md").write_bytes(b"caf\xe9 latte\n")
+    with open(os.path.join(os.fsencode(folder / "sub"), b"caf\xe9-name.md"), "wb") as fh:  # its name is not UTF-8
+        fh.write(b"- [fact] a name from another system\n")
     write(tmp_path / "outside/secret.md", "- [fact] the vault must never see this\n")
     os.symlink(tmp_path / "outside/secret.md", folder / "link.md")
     os.symlink(tmp_path / "outside", folder / "sub/away")
@@ -239,7 +241,8 @@ Notes from the tasting.
 
     skipped = {(os.path.basename(p["path"]), p["line"]): p["message"] for p in done["skipped"]}
     assert skipped.keys() == {("broken.md", 3), ("latin1.md", 1), ("link.md", None), ("away", None),
-                              ("pipe.md", None), ("huge.md", None)}
+                              ("pipe.md", None), ("huge.md", None), ("caf\\xe9-name.md", None)}
+    assert "its name is not UTF-8" in skipped[("caf\\xe9-name.md", None)]
     assert "not a regular file" in skipped[("pipe.md", None)] and "more than an import reads" in skipped[("huge.md", None)]
     assert "broken YAML frontmatter" in skipped[("broken.md", 3)] and "not UTF-8" in skipped[("latin1.md", 1)]
     assert "not followed" in skipped[("link.md", None)] and "not followed" in skipped[("away", None)]

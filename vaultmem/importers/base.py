@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterator
 
 from .. import files, notes
 from ..errors import BadInput, ParseError
+from ..layout import path_text, undecodable
 from ..names import check_name, slugify
 from ..parse.document import parse_document
 
@@ -159,6 +160,9 @@ class Folder:
         """The file's text, or None with the reason added to :attr:`problems`."""
         problems = self.problems
         shown = self.shown(path)
+        if undecodable(shown):  # its bytes could go into no item, commit or key
+            problems.append(Problem(path_text(shown), None, "its name is not UTF-8 text: skipped"))
+            return None
         if not self.inside(path):
             problems.append(Problem(shown, None, f"a link out of {self.root}: not followed"))
             return None
