@@ -210,6 +210,32 @@ def test_a_session_through_real_hook_processes(project, tmp_path):
     assert not claude.pending_spools(root)
 
 
+def test_half_an_emoji_in_a_transcript_or_a_payload_is_filed_and_blocks_no_later_session(project, tmp_path):
+    """JavaScript writes half an emoji as a lone surrogate escape ("\\ud83d") when a text is
+    cut inside one. Such a transcript made Stop's filing fail (UnicodeEncodeError) and its
+    spool, first in the queue, failed every later session's filing too; such a
+    last_assistant_message failed SubagentStop's harvest. Each is filed, with U+FFFD in
+    the half emoji's place."""
+    v, _ = project
+    cut = [user("I prefer small pull requests \ud83d"), assistant("Decision: parameterised queries everywhere \udcff")]
+    folder = Path(os.environ["CLAUDE_CONFIG_DIR"]) / "projects" / re.sub(r"[^a-zA-Z0-9]", "-", str(tmp_path))
+    folder.mkdir(parents=True, exist_ok=True)
+    transcript = folder / "cut.jsonl"
+    transcript.write_text("".join(json.dumps({"sessionId": "sess-cut", "uuid": f"u-{n}", **e}) + "\n"
+                                  for n, e in enumerate(cut, 1)), encoding="utf-8")  # escaped, as JavaScript writes
+    assert "\\ud83d" in transcript.read_text(encoding="utf-8")
+    r = hook("Stop", payload("Stop", session="sess-cut", stop_hook_active=False, transcript_path=str(transcript),
+                             cwd=str(v.root)), v.root)
+    assert (r.returncode, r.stderr) == (0, "")
+    texts = {i.text for i in inbox_items(v)}
+    assert "I prefer small pull requests \ufffd" in texts and "parameterised queries everywhere \ufffd" in texts
+    assert not claude.pending_spools(v.root) and not list(v.root.rglob("*.failed"))
+    r = hook("SubagentStop", json.dumps({"session_id": "sess-cut", "cwd": str(v.root), "hook_event_name": "SubagentStop",
+                                         "agent_type": "code-reviewer", "agent_id": "a-cut",
+                                         "last_assistant_message": "- 结论：the fix holds \ud83d"}), v.root)
+    assert (r.returncode, r.stderr) == (0, ""), r.stderr
+
+
 def test_session_end_files_in_the_background(project):
     v, transcript = project
     r = hook("SessionEnd", payload("SessionEnd", reason="prompt_input_exit", transcript_path=str(transcript)), v.root)

@@ -9,7 +9,7 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import guard, layout
+from .. import guard, layout, limits
 from ..errors import BadInput, ParseError
 from ..parse.document import parse_document, plain, yaml_timestamp
 from ..parse.note import render_note
@@ -230,8 +230,10 @@ def load_items(text: str, source_name: str) -> tuple[list, list[int | None]]:
         raise BadInput("there is nothing to retain: the input is empty", path=source_name)
     if stripped[0] in "[{":
         try:
-            data = json.loads(stripped)
+            data = limits.load_json(stripped)  # a lone surrogate (half an emoji) becomes U+FFFD
             lines: list | None = None
+        except limits.TooDeep as exc:
+            raise BadInput(f"the input is {exc}", path=source_name) from None
         except json.JSONDecodeError:
             data, lines = None, []
     else:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import contextvars
 import datetime as _dt
-import json
 import os
 import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ContextManager, Mapping
 
+from ... import limits
 from ...errors import BadInput, VaultmemError, VaultNotFound
 from ...walk import ENV_VAULT, find_vault, is_vault
 from .. import edge
@@ -82,7 +82,7 @@ def read_payload(stream, event: str | None) -> dict:
     if not raw.strip():  # Claude Code always sends one: nothing to act on (never a checkpoint of nothing)
         raise HookError(f"no {event} payload on stdin; nothing done")
     try:
-        payload = json.loads(raw.decode("utf-8"))
+        payload = limits.load_json(raw)  # a lone surrogate (half an emoji) becomes U+FFFD
     except (UnicodeDecodeError, ValueError) as exc:
         raise HookError(f"the {event} payload on stdin is not JSON ({str(exc)[:80]})") from None
     except RecursionError:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ... import files, layout
-from ...errors import BadInput, NotFound
+from ...errors import Busy, GitError, StorageError, VaultNotFound
 from .. import edge
 from .events import retain_spooled
 from .payload import ENV_AGENT, ENV_PROJECT, HookError, checked_id, environ, now, say, secret_free
@@ -84,8 +84,10 @@ def drain(root: Path, wait: float = DRAIN_WAIT, vault: Vault | None = None) -> i
                 v = Vault.open(root)
             try:
                 filed += retain_spooled(v, item)
-            except (BadInput, NotFound) as exc:  # this spool cannot be filed as it is: kept aside, said
-                set_aside(path, exc)
+            except (Busy, GitError, StorageError, VaultNotFound, OSError):
+                raise  # another writer, git's lock, a full disk: the spool stays for the next hook
+            except Exception as exc:  # noqa: BLE001 - this spool cannot be filed as it is: kept aside, said,
+                set_aside(path, exc)  # and never again in the way of the sessions after it
                 continue
             path.unlink(missing_ok=True)
         return filed

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ... import limits
 from ...errors import BadInput
 from .payload import ENV_CONFIG_DIR, environ
 
@@ -154,7 +154,7 @@ def transcript_file(path: Any, key: str, cwd: Any = None, project_dir: Any = Non
             if not raw.strip():
                 continue
             try:
-                entry = json.loads(raw)
+                entry = limits.load_json(raw)
             except (ValueError, RecursionError):
                 raise refuse(f"is not a Claude Code transcript (line {n} is not JSON it reads)") from None
             if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
@@ -189,7 +189,7 @@ def read_transcript(path: Any, tail: bool = False) -> list[tuple[int | None, dic
         if not raw.strip():
             continue
         try:
-            entry = json.loads(raw)
+            entry = limits.load_json(raw)
         except (ValueError, RecursionError):
             continue
         if isinstance(entry, dict):
@@ -254,7 +254,7 @@ def first_user_text(path: Any) -> str | None:
                 if n > 200:
                     break
                 try:
-                    entry = json.loads(raw)
+                    entry = limits.load_json(raw)
                 except (ValueError, RecursionError):
                     continue
                 found = user_texts([(n, entry)], sidechains=True) if isinstance(entry, dict) else []
