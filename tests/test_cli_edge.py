@@ -4,11 +4,12 @@ is a clear error with its own exit code, and no traceback ever reaches the user.
 
 import errno
 import json
+from pathlib import Path
 
 import click
 import pytest
 import typer
-from conftest import out_json
+from conftest import git, out_json
 
 import vaultmem.adapters.cli as cli_mod
 from vaultmem.adapters.cli import fields
@@ -204,5 +205,34 @@ def test_text_that_is_not_utf8_is_refused_with_a_clear_error_not_a_traceback(en_
         assert "\\xff" in said or "\\xe9" in said
     r = run(b"remember", b"-", b"--type", b"fact", stdin=b"first line\nbad \xff\n")
     assert r.returncode == 2 and b"not UTF-8" in r.stderr and b"line 2" in r.stderr, r.stderr
-    assert run(b"remember", b"-", b"--type", b"fact", stdin="fine, caf\u00e9\n".encode()).returncode == 0
+    strict = subprocess.run([sys.executable, "-m", "vaultmem", "--vault", str(en_vault.root), "remember", "-", "--type",
+                             "fact"], input=b"bad \xff\n", capture_output=True,
+                            env={**os.environ, "PYTHONIOENCODING": "utf-8:strict"})  # a desktop's usual locale
+    assert strict.returncode == 2 and b"Traceback" not in strict.stderr and b"line 1" in strict.stderr, strict.stderr
+    assert run(b"remember", b"-", b"--type", b"fact", stdin="fine, caf\u00e9\r\nsecond\n".encode()).returncode == 0
     assert list(en_vault.root.joinpath("memories").glob("bad*")) == []
+    # text written through any other command is held to the same: the write itself refuses it
+    assert run(b"--as", b"orch", b"page", b"ensure", b"lee").returncode == 0
+    r = run(b"--as", b"orch", b"page", b"add", b"lee", b"an entry \xff")
+    assert r.returncode == 2 and b"not text" in r.stderr and b"Traceback" not in r.stderr, r.stderr
+    assert git(en_vault.root, "status", "--porcelain") == ""
+
+
+def test_a_path_that_is_not_utf8_is_still_a_path(en_vault, tmp_path):
+    """Only text is held to UTF-8: a folder or file named in another encoding is given and
+    read as it is (a vault there is searched; a file there is retained)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    moved = os.path.join(os.fsencode(tmp_path), b"caf\xe9-vault")
+    shutil.copytree(os.fsencode(en_vault.root), moved, symlinks=True)
+    items = os.path.join(os.fsencode(tmp_path), b"r\xe9tain.json")
+    with open(items, "wb") as fh:
+        fh.write(b'[{"type": "fact", "text": "kafka retries are capped \\ud83d", "author": "ann", "author_kind": "user"}]')
+    for args in ([b"search", b"kafka"], [b"retain", items]):
+        r = subprocess.run([sys.executable, "-m", "vaultmem", "--vault", moved, *args], capture_output=True)
+        assert r.returncode == 0, r.stderr
+    texts = [p.read_text(encoding="utf-8") for p in Path(os.fsdecode(moved), "inbox").glob("*.md")]
+    assert any("kafka retries are capped \ufffd" in t for t in texts)  # half an emoji: U+FFFD

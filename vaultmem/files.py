@@ -16,7 +16,7 @@ import stat
 from pathlib import Path
 
 from . import layout
-from .errors import ParseError, UnsafePath, VaultmemError
+from .errors import BadInput, ParseError, UnsafePath, VaultmemError
 
 TEMP_MARK = ".vmtmp-"
 
@@ -122,7 +122,7 @@ def open_inside(root: str | os.PathLike, rel: str | os.PathLike) -> int:
             fd = os.open(real, _READ_FLAGS)
         except OSError as again:
             if again.errno in (errno.ELOOP, errno.EMLINK):
-                if os.path.islink(real):  # it resolves to a link still: links that lead to each other
+                if _loops(literal):  # links that lead to each other (the file's, or a folder's on the way)
                     raise UnsafePath("a symlink that leads back to itself (a loop): not read", path=shown,
                                      hint="replace the link with the file it should lead to, or remove it") from None
                 raise refuse(real, LINK_OUT) from None  # swapped for a link meanwhile
@@ -147,6 +147,15 @@ def open_inside(root: str | os.PathLike, rel: str | os.PathLike) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def _loops(path: str) -> bool:
+    """Whether resolving ``path`` goes round in a loop of links."""
+    try:
+        os.path.realpath(path, strict=True)
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
 
 
 def own_folder(root: str | os.PathLike, rel: str) -> Path:
@@ -268,6 +277,18 @@ def atomic_write(path: Path, text: str | bytes, durable: bool = True, mode: int 
         fsync_dir(path.parent)
 
 
+def _utf8(text: str, path: Path) -> bytes:
+    """``text`` as UTF-8, or BadInput when it holds what is no text: a lone surrogate, which
+    stands for a byte that was not UTF-8 (a terminal in another encoding) or half an emoji.
+    The last guard of every write: nothing is written."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise BadInput(f"the text for {path.name} holds a character that is not text (U+{ord(text[exc.start]):04X}, "
+                       f"a byte that was not UTF-8 or half an emoji) at character {exc.start + 1}; nothing is written",
+                       hint="give the text as UTF-8") from None
+
+
 def write_temp(path: Path, text: str | bytes, durable: bool = True, mode: int = 0o644) -> Path:
     """The new content of ``path`` in a temp file beside it (fsynced unless not
     ``durable``), ready to be moved over it: its name marks it for the sweep of a killed
@@ -275,10 +296,10 @@ def write_temp(path: Path, text: str | bytes, durable: bool = True, mode: int = 
     if path.is_symlink():
         raise UnsafePath(f"refusing to write {path}: it is a symbolic link", path=str(path),
                          hint="vaultmem writes only regular files; replace the link with the file itself")
+    data = _utf8(text, path) if isinstance(text, str) else text
     folder = path.parent
     folder.mkdir(parents=True, exist_ok=True)
     tmp = folder / f".{path.name}{TEMP_MARK}{os.urandom(4).hex()}"
-    data = text.encode("utf-8") if isinstance(text, str) else text
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         view = memoryview(data)

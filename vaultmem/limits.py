@@ -85,14 +85,33 @@ def check_sizes(**sizes) -> None:
 
 
 def check_text(field: str, text: str, most: int = MAX_TEXT_BYTES) -> str:
-    """``text`` if it is at most ``most`` bytes in UTF-8; else :class:`BadInput` naming
-    ``field`` and both sizes. Costs nothing for a text that cannot be that long."""
+    """``text`` if it is at most ``most`` bytes in UTF-8 and text throughout
+    (:func:`check_unicode`); else :class:`BadInput` naming ``field``. Costs nothing for
+    an ASCII text that cannot be that long."""
+    if isinstance(text, str) and not text.isascii():
+        check_unicode(field, text)
     if not isinstance(text, str) or len(text) * 4 <= most:  # even four bytes a character fit
         return text
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > most:
         raise BadInput(f"the {field} is {_kb(size)}; at most {_kb(most)} are read, as for a memory note",
                        field=field, hint=f"shorten the {field}: its first words say what to look for")
+    return text
+
+
+def check_unicode(field: str, text: str) -> str:
+    """``text`` if it is text throughout; else :class:`BadInput` naming ``field``: it holds
+    a lone surrogate — a byte that was not UTF-8 (an argument from a terminal set to
+    another encoding: Python hands it on so) or half an emoji — which no note, commit or
+    index can hold."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        code = ord(text[exc.start])
+        shown = f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"U+{code:04X}"
+        raise BadInput(f"the {field} holds {shown}, which is not UTF-8 text (character {exc.start + 1})", field=field,
+                       hint="give it as UTF-8: set the terminal to UTF-8 (LANG=C.UTF-8), or pass the text "
+                            "in a file or on standard input") from None
     return text
 
 
@@ -123,13 +142,15 @@ class TooDeep(ValueError):
     """JSON nested more than :data:`MAX_JSON_DEPTH` levels."""
 
 
-def load_json(text: str) -> Any:
+def load_json(text: str | bytes) -> Any:
     """``json.loads(text)``, except that JSON nested more than :data:`MAX_JSON_DEPTH`
     levels raises :class:`TooDeep` (a ValueError) — never a RecursionError, and at the
     same depth wherever it is called from (the parser's own limit depends on the stack);
     and that a lone surrogate escaped in a string (``\\ud83d`` without its pair: JavaScript
     writes a cut emoji so) is U+FFFD: it is no text, and no note, commit or index could
-    hold it."""
+    hold it. ``text`` may be UTF-8 bytes."""
+    if isinstance(text, (bytes, bytearray)):
+        text = text.decode("utf-8")  # a UnicodeDecodeError is a ValueError, as json's own errors are
     try:
         value = json.loads(text)
     except RecursionError:

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import files, layout
+from . import files, layout, limits
 from .errors import BadInput, NameRefused, NotFound, VaultmemError
 from .models import AUTHOR_KINDS, SCOPES, Actor, Change, NoteFields, NoteInfo
 from .names import check_name, collision_key, slugify
@@ -141,6 +141,7 @@ def prepare(text: str, actor: Actor, note: NoteFields, config, scrub: Scrubber,
             name_given: bool = True) -> tuple[dict, str]:
     """Check a fact and its provenance and scrub secrets from it: (frontmatter, body),
     nothing written. Raises BadInput naming the first bad field."""
+    limits.check_unicode("text", text or "")
     body = scrub.text("text", (text or "").strip())
     if not body:
         raise BadInput("the fact to remember is empty", field="text", hint="give the fact as TEXT")

@@ -113,15 +113,10 @@ class LazyGroup(TyperGroup):
         as JSON with ``--json``) and a text argument may begin with a dash."""
         import sys
 
-        from ._common import echo, hold_text_args, undecodable_argument, usage_error
+        from ._common import echo, hold_text_args, usage_error
 
         args = list(sys.argv[1:] if args is None else args)
         as_json = "--json" in (args[: args.index("--")] if "--" in args else args)
-        refused = undecodable_argument(args, as_json)
-        if refused is not None:
-            if not standalone_mode:
-                return refused
-            sys.exit(refused)
         try:
             code = super().main(hold_text_args(args), prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.NoArgsIsHelpError as exc:  # a group without its command: its help

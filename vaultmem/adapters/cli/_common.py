@@ -225,22 +225,6 @@ def without_secrets(text: str) -> str:
     return scrubbed(given(text))
 
 
-def undecodable_argument(args: list[str], as_json: bool) -> int | None:
-    """An argument holding bytes that are not UTF-8 (the terminal's encoding is another
-    one; Python passes them on as lone surrogates, which no note, commit or index can
-    hold) is refused before anything is done: its exit code (2), or None when all are
-    text."""
-    from ...layout import path_text, undecodable
-
-    bad = next((arg for arg in args if undecodable(arg)), None)
-    if bad is None:
-        return None
-    report(BadInput(f"the argument '{path_text(bad)}' holds bytes that are not UTF-8 text",
-                    hint="vaultmem reads its arguments as UTF-8: set the terminal to UTF-8 (LANG=C.UTF-8), "
-                         "or give the text in a file or on standard input"), as_json)
-    return edge.BAD_INPUT
-
-
 def usage_error(exc: click.ClickException, as_json: bool) -> int:
     """Report a usage error click found (a missing option, a value of the wrong type, an
     unknown option or command) as every other error is reported — ``{"error": …}`` on
@@ -324,14 +308,22 @@ def read_text_arg(value: str) -> str:
 
 
 def stdin_text() -> str:
-    """Standard input, read whole as text; bytes that are not UTF-8 there (which Python
-    passes on as lone surrogates, and no note or commit can hold) are refused with their
-    line."""
-    text = sys.stdin.read()
-    from ...layout import undecodable
+    """Standard input, read whole as UTF-8 text (whatever the locale; line ends as text
+    mode gives them: a CRLF or a CR is a newline); a byte that is not UTF-8 is refused
+    with its line (no note or commit could hold it)."""
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:  # a text stream put in its place (a test's, an embedding program's)
+        text = sys.stdin.read()
+    else:
+        data = stream.read()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            raise BadInput(f"standard input holds byte 0x{data[exc.start]:02x}, which is not UTF-8 text "
+                           f"(line {line})", hint="give the text as UTF-8 (most editors and terminals do by default)"
+                           ) from None
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    from ...limits import check_unicode
 
-    if undecodable(text):
-        at = next(i for i, ch in enumerate(text) if "\ud800" <= ch <= "\udfff")
-        raise BadInput(f"standard input holds bytes that are not UTF-8 text (line {text.count(chr(10), 0, at) + 1})",
-                       hint="give the text as UTF-8 (most editors and terminals do by default)")
-    return text
+    return check_unicode("standard input", text)
