@@ -160,7 +160,7 @@ class Folder:
         """The file's text, or None with the reason added to :attr:`problems`."""
         problems = self.problems
         shown = self.shown(path)
-        if undecodable(shown):  # its bytes could go into no item, commit or key
+        if undecodable(os.path.relpath(path, self.root)):  # its name could go into no item, commit or key
             problems.append(Problem(path_text(shown), None, "its name is not UTF-8 text: skipped"))
             return None
         if not self.inside(path):
