@@ -511,3 +511,6 @@ def test_links_that_lead_to_each_other_are_passed_over_like_a_link_to_nothing(cl
 
     with pytest.raises(UnsafePath, match="leads back to itself"):  # named for what it is, not "out of the vault"
         files.read_bytes(vault.root, "memories/loop-a.md")
+    os.symlink("round", vault.root / "memories" / "round")  # a folder on the way that loops
+    with pytest.raises(UnsafePath, match="leads back to itself"):
+        files.read_bytes(vault.root, "memories/round/x.md")
