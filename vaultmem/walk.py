@@ -26,6 +26,7 @@ from __future__ import annotations
 import errno
 import marshal
 import os
+import stat  # loaded with os already
 import time
 import zlib
 
@@ -183,17 +184,11 @@ def link_stat(root_real: str, rel: str) -> Stat | None:
             if exc.errno == errno.ELOOP:  # links that lead to each other: a link to nothing too
                 return None
             raise
-        if not _is_file(st):
+        if not stat.S_ISREG(st.st_mode):
             return None
     else:
         return None
     return (st.st_mtime_ns, st.st_size, st.st_ctime_ns, st.st_ino)
-
-
-def _is_file(st: os.stat_result) -> bool:
-    import stat
-
-    return stat.S_ISREG(st.st_mode)
 
 
 def path_stat(root: str | os.PathLike, rel: str) -> Stat | None:
@@ -210,15 +205,9 @@ def path_stat(root: str | os.PathLike, rel: str) -> Stat | None:
         st = os.stat(path)
     except (FileNotFoundError, NotADirectoryError):
         return None
-    if _is_folder(st):
+    if stat.S_ISDIR(st.st_mode):
         return None  # the walk goes into it; a pipe or a socket it lists, as the index's unread
     return (st.st_mtime_ns, st.st_size, st.st_ctime_ns, st.st_ino)
-
-
-def _is_folder(st: os.stat_result) -> bool:
-    import stat
-
-    return stat.S_ISDIR(st.st_mode)
 
 
 DIGEST_MASK = 0xFFFFFFFFFFFFFFFF
