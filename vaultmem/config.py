@@ -16,7 +16,6 @@ from typing import Any
 from .errors import BadInput, ParseError, VaultmemError
 from .files import LOCAL_DIR, atomic_write, pack, read_bytes, read_vault_text, unpack, write_local
 from .names import check_name
-from .parse.document import dump_yaml, load_yaml
 from .walk import CONFIG_PATH
 
 CONFIG_CACHE = "config.cache"  # in .vaultmem/local/
@@ -178,6 +177,8 @@ MODEL_SPEC = re.compile(r"wordllama|e5|(model2vec|sentence-transformers):\S.*|fa
 
 
 def _load(text: str, path: str) -> Any:
+    from .parse.document import load_yaml  # only when the file is read, not its cached settings
+
     raw = load_yaml(text.lstrip("\ufeff"), path, first_line=1, what="YAML in the config", hint=CONFIG_HINT)
     if raw is None:
         from ruamel.yaml.comments import CommentedMap
@@ -470,6 +471,8 @@ def set_value(text: str, dotted: str, value: Any, path: str = CONFIG_PATH) -> st
             raise BadInput(f"'{name}' is not a setting vaultmem knows: nothing was changed", field="key",
                            hint=f"did you mean '{near}'? vaultmem config set {near} VALUE" if near else
                            "see the settings and what each does with 'vaultmem config show'")
+    from .parse.document import dump_yaml
+
     new_text = dump_yaml(raw)
     parse_config(new_text, path)
     if crlf:
