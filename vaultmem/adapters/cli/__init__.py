@@ -4,9 +4,12 @@ Each command parses its options, makes one library call and renders the result
 (text for people, ``--json`` for programs). Command groups live in their own modules,
 and a command's module is imported and its options built only when it runs (or when
 help lists it): a ``vaultmem brief`` never pays for the other forty commands.
-"""
 
-from __future__ import annotations
+The command modules evaluate their annotations when they are imported (no ``from
+__future__ import annotations``): typer reads a command's parameters twice as it builds
+it, and evaluated each annotation string anew both times, which cost a cold ``search``
+(17 parameters) ~3 ms more than evaluating them once at import.
+"""
 
 import importlib
 from typing import Annotated

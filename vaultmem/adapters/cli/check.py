@@ -1,7 +1,5 @@
 """``vaultmem check --staged``: what the next commit records, checked (the pre-commit hook)."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

@@ -1,7 +1,5 @@
 """``vaultmem keys / log / decide / state / checkpoint / sync``: coordinating agents."""
 
-from __future__ import annotations
-
 from functools import partial
 from typing import Annotated, Optional
 

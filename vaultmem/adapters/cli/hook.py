@@ -1,7 +1,5 @@
 """``vaultmem hook claude EVENT``: Claude Code's hooks (see :mod:`vaultmem.adapters.claude`)."""
 
-from __future__ import annotations
-
 from typing import Annotated, Optional
 
 import typer

@@ -1,7 +1,5 @@
 """``vaultmem import``: another tool's memory, filed in the review inbox (docs/import.md)."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated, Optional
 

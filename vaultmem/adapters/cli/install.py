@@ -5,8 +5,6 @@ this module parses the options, prints the plan (with ``--dry-run``: a diff of e
 file, nothing written) and writes it.
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

@@ -1,7 +1,5 @@
 """``vaultmem journal add / consolidate / prune / days``: the journal of sessions."""
 
-from __future__ import annotations
-
 from typing import Annotated, Optional
 
 import typer

@@ -1,8 +1,6 @@
 """``vaultmem delegate / harvest / audit / ask / todo / history``: the delegation
 lifecycle and the orchestrator's management commands."""
 
-from __future__ import annotations
-
 from functools import partial
 from typing import Annotated, Optional
 

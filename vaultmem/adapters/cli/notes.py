@@ -1,7 +1,5 @@
 """``vaultmem remember`` / ``forget`` / ``conflicts`` / ``gc`` / ``restore`` / ``links`` / ``timeline``: memory notes and what links and dates them."""
 
-from __future__ import annotations
-
 from typing import Annotated, Optional
 
 import typer

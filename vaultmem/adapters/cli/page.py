@@ -1,7 +1,5 @@
 """``vaultmem page …``: role-agent pages (agents/<role>.md)."""
 
-from __future__ import annotations
-
 from functools import partial
 from typing import Annotated, Optional
 

@@ -1,7 +1,5 @@
 """``vaultmem verify / migrate / backup``: preservation — the format, upgrades, backups."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated, Optional
 

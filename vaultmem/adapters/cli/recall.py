@@ -1,7 +1,5 @@
 """``vaultmem index / search / brief / dispatch / eval / watch``: recall."""
 
-from __future__ import annotations
-
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Optional

@@ -1,7 +1,5 @@
 """``vaultmem retain`` and ``vaultmem review``: the human gate in front of memory."""
 
-from __future__ import annotations
-
 import sys
 from functools import partial
 from pathlib import Path

@@ -1,7 +1,5 @@
 """``vaultmem mcp``: serve the vault to an agent runtime over MCP (stdio)."""
 
-from __future__ import annotations
-
 import typer
 
 from ...errors import VaultmemError

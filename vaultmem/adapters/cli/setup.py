@@ -1,7 +1,5 @@
 """Setting up: ``init`` (a new vault) and ``config`` (show or change its settings)."""
 
-from __future__ import annotations
-
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Optional

@@ -1,7 +1,5 @@
 """``vaultmem skill add / list / show``: the vault's procedural memory."""
 
-from __future__ import annotations
-
 from typing import Annotated, Optional
 
 import typer
