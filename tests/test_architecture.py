@@ -208,6 +208,21 @@ def test_the_parse_package_gives_every_name_it_lists_when_first_used():
     assert [t for _at, t, _alias, _raw in wikilink.wikilinks("see [[memories/db]]")] == ["memories/db"]
 
 
+def test_the_models_package_gives_every_name_it_lists_when_first_used():
+    from vaultmem import models
+    from vaultmem.models import found, records
+
+    assert sorted(models.__all__) == sorted([*models._EXPORTS, "SECTIONS", "AUTHOR_KINDS", "SCOPES"])
+    for name in models._EXPORTS:
+        assert getattr(models, name) is next(getattr(m, name) for m in (found, records) if hasattr(m, name))
+    assert records.SECTIONS is models.SECTIONS
+    with pytest.raises(AttributeError):
+        models.no_such_name  # noqa: B018
+    from vaultmem.models import Actor, Change  # the from-import form the modules use
+
+    assert Actor("a").git_identity() == ("a", "a@agents.vaultmem.invalid") and Change("x", [], None, "m").to_dict()
+
+
 @pytest.mark.parametrize("library,module", [("whoosh", "whoosh_engine.py"), ("tantivy", "tantivy_engine.py")])
 def test_only_its_engine_module_imports_a_search_library(library, module):
     offenders = []

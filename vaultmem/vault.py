@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING
 from . import files, layout, leftovers, recall, usage
 from .config import Config, load_config, load_raw, parse_config, set_value
 from .errors import BadInput, Busy, PermissionRefused, VaultNotFound, from_os_error
-from .models import Actor, Change
 from .names import check_name
 from .query import parse as parse_query  # noqa: F401  (re-exported for adapters: how a search's text reads)
 from .walk import ENV_VAULT, find_vault, is_vault, watcher_alive
 
 if TYPE_CHECKING:
+    from .models import Actor, Change
     from .transaction import Writer
 
 # re-exported for adapters: what a brief and an agent's search draw on
@@ -143,6 +143,7 @@ class Vault:
     def actor(self, name: str | None = None) -> Actor:
         """The agent named by ``--as`` / ``$VAULTMEM_AGENT``, or the human when neither is set."""
         from . import gitstore
+        from .models import Actor
 
         agent = self.agent_name(name)
         return gitstore.human_actor(self.root) if agent is None else Actor(agent, "agent")
@@ -183,6 +184,8 @@ class Vault:
             # settings are not memory, and keys such as safety.secrets read like secrets
             sha = self.writer.apply(actor, message, {layout.CONFIG_PATH: new_text}, unscanned=(layout.CONFIG_PATH,))
             self.config = self.writer.config = parse_config(new_text)
+        from .models import Change
+
         return Change("config.set", [layout.CONFIG_PATH], sha, message, {"key": dotted, "value": value})
 
     # -- the domain modules that keep state of their own -----------------------------------
