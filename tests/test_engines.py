@@ -90,7 +90,7 @@ def test_a_rebuild_cannot_contradict_the_config(cli, notes):
 
 def test_auto_moves_a_growing_vault_to_tantivy_once(notes, monkeypatch):
     monkeypatch.delenv("VAULTMEM_INDEX_ENGINE", raising=False)
-    monkeypatch.setattr(registry.get("tantivy"), "auto_from_files", 8)
+    monkeypatch.setitem(registry._ENGINES, "tantivy", registry.get("tantivy")._replace(auto_from_files=8))
     store = IndexStore(notes.root)
     store.refresh()
     assert store.engine_name() == "whoosh"
@@ -109,7 +109,7 @@ def test_the_journals_index_is_on_the_engine_the_vaults_size_calls_for(notes, mo
     # under auto the journal's own index is sized by memory's when that is larger: a
     # large vault's few journal days are not put on Whoosh beside a tantivy index
     monkeypatch.delenv("VAULTMEM_INDEX_ENGINE", raising=False)
-    monkeypatch.setattr(registry.get("tantivy"), "auto_from_files", 8)
+    monkeypatch.setitem(registry._ENGINES, "tantivy", registry.get("tantivy")._replace(auto_from_files=8))
     notes.rebuild_index()
     assert notes.index.engine_name() == "whoosh" and notes.journal_store().engine_name() == "whoosh"
     for i in range(6):

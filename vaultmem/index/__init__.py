@@ -89,9 +89,9 @@ class Match(NamedTuple):
         return any(not any(alt) for alt in self.required)
 
 
-@dataclass(frozen=True)
-class Filters:
-    """Which documents a query may return.
+class Filters(NamedTuple):
+    """Which documents a query may return (a named tuple, not a frozen dataclass: every
+    command that searches makes this class, and Python 3.11 takes ~1.5 ms to make that one).
 
     ``agent``: scope to this agent — its own docs plus those owned by no agent (global
     and shared memory); other agents' page entries and notes are never returned.
