@@ -163,6 +163,14 @@ def test_bad_syntax_is_bad_input_naming_the_query(query, what):
     assert err.value.field == "query" and what in err.value.message and err.value.hint
 
 
+def test_a_word_that_reads_like_the_parsers_own_marks_is_still_a_word():
+    # the parser marks an exclusion with a tuple ("excluded", part); a part is a tuple too,
+    # and a part whose text is "excluded" is an alternative like any other word
+    q = parse("excluded OR kafka -cluster")
+    assert [[p.text for p in g] for g in q.groups] == [["excluded", "kafka"]]
+    assert [p.text for p in q.excluded] == ["cluster"]
+
+
 # -- filters --------------------------------------------------------------------------------
 
 def test_each_filter_narrows_inside_the_engine(corpus):
