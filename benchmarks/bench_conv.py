@@ -28,7 +28,6 @@ Standard library, ruamel.yaml and vaultmem only.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime as dt
 import json
 import re
@@ -522,7 +521,7 @@ def run_vault(root: Path, queries: list[dict]) -> list[dict]:
     # the same brief with its relevance gate open (every candidate may join, up to max_items):
     # what the gate costs a brief's evidence coverage, apart from what search ranks
     gate = "brief_min_relevance" if hasattr(vault.config, "brief_min_relevance") else "brief_min_coverage"
-    opened = Vault(root, config=dataclasses.replace(vault.config, **{gate: 0.0}))
+    opened = Vault(root, config=vault.config._replace(**{gate: 0.0}))
     rows = []
     for q in queries:
         hits = list(vault.search(q["query"], limit=SEARCH_LIMIT))

@@ -15,7 +15,6 @@ role, whose page the brief always holds; the others brief the orchestrator, who 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import subprocess
 import sys
@@ -64,7 +63,7 @@ def run(ranking: str, engine: str, settings: dict | None = None) -> dict:
             set_config(root, settings)
         subprocess.run(["git", "-C", str(root), "init", "-q"], check=True)
         vault = Vault.open(root)
-        opened = Vault(root, config=dataclasses.replace(vault.config, brief_min_relevance=0.0))
+        opened = Vault(root, config=vault.config._replace(brief_min_relevance=0.0))
         rows = []
         for q in devset_queries():
             expected = set(q.get("expected") or [])

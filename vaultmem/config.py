@@ -9,9 +9,9 @@ from __future__ import annotations
 import math
 import re
 import time
-from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from .errors import BadInput, ParseError, VaultmemError
 from .files import LOCAL_DIR, atomic_write, pack, read_bytes, read_vault_text, unpack, write_local
@@ -34,11 +34,13 @@ BRIEF_SHARES = {"identity": 0.15, "page": 0.35, "memory": 0.25, "decisions": 0.0
                 "live": 0.05, "index": 0.10}
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):
     """A vault's settings (``.vaultmem/config.yaml``, read by :func:`parse_config`), each
-    with its default: the dotted name a user writes is in :data:`SETTINGS`. ``raw``: the
-    file's own mapping, as read."""
+    with its default: the dotted name a user writes is in :data:`SETTINGS`. The file's own
+    mapping, as written: :func:`load_raw`.
+
+    A named tuple, not a frozen dataclass: every command makes this class, and Python 3.11
+    took ~3 ms to compile a frozen dataclass's six methods over these 40 fields."""
 
     lang: str = "en"
     orchestrator: str = "orchestrator"
@@ -52,7 +54,7 @@ class Config:
     brief_min_relevance: float = 0.25  # brief.min_relevance: what joins a brief (a task, not a question)
     brief_lead: int = 5  # brief.lead: the search's first N hits join a brief whose gate opened
     # brief.shares: layer → the share of a brief's room it gets first (vaultmem.brief.LAYERS)
-    brief_shares: dict = field(default_factory=lambda: dict(BRIEF_SHARES))
+    brief_shares: dict = MappingProxyType(BRIEF_SHARES)  # (a read-only default: every Config without one shares it)
     index_lock_timeout: float = 30.0
     index_engine: str = "auto"
     search_semantic: str = "auto"  # search.semantic: off | auto | always | only
@@ -85,10 +87,10 @@ class Config:
     journal_keep_days: int = 0  # journal.keep_days: day files older than this are pruned (0: kept forever)
     journal_hooks: bool = True  # journal.hooks: the Claude Code hooks and Hermes file each session's transcript
     format_version: int = FORMAT_VERSION  # version: the format the vault was made or last migrated to
-    raw: Any = field(default=None, compare=False, repr=False)
 
 
-_SCHEMA = tuple(f.name for f in fields(Config))
+_SCHEMA = Config._fields
+DEFAULTS = Config()  # every setting at its default
 
 # Every setting parse_config reads, by its dotted name (brief.min_coverage: brief.min_relevance's
 # older name, still read) ...
@@ -272,7 +274,7 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
     if model is not None and not (isinstance(model, str) and MODEL_SPEC.fullmatch(model.strip())):
         raise bad("search.model", f"is {model!r}; it must be wordllama, e5, model2vec:PATH, "
                                   "sentence-transformers:PATH or fastembed:NAME@PATH (a local model folder)")
-    ranking = _get(raw, "search.ranking", Config.search_ranking)
+    ranking = _get(raw, "search.ranking", DEFAULTS.search_ranking)
     if ranking not in ("learned", "rules"):
         raise bad("search.ranking", f"is {ranking!r}; it must be learned or rules")
     reranker = _get(raw, "search.reranker", None)
@@ -330,7 +332,7 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
         if section not in ("work", "subagents"):
             raise bad(f"forgetting.page_entries.{section}", "names no section vaultmem compacts (work, subagents)")
     page_entries = tuple((section, int(number(f"forgetting.page_entries.{section}", default, 1, 1_000_000)))
-                         for section, default in Config.page_entries)
+                         for section, default in DEFAULTS.page_entries)
     page_tokens = int(number("forgetting.page_tokens", 8000, 100, 10_000_000))
     format_version = _get(raw, "version", 1)
     if isinstance(format_version, bool) or not isinstance(format_version, int) or format_version < 1:
@@ -383,7 +385,6 @@ def parse_config(text: str, path: str = CONFIG_PATH) -> Config:
         journal_keep_days=journal_keep_days,
         journal_hooks=journal_hooks,
         format_version=format_version,
-        raw=raw,
     )
 
 
@@ -410,8 +411,7 @@ def load_config(root: Path) -> Config:
     config = parse_config(load_raw_text(root), CONFIG_PATH)
     if time.time_ns() - st.st_ctime_ns < RACY_NS:
         return config  # changed a moment ago: a second edit in the same clock tick could keep this stat
-    values = {f.name: list(v) if isinstance(v := getattr(config, f.name), tuple) else v
-              for f in fields(Config) if f.name != "raw"}
+    values = {name: list(v) if isinstance(v := getattr(config, name), tuple) else v for name in Config._fields}
     packed = pack((key, values))
     if packed is not None:
         write_local(root, CONFIG_CACHE, packed)  # a read-only vault: no cache
