@@ -314,6 +314,11 @@ def main(argv: list[str] | None = None) -> int:
         args.to.parent.mkdir(parents=True, exist_ok=True)
         args.to.write_text(json.dumps(model, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
         lines.append(f"wrote {args.to} ({kind}, {len(model['features'])} features, {args.to.stat().st_size:,} bytes)")
+        from vaultmem.ranker import write_compiled
+
+        compiled = write_compiled(args.to)  # its trees as one function, shipped beside it
+        if compiled is not None:
+            lines.append(f"wrote {compiled} (the trees compiled: a search scores with them from its first)")
         lines += figures([("learned, in sample", measure(questions, {q.set + q.qid: order_by(model, q)
                                                                       for q in questions}))]).splitlines()
     text = "\n".join(lines) + "\n"

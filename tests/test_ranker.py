@@ -40,6 +40,53 @@ def test_the_compiled_trees_score_every_row_as_walking_the_nodes_does(name):
     assert len(set(walked)) > 50  # the rows take many paths: the comparison means something
 
 
+@pytest.mark.parametrize("name", ["ranker.json", "ranker-e5.json"])
+def test_each_shipped_model_ships_its_trees_compiled_from_exactly_it(name):
+    path = ranker.MODEL_PATH.with_name(name)
+    shipped = ranker.compiled_path(path).read_text(encoding="utf-8")
+    assert shipped == ranker.compiled_text(path.read_bytes()), (
+        f"{ranker.compiled_path(path).name} was not made from {name}: "
+        f"python -c 'from vaultmem import ranker; ranker.write_compiled(ranker.MODEL_PATH.with_name(\"{name}\"))'")
+
+
+def test_the_shipped_model_scores_compiled_from_its_first_search_as_walking_does():
+    rows = _rows(300, 11)
+    shipped = ranker.model()
+    assert shipped.compiled  # before any scoring: the module beside the model file
+    walked = ranker.Model(json.loads(ranker.MODEL_PATH.read_text(encoding="utf-8"))).score(rows)
+    assert shipped.score(rows) == walked and len(set(walked)) > 50
+
+
+def _model_file(folder, leaf: float):
+    folder.mkdir(exist_ok=True)
+    path = folder / "ranker.json"
+    path.write_text(json.dumps({"kind": "trees", "features": ["engine", "rel_own"],
+                                "trees": [[[0, 0.5, 1, 2], [leaf], [1.0]]]}), encoding="utf-8")
+    return path
+
+
+def test_compiled_trees_made_from_another_model_file_are_not_used(tmp_path, monkeypatch):
+    monkeypatch.setattr(ranker, "MODEL_PATH", _model_file(tmp_path / "data", 0.25))
+    ranker.write_compiled(ranker.MODEL_PATH)
+    assert ranker.model(ranker.MODEL_PATH).compiled
+    retrained = _model_file(tmp_path / "data", 0.75)  # the model changed; its compiled trees did not
+    ranker.compiled_path(retrained).write_text(
+        ranker.compiled_text(_model_file(tmp_path / "old", 0.25).read_bytes()), encoding="utf-8")
+    fresh = ranker.Model(json.loads(retrained.read_text()))
+    monkeypatch.setattr(ranker, "_LOADED", {})  # a new process: the model read afresh
+    loaded = ranker.model(retrained)
+    assert not loaded.compiled and loaded.score([[0.0] * len(ranker.FEATURES)]) == [0.75] == fresh.score(
+        [[0.0] * len(ranker.FEATURES)])
+
+
+def test_a_module_beside_a_users_own_model_file_is_never_run(tmp_path):
+    planted = tmp_path / "planted"
+    path = _model_file(tmp_path / "mine", 0.25)
+    ranker.compiled_path(path).write_text(f"__import__('pathlib').Path({str(planted)!r}).touch()\n")
+    assert ranker.model(path).score([[0.0] * len(ranker.FEATURES)]) == [0.25]
+    assert not planted.exists()
+
+
 def test_a_model_file_cannot_put_code_into_the_compiled_scorer(tmp_path):
     planted = tmp_path / "planted"
     code = f"__import__('pathlib').Path({str(planted)!r}).touch()"

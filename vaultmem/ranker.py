@@ -13,7 +13,11 @@ The model is plain data — ``vaultmem/data/ranker.json``: the feature names and
 linear model, a weight each; for trees, each tree's nodes — read once per process and
 evaluated here without any library, so a search pays microseconds for it. It is trained by
 ``benchmarks/train_ranker.py`` on the tune split only (docs/recall.md, "The learned
-ranker"). A shipped embedding model may have a ranker of its own, trained with its
+ranker"), which also writes each shipped model's trees compiled into one Python function,
+beside it (``ranker.compiled.py``: :func:`write_compiled`). A process scores with that
+function from its first search when it was made from exactly the model file and feature
+order it finds (its CRC-32 and columns say so); otherwise it walks the nodes, as it does
+any other model file. A shipped embedding model may have a ranker of its own, trained with its
 similarity as a feature (``vaultmem/data/ranker-e5.json``, :func:`similarity_model`): a
 similarity means something only on the scale of the model that made it. Pure: no I/O but
 reading the model files.
@@ -22,8 +26,10 @@ reading the model files.
 from __future__ import annotations
 
 import json
+import importlib.util
 import math
 import re
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -170,7 +176,9 @@ class Model:
     of regression trees (``{"kind": "trees", "features", "trees": [[node, …], …]}``, a node
     ``[feature, threshold, left, right]`` or a leaf ``[value]``)."""
 
-    def __init__(self, data: dict) -> None:
+    def __init__(self, data: dict, ensemble=None) -> None:
+        """``ensemble``: the trees already compiled into one function (the module shipped
+        beside a shipped model, checked against it: :func:`model`)."""
         names = data["features"]
         unknown = [n for n in names if n not in FEATURES]
         if unknown:
@@ -188,7 +196,7 @@ class Model:
         # the trees as one compiled function (:func:`_compiled`), made at the second
         # scoring: a process that searches once (a CLI command, a cold hook) never pays
         # the ~6 ms it takes; False once it could not be made
-        self._ensemble = None
+        self._ensemble = ensemble if self.kind == "trees" else None
         self._scored = 0
 
     @property
@@ -220,13 +228,13 @@ class Model:
         return out
 
 
-def _compiled(trees: list, columns: list[int]):
+def _compiled(trees: list, columns: list[int], text: bool = False):
     """The tree ensemble as one Python function of a feature row: each tree a nested
     conditional expression, summed in tree order — the same sum, float for float, as
     walking the nodes, at a third of the cost (a search scores 60 rows × 100 trees).
     Built only from numbers (each checked finite and of its type), so the model file
     cannot put code in it; None when a node is not such a number, and the nodes are
-    walked instead."""
+    walked instead. With ``text``: the function's source."""
 
     def expr(tree: list, at: int, depth: int) -> str:
         node = tree[at]
@@ -242,12 +250,70 @@ def _compiled(trees: list, columns: list[int]):
 
     try:
         body = "".join(f"    t += {expr(tree, 0, 0)}\n" for tree in trees)
+        source = f"def ensemble(row):\n    t = 0.0\n{body}    return t\n"
+        if text:
+            return source
         scope: dict = {}
-        exec(compile(f"def ensemble(row):\n    t = 0.0\n{body}    return t\n", "<ranker trees>", "exec"),
-             scope)
+        exec(compile(source, "<ranker trees>", "exec"), scope)
     except (ValueError, TypeError, IndexError, RecursionError, SyntaxError):
         return None
     return scope["ensemble"]
+
+
+def compiled_path(path: Path) -> Path:
+    """Where a model file's compiled trees are shipped: ``ranker.json`` → ``ranker.compiled.py``."""
+    return path.with_name(f"{path.stem}.compiled.py")
+
+
+def compiled_text(data: bytes) -> str | None:
+    """The module :func:`write_compiled` writes for the model file holding ``data``: its
+    CRC-32, the columns its features are read from, and its trees as one function (None
+    for a model that is not trees, or whose trees cannot be compiled)."""
+    model_ = Model(_read_json(data))
+    if model_.kind != "trees":
+        return None
+    source = _compiled(model_.trees, model_.columns, text=True)
+    if source is None:
+        return None
+    return (f'"""The trees of the model file beside this one, compiled into one function: written by\n'
+            f'``benchmarks/train_ranker.py`` (vaultmem.ranker.write_compiled). Do not edit."""\n\n'
+            f"MODEL_CRC32 = {zlib.crc32(data)}\nCOLUMNS = {model_.columns!r}\n\n\n{source}")
+
+
+def write_compiled(path: Path) -> Path | None:
+    """Write the compiled trees of the model file ``path`` beside it (:func:`compiled_path`);
+    a model that is not trees has none (and an old one is removed)."""
+    target = compiled_path(path)
+    text = compiled_text(path.read_bytes())
+    if text is None:
+        target.unlink(missing_ok=True)
+        return None
+    target.write_text(text, encoding="utf-8")
+    return target
+
+
+def _shipped_ensemble(path: Path, data: bytes, parsed: dict):
+    """The compiled trees shipped beside the model file ``path`` — only a model of this
+    package's own (a folder a user can write to is never imported from) — when they were
+    made from ``data`` (``parsed``: as read) with the features in this module's order;
+    None otherwise. Imported, so its bytecode
+    is cached as any module's: ~0.2 ms, against the nodes' walk (13 M instructions for
+    60 candidates) or compiling them (~6 ms)."""
+    compiled = compiled_path(path)
+    if parsed.get("kind") != "trees" or path.parent != MODEL_PATH.parent or not compiled.is_file():
+        return None
+    spec = importlib.util.spec_from_file_location(f"{__package__}.data.{path.stem}_compiled", compiled)
+    if spec is None or spec.loader is None:
+        return None
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except (OSError, SyntaxError, ValueError):
+        return None
+    columns = [FEATURES.index(n) if n in FEATURES else -1 for n in parsed.get("features", ())]
+    if getattr(module, "MODEL_CRC32", None) != zlib.crc32(data) or getattr(module, "COLUMNS", None) != columns:
+        return None  # made from another model file, or for another order of the features
+    return getattr(module, "ensemble", None)
 
 
 def _number(value) -> str:
@@ -275,9 +341,12 @@ def model(path: Path | None = None) -> Model | None:
     key = str(path or MODEL_PATH)
     if key not in _LOADED:
         try:
-            _LOADED[key] = Model(_read_json(Path(key).read_bytes()))
+            data = Path(key).read_bytes()
         except FileNotFoundError:
             _LOADED[key] = None
+        else:
+            parsed = _read_json(data)
+            _LOADED[key] = Model(parsed, ensemble=_shipped_ensemble(Path(key), data, parsed))
     return _LOADED[key]
 
 
