@@ -482,8 +482,19 @@ def semantic_known() -> bool:
 
     try:
         return "search.semantic" in inspect.getsource(config)
-    except OSError:  # pragma: no cover — no source: ask the dataclass
-        return any("semantic" in f for f in config.Config.__dataclass_fields__)
+    except OSError:  # pragma: no cover — no source: ask the class (a named tuple, or a dataclass before)
+        names = getattr(config.Config, "_fields", None) or config.Config.__dataclass_fields__
+        return any("semantic" in f for f in names)
+
+
+def with_settings(config, **changes):
+    """``config`` with ``changes``: a named tuple's ``_replace``, or (a checkout from before
+    Config was one) ``dataclasses.replace``."""
+    if hasattr(config, "_replace"):
+        return config._replace(**changes)
+    import dataclasses
+
+    return dataclasses.replace(config, **changes)
 
 
 def parse_sets(items: list[str], error) -> dict:
@@ -521,7 +532,7 @@ def run_vault(root: Path, queries: list[dict]) -> list[dict]:
     # the same brief with its relevance gate open (every candidate may join, up to max_items):
     # what the gate costs a brief's evidence coverage, apart from what search ranks
     gate = "brief_min_relevance" if hasattr(vault.config, "brief_min_relevance") else "brief_min_coverage"
-    opened = Vault(root, config=vault.config._replace(**{gate: 0.0}))
+    opened = Vault(root, config=with_settings(vault.config, **{gate: 0.0}))
     rows = []
     for q in queries:
         hits = list(vault.search(q["query"], limit=SEARCH_LIMIT))

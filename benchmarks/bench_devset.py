@@ -24,7 +24,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_conv import fmt, load, mean, parse_sets, set_config  # noqa: E402
+from bench_conv import fmt, load, mean, parse_sets, set_config, with_settings  # noqa: E402
 from report import table  # noqa: E402
 
 MAKE_VAULT = HERE / "devset" / "make_vault.py"
@@ -63,7 +63,7 @@ def run(ranking: str, engine: str, settings: dict | None = None) -> dict:
             set_config(root, settings)
         subprocess.run(["git", "-C", str(root), "init", "-q"], check=True)
         vault = Vault.open(root)
-        opened = Vault(root, config=vault.config._replace(brief_min_relevance=0.0))
+        opened = Vault(root, config=with_settings(vault.config, brief_min_relevance=0.0))
         rows = []
         for q in devset_queries():
             expected = set(q.get("expected") or [])

@@ -49,7 +49,17 @@ def test_each_shipped_model_ships_its_trees_compiled_from_exactly_it(name):
         f"python -c 'from vaultmem import ranker; ranker.write_compiled(ranker.MODEL_PATH.with_name(\"{name}\"))'")
 
 
-def test_the_shipped_model_scores_compiled_from_its_first_search_as_walking_does():
+@pytest.fixture
+def bytecode_written(monkeypatch):
+    """Python as it runs by default: it writes the bytecode it compiles (whatever this
+    process's PYTHONDONTWRITEBYTECODE), and every model is read afresh."""
+    import sys
+
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    monkeypatch.setattr(ranker, "_LOADED", {})
+
+
+def test_the_shipped_model_scores_compiled_from_its_first_search_as_walking_does(bytecode_written):
     rows = _rows(300, 11)
     shipped = ranker.model()
     assert shipped.compiled  # before any scoring: the module beside the model file
@@ -65,7 +75,7 @@ def _model_file(folder, leaf: float):
     return path
 
 
-def test_compiled_trees_made_from_another_model_file_are_not_used(tmp_path, monkeypatch):
+def test_compiled_trees_made_from_another_model_file_are_not_used(tmp_path, monkeypatch, bytecode_written):
     monkeypatch.setattr(ranker, "MODEL_PATH", _model_file(tmp_path / "data", 0.25))
     ranker.write_compiled(ranker.MODEL_PATH)
     assert ranker.model(ranker.MODEL_PATH).compiled
@@ -77,6 +87,32 @@ def test_compiled_trees_made_from_another_model_file_are_not_used(tmp_path, monk
     loaded = ranker.model(retrained)
     assert not loaded.compiled and loaded.score([[0.0] * len(ranker.FEATURES)]) == [0.75] == fresh.score(
         [[0.0] * len(ranker.FEATURES)])
+
+
+def test_a_damaged_compiled_module_is_passed_over_and_the_nodes_walked(tmp_path, monkeypatch, bytecode_written):
+    monkeypatch.setattr(ranker, "MODEL_PATH", _model_file(tmp_path / "data", 0.25))
+    compiled = ranker.write_compiled(ranker.MODEL_PATH)
+    compiled.write_text("import no_such_module_here\n" + compiled.read_text(encoding="utf-8"), encoding="utf-8")
+    model = ranker.model(ranker.MODEL_PATH)
+    assert not model.compiled and model.score([[0.0] * len(ranker.FEATURES)]) == [0.25]
+
+
+def test_compiled_trees_without_cached_bytecode_are_imported_only_where_it_may_be_written(tmp_path, monkeypatch):
+    # compiling the module's source (~12 ms) costs more than walking the nodes once
+    import importlib.util
+    import sys
+
+    monkeypatch.setattr(ranker, "MODEL_PATH", _model_file(tmp_path / "data", 0.25))
+    cached = importlib.util.cache_from_source(str(ranker.write_compiled(ranker.MODEL_PATH)))
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    assert not ranker.model(ranker.MODEL_PATH).compiled
+    monkeypatch.setattr(ranker, "_LOADED", {})
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    assert ranker.model(ranker.MODEL_PATH).compiled  # the first process compiles it, once
+    assert (tmp_path / "data" / "__pycache__").is_dir() and __import__("os").path.exists(cached)
+    monkeypatch.setattr(ranker, "_LOADED", {})
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    assert ranker.model(ranker.MODEL_PATH).compiled  # then every process, bytecode or not written
 
 
 def test_a_module_beside_a_users_own_model_file_is_never_run(tmp_path):

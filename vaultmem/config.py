@@ -392,8 +392,8 @@ def load_config(root: Path) -> Config:
     """The vault's settings. A config that passed its checks is remembered, per machine,
     in ``.vaultmem/local/config.cache`` beside the file's stat (mtime, size, inode,
     ctime: any edit changes the last) and this module's (an upgrade), so a command reads
-    it again only after an edit (0.3 ms instead of ruamel.yaml's 40 ms). The cached Config
-    has no ``raw``: see :func:`load_raw`."""
+    it again only after an edit (0.3 ms instead of ruamel.yaml's 40 ms). The file's own
+    mapping: :func:`load_raw`."""
     path = root / CONFIG_PATH
     try:
         st = path.stat()

@@ -25,10 +25,12 @@ reading the model files.
 
 from __future__ import annotations
 
-import json
 import importlib.util
+import json
 import math
+import os
 import re
+import sys
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -296,11 +298,16 @@ def _shipped_ensemble(path: Path, data: bytes, parsed: dict):
     """The compiled trees shipped beside the model file ``path`` — only a model of this
     package's own (a folder a user can write to is never imported from) — when they were
     made from ``data`` (``parsed``: as read) with the features in this module's order;
-    None otherwise. Imported, so its bytecode
-    is cached as any module's: ~0.2 ms, against the nodes' walk (13 M instructions for
-    60 candidates) or compiling them (~6 ms)."""
+    None otherwise, and then the nodes are walked. Imported, so its bytecode is cached as
+    any module's: ~0.2 ms, against the nodes' walk (13 M instructions for 60 candidates);
+    but compiling its source takes ~12 ms, so where no bytecode is cached and none may be
+    written (``PYTHONDONTWRITEBYTECODE``) it is left alone. Where bytecode may be written,
+    the first process pays that once. Anything wrong with it (a damaged cache, an edited
+    module) is no reason to fail a search: the nodes are walked."""
     compiled = compiled_path(path)
     if parsed.get("kind") != "trees" or path.parent != MODEL_PATH.parent or not compiled.is_file():
+        return None
+    if sys.dont_write_bytecode and not os.path.exists(importlib.util.cache_from_source(str(compiled))):
         return None
     spec = importlib.util.spec_from_file_location(f"{__package__}.data.{path.stem}_compiled", compiled)
     if spec is None or spec.loader is None:
@@ -308,7 +315,7 @@ def _shipped_ensemble(path: Path, data: bytes, parsed: dict):
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
-    except (OSError, SyntaxError, ValueError):
+    except Exception:  # noqa: BLE001 - any failure of an optimisation falls back to the walk
         return None
     columns = [FEATURES.index(n) if n in FEATURES else -1 for n in parsed.get("features", ())]
     if getattr(module, "MODEL_CRC32", None) != zlib.crc32(data) or getattr(module, "COLUMNS", None) != columns:
