@@ -102,6 +102,38 @@ def test_config_show_prints_the_file_as_written(cli, vault, cache_now):
     assert shown["orchestrator"] == "lee" and shown["lang"] == "zh"
 
 
+
+def test_settings_read_once_a_process_are_shared_read_only_and_an_error_is_never_kept(vault, cache_now):
+    text = (vault.root / ".vaultmem" / "config.yaml").read_text(encoding="utf-8")
+    first, again = config_mod.parse_config(text), config_mod.parse_config(text)
+    assert again is first  # the same text is read once
+    assert Vault.open(vault.root).config == first  # through the cache on disk too: the same settings
+    assert Vault.open(vault.root).config.brief_shares == first.brief_shares
+    with pytest.raises(TypeError):  # every reader shares it: none may change it for the others
+        first.brief_shares["page"] = 0.9
+    with pytest.raises(TypeError):
+        Vault.open(vault.root).config.brief_shares["page"] = 0.9
+    broken = text.replace("lock_timeout: 10", "lock_timeout: soon")
+    assert broken != text
+    for _ in range(2):  # refused each time it is read, never remembered as read
+        with pytest.raises(ParseError) as err:
+            config_mod.parse_config(broken)
+        assert err.value.line and "git.lock_timeout" in err.value.message
+
+
+def test_several_settings_set_in_one_reading_are_what_one_at_a_time_gives(vault):
+    text = (vault.root / ".vaultmem" / "config.yaml").read_text(encoding="utf-8").replace("\n", "\r\n")
+    changes = [("lang", "en"), ("brief.lead", 3), ("review.trusted_agents", ["ann"])]
+    one_by_one = text
+    for key, value in changes:
+        one_by_one = config_mod.set_value(one_by_one, key, value)
+    together = config_mod.set_values(text, changes)
+    assert together == one_by_one and "\r\n" in together and "# The orchestrator agent" in together
+    settings = config_mod.parse_config(together)
+    assert (settings.lang, settings.brief_lead, settings.trusted_agents) == ("en", 3, ("ann",))
+    with pytest.raises(config_mod.BadInput, match="brief.leed"):  # one bad name refuses them all
+        config_mod.set_values(text, [("lang", "en"), ("brief.leed", 3)])
+
 # -- the index summary ---------------------------------------------------------------------
 
 

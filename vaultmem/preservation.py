@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import files, layout
-from .config import FORMAT_VERSION, set_value
+from .config import FORMAT_VERSION, set_values
 from .errors import BadInput, VaultmemError
 from .names import check_name
 from .parse.journal import DAY_FILE, day_turns
@@ -42,9 +42,8 @@ MAX_KEYS_ARCHIVE_BYTES = 4 * 1024 * 1024
 def _v1_to_v2(text_of: Callable[[str], str | None]) -> dict[str, str]:
     """Format 2 (the journal): the config names the journal's settings, at their defaults."""
     config = text_of(layout.CONFIG_PATH) or ""
-    if not re.search(r"(?m)^journal:", config):  # a group someone wrote already is theirs
-        config = set_value(set_value(config, "journal.keep_days", 0), "journal.hooks", True)
-    return {layout.CONFIG_PATH: set_value(config, "version", 2)}
+    journal = [] if re.search(r"(?m)^journal:", config) else [("journal.keep_days", 0), ("journal.hooks", True)]
+    return {layout.CONFIG_PATH: set_values(config, [*journal, ("version", 2)])}  # a group someone wrote is theirs
 
 
 # version → (what the step to the next version does, the step)

@@ -6,7 +6,7 @@ import string
 from pathlib import Path
 
 from . import files, gitstore, layout
-from .config import Config, load_config, parse_config, set_value
+from .config import Config, load_config, parse_config, set_values
 from .errors import BadInput, NotFound
 from .models import Actor, Change
 from .names import check_name
@@ -33,8 +33,7 @@ def plan(lang: str, orchestrator: str) -> dict[str, str]:
     planned[layout.MEMORY_INDEX] = files.read_text(tpl / lang / "MEMORY.md")
     identity = string.Template(files.read_text(tpl / lang / "identity.md"))
     planned[layout.identity_path(orchestrator)] = identity.safe_substitute(agent=orchestrator)
-    text = set_value(planned[layout.CONFIG_PATH], "lang", lang)
-    planned[layout.CONFIG_PATH] = set_value(text, "orchestrator", orchestrator)
+    planned[layout.CONFIG_PATH] = set_values(planned[layout.CONFIG_PATH], [("lang", lang), ("orchestrator", orchestrator)])
     return planned
 
 
