@@ -92,6 +92,28 @@ def test_cold_search_that_does_not_fuse_imports_no_numpy_or_model(shipped):
     assert not imported & {"numpy", "tokenizers", "safetensors", "wordllama", "model2vec"}
 
 
+def test_index_with_nothing_to_embed_loads_no_model_and_an_edit_loads_it(tmp_path):
+    root = make_vault(tmp_path / "vault").root
+
+    def index() -> tuple[dict, set[str]]:
+        res = run_vaultmem("index", "--json", "--vault", root, env={"PYTHONPROFILEIMPORTTIME": "1"})
+        assert res.returncode == 0, res.stderr
+        imported = {line.split("|")[-1].strip().split(".")[0] for line in res.stderr.splitlines() if "|" in line}
+        return json.loads(res.stdout)["semantic"], imported
+
+    first, imported = index()
+    assert first["on"] and first["embedded"] == first["vectors"] >= len(NOTES) and "numpy" in imported
+    again, imported = index()  # nothing changed: the vectors are the model's, and no model is loaded
+    assert again["on"] and again["embedded"] == 0 and again["vectors"] == first["vectors"]
+    assert not imported & {"numpy", "tokenizers", "safetensors", "wordllama"}
+    write_note(root, "ferry", "The night ferry leaves at eleven")
+    edited, imported = index()
+    assert edited["embedded"] == 1 and edited["vectors"] == first["vectors"] + 1 and "numpy" in imported
+    # told from the files, it is the fingerprint the loaded model gives (else every index would re-embed)
+    assert embedders.fingerprint_of("wordllama") == embedders.load("wordllama").fingerprint
+    assert embedders.fingerprint_of(tiny_model(tmp_path / "m")) is None  # only loading a folder's model tells
+
+
 # -- a tiny model built here: Chinese too, incremental vectors, model changes ------------------
 @pytest.mark.usefixtures("both_engines")
 def test_tiny_model_finds_chinese_and_english_paraphrases(tmp_path):

@@ -198,20 +198,44 @@ def _normalised(vectors):
     return vectors
 
 
+def _wordllama_files() -> tuple[Path, Path]:
+    """The shipped model's weights and tokenizer, found without importing the library."""
+    spec = importlib.util.find_spec("wordllama")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelUnavailable("the wordllama library is not installed", hint="pip install wordllama")
+    base = Path(list(spec.submodule_search_locations)[0])
+    weights, tokenizer_file = base / WORDLLAMA_WEIGHTS, base / WORDLLAMA_TOKENIZER
+    if not weights.is_file() or not tokenizer_file.is_file():
+        raise ModelUnavailable(f"the wordllama package at {base} does not hold {WORDLLAMA_WEIGHTS} and "
+                               f"{WORDLLAMA_TOKENIZER}", hint="reinstall it: pip install --force-reinstall wordllama")
+    return weights, tokenizer_file
+
+
+def _wordllama_fingerprint(weights: Path, tokenizer_file: Path) -> str:
+    return f"wordllama:l2_supercat_256:{_stamp([weights, tokenizer_file])}"
+
+
+def fingerprint_of(spec: str) -> str | None:
+    """The fingerprint the model ``spec`` would have once loaded, told from its files'
+    stats without loading it (no numpy, no weights read), or None where that cannot be
+    told so — then only loading it tells. A process whose vectors are up to date for this
+    fingerprint has nothing to embed, and needs no model (``vaultmem index`` on a vault
+    whose notes did not change)."""
+    if spec != "wordllama":
+        return None
+    try:
+        return _wordllama_fingerprint(*_wordllama_files())
+    except ModelUnavailable:
+        return None
+
+
 class WordLlama:
     """The English model the ``wordllama`` wheel ships, loaded from its own files."""
 
     BATCH = 64
 
     def __init__(self) -> None:
-        spec = importlib.util.find_spec("wordllama")
-        if spec is None or not spec.submodule_search_locations:
-            raise ModelUnavailable("the wordllama library is not installed", hint="pip install wordllama")
-        base = Path(list(spec.submodule_search_locations)[0])
-        weights, tokenizer_file = base / WORDLLAMA_WEIGHTS, base / WORDLLAMA_TOKENIZER
-        if not weights.is_file() or not tokenizer_file.is_file():
-            raise ModelUnavailable(f"the wordllama package at {base} does not hold {WORDLLAMA_WEIGHTS} and "
-                                   f"{WORDLLAMA_TOKENIZER}", hint="reinstall it: pip install --force-reinstall wordllama")
+        weights, tokenizer_file = _wordllama_files()
         import numpy as np
         from safetensors import safe_open
         from tokenizers import Tokenizer
@@ -222,7 +246,7 @@ class WordLlama:
         self.tokenizer.enable_padding()
         self.tokenizer.no_truncation()
         self.name, self.dim = "wordllama", int(self.table.shape[1])
-        self.fingerprint = f"wordllama:l2_supercat_256:{_stamp([weights, tokenizer_file])}"
+        self.fingerprint = _wordllama_fingerprint(weights, tokenizer_file)
 
     def embed(self, texts: list[str]):
         """Each text's tokens' vectors, averaged, as ``WordLlamaInference.embed`` does (the

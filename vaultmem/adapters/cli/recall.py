@@ -42,7 +42,7 @@ def index(
     else:
         report = v.refresh_index()
     if not report.skipped:
-        report.semantic = v.sync_vectors()  # the vectors go with the index (the model is loaded here)
+        report.semantic = v.sync_vectors()  # the vectors go with the index (the model loaded if any changed)
     s.emit(report, render.index_report)
 
 
