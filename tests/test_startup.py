@@ -397,6 +397,35 @@ def test_a_command_builds_only_its_own_module():
         assert f"vaultmem.adapters.cli.{other}'" not in loaded, loaded
 
 
+WHOOSH_STANDINS = r"""
+import inspect, sys
+from vaultmem.index.whoosh_engine import schema
+schema()
+print(sorted(m for m in ("asyncio", "urllib.request", "ssl", "http.client") if m in sys.modules))
+import cached_property, whoosh.compat
+from whoosh.reading import SegmentReader
+later = cached_property.asyncio
+print(later.iscoroutinefunction(SegmentReader.postings), "asyncio" in sys.modules)
+import asyncio, urllib.request  # the real modules, for anyone who asks after Whoosh
+async def coroutine(): pass
+print(asyncio is not later, hasattr(urllib.request, "urlopen"), later.iscoroutinefunction(coroutine),
+      later.get_event_loop_policy is asyncio.get_event_loop_policy, callable(whoosh.compat.urlretrieve))
+"""
+
+
+def test_a_whoosh_search_imports_neither_the_network_nor_asyncio_and_leaves_them_real(vault):
+    (vault.root / "memories" / "ibis.md").write_text(NOTE.format(name="ibis", body="The ibis project uses kafka"))
+    r = run_vaultmem("--vault", vault.root, "--json", "search", "ibis kafka", env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert r.returncode == 0, r.stderr
+    assert out_json(r)["hits"][0]["id"] == "memories/ibis.md"
+    imported = {line.split("|")[-1].strip() for line in r.stderr.splitlines() if "|" in line}
+    assert "whoosh.reading" in imported  # the small vault is Whoosh's
+    assert not imported & {"asyncio", "asyncio.base_events", "urllib.request", "http.client", "ssl"}
+    r = subprocess.run([sys.executable, "-c", WHOOSH_STANDINS], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["[]", "False False", "True True True True True"]
+
+
 def test_a_mistyped_command_is_named_with_a_suggestion(cli):
     r = cli("bref")
     assert r.exit_code == 2 and "No such command 'bref'" in r.output and "'brief'" in r.output

@@ -19,8 +19,10 @@ document id, so updated and rebuilt indexes rank alike.
 
 from __future__ import annotations
 
+import sys
 from math import log
 from pathlib import Path
+from types import ModuleType
 
 from ..limits import engine_hits
 from ..models import IndexDoc
@@ -30,7 +32,67 @@ from .fields import (FIELDS, NONE, OWN_FIELDS, SEPARATOR, TEXT_FIELDS, fields_fo
 from .registry import EngineSpec, register
 
 
+class _Later(ModuleType):
+    """Stands in for a module while Whoosh loads: its attributes are the real module's,
+    imported on first use (see :func:`_load_whoosh`)."""
+
+    def __getattr__(self, name: str):
+        import importlib
+
+        if name.startswith("__"):  # what the import system asks of a module (__path__ …)
+            raise AttributeError(name)
+        real = importlib.import_module(self.__name__)
+        if real is self:  # still standing in: Whoosh itself asked
+            raise AttributeError(name)
+        return getattr(real, name)
+
+
+def _urlretrieve(*args, **kwargs):
+    from urllib.request import urlretrieve
+
+    return urlretrieve(*args, **kwargs)
+
+
+def _load_whoosh() -> None:
+    """Import Whoosh without what its imports drag in and it never uses here.
+    ``whoosh.compat`` imports ``urllib.request`` (http.client, email, ssl, hashlib) for
+    ``urlretrieve``, which only its developer tools call; ``whoosh.reading`` imports the
+    ``cached_property`` package, which imports ``asyncio`` (ssl again) to ask whether a
+    function is a coroutine. That was ~45 ms of every process that opens a Whoosh index,
+    the engine of small vaults: most hooks and commands.
+
+    While Whoosh's modules load, stand-ins answer both imports: ``urlretrieve`` imports
+    the real module when it is called, and the stand-in for ``asyncio`` answers
+    ``iscoroutinefunction`` as :mod:`inspect` does (asyncio's own answer for a function)
+    and hands out any other of the real module's attributes when asked. ``sys.modules``
+    is then left as it was, so every later import of either gets the real module; one
+    imported already is used as it is (a server's event loop has imported asyncio long
+    before it opens an index)."""
+    if "whoosh.reading" in sys.modules:
+        return
+    standing: dict[str, ModuleType] = {}
+    if "urllib.request" not in sys.modules:
+        standing["urllib.request"] = request = _Later("urllib.request")
+        request.urlretrieve = _urlretrieve
+    if "asyncio" not in sys.modules:
+        import inspect
+
+        standing["asyncio"] = later = _Later("asyncio")
+        # all cached_property asks of it, at every first read of a cached attribute (Whoosh
+        # reads one per search): for a function, the answer asyncio's own gives
+        later.iscoroutinefunction = inspect.iscoroutinefunction
+    sys.modules.update(standing)
+    try:
+        import whoosh.compat  # noqa: F401
+        import whoosh.reading  # noqa: F401
+    finally:
+        for name, module in standing.items():
+            if sys.modules.get(name) is module:
+                del sys.modules[name]
+
+
 def schema():
+    _load_whoosh()
     from whoosh.analysis import RegexTokenizer
     from whoosh.fields import ID, STORED, TEXT, Schema
 
@@ -150,6 +212,7 @@ class WhooshEngine:
     name = "whoosh"
 
     def __init__(self, folder: Path, create: bool = False) -> None:
+        _load_whoosh()
         from whoosh import index
 
         self.folder = Path(folder)
