@@ -47,10 +47,13 @@ class _Later(ModuleType):
         return getattr(real, name)
 
 
-def _urlretrieve(*args, **kwargs):
-    from urllib.request import urlretrieve
+def _on_call(module: str, name: str):
+    """A function that imports ``module`` when called, and calls its ``name``."""
+    def call(*args, **kwargs):
+        import importlib
 
-    return urlretrieve(*args, **kwargs)
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+    return call
 
 
 def _load_whoosh() -> None:
@@ -58,32 +61,35 @@ def _load_whoosh() -> None:
     ``whoosh.compat`` imports ``urllib.request`` (http.client, email, ssl, hashlib) for
     ``urlretrieve``, which only its developer tools call; ``whoosh.reading`` imports the
     ``cached_property`` package, which imports ``asyncio`` (ssl again) to ask whether a
-    function is a coroutine. That was ~45 ms of every process that opens a Whoosh index,
-    the engine of small vaults: most hooks and commands.
+    function is a coroutine; ``whoosh.query`` imports ``whoosh.lang.morph_en``, ~12 ms of
+    regular expressions compiled for the word variations of a query class never built
+    here. That was ~70 ms of every process that opens a Whoosh index, the engine of small
+    vaults: most hooks and commands.
 
-    While Whoosh's modules load, stand-ins answer both imports: ``urlretrieve`` imports
-    the real module when it is called, and the stand-in for ``asyncio`` answers
+    While Whoosh's modules load, stand-ins answer these imports: ``urlretrieve`` and
+    ``variations`` import the real module when they are called, and the stand-in for ``asyncio`` answers
     ``iscoroutinefunction`` as :mod:`inspect` does (asyncio's own answer for a function)
     and hands out any other of the real module's attributes when asked. ``sys.modules``
-    is then left as it was, so every later import of either gets the real module; one
+    is then left as it was, so every later import of one gets the real module; one
     imported already is used as it is (a server's event loop has imported asyncio long
     before it opens an index)."""
     if "whoosh.reading" in sys.modules:
         return
-    standing: dict[str, ModuleType] = {}
-    if "urllib.request" not in sys.modules:
-        standing["urllib.request"] = request = _Later("urllib.request")
-        request.urlretrieve = _urlretrieve
-    if "asyncio" not in sys.modules:
-        import inspect
+    import inspect
 
-        standing["asyncio"] = later = _Later("asyncio")
-        # all cached_property asks of it, at every first read of a cached attribute (Whoosh
-        # reads one per search): for a function, the answer asyncio's own gives
-        later.iscoroutinefunction = inspect.iscoroutinefunction
+    standing: dict[str, ModuleType] = {}
+    # all cached_property asks of asyncio, at every first read of a cached attribute (Whoosh
+    # reads one per search): for a function, the answer asyncio's own gives
+    for name, attributes in (("urllib.request", {"urlretrieve": _on_call("urllib.request", "urlretrieve")}),
+                             ("asyncio", {"iscoroutinefunction": inspect.iscoroutinefunction}),
+                             ("whoosh.lang.morph_en", {"variations": _on_call("whoosh.lang.morph_en", "variations")})):
+        if name not in sys.modules:
+            standing[name] = later = _Later(name)
+            later.__dict__.update(attributes)
     sys.modules.update(standing)
     try:
         import whoosh.compat  # noqa: F401
+        import whoosh.query  # noqa: F401
         import whoosh.reading  # noqa: F401
     finally:
         for name, module in standing.items():
