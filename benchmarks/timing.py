@@ -126,11 +126,12 @@ def run_once(cmd: Sequence[str], env: dict | None = None, cwd: str | None = None
 
 def alternate(cmd_a: Sequence[str] | Callable[[int], Sequence[str]], cmd_b: Sequence[str] | Callable[[int], Sequence[str]],
               runs: int = 21, warm: int = 1, env_a: dict | None = None, env_b: dict | None = None,
-              cwd: str | None = None) -> dict:
+              cwd: str | None = None, timeout: float = 600.0) -> dict:
     """A and B run in turn, ``runs`` times each after ``warm`` untimed pairs; a command
     may be a function of the run's number (to vary the input). ``{"a", "b", "ratio"}``:
     each side's wall and CPU summarised, and the medians of A/B taken pair by pair.
-    A run that fails stops the comparison (its stderr is shown)."""
+    A run that fails, or takes over ``timeout`` seconds, stops the comparison (its
+    stderr is shown)."""
     def command(c, n):
         return c(n) if callable(c) else c
 
@@ -139,7 +140,7 @@ def alternate(cmd_a: Sequence[str] | Callable[[int], Sequence[str]], cmd_b: Sequ
     for n in range(warm + runs):
         got = {}
         for side, c, env in (("a", cmd_a, env_a), ("b", cmd_b, env_b)):
-            wall, cpu, code = run_once(command(c, n), env=env, cwd=cwd)
+            wall, cpu, code = run_once(command(c, n), env=env, cwd=cwd, timeout=timeout)
             if code != 0:
                 raise SystemExit(f"side {side.upper()} failed (exit {code}): {' '.join(command(c, n))}")
             got[side] = (wall, cpu)

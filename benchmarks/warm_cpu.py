@@ -1,6 +1,6 @@
 """The CPU of many warm searches or briefs in one process, timed from outside.
 
-    farm-bench -n 9 --vs "env PYTHONPATH=OTHER python benchmarks/warm_cpu.py COPY served-search 400" \\
+    python benchmarks/ab.py -n 9 --vs "env PYTHONPATH=OTHER python benchmarks/warm_cpu.py COPY served-search 400" \\
         -- python benchmarks/warm_cpu.py VAULT served-search 400
 
 and the same pair with COUNT 0 (the process's start, the vault's opening): ``(A - A0) /

@@ -7,6 +7,8 @@ to what they say."""
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -105,7 +107,7 @@ def test_a_child_runs_this_checkouts_vaultmem_with_its_output_kept(tmp_path, mon
 
 @pytest.mark.parametrize("kind", ["search", "task", "served-search", "served-brief"])
 def test_warm_cpu_runs_each_kind_of_call_on_a_vault(vault, kind):
-    """``warm_cpu.py`` (timed from outside by ``farm-bench``) makes its calls on a real
+    """``warm_cpu.py`` (timed from outside by ``benchmarks/ab.py``) makes its calls on a real
     vault — a served kind with the file-event observer vaultmem mcp runs — and exits 0."""
     (vault.root / "memories" / "kafka.md").write_text("---\nname: kafka\ntype: fact\n---\nkafka retry 超时 3 次\n",
                                                       encoding="utf-8")
@@ -157,3 +159,28 @@ def test_bench_mcp_drives_a_baselines_server_over_bare_lines_and_reports_it(vaul
     text = bench_mcp.report([result], meta)
     row = next(line for line in text.splitlines() if "main, bare JSON-RPC client" in line)
     assert row.startswith("| 1,000 |") and bench_mcp.fmt_ms(raw["brief"]["p50"]) in row
+
+
+def test_ab_times_two_commands_in_turn_and_prints_each_side_and_the_pairs_ratio():
+    """``ab.py``, the command line of ``timing.alternate``: whole commands in turn, each
+    side's CPU and wall as min / median / max, the median of the pairs' ratios."""
+    ab = [sys.executable, str(ROOT / "benchmarks" / "ab.py")]
+    light = shlex.join([sys.executable, "-c", "pass"])
+    heavy = [sys.executable, "-c", "sum(range(3 * 10**6))"]
+    r = subprocess.run([*ab, "-n", "3", "--warmup", "0", "--vs", light, "--", *heavy], cwd=ROOT, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert "sum(range(3 * 10**6))" in lines[0] and lines[1].endswith("-c pass") and lines[2].startswith("3 alternated")
+    rows = {line.split()[0]: line.split()[1:] for line in lines[4:6]}
+    for side in ("A", "B"):  # cpu and wall, min <= median <= max
+        cells = [float(c) for c in rows[side] if c != "/"]
+        assert len(cells) == 6 and cells[0] <= cells[1] <= cells[2] and cells[3] <= cells[4] <= cells[5], r.stdout
+    cpu_ratio = float(re.search(r"A/B  cpu ([0-9.]+)", lines[6]).group(1))
+    assert cpu_ratio > 1  # three million additions cost more than none, pair by pair
+    bad = subprocess.run([*ab, "-n", "0", "--vs", light, "--", *heavy], cwd=ROOT, capture_output=True, text=True,
+                         timeout=60)
+    assert bad.returncode == 2 and "-n >= 1" in bad.stderr and not bad.stdout
+    slow = subprocess.run([*ab, "-n", "1", "--warmup", "0", "--timeout", "0.5", "--vs", light, "--", sys.executable,
+                           "-c", "import time; time.sleep(30)"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert slow.returncode == 3 and "over 0.5 s" in slow.stderr
