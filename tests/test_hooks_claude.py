@@ -648,6 +648,30 @@ def test_a_session_start_with_nothing_asked_leaves_the_journal_alone_a_resumed_o
     assert "the signing keys were rotated on Monday" in context(out, "SessionStart")
 
 
+def test_a_session_start_with_nothing_asked_loads_no_model_a_resumed_task_is_read_by_one(tmp_path):
+    """The placeholder a session starts with has words, not a meaning: on a vault its words
+    miss (where the semantic gate would open) the hook process loads no model for it, while
+    a resumed session's task is read by the model."""
+    pytest.importorskip("wordllama")
+    from conftest import make_vault
+
+    v = make_vault(tmp_path / "proj")  # English notes, semantic search on wordllama
+    v.index.refresh()
+    imports = {"PYTHONPROFILEIMPORTTIME": "1"}
+
+    def start(source: str) -> tuple[str, set[str]]:
+        r = hook("SessionStart", payload("SessionStart", source=source, cwd=str(v.root)), v.root, **imports)
+        assert r.returncode == 0, r.stderr
+        loaded = {line.split("|")[-1].strip() for line in r.stderr.splitlines() if "|" in line}
+        return context(r.stdout, "SessionStart"), loaded
+
+    started, loaded = start("startup")
+    assert "Claude Code session in proj" in started and not loaded & {"numpy", "tokenizers", "wordllama"}
+    v.shared.save_checkpoint(v.actor("lee"), "half-way", task="the feline nap schedule", step="reading")
+    resumed, loaded = start("resume")
+    assert "the feline nap schedule" in resumed and "numpy" in loaded  # a task in words the notes miss
+
+
 def test_the_error_line_never_repeats_a_secret_it_was_given(project, monkeypatch, capsys):
     v, _ = project
     monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(v.root))

@@ -156,7 +156,7 @@ def check_brief(agent: str, task: str) -> str:
 
 
 def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int, today, page: str | None,
-          journal=None, uncommitted=None, project: str | None = None, usage=None):
+          journal=None, uncommitted=None, project: str | None = None, usage=None, read: bool = True):
     """The brief for ``agent`` on ``task`` within ``budget`` tokens, in layers
     (:mod:`vaultmem.brief`): the agent's identity; its own page (``page``: vault-relative,
     None when it has none yet — the brief then warns so), whole and in its own order
@@ -171,11 +171,13 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
     files differ from the last commit — a skill is named only once a commit has recorded
     it (a skill is followed: its commit is its review), the others said in a warning.
     ``usage()``: how often each page entry was recalled (``usage.read_usage``), asked
-    only when the page is larger than its share of the brief."""
+    only when the page is larger than its share of the brief. ``read`` False: the task is
+    a placeholder (nothing asked yet), matched by its words alone — no model reads it."""
     from .brief import LABELS, BriefParts, build_brief, current_values, unread_notice
     from .index import Filters
-    from .retrieve import hybrid_search as ranked
-    from .retrieve import is_relevant, rank
+    from .retrieve import hybrid_search, is_relevant, rank, search
+
+    ranked = hybrid_search if read else search
 
     warnings = []
     skipped = skipped_files(index.problems(), agent, layout.BRIEF_KINDS)

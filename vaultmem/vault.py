@@ -407,15 +407,16 @@ class Vault:
         return hits
 
     def brief(self, agent: str, task: str, window: int | None = None, ratio: float | None = None,
-              tokens: int | None = None, project: str | None = None, journal: bool = True):
+              tokens: int | None = None, project: str | None = None, asked: bool = True):
         """The briefing for ``agent`` before a session on ``task``, within
         ``min(ratio × window, tokens)`` tokens (see :mod:`vaultmem.brief`): its identity,
         its own page whole (the context of ``project``, or of the projects the task names,
         or of all), the relevant memory outside it, skills, the live log and the index.
         The task's size, ``window`` and ``tokens`` are checked first (:mod:`vaultmem.limits`).
-        ``journal`` False: an orchestrator's brief does not fall back to the journal when
-        memory holds nothing on the task (a session's start, with nothing asked yet, has
-        nothing to look for there)."""
+        ``asked`` False: nothing is asked yet (a session's start) and ``task`` is a
+        placeholder whose words alone are matched: an orchestrator's brief does not fall
+        back to the journal when memory holds nothing on it, and no model reads it (the
+        semantic channel, a re-ranker): it has no meaning to look for."""
         from . import gitstore, limits, pages
         from .brief import budget_for
 
@@ -431,10 +432,10 @@ class Vault:
             return recall.brief(self.root, self.config, self.index, unseen, agent, task,
                                 budget, pages.today(), page=layout.page_path(page) if page is not None else None,
                                 journal=(lambda: self.journal_index)
-                                if journal and agent == self.config.orchestrator else None,
+                                if asked and agent == self.config.orchestrator else None,
                                 uncommitted=lambda paths: set(gitstore.uncommitted(self.root, paths)),
                                 project=pages.clean_project(project) if project else None,
-                                usage=lambda: usage.read_usage(self.root))
+                                usage=lambda: usage.read_usage(self.root), read=asked)
         made = self._answer(make)
         for e in failed:  # never shown as if verified, and never dropped without a word
             made.warnings.append(f"{e.log_path}: entry {e.id} of {e.agent} does not check out ({e.problem}): "
