@@ -30,7 +30,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--timeout", type=float, default=600.0, help="the most one run may take, in seconds (600)")
     ap.add_argument("--vs", required=True, help="the command to compare with, as one string")
     args = ap.parse_args(argv[:cut])
-    cmd_a, cmd_b = argv[cut + 1:], shlex.split(args.vs)
+    try:
+        cmd_a, cmd_b = argv[cut + 1:], shlex.split(args.vs)
+    except ValueError as exc:  # an unclosed quote
+        ap.error(f"--vs {args.vs!r}: {exc}")
     if args.n < 1 or args.warmup < 0 or args.timeout <= 0 or not cmd_a or not cmd_b:
         ap.error("needs -n >= 1, --warmup >= 0, --timeout > 0, a command after -- and one in --vs")
     try:
@@ -38,6 +41,8 @@ def main(argv: list[str]) -> int:
     except subprocess.TimeoutExpired as exc:
         print(f"ab.py: a run took over {args.timeout:g} s: {shlex.join(map(str, exc.cmd))}", file=sys.stderr)
         return 3
+    except OSError as exc:  # a command that cannot start
+        ap.error(f"cannot run a command: {exc}")
     print(f"A: {shlex.join(cmd_a)}\nB: {shlex.join(cmd_b)}\n"
           f"{args.n} alternated pairs after {args.warmup} untimed; load {got['load']:.2f}")
     print(f"{'':5}{'cpu s (min / median / max)':<32}wall s (min / median / max)")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import resource
+import signal
 import statistics
 import subprocess
 import sys
@@ -112,16 +113,24 @@ def peak_rss_mb(children: bool = False) -> float:
 def run_once(cmd: Sequence[str], env: dict | None = None, cwd: str | None = None,
              timeout: float = 600.0) -> tuple[float, float, int]:
     """One run of a whole command: (wall seconds, CPU seconds of it and its children,
-    exit code). Its output is read and dropped."""
+    exit code). Its output is read and dropped. Over ``timeout`` seconds its whole process
+    group is killed (a wrapper script's children too) and ``subprocess.TimeoutExpired``
+    raised."""
     before = children_cpu()
     started = time.perf_counter()
-    done = subprocess.run(list(cmd), env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          timeout=timeout)
+    proc = subprocess.Popen(list(cmd), env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    try:
+        _out, err = proc.communicate(timeout=timeout)
+    except BaseException:  # the time is up, or ^C: nothing it started keeps running
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
     wall = time.perf_counter() - started
     cpu = children_cpu() - before
-    if done.returncode != 0:
-        sys.stderr.write(done.stderr.decode("utf-8", "replace")[-2000:])
-    return wall, cpu, done.returncode
+    if proc.returncode != 0:
+        sys.stderr.write(err.decode("utf-8", "replace")[-2000:])
+    return wall, cpu, proc.returncode
 
 
 def alternate(cmd_a: Sequence[str] | Callable[[int], Sequence[str]], cmd_b: Sequence[str] | Callable[[int], Sequence[str]],

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -161,7 +162,7 @@ def test_bench_mcp_drives_a_baselines_server_over_bare_lines_and_reports_it(vaul
     assert row.startswith("| 1,000 |") and bench_mcp.fmt_ms(raw["brief"]["p50"]) in row
 
 
-def test_ab_times_two_commands_in_turn_and_prints_each_side_and_the_pairs_ratio():
+def test_ab_times_two_commands_in_turn_and_prints_each_side_and_the_pairs_ratio(tmp_path):
     """``ab.py``, the command line of ``timing.alternate``: whole commands in turn, each
     side's CPU and wall as min / median / max, the median of the pairs' ratios."""
     ab = [sys.executable, str(ROOT / "benchmarks" / "ab.py")]
@@ -181,6 +182,21 @@ def test_ab_times_two_commands_in_turn_and_prints_each_side_and_the_pairs_ratio(
     bad = subprocess.run([*ab, "-n", "0", "--vs", light, "--", *heavy], cwd=ROOT, capture_output=True, text=True,
                          timeout=60)
     assert bad.returncode == 2 and "-n >= 1" in bad.stderr and not bad.stdout
-    slow = subprocess.run([*ab, "-n", "1", "--warmup", "0", "--timeout", "0.5", "--vs", light, "--", sys.executable,
-                           "-c", "import time; time.sleep(30)"], cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert slow.returncode == 3 and "over 0.5 s" in slow.stderr
+    unclosed = subprocess.run([*ab, "--vs", "python -c 'pass", "--", *heavy], cwd=ROOT, capture_output=True,
+                              text=True, timeout=60)
+    assert unclosed.returncode == 2 and "No closing quotation" in unclosed.stderr
+    # a run over its time is killed with what it started: a wrapper script's own child too
+    pid_file = tmp_path / "child.pid"
+    wrapper = f"sleep 300 & echo $! > {pid_file}; wait"
+    slow = subprocess.run([*ab, "-n", "1", "--warmup", "0", "--timeout", "5", "--vs", light, "--", "sh", "-c", wrapper],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert slow.returncode == 3 and "over 5 s" in slow.stderr
+    child = int(pid_file.read_text())
+
+    def gone() -> bool:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return True
+        return Path(f"/proc/{child}/stat").read_text().split(")")[-1].split()[0] == "Z"  # killed, not yet reaped
+    wait_until(gone, what="the wrapper's child killed")

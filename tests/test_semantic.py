@@ -103,12 +103,15 @@ def test_index_with_nothing_to_embed_loads_no_model_and_an_edit_loads_it(tmp_pat
 
     first, imported = index()
     assert first["on"] and first["embedded"] == first["vectors"] >= len(NOTES) and "numpy" in imported
+    assert first["loaded"]
     again, imported = index()  # nothing changed: the vectors are the model's, and no model is loaded
     assert again["on"] and again["embedded"] == 0 and again["vectors"] == first["vectors"]
+    assert again["loaded"] is False  # and the report says it did not load it
     assert not imported & {"numpy", "tokenizers", "safetensors", "wordllama"}
     write_note(root, "ferry", "The night ferry leaves at eleven")
     edited, imported = index()
     assert edited["embedded"] == 1 and edited["vectors"] == first["vectors"] + 1 and "numpy" in imported
+    assert edited["loaded"]
     # told from the files, it is the fingerprint the loaded model gives (else every index would re-embed)
     assert embedders.fingerprint_of("wordllama") == embedders.load("wordllama").fingerprint
     assert embedders.fingerprint_of(tiny_model(tmp_path / "m")) is None  # only loading a folder's model tells

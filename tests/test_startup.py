@@ -429,6 +429,12 @@ def test_a_whoosh_search_imports_neither_the_network_nor_asyncio_and_leaves_them
     r = subprocess.run([sys.executable, "-c", WHOOSH_STANDINS], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == ["[]", "False False", "True True True True True", "True True True"]
+    # with another thread alive, whose own import of one meanwhile would get a stand-in: none
+    threaded = "import threading; threading.Thread(target=threading.Event().wait, daemon=True).start()\n"
+    r = subprocess.run([sys.executable, "-c", threaded + WHOOSH_STANDINS], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert "'urllib.request'" in lines[0] and lines[1] == "False True", r.stdout  # the real ones, imported
 
 
 def test_a_mistyped_command_is_named_with_a_suggestion(cli):

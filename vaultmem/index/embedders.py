@@ -392,6 +392,11 @@ def load(spec: str) -> Embedder:
     return model
 
 
+def loaded(spec: str) -> Embedder | None:
+    """The model ``spec`` names if this process has loaded it, else None (nothing loaded)."""
+    return _LOADED.get(spec)
+
+
 def forget(spec: str | None = None) -> None:
     """Drop loaded models (all, or one) — tests, and a process whose config changed."""
     if spec is None:

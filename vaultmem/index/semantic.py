@@ -46,9 +46,12 @@ class SemanticChannel:
         return out
 
     def vectors_report(self, wait: float | None = None) -> dict:
-        """Embed what changed since the semantic channel's vectors were made (loads the
-        model); the channel's status after it, with ``embedded`` (how many documents were
-        embedded now). A model that cannot be used turns the channel off and says why."""
+        """Embed what changed since the semantic channel's vectors were made; the channel's
+        status after it, with ``embedded`` (how many documents were embedded now) and
+        ``loaded`` (whether the model was loaded: not when nothing waited for a vector and
+        its fingerprint was told from its files, so a model that cannot load is said only by
+        the report that needs it, and by every search that would use it). A model that
+        cannot be used turns the channel off and says why."""
         status = self.semantic_status()
         if not status["on"]:
             return status
@@ -59,7 +62,7 @@ class SemanticChannel:
         status = self.semantic_status()
         if done is None:
             return {**status, "embedded": 0, "skipped": "another process is updating the index"}
-        return {**status, "embedded": done.get("embedded", 0)}
+        return {**status, "embedded": done.get("embedded", 0), "loaded": done.get("loaded", True)}
 
     def sync_vectors(self, wait: float | None = None, most: int | None = None) -> dict | None:
         """Embed what the live generation journaled since its vectors were made (all of
@@ -72,12 +75,15 @@ class SemanticChannel:
             return None
         from . import embedders, vectors
 
-        known = embedders.fingerprint_of(self.model_spec) or embedders.load(self.model_spec).fingerprint
+        model = embedders.loaded(self.model_spec)  # a warm process's model: its own fingerprint
+        known = (model.fingerprint if model is not None else
+                 embedders.fingerprint_of(self.model_spec) or embedders.load(self.model_spec).fingerprint)
         self.engine()  # a live generation, repaired or built if need be
         gen = current_generation(self.base)
         if vectors.started(self.base / gen) and not vectors.pending(self.base / gen, known):
             # nothing to embed: the model is loaded only when something is (~0.3 s for wordllama)
-            return {"embedded": 0, "count": (vectors.read_state(self.base / gen) or {}).get("count", 0)}
+            return {"embedded": 0, "count": (vectors.read_state(self.base / gen) or {}).get("count", 0),
+                    "loaded": model is not None}
         model = embedders.load(self.model_spec)
         from filelock import Timeout
 

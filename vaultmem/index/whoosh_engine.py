@@ -71,10 +71,15 @@ def _load_whoosh() -> None:
     ``iscoroutinefunction`` as :mod:`inspect` does (asyncio's own answer for a function)
     and hands out any other of the real module's attributes when asked. ``sys.modules``
     is then left as it was, so every later import of one gets the real module; one
-    imported already is used as it is (a server's event loop has imported asyncio long
-    before it opens an index)."""
+    imported already is used as it is. Only a process of one thread does this — a cold
+    command or hook, what it is for: in one of several threads (a server, a library's
+    host), another thread's import of one of them meanwhile would get the stand-in, so
+    Whoosh is imported as it is."""
     if "whoosh.reading" in sys.modules:
         return
+    threading = sys.modules.get("threading")
+    if threading is not None and threading.active_count() > 1:
+        return  # another thread importing either meanwhile would get the stand-in: Whoosh imports them
     import inspect
 
     standing: dict[str, ModuleType] = {}

@@ -309,7 +309,8 @@ def index_report(r) -> str:
     if (sem := getattr(r, "semantic", None)) is not None:
         if sem.get("on"):
             parts.append(f"semantic search: {sem['mode']} ({sem['model']}, {_n(sem.get('vectors', 0), 'vector')}"
-                         f"{', ' + str(sem['embedded']) + ' embedded now' if sem.get('embedded') else ''})")
+                         f"{', ' + str(sem['embedded']) + ' embedded now' if sem.get('embedded') else ''}"
+                         f"{'; nothing to embed, the model not loaded' if sem.get('loaded') is False else ''})")
         else:
             parts.append(f"semantic search: off ({sem.get('why')})")
     return "\n".join(parts)
