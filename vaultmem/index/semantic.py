@@ -76,8 +76,10 @@ class SemanticChannel:
         from . import embedders, vectors
 
         model = embedders.loaded(self.model_spec)  # a warm process's model: its own fingerprint
-        known = (model.fingerprint if model is not None else
-                 embedders.fingerprint_of(self.model_spec) or embedders.load(self.model_spec).fingerprint)
+        known = model.fingerprint if model is not None else embedders.fingerprint_of(self.model_spec)
+        if known is None:  # only the loaded model tells
+            model = embedders.load(self.model_spec)
+            known = model.fingerprint
         self.engine()  # a live generation, repaired or built if need be
         gen = current_generation(self.base)
         if vectors.started(self.base / gen) and not vectors.pending(self.base / gen, known):
