@@ -114,7 +114,13 @@ def test_index_with_nothing_to_embed_loads_no_model_and_an_edit_loads_it(tmp_pat
     assert edited["loaded"]
     # told from the files, it is the fingerprint the loaded model gives (else every index would re-embed)
     assert embedders.fingerprint_of("wordllama") == embedders.load("wordllama").fingerprint
-    assert embedders.fingerprint_of(tiny_model(tmp_path / "m")) is None  # only loading a folder's model tells
+    spec = tiny_model(tmp_path / "m")
+    assert embedders.fingerprint_of(spec) is None  # only loading a folder's model tells
+    folder_vault = make_vault(tmp_path / "folder", model=spec).root
+    for _ in range(2):  # the second has nothing to embed, and loads the model to tell its fingerprint
+        res = run_vaultmem("index", "--json", "--vault", folder_vault)
+        assert res.returncode == 0, res.stderr
+        assert json.loads(res.stdout)["semantic"]["loaded"] is True
 
 
 # -- a tiny model built here: Chinese too, incremental vectors, model changes ------------------
