@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -44,17 +46,34 @@ def both_engines(request, monkeypatch) -> str:
     return request.param
 
 
+@pytest.fixture(scope="session")
+def _made_vaults(tmp_path_factory) -> dict:
+    """The vaults ``Vault.init`` made in this process, one for each language and orchestrator."""
+    return {"dir": tmp_path_factory.mktemp("made-vaults")}
+
+
+def _fresh_vault(made: dict, root: Path, lang: str, orchestrator: str) -> Vault:
+    """A new vault at ``root`` as ``Vault.init`` makes it. The first of each kind in a process
+    is made by ``Vault.init``; later ones are copies of it, its files and its git repository
+    byte for byte (git paths are relative), which takes a tenth of the time of init's
+    template and git commands. Tests of ``init`` itself call it."""
+    key = (lang, orchestrator)
+    if key not in made:
+        made[key], _ = Vault.init(made["dir"] / f"{lang}-{orchestrator}", lang=lang, orchestrator=orchestrator)
+    shutil.copytree(made[key].root, root, symlinks=True)
+    return Vault(root)
+
+
 @pytest.fixture
-def vault(tmp_path) -> Vault:
+def vault(tmp_path, _made_vaults) -> Vault:
     """A fresh Chinese-language vault whose orchestrator is 'lee'."""
-    v, _ = Vault.init(tmp_path / "vault", lang="zh", orchestrator="lee")
-    return v
+    return _fresh_vault(_made_vaults, tmp_path / "vault", "zh", "lee")
 
 
 @pytest.fixture
-def en_vault(tmp_path) -> Vault:
-    v, _ = Vault.init(tmp_path / "en-vault", lang="en", orchestrator="orch")
-    return v
+def en_vault(tmp_path, _made_vaults) -> Vault:
+    """A fresh English-language vault whose orchestrator is 'orch'."""
+    return _fresh_vault(_made_vaults, tmp_path / "en-vault", "en", "orch")
 
 
 class Cli:
@@ -81,6 +100,33 @@ def run_vaultmem(*args: str, cwd: Path | None = None, env: dict | None = None, t
     full_env = {**os.environ, **(env or {})}
     return subprocess.run([sys.executable, "-m", "vaultmem", *map(str, args)], cwd=cwd, env=full_env, input=stdin,
                           capture_output=True, text=True, timeout=timeout)
+
+
+def vaultmem_in_process(*args: str, cwd: Path | None = None, env: dict | None = None, stdin: str | None = None):
+    """Run the command line as :func:`run_vaultmem` does, with the same answer (exit code,
+    stdout, stderr), but in this process: for the many cases where what is checked is what a
+    command says or does, not what a process boundary does. A process's own matters — its
+    start-up, the walk-ahead child, signals, a terminal, a command that could hang, the
+    hooks' entry point — stay with :func:`run_vaultmem`. An exception the command lets out
+    fails the test as the traceback it would have printed."""
+    from vaultmem.adapters.cli import main
+
+    argv = [str(a) for a in args]
+    assert "hook" not in argv, "a hook runs through its own entry point: use run_vaultmem"
+    code = 0
+    argv_before = sys.argv
+    sys.argv = ["vaultmem", *argv]  # the program's name in usage lines, as the installed command's
+    with contextlib.chdir(cwd or os.getcwd()), CliRunner().isolation(input=stdin, env=env) as (out, err, _):
+        try:
+            main(args=argv)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            sys.argv = argv_before
+        said, warned = out.getvalue(), err.getvalue()
+    return subprocess.CompletedProcess(["vaultmem", *argv], code, said.decode("utf-8"), warned.decode("utf-8"))
 
 
 def run_vaultmem_tty(*args: str, answers: str, env: dict | None = None, timeout: float = 60):

@@ -202,16 +202,17 @@ def main_options(
     ctx.obj = Session(vault=vault, agent=as_, json=json_, ahead=launched.ahead)
 
 
-def main(ahead=None) -> None:
-    """Run the command line. ``ahead``: the walk the launcher started for the vault the
-    command names (``vaultmem.walk.WalkAhead``), kept on the session for the vault it opens."""
+def main(ahead=None, args: list[str] | None = None) -> None:
+    """Run the command line on ``args`` (by default the process's arguments). ``ahead``: the
+    walk the launcher started for the vault the command names (``vaultmem.walk.WalkAhead``),
+    kept on the session for the vault it opens."""
     try:
-        app(obj=Session(ahead=ahead))
+        app(args=args, obj=Session(ahead=ahead))
     except (VaultmemError, OSError) as exc:  # raised outside any command (commands answer their own)
         import sys
 
         from .. import edge
         from ._common import report
 
-        report(exc, "--json" in sys.argv[1:])
+        report(exc, "--json" in (sys.argv[1:] if args is None else args))
         sys.exit(edge.exit_code(exc))
