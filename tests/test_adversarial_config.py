@@ -1,6 +1,6 @@
 """Issue 28, points 10 and 12 (in part): config typos, the usage hint said twice, a garbage
 private key restored and verified, and the one form of dates in frontmatter. Real vaults in
-real git repositories, the real CLI as a subprocess (and in-process where output is all)."""
+real git repositories, the real CLI run in this process."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import re
 import tarfile
 
 import pytest
-from conftest import git, out_json, run_vaultmem
+from conftest import git, out_json, vaultmem_in_process
 
 from vaultmem import preservation
 from vaultmem.models import Actor
@@ -29,16 +29,16 @@ def test_config_set_refuses_an_unknown_key_names_the_nearest_and_writes_nothing(
     before, text = head(root), (root / CONFIG).read_bytes()
     for key, nearest in (("review.auto_harvst", "review.auto_harvest"), ("revew.auto_harvest", "review.auto_harvest"),
                          ("brief.windw", "brief.window"), ("hooks.claude.agnt", "hooks.claude.agent")):
-        done = run_vaultmem("config", "set", key, "true", cwd=root)
+        done = vaultmem_in_process("config", "set", key, "true", cwd=root)
         assert done.returncode == 2, (key, done.stdout, done.stderr)
         assert f"'{key}'" in done.stderr and f"'{nearest}'" in done.stderr, done.stderr
         assert (root / CONFIG).read_bytes() == text and head(root) == before
         assert git(root, "status", "--porcelain") == ""
-    as_json = run_vaultmem("config", "set", "review.auto_harvst", "true", "--json", cwd=root)
+    as_json = vaultmem_in_process("config", "set", "review.auto_harvst", "true", "--json", cwd=root)
     error = out_json(as_json)["error"]
     assert as_json.returncode == 2 and error["field"] == "key" and "review.auto_harvest" in error["hint"]
     # a group given whole is checked key by key
-    done = run_vaultmem("config", "set", "hooks.claude", "{agnt: bob}", cwd=root)
+    done = vaultmem_in_process("config", "set", "hooks.claude", "{agnt: bob}", cwd=root)
     assert done.returncode == 2 and "'hooks.claude.agnt'" in done.stderr and "'hooks.claude.agent'" in done.stderr
     assert (root / CONFIG).read_bytes() == text and head(root) == before
 
@@ -66,8 +66,8 @@ def test_doctor_and_verify_report_an_unknown_key_already_in_the_config_with_its_
     lines = text.splitlines()
     typo_line, colour_line = lines.index("  auto_harvst: true") + 1, lines.index("colour: blue") + 1
     # the vault still works: an unknown key is reported, not fatal
-    assert run_vaultmem("remember", "the api listens on 8080", "--type", "fact", cwd=root).returncode == 0
-    done = run_vaultmem("doctor", "--json", cwd=root)
+    assert vaultmem_in_process("remember", "the api listens on 8080", "--type", "fact", cwd=root).returncode == 0
+    done = vaultmem_in_process("doctor", "--json", cwd=root)
     assert done.returncode == 1
     found = {c["check"]: c for c in out_json(done)["checks"]}["the config names only known settings"]
     assert not found["ok"]
@@ -76,9 +76,9 @@ def test_doctor_and_verify_report_an_unknown_key_already_in_the_config_with_its_
     assert all(p["path"] == CONFIG for p in problems.values())
     assert "review.auto_harvst" in problems[typo_line]["problem"] and "review.auto_harvest" in problems[typo_line]["problem"]
     assert "colour" in problems[colour_line]["problem"]
-    text_out = run_vaultmem("doctor", cwd=root)
+    text_out = vaultmem_in_process("doctor", cwd=root)
     assert f"{CONFIG}:{typo_line}" in text_out.stdout, text_out.stdout
-    verified = run_vaultmem("verify", "--json", cwd=root)
+    verified = vaultmem_in_process("verify", "--json", cwd=root)
     assert verified.returncode == 1
     assert not {c["check"]: c for c in out_json(verified)["checks"]}["the config names only known settings"]["ok"]
 
@@ -109,7 +109,7 @@ def backed_up(en_vault, tmp_path):
     """A vault with alice's key, its bundle and its keys archive."""
     en_vault.shared.new_key("alice", Actor("alice"))
     bundle, keys = tmp_path / "team.bundle", tmp_path / "team-keys.tgz"
-    assert run_vaultmem("backup", "create", bundle, "--keys", keys, cwd=en_vault.root).returncode == 0
+    assert vaultmem_in_process("backup", "create", bundle, "--keys", keys, cwd=en_vault.root).returncode == 0
     return en_vault.root, bundle, keys
 
 
@@ -118,22 +118,22 @@ def test_restore_refuses_a_keys_archive_holding_a_key_that_does_not_parse(backed
     garbage = tmp_path / "garbage.tgz"
     keys_archive(garbage, {"alice.key": os.urandom(4096)})
     dest = tmp_path / "restored"
-    done = run_vaultmem("backup", "restore", bundle, dest, "--keys", garbage)
+    done = vaultmem_in_process("backup", "restore", bundle, dest, "--keys", garbage)
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert str(garbage) in done.stderr and "alice.key" in done.stderr and "nothing was restored" in done.stderr
     assert not dest.exists()
     # a key of the right length that is no base64, and one that is not 32 bytes
     for data in (b"!" * 44 + b"\n", b"c2hvcnQ=\n"):
         keys_archive(garbage.with_name("bad.tgz"), {"alice.key": data})
-        done = run_vaultmem("backup", "restore", bundle, dest, "--keys", garbage.with_name("bad.tgz"))
+        done = vaultmem_in_process("backup", "restore", bundle, dest, "--keys", garbage.with_name("bad.tgz"))
         assert done.returncode == 2 and "alice.key" in done.stderr and not dest.exists()
         garbage.with_name("bad.tgz").unlink()
     # a file that is no archive at all
     (tmp_path / "noise").write_bytes(os.urandom(3000))
-    done = run_vaultmem("backup", "restore", bundle, dest, "--keys", tmp_path / "noise")
+    done = vaultmem_in_process("backup", "restore", bundle, dest, "--keys", tmp_path / "noise")
     assert done.returncode == 2 and str(tmp_path / "noise") in done.stderr and not dest.exists()
     # the archive backup create wrote still restores, and verifies
-    done = run_vaultmem("backup", "restore", bundle, dest, "--keys", good)
+    done = vaultmem_in_process("backup", "restore", bundle, dest, "--keys", good)
     assert done.returncode == 0, done.stderr
 
 
@@ -143,31 +143,31 @@ def test_restore_refuses_an_oversize_keys_archive_or_key_before_reading_it(backe
     huge = tmp_path / "huge.tgz"  # sparse: costs no disk and is never read
     with open(huge, "wb") as fh:
         fh.truncate(preservation.MAX_KEYS_ARCHIVE_BYTES + 1)
-    done = run_vaultmem("backup", "restore", bundle, dest, "--keys", huge)
+    done = vaultmem_in_process("backup", "restore", bundle, dest, "--keys", huge)
     assert done.returncode == 2 and str(huge) in done.stderr and "bytes" in done.stderr, done.stderr
     assert not dest.exists()
     big_member = tmp_path / "big-member.tgz"  # zeros: a small archive whose key is oversize
     keys_archive(big_member, {"alice.key": b"\0" * (preservation.MAX_KEY_BYTES + 1)})
     assert big_member.stat().st_size < 4096
-    done = run_vaultmem("backup", "restore", bundle, dest, "--keys", big_member)
+    done = vaultmem_in_process("backup", "restore", bundle, dest, "--keys", big_member)
     assert done.returncode == 2 and "alice.key" in done.stderr and "bytes" in done.stderr, done.stderr
     assert not dest.exists()
 
 
 def test_verify_fails_on_a_private_key_that_does_not_parse(backed_up):
     root, _bundle, _keys = backed_up
-    assert run_vaultmem("verify", cwd=root).returncode == 0
+    assert vaultmem_in_process("verify", cwd=root).returncode == 0
     key = root / ".vaultmem/keys/alice.key"
     for garbage, why in ((os.urandom(40), "not base64"), (b"c2hvcnQ=\n", "holds 5 bytes"), (os.urandom(4096), "bytes")):
         key.write_bytes(garbage)
-        done = run_vaultmem("verify", "--json", cwd=root)
+        done = vaultmem_in_process("verify", "--json", cwd=root)
         assert done.returncode == 1
         found = {c["check"]: c for c in out_json(done)["checks"]}["the private keys parse"]
         assert not found["ok"] and found["problems"][0]["path"] == ".vaultmem/keys/alice.key"
         assert why in found["problems"][0]["problem"], found
     with open(key, "wb") as fh:  # sparse and oversize: refused by its size, never read whole
         fh.truncate(200 * 1024 * 1024)
-    done = run_vaultmem("verify", "--json", cwd=root)
+    done = vaultmem_in_process("verify", "--json", cwd=root)
     found = {c["check"]: c for c in out_json(done)["checks"]}["the private keys parse"]
     assert done.returncode == 1 and "bytes" in found["problems"][0]["problem"]
 

@@ -14,7 +14,7 @@ import sys
 
 import anyio
 import pytest
-from conftest import SAFETY_NET, Lines, git, run_vaultmem
+from conftest import SAFETY_NET, Lines, git, run_vaultmem, vaultmem_in_process
 from mcp import Client, MCPError, StdioServerParameters
 
 from vaultmem import BadInput, Vault, limits
@@ -49,10 +49,11 @@ def text_of(result) -> str:
 
 
 def test_search_with_a_billion_hits_is_refused_naming_n_and_its_range_on_tantivy(tv):
+    # a process: unchecked, tantivy aborted it (exit 134), which would end pytest with it
     r = run_vaultmem("--vault", tv.root, "search", "redis", "-n", str(HUGE), env=TANTIVY)
     assert r.returncode == 2, (r.returncode, r.stderr[-500:])  # was 134: memory allocation failed
     assert r.stderr == "error: -n: is 1000000000; it must be 1–1,000 hits\n"
-    r = run_vaultmem("--vault", tv.root, "search", "redis", "-n", "1000", "--json", env=TANTIVY)
+    r = vaultmem_in_process("--vault", tv.root, "search", "redis", "-n", "1000", "--json", env=TANTIVY)
     assert r.returncode == 0 and len(json.loads(r.stdout)["hits"]) == 3
 
 
@@ -64,7 +65,7 @@ def test_search_with_a_billion_hits_is_refused_naming_n_and_its_range_on_tantivy
 ])
 def test_cli_brief_and_dispatch_refuse_a_huge_budget_before_writing_anything(tv, args, flag):
     head = git(tv.root, "rev-parse", "HEAD")
-    r = run_vaultmem("--vault", tv.root, *args, env=TANTIVY)
+    r = vaultmem_in_process("--vault", tv.root, *args, env=TANTIVY)
     assert r.returncode == 2 and r.stderr == f"error: {flag}: is {10**12}; it must be 1–10,000,000 tokens\n", r.stderr
     assert git(tv.root, "rev-parse", "HEAD") == head and not (tv.root / "agents" / "cache.md").exists()
 
@@ -232,7 +233,7 @@ def test_a_current_that_is_not_a_file_is_rebuilt(tmp_path, engine, shape):
     v, _ = Vault.init(tmp_path / "v", lang="en", orchestrator="orch")
     env = {"VAULTMEM_INDEX_ENGINE": engine}
     (v.root / "memories" / "a.md").write_text("---\nname: a\ntype: fact\n---\nredis port\n", encoding="utf-8")
-    assert run_vaultmem("--vault", v.root, "index", env=env).returncode == 0
+    assert vaultmem_in_process("--vault", v.root, "index", env=env).returncode == 0
     current = v.root / ".vaultmem" / "index" / "CURRENT"
     gen = current.read_text().strip()
     current.unlink()
@@ -243,15 +244,16 @@ def test_a_current_that_is_not_a_file_is_rebuilt(tmp_path, engine, shape):
         os.mkfifo(current)  # opened for reading, it would wait for a writer forever
     else:
         current.symlink_to(gen)
+    run = run_vaultmem if shape == "fifo" else vaultmem_in_process  # a process: its timeout guards a FIFO's read
     for _ in range(2):  # rebuilt once, then used as it is
-        r = run_vaultmem("--vault", v.root, "search", "redis", "--json", env=env)
+        r = run("--vault", v.root, "search", "redis", "--json", env=env)
         assert r.returncode == 0, r.stderr
         assert [h["id"] for h in json.loads(r.stdout)["hits"]] == ["memories/a.md"]
     assert current.is_file() and not current.is_symlink() and current.read_text().startswith("gen-")
 
 
 def test_search_help_keeps_its_syntax_table_and_examples_one_row_a_line():
-    r = run_vaultmem("search", "--help", env={"COLUMNS": "160", "TERMINAL_WIDTH": "160"})
+    r = vaultmem_in_process("search", "--help", env={"COLUMNS": "160", "TERMINAL_WIDTH": "160"})
     assert r.returncode == 0, r.stderr
     lines = [ln.strip(" │") for ln in r.stdout.splitlines()]
     starts = ['"exact phrase"   its words in a row', '-word, -"a b"    leave out what holds it',
@@ -267,7 +269,7 @@ def test_search_help_keeps_its_syntax_table_and_examples_one_row_a_line():
 
 def test_log_tail_and_history_refuse_a_huge_count_as_the_mcp_server_does(tv):
     for args in (["log", "tail", "-n", str(HUGE)], ["history", "orch", "-n", str(HUGE)]):
-        r = run_vaultmem("--vault", tv.root, *args, env=TANTIVY)
+        r = vaultmem_in_process("--vault", tv.root, *args, env=TANTIVY)
         assert r.returncode == 2 and r.stderr == "error: -n: is 1000000000; it must be 1–10,000 entries\n", r.stderr
 
 

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import git, run_vaultmem
+from conftest import git, run_vaultmem, vaultmem_in_process
 
 from vaultmem import Vault, guard
 
@@ -100,13 +100,13 @@ SECRET_VALUES = [LOW_ANTHROPIC, PASSWORD, PREFIXED["github-fine-grained"], PREFI
 
 def test_remember_and_the_inbox_keep_no_prefixed_key_or_pass(tmp_path):
     v, _ = Vault.init(tmp_path / "vault", lang="en", orchestrator="orch")
-    r = run_vaultmem("--vault", v.root, "remember", SECRET_TEXT, "--type", "fact", "--name", "staging access")
+    r = vaultmem_in_process("--vault", v.root, "remember", SECRET_TEXT, "--type", "fact", "--name", "staging access")
     assert r.returncode == 0, r.stderr
     assert "redacted a anthropic-key in the text" in r.stderr and "redacted a password" in r.stderr
     # another fact with the same secrets (a repeat of the note would not be filed: memory holds it)
     agent_text = (f"Production deploys read {LOW_ANTHROPIC}; the backup host pass: {PASSWORD}; the release bot "
                   f"signs with {PREFIXED['github-fine-grained']}, the maps widget calls {PREFIXED['google']}")
-    r = run_vaultmem("--vault", v.root, "--as", "ella", "remember", agent_text, "--type", "fact")
+    r = vaultmem_in_process("--vault", v.root, "--as", "ella", "remember", agent_text, "--type", "fact")
     assert r.returncode == 0, r.stderr
     assert list((v.root / "inbox").glob("i-*.md")), "an agent's fact goes to the inbox"
     assert leaks(v.root, SECRET_VALUES) == []
@@ -118,7 +118,7 @@ def test_journal_add_keeps_no_prefixed_key_or_pass(tmp_path):
     t.write_text(json.dumps({"role": "user", "content": SECRET_TEXT, "timestamp": "2026-12-01T10:00:00Z"}) + "\n"
                  + json.dumps({"role": "assistant", "content": "noted", "timestamp": "2026-12-01T10:00:05Z"}) + "\n",
                  encoding="utf-8")
-    r = run_vaultmem("--vault", v.root, "journal", "add", t, "--session", "s-1")
+    r = vaultmem_in_process("--vault", v.root, "journal", "add", t, "--session", "s-1")
     assert r.returncode == 0, r.stderr
     day = (v.root / "journal" / "2026-12-01.md").read_text(encoding="utf-8")
     assert "[redacted:anthropic-key:" in day and "[redacted:password:" in day and "noted" in day
@@ -177,7 +177,7 @@ def test_an_import_keeps_each_items_file_path_and_still_scrubs_its_text(tmp_path
         (project / "CLAUDE.md").write_text(f"# Rules {n}\n\n- Use pnpm, not npm ({n}).\n"
                                            f"- The CI token is {PREFIXED['github-classic']} ({n}).\n",
                                            encoding="utf-8")
-        r = run_vaultmem("--vault", v.root, "import", "claude-code", project, "--json")
+        r = vaultmem_in_process("--vault", v.root, "import", "claude-code", project, "--json")
         assert r.returncode == 0, r.stderr
         done = json.loads(r.stdout)
         sources = sorted(i["note"]["source"] for i in done["items"])
@@ -196,7 +196,7 @@ def test_a_json_lines_import_keeps_its_path_and_scrubs_the_lines_own_source(tmp_
     src = folder / "mem0.jsonl"
     src.write_text(json.dumps({"memory": "Staging has two replicas", "source": f"chat with {LOW_ANTHROPIC}"}) + "\n",
                    encoding="utf-8")
-    r = run_vaultmem("--vault", v.root, "import", "jsonl", src, "--json")
+    r = vaultmem_in_process("--vault", v.root, "import", "jsonl", src, "--json")
     assert r.returncode == 0, r.stderr
     source = json.loads(r.stdout)["items"][0]["note"]["source"]
     assert source.startswith(f"jsonl {src}:1 (chat with [redacted:anthropic-key:"), source
@@ -204,6 +204,8 @@ def test_a_json_lines_import_keeps_its_path_and_scrubs_the_lines_own_source(tmp_
 
 
 # -- point 6: a JSON line nested too deep ---------------------------------------------------------
+# Real processes: JSON this deep meets the interpreter's recursion limit, whose depth depends on
+# the stack it is read from; a command's own process is what a user's run has.
 
 DEEP = "[" * 2000 + "]" * 2000
 

@@ -11,7 +11,7 @@ import re
 
 import anyio
 import pytest
-from conftest import hermes_provider, run_vaultmem
+from conftest import hermes_provider, run_vaultmem, vaultmem_in_process
 from mcp import Client
 
 from vaultmem import BadInput, ParseError, Vault, VaultmemError
@@ -383,11 +383,11 @@ def test_a_broken_page_is_said_in_the_brief_and_nothing_else_breaks(page_vault):
 
 
 def test_cli_brief_and_dispatch(page_vault):
-    r = run_vaultmem("brief", ROLE, "--task", UNRELATED_TASK, "--tokens", "600", "--vault", page_vault.root)
+    r = vaultmem_in_process("brief", ROLE, "--task", UNRELATED_TASK, "--tokens", "600", "--vault", page_vault.root)
     assert r.returncode == 0, r.stderr
     assert WORK in r.stdout and CONTEXT in r.stdout
-    r = run_vaultmem("--json", "dispatch", ROLE, "--task", UNRELATED_TASK, "--project", "dashboard", "--as", "lee",
-                     "--vault", page_vault.root)
+    r = vaultmem_in_process("--json", "dispatch", ROLE, "--task", UNRELATED_TASK, "--project", "dashboard",
+                            "--as", "lee", "--vault", page_vault.root)
     data = json.loads(r.stdout)
     assert data["layers"]["page"] == {"shown": 2, "of": 2} and WORK in data["markdown"]
 

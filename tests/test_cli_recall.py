@@ -200,8 +200,9 @@ def test_brief_lines_say_who_stated_each_fact(cli, team):
 def test_a_search_by_a_person_never_asks_git_who_they_are(team, tmp_path):
     """A read needs no author: the human's search loads no git library (it costs a cold
     search a tenth of its time); who asks still decides who may search the journal."""
-    from conftest import run_vaultmem
+    from conftest import run_vaultmem, vaultmem_in_process
 
+    # a real process: what it imported on start-up is the point
     res = run_vaultmem("search", "useEffect", "--json", env={"VAULTMEM_VAULT": str(team.root),
                                                              "PYTHONPROFILEIMPORTTIME": "1", "VAULTMEM_AGENT": ""})
     assert res.returncode == 0, res.stderr
@@ -209,9 +210,9 @@ def test_a_search_by_a_person_never_asks_git_who_they_are(team, tmp_path):
     assert "vaultmem.vault" in imported and "git" not in imported
     assert any(h["path"] == "agents/前端审查.md" for h in out_json(res)["hits"])
     for who, allowed in ((["--as", "前端审查"], False), (["--as", "lee"], True), ([], True)):
-        res = run_vaultmem("search", "useEffect", "--journal", *who, env={"VAULTMEM_VAULT": str(team.root),
-                                                                           "VAULTMEM_AGENT": ""})
+        res = vaultmem_in_process("search", "useEffect", "--journal", *who, env={"VAULTMEM_VAULT": str(team.root),
+                                                                                  "VAULTMEM_AGENT": ""})
         assert (res.returncode == 0) is allowed, (who, res.stderr)
         assert allowed or "may not read the journal" in res.stderr
-    bad = run_vaultmem("search", "x", "--as", "../etc", env={"VAULTMEM_VAULT": str(team.root)})
+    bad = vaultmem_in_process("search", "x", "--as", "../etc", env={"VAULTMEM_VAULT": str(team.root)})
     assert bad.returncode != 0 and "agent name" in bad.stderr

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import git, holds_flock, out_json, run_vaultmem
+from conftest import git, holds_flock, out_json, run_vaultmem, vaultmem_in_process
 
 from vaultmem.analysis import query_tokens
 from vaultmem.index import Filters
@@ -211,6 +211,8 @@ def test_tantivys_writer_lock_held_elsewhere_is_busy_not_a_traceback(cli, notes,
         assert holder.stdout.readline().strip() == "holding"
         (notes.root / "memories" / "port.md").write_text(NOTE.format(n="port", body="后端端口改为9090"),
                                                           encoding="utf-8")
+        # real processes while the lock is held: a command that waited on it for ever would
+        # hang the test run, not only fail it (the subprocess timeout is the guard)
         r = run_vaultmem("--vault", notes.root, "index", "--json")
         assert r.returncode == 4 and "Traceback" not in r.stderr, r.stderr + r.stdout
         assert out_json(r)["error"]["type"] == "busy" and "writer lock" in out_json(r)["error"]["message"]
@@ -220,7 +222,7 @@ def test_tantivys_writer_lock_held_elsewhere_is_busy_not_a_traceback(cli, notes,
     finally:
         holder.kill()
         holder.wait()  # its lock (a flock) went with it
-    r = run_vaultmem("--vault", notes.root, "index", "--json")
+    r = vaultmem_in_process("--vault", notes.root, "index", "--json")
     assert r.returncode == 0 and out_json(r)["modified"] == ["memories/port.md"], r.stderr
     assert hits(cli, notes, "9090") == ["memories/port.md"]
 
@@ -234,8 +236,8 @@ def test_both_engines_score_the_dev_set_alike(tmp_path):
                    capture_output=True)
     reports = {}
     for engine in ("whoosh", "tantivy"):
-        r = run_vaultmem("eval", root / "benchmarks" / "devset" / "queries.yaml", "--vault", vault, "--at", "",
-                         "--engine", engine, "--json", timeout=300)
+        r = vaultmem_in_process("eval", root / "benchmarks" / "devset" / "queries.yaml", "--vault", vault, "--at", "",
+                                "--engine", engine, "--json")
         assert r.returncode == 0, r.stderr
         reports[engine] = json.loads(r.stdout)
         assert f"(engine {engine})" in reports[engine]["frozen"]

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import git, out_json, run_vaultmem
+from conftest import git, out_json, run_vaultmem, vaultmem_in_process
 
 from vaultmem import forgetting, upkeep, usage
 
@@ -240,10 +240,11 @@ def test_gc_while_agents_write_and_a_watcher_runs_loses_no_write(vault, tmp_path
         note(vault, f"old-{n:02d}", confirmed=OLD)
     commit(vault)
     env = {**os.environ, "VAULTMEM_VAULT": str(vault.root)}
-    assert run_vaultmem("page", "ensure", "前端审查", "--as", "lee", env=env).returncode == 0
+    assert vaultmem_in_process("page", "ensure", "前端审查", "--as", "lee", env=env).returncode == 0
     items = []
     for i in range(6):
-        filed = run_vaultmem("remember", f"proposal {i} from ella", "--type", "fact", "--as", "ella", "--json", env=env)
+        filed = vaultmem_in_process("remember", f"proposal {i} from ella", "--type", "fact", "--as", "ella", "--json",
+                                    env=env)
         assert filed.returncode == 0, filed.stderr
         items.append(json.loads(filed.stdout)["items"][0]["id"])
     watcher = subprocess.Popen([sys.executable, "-m", "vaultmem", "--vault", str(vault.root), "watch"], env=env,

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import SAFETY_NET, Lines, git, holds_flock, index_files, kill_now, kill_when
+from conftest import SAFETY_NET, Lines, git, holds_flock, index_files, kill_now, kill_when, vaultmem_in_process
 
 from vaultmem.index import Filters
 from vaultmem.index.store import INDEX_DIR, LOCK_FILE, IndexStore
@@ -132,6 +132,7 @@ def test_damaged_index_is_rebuilt_and_answers_correctly(filled, damage):
         import shutil
 
         shutil.rmtree(base)
+    # a real process: tantivy opens the damaged files, and native code that aborted would end the run
     r = subprocess.run([sys.executable, "-m", "vaultmem", "--vault", str(filled.root), "search", "端口", "--json"],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
@@ -167,6 +168,7 @@ def test_process_killed_during_index_commits_leaves_an_index_that_answers(filled
         else:
             kill_when(proc, lambda: holds_flock(filled.root / LOCK_FILE))  # in the middle of an update, for certain
         out.text()
+        # a real process: it opens what the killed writer left, in native code
         r = subprocess.run([sys.executable, "-m", "vaultmem", "--vault", str(filled.root), "search", "PostgreSQL",
                             "--json"], capture_output=True, text=True)
         assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
@@ -312,8 +314,7 @@ def test_a_killed_rebuild_leaves_no_generation_behind(filled):
         building = _generations(base) - {live}
         assert len(building) == 1
         # while it builds (and holds the index lock) nobody removes its folder
-        r = subprocess.run([sys.executable, "-m", "vaultmem", "--vault", str(filled.root), "search", "PostgreSQL",
-                            "--json"], capture_output=True, text=True)
+        r = vaultmem_in_process("--vault", filled.root, "search", "PostgreSQL", "--json")
         assert r.returncode == 0 and '"memories/db.md"' in r.stdout, r.stderr
         assert building <= _generations(base)
     finally:
@@ -322,8 +323,7 @@ def test_a_killed_rebuild_leaves_no_generation_behind(filled):
         proc.stdin.close()
         proc.stdout.close()
     assert building <= _generations(base) and (base / "CURRENT").read_text().strip() == live
-    r = subprocess.run([sys.executable, "-m", "vaultmem", "--vault", str(filled.root), "search", "PostgreSQL", "--json"],
-                       capture_output=True, text=True)
+    r = vaultmem_in_process("--vault", filled.root, "search", "PostgreSQL", "--json")
     assert r.returncode == 0 and '"memories/db.md"' in r.stdout, r.stderr
     assert _generations(base) == {live}  # the orphan is gone, the live one stays
     IndexStore(filled.root).rebuild()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git, hermes_provider, out_json, run_vaultmem, wait_until, write_note
+from conftest import git, hermes_provider, out_json, run_vaultmem, vaultmem_in_process, wait_until, write_note
 from vaultmem import journal
 from vaultmem.errors import BadInput, PermissionRefused
 from vaultmem.vault import Vault
@@ -59,7 +59,7 @@ def day_file(v: Vault, day: str) -> str:
 
 def test_a_claude_code_session_is_filed_turn_by_turn_with_ids_and_provenance(en_vault, tmp_path):
     path = claude_transcript(tmp_path / "sess-1.jsonl")
-    done = run_vaultmem("journal", "add", path, "--agent", "claude-code", "--json", cwd=en_vault.root)
+    done = vaultmem_in_process("journal", "add", path, "--agent", "claude-code", "--json", cwd=en_vault.root)
     assert done.returncode == 0, done.stderr
     data = out_json(done)
     assert (data["session"], data["shape"], data["added"], data["days"]) == ("sess-1", "claude-code", 4, ["2026-12-01"])
@@ -76,7 +76,7 @@ def test_a_claude_code_session_is_filed_turn_by_turn_with_ids_and_provenance(en_
     assert AWS not in text and "[redacted:aws-access-key:" in text
     assert "redacted a aws-access-key" in " ".join(data["warnings"])
     assert AWS not in git(en_vault.root, "log", "-p", "--all")
-    assert out_json(run_vaultmem("search", AWS, "--journal", "--json", cwd=en_vault.root))["hits"] == []
+    assert out_json(vaultmem_in_process("search", AWS, "--journal", "--json", cwd=en_vault.root))["hits"] == []
     assert git(en_vault.root, "status", "--porcelain") == ""
     assert git(en_vault.root, "log", "-1", "--format=%s").startswith("journal: session sess-1: 4 new turns")
 
@@ -91,7 +91,7 @@ def test_a_transcript_holding_a_cut_emoji_is_filed(en_vault, tmp_path):
     path = tmp_path / "s-cut.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     assert "\\ud83d" in path.read_text(encoding="utf-8")  # escaped alone in the file, as Claude Code writes it
-    done = run_vaultmem("journal", "add", path, "--agent", "claude-code", "--json", cwd=en_vault.root)
+    done = vaultmem_in_process("journal", "add", path, "--agent", "claude-code", "--json", cwd=en_vault.root)
     assert done.returncode == 0 and out_json(done)["added"] == 2, done.stdout + done.stderr
     text = day_file(en_vault, "2026-12-01")
     assert "cut here \ufffd" in text and "a whole one \U0001f600 and a stray \ufffd" in text
@@ -172,7 +172,7 @@ def test_a_broken_transcript_is_reported_with_file_and_line_and_nothing_is_filed
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
     head = git(en_vault.root, "rev-parse", "HEAD")
-    done = run_vaultmem("journal", "add", path, cwd=en_vault.root)
+    done = vaultmem_in_process("journal", "add", path, cwd=en_vault.root)
     assert done.returncode == 2
     assert f"{path}:{line}: " in done.stderr and says in done.stderr and "nothing was filed" in done.stderr
     assert not list((en_vault.root / "journal").glob("*.md"))
@@ -217,13 +217,13 @@ def test_the_journal_never_leaks_into_a_normal_search_or_brief(en_vault, tmp_pat
     en_vault.journal.add(claude_transcript(tmp_path / "s.jsonl"), en_vault.actor(None))
     root = en_vault.root
     for args in (["search", "argon2"], ["search", "argon2", "--agent", "coder"], ["search", "argon2", "--as", "orch"]):
-        assert out_json(run_vaultmem(*args, "--json", cwd=root))["hits"] == [], args
-    found = out_json(run_vaultmem("search", "argon2", "--journal", "--json", cwd=root))["hits"]
+        assert out_json(vaultmem_in_process(*args, "--json", cwd=root))["hits"] == [], args
+    found = out_json(vaultmem_in_process("search", "argon2", "--journal", "--json", cwd=root))["hits"]
     assert found and {h["kind"] for h in found} == {"journal"}
     assert found[0]["path"] == "journal/2026-12-01.md" and found[0]["entry_id"].startswith("j-")
     # another agent may not read it, by --journal or by kind
     for args in (["--journal", "--as", "coder"], ["--kind", "journal", "--agent", "coder"]):
-        refused = run_vaultmem("search", "argon2", *args, cwd=root)
+        refused = vaultmem_in_process("search", "argon2", *args, cwd=root)
         assert refused.returncode == 3 and "may not read the journal" in refused.stderr, args
     # memory's index holds none of it: the journal has an index of its own, git-ignored
     v = Vault.open(root)
@@ -233,7 +233,7 @@ def test_the_journal_never_leaks_into_a_normal_search_or_brief(en_vault, tmp_pat
     assert Vault.open(root).index_status()["files"] == files_in_memory
     assert (root / ".vaultmem/index/journal").is_dir()
     assert git(root, "status", "--porcelain") == "?? journal/2026-12-05.md\n"
-    refused = run_vaultmem("search", "argon2", "--kind", "journal", "--kind", "note", cwd=root)
+    refused = vaultmem_in_process("search", "argon2", "--kind", "journal", "--kind", "note", cwd=root)
     assert refused.returncode == 2 and "searched on its own" in refused.stderr
     # a brief for another role never falls back to it
     brief = en_vault.brief("coder", "which hashing algorithm for the login, argon2?")
@@ -270,15 +270,16 @@ def test_a_delegation_record_is_no_evidence_that_keeps_the_journal_closed(en_vau
 def test_ask_falls_back_to_the_journal_for_a_human_and_says_when_nothing_is_known(en_vault, tmp_path):
     en_vault.journal.add(claude_transcript(tmp_path / "s.jsonl"), en_vault.actor(None))
     root = en_vault.root
-    assert run_vaultmem("page", "ensure", "coder", "--as", "orch", cwd=root).returncode == 0
-    done = run_vaultmem("ask", "coder", "which hashing algorithm, argon2?", cwd=root)
+    assert vaultmem_in_process("page", "ensure", "coder", "--as", "orch", cwd=root).returncode == 0
+    done = vaultmem_in_process("ask", "coder", "which hashing algorithm, argon2?", cwd=root)
     assert done.returncode == 0 and done.stdout.startswith("- from the journal (session sess-1, 2026-12-01 09:01:00 user)")
-    data = out_json(run_vaultmem("ask", "coder", "which hashing algorithm, argon2?", "--json", cwd=root))
+    data = out_json(vaultmem_in_process("ask", "coder", "which hashing algorithm, argon2?", "--json", cwd=root))
     assert data["journal_searched"] and data["hits"][0]["kind"] == "journal"
     # another agent asking gets the role's memory only
-    data = out_json(run_vaultmem("ask", "coder", "which hashing algorithm, argon2?", "--json", "--as", "coder", cwd=root))
+    data = out_json(vaultmem_in_process("ask", "coder", "which hashing algorithm, argon2?", "--json", "--as", "coder",
+                                        cwd=root))
     assert not data["journal_searched"] and not any(h["kind"] == "journal" for h in data["hits"])
-    done = run_vaultmem("ask", "coder", "kubernetes ingress certificate", cwd=root)
+    done = vaultmem_in_process("ask", "coder", "kubernetes ingress certificate", cwd=root)
     assert done.stdout.startswith("nothing known: neither this role's memory nor the journal holds anything relevant")
 
 
@@ -336,7 +337,7 @@ def test_consolidate_writes_the_days_record_once_and_keeps_sequence_decisions_do
     assert "journal/2026-12-01.md#record" in [h.doc.id for h in hits]
     with pytest.raises(PermissionRefused):
         en_vault.journal.consolidate(en_vault.actor("coder"), day="2026-12-01")
-    done = run_vaultmem("journal", "consolidate", "--date", "2026-11-11", cwd=en_vault.root)
+    done = vaultmem_in_process("journal", "consolidate", "--date", "2026-11-11", cwd=en_vault.root)
     assert done.returncode == 1 and "the journal has no day 2026-11-11" in done.stderr
 
 
@@ -482,8 +483,8 @@ def test_a_chinese_vault_names_its_journal_and_record_in_chinese(vault, tmp_path
 
 
 def test_help_teaches_the_journal_commands():
-    done = run_vaultmem("journal", "--help")
+    done = vaultmem_in_process("journal", "--help")
     assert done.returncode == 0 and all(c in done.stdout for c in ("add", "consolidate", "prune", "days"))
-    done = run_vaultmem("journal", "add", "--help")
+    done = vaultmem_in_process("journal", "add", "--help")
     assert done.returncode == 0 and "--session" in done.stdout and "Examples" in done.stdout
-    assert "--journal" in run_vaultmem("search", "--help").stdout
+    assert "--journal" in vaultmem_in_process("search", "--help").stdout

@@ -6,7 +6,7 @@ import json
 import re
 from types import SimpleNamespace
 
-from conftest import git, out_json, run_vaultmem
+from conftest import git, out_json, vaultmem_in_process
 
 from vaultmem.adapters.cli import render
 
@@ -22,34 +22,34 @@ def _safe(text: str) -> None:
 
 def test_note_text_with_escape_sequences_is_shown_not_obeyed(en_vault):
     root = en_vault.root
-    assert run_vaultmem("--vault", root, "remember", EVIL, "--type", "fact").returncode == 0
-    assert run_vaultmem("--vault", root, "page", "ensure", "bob").returncode == 0
-    assert run_vaultmem("--vault", root, "page", "add", "bob", EVIL).returncode == 0
-    assert run_vaultmem("--vault", root, "keys", "new", "ella").returncode == 0
+    assert vaultmem_in_process("--vault", root, "remember", EVIL, "--type", "fact").returncode == 0
+    assert vaultmem_in_process("--vault", root, "page", "ensure", "bob").returncode == 0
+    assert vaultmem_in_process("--vault", root, "page", "add", "bob", EVIL).returncode == 0
+    assert vaultmem_in_process("--vault", root, "keys", "new", "ella").returncode == 0
     # another fact (another port: memory holds the first, which an agent's repeat would not file)
-    assert run_vaultmem("--vault", root, "--as", "ella", "remember", EVIL.replace("8080", "9090"),
-                        "--type", "fact").returncode == 0
+    assert vaultmem_in_process("--vault", root, "--as", "ella", "remember", EVIL.replace("8080", "9090"),
+                               "--type", "fact").returncode == 0
     # the live log refuses control characters itself; its display is covered all the same
     for args in (["search", "port"], ["brief", "bob", "--task", "port 8080"], ["page", "show", "bob"],
                  ["review", "list"], ["audit"], ["ask", "bob", "port"], ["index", "--rebuild"],
                  ["forget", "nosuch\x1b[2Jslug"], ["brief", "bob", "--task", EVIL]):
-        r = run_vaultmem("--vault", root, *args)
+        r = vaultmem_in_process("--vault", root, *args)
         _safe(r.stdout)
         _safe(r.stderr)
-    r = run_vaultmem("--vault", root, "search", "port")
+    r = vaultmem_in_process("--vault", root, "search", "port")
     assert "␛]0;pwned␇" in r.stdout and "\\u202eexe.txt" in r.stdout and "\\x9b2J" in r.stdout
     assert "端口 😀 👨\u200d👩\u200d👧" in r.stdout  # Chinese, emoji and joined emoji intact
-    item = json.loads(run_vaultmem("--vault", root, "--json", "review", "list").stdout)
+    item = json.loads(vaultmem_in_process("--vault", root, "--json", "review", "list").stdout)
     item_id = (item["items"] if isinstance(item, dict) else item)[0]["id"]
-    r = run_vaultmem("--vault", root, "review", "show", item_id)
+    r = vaultmem_in_process("--vault", root, "review", "show", item_id)
     assert r.returncode == 0 and "pwned" in r.stdout
     _safe(r.stdout)
 
 
 def test_json_output_escapes_what_a_terminal_would_act_on_and_keeps_the_value(en_vault):
     root = en_vault.root
-    assert run_vaultmem("--vault", root, "remember", EVIL, "--type", "fact").returncode == 0
-    r = run_vaultmem("--vault", root, "--json", "search", "port")
+    assert vaultmem_in_process("--vault", root, "remember", EVIL, "--type", "fact").returncode == 0
+    r = vaultmem_in_process("--vault", root, "--json", "search", "port")
     _safe(r.stdout)
     assert "端口" in r.stdout  # not ASCII-escaped: still readable
     snippet = out_json(r)["hits"][0]["snippet"]
@@ -78,7 +78,7 @@ BODY = "MIIEowIBAAKCAQEAvZQ5w0rT7yJ3k9Lm2Xq8sN4pB6cD1eF0gH2iJ3kL4mN5oP6q"
 
 def test_a_key_given_as_text_is_taken_as_text_and_stored_redacted(en_vault):
     root = en_vault.root
-    r = run_vaultmem("--vault", root, "remember", PEM, "--type", "fact")
+    r = vaultmem_in_process("--vault", root, "remember", PEM, "--type", "fact")
     assert r.returncode == 0, r.stderr
     assert BODY not in r.stdout + r.stderr
     assert "redacted a private-key" in r.stderr
@@ -86,7 +86,7 @@ def test_a_key_given_as_text_is_taken_as_text_and_stored_redacted(en_vault):
     stored = [p.read_text() for p in (root / "memories").glob("*.md")]
     assert len(stored) == 1 and "[redacted:private-key:" in stored[0] and BODY not in stored[0]
     # other text that starts with a dash
-    r = run_vaultmem("--vault", root, "remember", "- the deploy needs two approvals", "--type", "fact")
+    r = vaultmem_in_process("--vault", root, "remember", "- the deploy needs two approvals", "--type", "fact")
     assert r.returncode == 0, r.stderr
 
 
@@ -95,7 +95,7 @@ def test_no_error_repeats_a_secret(en_vault):
     for args in (["remember", "x", "--type", PEM], ["brief", "bob", "--task", "x", "--tokens", PEM],
                  ["remember", PEM], ["search", "port", "-n", PEM], ["remember", "x", "--type", "fact", PEM]):
         for extra in ([], ["--json"]):
-            r = run_vaultmem("--vault", root, *extra, *args)
+            r = vaultmem_in_process("--vault", root, *extra, *args)
             assert r.returncode == 2, (args, r.stdout, r.stderr)
             assert BODY not in r.stdout + r.stderr, args
             assert "Traceback" not in r.stderr
@@ -110,43 +110,45 @@ def test_with_json_every_usage_error_is_an_error_object_on_stdout(en_vault):
              (["no-such-command"], None),
              (["log", "tail", "-n"], "-n")]
     for args, option in cases:
-        r = run_vaultmem("--vault", root, "--json", *args)
+        r = vaultmem_in_process("--vault", root, "--json", *args)
         assert r.returncode == 2, (args, r.stdout, r.stderr)
         err = out_json(r)["error"]
         assert err["type"] == "usage_error" and err["message"] and err["hint"], args
         if option:
             assert err["option"] == option, (args, err)
         assert "╭" not in r.stderr + r.stdout and r.stderr == "", (args, r.stderr)
-        r = run_vaultmem("--vault", root, *args)  # for people: one error line and a hint, no box
+        r = vaultmem_in_process("--vault", root, *args)  # for people: one error line and a hint, no box
         assert r.returncode == 2 and r.stdout == ""
         assert r.stderr.startswith("error: ") and "\n  hint: " in r.stderr and "╭" not in r.stderr
 
 
 def test_help_flows_and_says_nothing_internal():
     for args in (["brief", "--help"], ["dispatch", "--help"], ["index", "--help"], ["init", "--help"]):
-        r = run_vaultmem(*args, env={"COLUMNS": "200"})
+        r = vaultmem_in_process(*args, env={"COLUMNS": "200"})
         assert r.returncode == 0
         assert "seed" not in r.stdout.lower() and "000" not in r.stdout and "vault-template" not in r.stdout
-    r = run_vaultmem("brief", "--help", env={"COLUMNS": "200"})
+    r = vaultmem_in_process("brief", "--help", env={"COLUMNS": "200"})
     # one paragraph of the docstring, on one line at this width (it was broken at the source's line ends)
     assert "its own page whole (project context, working memory, the latest sub-agent records), newest first" in r.stdout
 
 
 def test_a_budget_too_small_for_anything_says_so_and_the_least_that_carries_a_line(en_vault):
     root = en_vault.root
-    assert run_vaultmem("--vault", root, "remember", "the backend port is 8080", "--type", "fact").returncode == 0
-    assert run_vaultmem("--vault", root, "page", "ensure", "bob").returncode == 0  # no "no page yet" warning
-    r = run_vaultmem("--vault", root, "brief", "bob", "--task", "port", "--tokens", "60")
+    assert vaultmem_in_process("--vault", root, "remember", "the backend port is 8080", "--type",
+                               "fact").returncode == 0
+    assert vaultmem_in_process("--vault", root, "page", "ensure", "bob").returncode == 0  # no "no page yet" warning
+    r = vaultmem_in_process("--vault", root, "brief", "bob", "--task", "port", "--tokens", "60")
     assert r.returncode == 0
     warning = re.search(r"warning: a budget of 60 tokens holds only the brief's header: nothing from memory fits; "
                         r"allow at least (\d+) tokens", r.stderr)
     assert warning, r.stderr
     assert "## " not in r.stdout  # no section heading without a line under it
     least = warning.group(1)
-    r = run_vaultmem("--vault", root, "--json", "brief", "bob", "--task", "port", "--tokens", least)
+    r = vaultmem_in_process("--vault", root, "--json", "brief", "bob", "--task", "port", "--tokens", least)
     b = out_json(r)
     assert (b["items"] or b["index_lines"]) and "warnings" not in b
-    r = run_vaultmem("--vault", root, "--json", "brief", "bob", "--task", "port", "--tokens", str(int(least) - 1))
+    r = vaultmem_in_process("--vault", root, "--json", "brief", "bob", "--task", "port", "--tokens",
+                            str(int(least) - 1))
     b = out_json(r)
     assert not (b["items"] or b["index_lines"]) and b["warnings"]
 

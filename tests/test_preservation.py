@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import git, out_json, run_vaultmem
+from conftest import git, out_json, vaultmem_in_process
 from vaultmem.vault import Vault
 
 FIXTURE = Path(__file__).parent / "fixtures" / "vault-format-1.tar.gz"
@@ -37,23 +37,23 @@ def test_a_vault_of_the_previous_format_works_is_flagged_and_migrates_in_one_rev
     config_before = (root / ".vaultmem/config.yaml").read_bytes()
     head = git(root, "rev-parse", "HEAD").strip()
     # it works as it is
-    assert run_vaultmem("search", "端口", cwd=root).returncode == 0
-    brief = run_vaultmem("brief", "前端审查", "--task", TASK, cwd=root)
+    assert vaultmem_in_process("search", "端口", cwd=root).returncode == 0
+    brief = vaultmem_in_process("brief", "前端审查", "--task", TASK, cwd=root)
     assert brief.returncode == 0 and "后端端口固定8080" in brief.stdout
     # verify says what is out of date, and nothing else
-    done = run_vaultmem("verify", "--json", cwd=root)
+    done = vaultmem_in_process("verify", "--json", cwd=root)
     assert done.returncode == 1
     report = out_json(done)
     assert report["format"] == 1 and [k for k, ok in checks(report).items() if not ok] == ["the vault's format is current"]
     assert "run 'vaultmem migrate'" in json.dumps(report)
     # a dry run and an agent change nothing
-    dry = run_vaultmem("migrate", "--dry-run", cwd=root)
+    dry = vaultmem_in_process("migrate", "--dry-run", cwd=root)
     assert dry.returncode == 0 and "would migrate format 1 → 2" in dry.stdout and "nothing was changed" in dry.stdout
-    refused = run_vaultmem("migrate", "--as", "lee", cwd=root)
+    refused = vaultmem_in_process("migrate", "--as", "lee", cwd=root)
     assert refused.returncode == 3 and "may not migrate" in refused.stderr
     assert (root / ".vaultmem/config.yaml").read_bytes() == config_before and git(root, "rev-parse", "HEAD").strip() == head
     # the migration: one commit that lists its steps; comments and the rest of the config kept
-    done = run_vaultmem("migrate", "--json", cwd=root)
+    done = vaultmem_in_process("migrate", "--json", cwd=root)
     assert done.returncode == 0, done.stderr
     change = out_json(done)
     assert (change["from"], change["to"], change["paths"]) == (1, 2, [".vaultmem/config.yaml"])
@@ -62,8 +62,8 @@ def test_a_vault_of_the_previous_format_works_is_flagged_and_migrates_in_one_rev
     text = (root / ".vaultmem/config.yaml").read_text(encoding="utf-8")
     assert "version: 2\n" in text and "journal:\n  keep_days: 0\n  hooks: true\n" in text
     assert "# comments and the order of keys survive every rewrite." in text
-    assert run_vaultmem("verify", cwd=root).returncode == 0
-    assert out_json(run_vaultmem("migrate", "--json", cwd=root))["steps"] == []
+    assert vaultmem_in_process("verify", cwd=root).returncode == 0
+    assert out_json(vaultmem_in_process("migrate", "--json", cwd=root))["steps"] == []
     # git revert undoes it byte for byte
     git(root, "revert", "--no-edit", "HEAD")
     assert (root / ".vaultmem/config.yaml").read_bytes() == config_before
@@ -72,23 +72,23 @@ def test_a_vault_of_the_previous_format_works_is_flagged_and_migrates_in_one_rev
 def test_a_vault_of_a_newer_format_is_refused_with_the_line(en_vault):
     cfg = en_vault.root / ".vaultmem/config.yaml"
     cfg.write_text(cfg.read_text(encoding="utf-8").replace("version: 2", "version: 3"), encoding="utf-8")
-    done = run_vaultmem("search", "anything", cwd=en_vault.root)
+    done = vaultmem_in_process("search", "anything", cwd=en_vault.root)
     assert done.returncode != 0 and ".vaultmem/config.yaml:" in done.stderr and "made by a newer vaultmem" in done.stderr
     cfg.write_text(cfg.read_text(encoding="utf-8").replace("version: 3", "version: two"), encoding="utf-8")
-    assert "it must be the vault's format version" in run_vaultmem("verify", cwd=en_vault.root).stderr
+    assert "it must be the vault's format version" in vaultmem_in_process("verify", cwd=en_vault.root).stderr
 
 
 def test_verify_rebuilds_an_index_another_analyzer_built_and_says_so(en_vault):
     root = en_vault.root
-    assert run_vaultmem("index", cwd=root).returncode == 0
+    assert vaultmem_in_process("index", cwd=root).returncode == 0
     live = (root / ".vaultmem/index/CURRENT").read_text().strip()
     manifest = root / ".vaultmem/index" / live / "manifest.json"
     data = json.loads(manifest.read_text(encoding="utf-8"))
     manifest.write_text(json.dumps({**data, "analyzer": "an-older-one"}), encoding="utf-8")
-    report = out_json(run_vaultmem("verify", "--json", cwd=root))
+    report = out_json(vaultmem_in_process("verify", "--json", cwd=root))
     check = next(c for c in report["checks"] if c["check"] == "the index was built by this analyzer")
     assert report["ok"] and check["fixed"][0]["message"].startswith("memory's index was built by analyzer an-older-one")
-    again = out_json(run_vaultmem("verify", "--json", cwd=root))
+    again = out_json(vaultmem_in_process("verify", "--json", cwd=root))
     assert next(c for c in again["checks"] if c["check"] == "the index was built by this analyzer")["fixed"] == []
 
 
@@ -96,12 +96,12 @@ def test_verify_names_what_an_upgrade_broke(en_vault, tmp_path):
     root = en_vault.root
     (tmp_path / "chat.md").write_text("Ann: we ship on Friday\nBo: agreed\n", encoding="utf-8")
     en_vault.journal.add(tmp_path / "chat.md", en_vault.actor(None), day="2026-12-01")
-    assert run_vaultmem("verify", cwd=root).returncode == 0
+    assert vaultmem_in_process("verify", cwd=root).returncode == 0
     day = root / "journal/2026-12-01.md"
     lines = day.read_text(encoding="utf-8").splitlines(keepends=True)
     day.write_text("".join(lines + [lines[-1]]), encoding="utf-8")  # a turn pasted twice
     (root / "memories/broken.md").write_text("---\nname: [x\n---\nbody\n", encoding="utf-8")
-    done = run_vaultmem("verify", "--json", cwd=root)
+    done = vaultmem_in_process("verify", "--json", cwd=root)
     assert done.returncode == 1
     report = out_json(done)
     failed = {c["check"]: c["problems"] for c in report["checks"] if not c["ok"]}
@@ -113,12 +113,12 @@ def test_verify_names_what_an_upgrade_broke(en_vault, tmp_path):
 
 def test_a_backup_restores_to_a_vault_that_verifies_and_gives_the_same_brief(tmp_path):
     root = old_vault(tmp_path)
-    assert run_vaultmem("migrate", cwd=root).returncode == 0
+    assert vaultmem_in_process("migrate", cwd=root).returncode == 0
     (tmp_path / "chat.md").write_text("lee: 端口改了吗？\n前端审查: 没有，还是8080。\n", encoding="utf-8")
-    assert run_vaultmem("journal", "add", tmp_path / "chat.md", "--date", "2026-12-01", cwd=root).returncode == 0
+    assert vaultmem_in_process("journal", "add", tmp_path / "chat.md", "--date", "2026-12-01", cwd=root).returncode == 0
     bundle, keys = tmp_path / "team.bundle", tmp_path / "private" / "team-keys.tgz"
     keys.parent.mkdir()
-    made = run_vaultmem("backup", "create", bundle, "--keys", keys, "--json", cwd=root)
+    made = vaultmem_in_process("backup", "create", bundle, "--keys", keys, "--json", cwd=root)
     assert made.returncode == 0, made.stderr
     data = out_json(made)
     assert data["key_agents"] == ["lee"] and stat.S_IMODE(keys.stat().st_mode) == 0o600
@@ -127,12 +127,12 @@ def test_a_backup_restores_to_a_vault_that_verifies_and_gives_the_same_brief(tmp
     assert b"PRIVATE" not in bundle.read_bytes() and (root / ".vaultmem/keys/lee.key").read_bytes() not in bundle.read_bytes()
     with tarfile.open(keys) as tar:
         assert tar.getnames() == ["lee.key"]
-    again = run_vaultmem("backup", "create", bundle, cwd=root)
+    again = vaultmem_in_process("backup", "create", bundle, cwd=root)
     assert again.returncode == 2 and "never overwrites" in again.stderr
-    checked = run_vaultmem("backup", "verify", bundle)
+    checked = vaultmem_in_process("backup", "verify", bundle)
     assert checked.returncode == 0 and "everything the design relies on holds" in checked.stdout
     dest = tmp_path / "restored"
-    done = run_vaultmem("backup", "restore", bundle, dest, "--keys", keys, "--json")
+    done = vaultmem_in_process("backup", "restore", bundle, dest, "--keys", keys, "--json")
     assert done.returncode == 0, done.stderr
     assert out_json(done)["ok"] and out_json(done)["key_agents"] == ["lee"]
     assert (dest / ".vaultmem/keys/lee.key").read_bytes() == (root / ".vaultmem/keys/lee.key").read_bytes()
@@ -143,22 +143,22 @@ def test_a_backup_restores_to_a_vault_that_verifies_and_gives_the_same_brief(tmp
     assert Vault.open(dest).brief("前端审查", TASK).markdown == Vault.open(root).brief("前端审查", TASK).markdown
     assert Vault.open(dest).search("8080", journal=True)[0].doc.id == Vault.open(root).search("8080", journal=True)[0].doc.id
     # the restored vault signs as the old one did
-    assert run_vaultmem("log", "append", "--summary", "restored", "--as", "lee", cwd=dest).returncode == 0
-    assert run_vaultmem("log", "verify", cwd=dest).returncode == 0
+    assert vaultmem_in_process("log", "append", "--summary", "restored", "--as", "lee", cwd=dest).returncode == 0
+    assert vaultmem_in_process("log", "verify", cwd=dest).returncode == 0
 
 
 def test_backups_refuse_what_they_cannot_use(en_vault, tmp_path):
     root = en_vault.root
     (root / "memories/draft.md").write_text("---\nname: draft\ntype: fact\n---\nnot committed\n", encoding="utf-8")
-    made = out_json(run_vaultmem("backup", "create", tmp_path / "b.bundle", "--json", cwd=root))
+    made = out_json(vaultmem_in_process("backup", "create", tmp_path / "b.bundle", "--json", cwd=root))
     assert "1 uncommitted change(s) are not in the backup: memories/draft.md" in made["warnings"][0]
     (tmp_path / "junk.bundle").write_text("not a bundle", encoding="utf-8")
-    done = run_vaultmem("backup", "verify", tmp_path / "junk.bundle")
+    done = vaultmem_in_process("backup", "verify", tmp_path / "junk.bundle")
     assert done.returncode != 0 and "is not a git bundle" in done.stderr
     full = tmp_path / "full"
     full.mkdir()
     (full / "x").write_text("mine", encoding="utf-8")
-    done = run_vaultmem("backup", "restore", tmp_path / "b.bundle", full)
+    done = vaultmem_in_process("backup", "restore", tmp_path / "b.bundle", full)
     assert done.returncode == 2 and "not an empty folder" in done.stderr and (full / "x").read_text() == "mine"
     # a keys archive with a path in it restores nothing
     evil = tmp_path / "evil.tgz"
@@ -167,7 +167,7 @@ def test_backups_refuse_what_they_cannot_use(en_vault, tmp_path):
         info = tarfile.TarInfo("../../outside.key")
         info.size = 1
         tar.addfile(info, buf)
-    done = run_vaultmem("backup", "restore", tmp_path / "b.bundle", tmp_path / "r", "--keys", evil)
+    done = vaultmem_in_process("backup", "restore", tmp_path / "b.bundle", tmp_path / "r", "--keys", evil)
     assert done.returncode == 2 and "not an agent's key" in done.stderr
     assert not (tmp_path / "outside.key").exists() and not (tmp_path.parent / "outside.key").exists()
     assert not any(p.name == "outside.key" for p in tmp_path.rglob("*.key"))
@@ -178,7 +178,7 @@ def test_help_teaches_preservation():
     for args, words in ((["verify", "--help"], ["migrate"]), (["migrate", "--help"], ["--dry-run", "git revert"]),
                         (["backup", "--help"], ["create", "verify", "restore"]),
                         (["backup", "create", "--help"], ["--keys"])):
-        done = run_vaultmem(*args)
+        done = vaultmem_in_process(*args)
         assert done.returncode == 0 and all(w in done.stdout for w in words), args
 
 

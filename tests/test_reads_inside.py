@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import git, run_vaultmem, wait_until
+from conftest import git, run_vaultmem, vaultmem_in_process, wait_until
 
 from vaultmem import Vault
 
@@ -170,7 +170,7 @@ def test_config_linked_out_is_refused_with_the_file_named(cli, vault, tmp_path):
     target.write_text(config.read_text() + f"# {SECRET}\n")
     config.unlink()
     config.symlink_to(target)
-    r = run_vaultmem("--vault", vault.root, "search", "deploy")
+    r = vaultmem_in_process("--vault", vault.root, "search", "deploy")
     assert r.returncode == 3, r.stderr
     assert ".vaultmem/config.yaml" in r.stderr and "symlink leading out of the vault" in r.stderr
     assert "Traceback" not in r.stderr and SECRET not in r.stdout + r.stderr
@@ -226,19 +226,19 @@ def test_a_link_committed_in_another_clone_arrives_by_sync_and_is_never_read(vau
     git(other, "-c", "user.name=mallory", "-c", "user.email=m@example.com", "commit", "-qm", "links")
     git(other, "push", "-q", "origin", "HEAD:main")
 
-    r = run_vaultmem("--vault", vault.root, "sync")
+    r = vaultmem_in_process("--vault", vault.root, "sync")
     assert r.returncode == 0, r.stderr
     assert (vault.root / "memories" / "deploy-credentials.md").is_symlink()  # git checked the links out
     outs = []
     for args in (["search", OUT_WORDS], ["search", SECRET.lower(), *ALL_KINDS], ["search", OUT_WORDS, "--agent", "rev"],
                  ["brief", "rev", "--task", OUT_WORDS], ["index"]):
         for json_ in ([], ["--json"]):
-            r = run_vaultmem("--vault", vault.root, *json_, *args)
+            r = vaultmem_in_process("--vault", vault.root, *json_, *args)
             assert r.returncode == 0, r.stderr
             assert "Traceback" not in r.stderr
             outs += [r.stdout.replace(SECRET.lower(), "<query>"), r.stderr]
     assert_not_leaked(vault.root, *outs)
-    report = json.loads(run_vaultmem("--vault", vault.root, "--json", "index").stdout)
+    report = json.loads(vaultmem_in_process("--vault", vault.root, "--json", "index").stdout)
     skipped = {p["path"] for p in report["problems"] if "symlink leading out of the vault" in p["message"]}
     assert skipped == {"memories/deploy-credentials.md", "identity/rev.md", "wiki/etc"}
 
@@ -315,14 +315,14 @@ DAMAGE = {
 @pytest.mark.parametrize("damage", list(DAMAGE))
 def test_a_derived_folder_replaced_by_a_file_or_a_link_is_rebuilt(vault, tmp_path, damage):
     (vault.root / "memories" / "ibis.md").write_text(NOTE)
-    r = run_vaultmem("--vault", vault.root, "search", "ibis")
+    r = vaultmem_in_process("--vault", vault.root, "search", "ibis")
     assert r.returncode == 0 and "memories/ibis.md" in r.stdout, r.stderr
     outside = tmp_path / "outside"
     DAMAGE[damage](vault.root, outside)
     before = sorted((p.relative_to(outside).as_posix(), p.read_bytes()) for p in outside.rglob("*")
                     if p.is_file()) if outside.exists() else []
     for args in (["search", "ibis"], ["--json", "search", "ibis"], ["brief", "rev", "--task", "ibis"], ["index"]):
-        r = run_vaultmem("--vault", vault.root, *args)
+        r = vaultmem_in_process("--vault", vault.root, *args)
         assert r.returncode == 0, r.stderr
         assert "Traceback" not in r.stderr and "Error" not in r.stderr, r.stderr
         if args[-2:] == ["search", "ibis"]:
@@ -342,9 +342,9 @@ def test_a_generation_linked_to_an_index_outside_is_not_searched(vault, tmp_path
     """An index built elsewhere (holding a key) that the live generation links to is never used."""
     elsewhere, _ = Vault.init(tmp_path / "elsewhere", lang="en", orchestrator="lee")
     (elsewhere.root / "memories" / "creds.md").write_text(CREDENTIALS)
-    assert run_vaultmem("--vault", elsewhere.root, "index").returncode == 0
+    assert vaultmem_in_process("--vault", elsewhere.root, "index").returncode == 0
     (vault.root / "memories" / "ibis.md").write_text(NOTE)
-    assert run_vaultmem("--vault", vault.root, "index").returncode == 0
+    assert vaultmem_in_process("--vault", vault.root, "index").returncode == 0
     live = _live_gen(vault.root)
     import shutil
 
@@ -352,7 +352,7 @@ def test_a_generation_linked_to_an_index_outside_is_not_searched(vault, tmp_path
     live.symlink_to(_live_gen(elsewhere.root), target_is_directory=True)
     outs = []
     for query in (OUT_WORDS, SECRET.lower(), "ibis"):
-        r = run_vaultmem("--vault", vault.root, "--json", "search", query, *ALL_KINDS)
+        r = vaultmem_in_process("--vault", vault.root, "--json", "search", query, *ALL_KINDS)
         assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
         outs.append(r.stdout.replace(SECRET.lower(), "<query>"))
     assert [h["path"] for h in json.loads(outs[-1])["hits"]] == ["memories/ibis.md"]
@@ -394,7 +394,7 @@ def test_a_pipe_or_link_among_the_local_caches_is_never_read(cli, vault, tmp_pat
     (local / "cursors" / "lee.json").unlink(missing_ok=True)
     os.mkfifo(local / "cursors" / "lee.json")
     for args in (("log", "tail"), ("brief", "lee", "--task", "hi"), ("--as", "lee", "log", "tail", "--unseen")):
-        r = run_vaultmem(*vm, *args, timeout=60)
+        r = run_vaultmem(*vm, *args, timeout=60)  # a process: the timeout guards a read of a FIFO that could hang
         assert r.returncode == 0, (args, r.stderr)
         assert "Traceback" not in r.stderr
 
@@ -479,7 +479,7 @@ def test_a_socket_or_a_pipe_named_like_a_note_is_listed_unread_never_fatal(cli, 
         os.rename(short, vault.root / "memories" / "sock.md")
         os.mkfifo(vault.root / "memories" / "pipe.md")
         for args in (("search", "kafka"), ("brief", "lee", "--task", "kafka"), ("index", "--rebuild")):
-            r = run_vaultmem("--vault", vault.root, *args)
+            r = run_vaultmem("--vault", vault.root, *args)  # a process: its timeout guards a read that could hang
             assert r.returncode == 0, (args, r.stdout, r.stderr)
             said = r.stdout + r.stderr
             assert "memories/sock.md" in said and "memories/pipe.md" in said and "not a regular file" in said, said
@@ -503,7 +503,7 @@ def test_links_that_lead_to_each_other_are_passed_over_like_a_link_to_nothing(cl
     os.symlink("loop-b.md", vault.root / "memories" / "loop-a.md")
     os.symlink("loop-a.md", vault.root / "memories" / "loop-b.md")
     for args in (("search", "kafka"), ("brief", "lee", "--task", "kafka"), ("index", "--rebuild")):
-        r = run_vaultmem("--vault", vault.root, *args)
+        r = run_vaultmem("--vault", vault.root, *args)  # a process: its timeout guards a loop that could hang
         assert r.returncode == 0, (args, r.stderr)
     assert "kafka-retries" in run_vaultmem("--vault", vault.root, "search", "kafka").stdout
     from vaultmem import files

@@ -4,7 +4,7 @@ quarantine of third-party content, and the interactive review (real git vaults).
 import json
 
 import pytest
-from conftest import git, out_json, run_vaultmem, run_vaultmem_tty
+from conftest import git, out_json, run_vaultmem_tty, vaultmem_in_process
 
 from vaultmem.parse import parse_page
 
@@ -268,7 +268,7 @@ def test_audit_lists_waiting_items(cli, vault):
 
 
 def test_interactive_review_in_a_real_terminal_session(vault):
-    r = run_vaultmem("--vault", vault.root, "--as", "ella", "retain", "-", "--json", stdin=FACTS)
+    r = vaultmem_in_process("--vault", vault.root, "--as", "ella", "retain", "-", "--json", stdin=FACTS)
     assert r.returncode == 0, r.stderr
     # approve the first with edits, reject the second with a reason
     answers = "e\nWe use pnpm, never npm\ndecision\npnpm only\nr\n\nflaky\n"
@@ -279,13 +279,13 @@ def test_interactive_review_in_a_real_terminal_session(vault):
     rejected = list((vault.root / "archive/inbox").glob("*.md"))
     assert len(rejected) == 2 and any("reason: flaky" in p.read_text(encoding="utf-8") for p in rejected)
     # input that ends early leaves the rest waiting
-    run_vaultmem("--vault", vault.root, "--as", "ella", "retain", "-", stdin=FACTS)
+    vaultmem_in_process("--vault", vault.root, "--as", "ella", "retain", "-", stdin=FACTS)
     r = run_vaultmem_tty("--vault", vault.root, "review", "-i", answers="s\n")
     assert r.returncode == 0 and "0 approved, 0 rejected, 1 skipped, 0 failed" in r.stdout
     assert len(list((vault.root / "inbox").glob("*.md"))) == 2
-    assert run_vaultmem("--vault", vault.root, "review", "-i", "--json").returncode == 2  # no JSON for prompts
+    assert vaultmem_in_process("--vault", vault.root, "review", "-i", "--json").returncode == 2  # no JSON for prompts
     # accepting every default approves the item unchanged (its description kept)
-    first = json.loads(run_vaultmem("--vault", vault.root, "review", "--json").stdout)["items"][0]
+    first = json.loads(vaultmem_in_process("--vault", vault.root, "review", "--json").stdout)["items"][0]
     r = run_vaultmem_tty("--vault", vault.root, "review", "-i", answers="e\n\n\n\nq\n")
     assert r.returncode == 0 and "approved →" in r.stdout, r.stdout
     assert vault.notes.read(first["note"]["name"].replace(", ", "-").replace(" ", "-").lower()).meta["description"] \

@@ -5,7 +5,7 @@ is never committed under the acting human's or agent's name (real git vaults, re
 import json
 import re
 
-from conftest import git, out_json, run_vaultmem, run_vaultmem_tty
+from conftest import git, out_json, run_vaultmem_tty, vaultmem_in_process
 
 UNKNOWN = "unknown (edited outside vaultmem)"
 
@@ -34,7 +34,7 @@ USER_FACT = """\
 
 def vm(vault, *args, agent=None, stdin=None):
     extra = ["--as", agent] if agent else []
-    return run_vaultmem("--vault", vault.root, *extra, *args, stdin=stdin)
+    return vaultmem_in_process("--vault", vault.root, *extra, *args, stdin=stdin)
 
 
 def file_item(vault, facts, agent="ella") -> dict:

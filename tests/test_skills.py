@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-from conftest import git, out_json, run_vaultmem
+from conftest import git, out_json, vaultmem_in_process
 
 HOTFIX = "1. Branch from the release tag: git checkout -b hotfix/NAME v1.2.3\n2. Run the smoke suite (zebrafinch).\n" \
          "3. Tag, push and watch the canary for ten minutes.\n"
 
 
 def add(root, *args, stdin=None):
-    return run_vaultmem("skill", "add", *args, cwd=root, stdin=stdin)
+    return vaultmem_in_process("skill", "add", *args, cwd=root, stdin=stdin)
 
 
 def test_a_human_adds_lists_and_shows_a_skill(en_vault, tmp_path):
@@ -29,15 +29,15 @@ def test_a_human_adds_lists_and_shows_a_skill(en_vault, tmp_path):
     # a skill of one file, written by hand, is a skill too
     (root / "skills/rotate-keys.md").write_text("---\nname: 轮换密钥\ndescription: 每季度轮换部署密钥\n---\n步骤……\n",
                                                 encoding="utf-8")
-    listed = out_json(run_vaultmem("skill", "list", "--json", cwd=root))
+    listed = out_json(vaultmem_in_process("skill", "list", "--json", cwd=root))
     assert [(k["name"], k["path"]) for k in listed["skills"]] == [
         ("Release a hotfix", "skills/release-a-hotfix/SKILL.md"), ("轮换密钥", "skills/rotate-keys.md")]
     assert listed["problems"] == []
-    shown = run_vaultmem("skill", "show", "release-a-hotfix", cwd=root)
+    shown = vaultmem_in_process("skill", "show", "release-a-hotfix", cwd=root)
     assert shown.returncode == 0 and shown.stdout.startswith("# Release a hotfix\nCut, test and ship")
     assert "zebrafinch" in shown.stdout
-    assert out_json(run_vaultmem("skill", "show", "轮换密钥", "--json", cwd=root))["text"] == "步骤……"
-    missing = run_vaultmem("skill", "show", "deploy", cwd=root)
+    assert out_json(vaultmem_in_process("skill", "show", "轮换密钥", "--json", cwd=root))["text"] == "步骤……"
+    missing = vaultmem_in_process("skill", "show", "deploy", cwd=root)
     assert missing.returncode == 1 and "no skill 'deploy'" in missing.stderr and "Release a hotfix" in missing.stderr
 
 
@@ -78,7 +78,7 @@ def test_a_brief_names_the_relevant_skills_with_a_link_and_never_their_text(en_v
     assert "zebrafinch" not in brief.markdown and "Rotate keys" not in brief.markdown
     assert [i["label"] for i in brief.items if i["kind"] == "skill"] == ["Skill"]
     # a search reads the steps; a brief only names the skill
-    hits = out_json(run_vaultmem("search", "zebrafinch", "--json", cwd=root))["hits"]
+    hits = out_json(vaultmem_in_process("search", "zebrafinch", "--json", cwd=root))["hits"]
     assert [h["path"] for h in hits] == ["skills/release-a-hotfix/SKILL.md"] and hits[0]["kind"] == "skill"
     assert "Skills" not in en_vault.brief("orch", "quarterly budget review of marketing").markdown
 
@@ -88,12 +88,12 @@ def test_a_broken_skill_file_is_named_and_the_rest_still_work(en_vault):
     add(root, "Deploy", "--description", "Ship it")
     (root / "skills/broken").mkdir()
     (root / "skills/broken/SKILL.md").write_text("---\nname: [unclosed\ndescription: x\n---\nbody\n", encoding="utf-8")
-    done = run_vaultmem("skill", "list", cwd=root)
+    done = vaultmem_in_process("skill", "list", cwd=root)
     assert done.returncode == 1
     assert "- Deploy: Ship it  skills/deploy/SKILL.md" in done.stdout
     assert "cannot read skills/broken/SKILL.md:3: broken YAML frontmatter" in done.stdout
-    assert run_vaultmem("skill", "show", "Deploy", cwd=root).returncode == 0
-    assert run_vaultmem("brief", "orch", "--task", "deploy", cwd=root).returncode == 0
+    assert vaultmem_in_process("skill", "show", "Deploy", cwd=root).returncode == 0
+    assert vaultmem_in_process("brief", "orch", "--task", "deploy", cwd=root).returncode == 0
 
 
 def test_a_skill_nobody_committed_is_not_named_in_a_brief_until_a_human_commits_it(en_vault):

@@ -5,7 +5,7 @@ a ``problems`` list in JSON — and a brief for a role whose own page is broken 
 import json
 
 import pytest
-from conftest import out_json, run_vaultmem
+from conftest import out_json, vaultmem_in_process
 
 pytestmark = pytest.mark.usefixtures("both_engines")
 
@@ -15,9 +15,8 @@ BROKEN_NOTE = "---\nname: 后端端口\ntype: fact\ntags: [backend\n---\n后端�
 @pytest.fixture
 def team(vault, cli):
     def vm(*args, **kw):
-        return run_vaultmem("--vault", vault.root, *args, **kw)
+        return vaultmem_in_process("--vault", vault.root, *args, **kw)
 
-    # set up in process (the reads under test run as real processes)
     assert cli("--vault", vault.root, "--as", "lee", "page", "ensure", "前端审查").exit_code == 0
     assert cli("--vault", vault.root, "--as", "lee", "page", "add", "前端审查", "接口联调时先确认后端端口").exit_code == 0
     assert cli("--vault", vault.root, "remember", "后端端口由网关分配", "--type", "fact").exit_code == 0
@@ -98,7 +97,7 @@ def test_a_brief_for_a_role_whose_own_page_is_broken_says_so(team):
 
 def test_an_english_brief_says_so_in_english(en_vault):
     def vm(*args):
-        return run_vaultmem("--vault", en_vault.root, *args)
+        return vaultmem_in_process("--vault", en_vault.root, *args)
 
     assert vm("page", "ensure", "reviewer", "--as", "orch").returncode == 0
     page = en_vault.root / "agents" / "reviewer.md"
