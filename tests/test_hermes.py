@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 
 import pytest
-from conftest import git, holds_flock, wait_until
+from conftest import git, holds_flock, vaultmem_in_process, wait_until
 
 from vaultmem import Vault
 from vaultmem.adapters import hermes
@@ -441,9 +441,11 @@ def test_sync_turn_returns_at_once_while_another_process_holds_the_lock_and_noth
 def test_turns_handed_over_while_the_vault_is_busy_are_on_disk_before_it_frees(home):
     """The writer blocked on a busy vault (another process holds its lock) with a
     delegation: the turns that come in meanwhile are written to the outbox at once, not
-    held in memory — a provider killed then loses none of them."""
+    held in memory — a provider killed then loses none of them. The vault waits an hour
+    for its lock: the turns must not wait for that."""
 
     root = home / "vault"
+    assert vaultmem_in_process("--vault", root, "config", "set", "git.lock_timeout", "3600").returncode == 0
     lock = root / ".vaultmem/write.lock"
     holder = subprocess.Popen([sys.executable, "-c", LOCK_HOLDER, str(lock)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)

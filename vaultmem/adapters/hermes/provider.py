@@ -7,6 +7,7 @@ import json
 import logging
 import queue
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -32,6 +33,11 @@ except Exception:  # noqa: BLE001 - not installed (or another package's "agent")
 
 log = logging.getLogger("vaultmem.hermes")
 
+# How long the writer waits for a busy vault's lock at a time (git.lock_timeout if that is
+# shorter). Between tries, what came in meanwhile goes to the outbox: a provider killed
+# while another process holds the vault loses no turn handed over in that time.
+LOCK_TRY = 0.25
+
 
 # -- the provider ---------------------------------------------------------------------------------
 
@@ -46,6 +52,7 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
         self._vault: Vault | None = None  # reads and tool calls (the host's thread)
         self._root: Path | None = None
         self._agent = "hermes"
+        self._lock_timeout = 10.0  # git.lock_timeout of the vault the writer opened
         self._session = ""
         self._context = "primary"
         self._platform = "cli"
@@ -378,7 +385,9 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
     def _run(self) -> None:
         """The writer: each piece of work goes to the outbox first, then into the vault."""
         try:
-            writer = Vault(self._root)
+            opened = Vault(self._root)
+            self._lock_timeout = opened.config.lock_timeout
+            writer = Vault(self._root, config=opened.config._replace(lock_timeout=min(self._lock_timeout, LOCK_TRY)))
         except Exception as exc:  # noqa: BLE001
             log.error("vaultmem writer cannot open the vault: %s", edge.one_line(exc))
             writer = None
@@ -599,14 +608,20 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
         retention proposal per session. False when the vault stayed busy (they stay)."""
         sessions = {json.loads(p.read_text(encoding="utf-8")).get("session") or ""
                     for p in folder.glob("*-facts.json")}
+        deadline = time.monotonic() + self._lock_timeout  # the vault's own wait, in tries of LOCK_TRY
         for session in sorted(sessions):
-            try:
-                self._retain(v, v.actor(self._agent), {"session": session, "facts": []}, folder, session=session)
-            except Busy:
-                return False
-            except Exception as exc:  # noqa: BLE001 - refused: kept aside with the reason
-                for p in folder.glob("*-facts.json"):
-                    self._failed(p, exc)
+            while True:
+                try:
+                    self._retain(v, v.actor(self._agent), {"session": session, "facts": []}, folder, session=session)
+                except Busy:
+                    self._spill_waiting(v)
+                    if self._stopping or time.monotonic() >= deadline:
+                        return False
+                    continue
+                except Exception as exc:  # noqa: BLE001 - refused: kept aside with the reason
+                    for p in folder.glob("*-facts.json"):
+                        self._failed(p, exc)
+                break
         return True
 
     def _adopt(self, v: Vault) -> None:
