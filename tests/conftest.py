@@ -47,12 +47,19 @@ def both_engines(request, monkeypatch) -> str:
 
 
 @pytest.fixture(scope="session")
-def _made_vaults(tmp_path_factory) -> dict:
-    """The vaults ``Vault.init`` made in this process, one for each language and orchestrator."""
+def made_vaults(tmp_path_factory) -> dict:
+    """The vaults made once in this process (see :func:`fresh_vault`, :func:`built_once`)."""
     return {"dir": tmp_path_factory.mktemp("made-vaults")}
 
 
-def _fresh_vault(made: dict, root: Path, lang: str, orchestrator: str) -> Vault:
+def _copy(source: Path, root: Path) -> Vault:
+    if root.exists():
+        shutil.rmtree(root)
+    shutil.copytree(source, root, symlinks=True)
+    return Vault(root)
+
+
+def fresh_vault(made: dict, root: Path, lang: str, orchestrator: str) -> Vault:
     """A new vault at ``root`` as ``Vault.init`` makes it. The first of each kind in a process
     is made by ``Vault.init``; later ones are copies of it, its files and its git repository
     byte for byte (git paths are relative), which takes a tenth of the time of init's
@@ -60,20 +67,31 @@ def _fresh_vault(made: dict, root: Path, lang: str, orchestrator: str) -> Vault:
     key = (lang, orchestrator)
     if key not in made:
         made[key], _ = Vault.init(made["dir"] / f"{lang}-{orchestrator}", lang=lang, orchestrator=orchestrator)
-    shutil.copytree(made[key].root, root, symlinks=True)
-    return Vault(root)
+    return _copy(made[key].root, root)
+
+
+def built_once(made: dict, key: tuple, root: Path, build, lang: str = "zh", orchestrator: str = "lee") -> Vault:
+    """A vault at ``root`` holding what ``build(vault)`` writes into a fresh one: built by
+    its own writes once a process for each ``key``, then copied — its files, its git history and its index, as they were. The
+    engine a test runs on (``VAULTMEM_INDEX_ENGINE``) is part of the key."""
+    key = (*key, os.environ.get("VAULTMEM_INDEX_ENGINE"))
+    if key not in made:
+        source = fresh_vault(made, made["dir"] / f"built-{len(made)}", lang, orchestrator)
+        build(source)
+        made[key] = source
+    return _copy(made[key].root, root)
 
 
 @pytest.fixture
-def vault(tmp_path, _made_vaults) -> Vault:
+def vault(tmp_path, made_vaults) -> Vault:
     """A fresh Chinese-language vault whose orchestrator is 'lee'."""
-    return _fresh_vault(_made_vaults, tmp_path / "vault", "zh", "lee")
+    return fresh_vault(made_vaults, tmp_path / "vault", "zh", "lee")
 
 
 @pytest.fixture
-def en_vault(tmp_path, _made_vaults) -> Vault:
+def en_vault(tmp_path, made_vaults) -> Vault:
     """A fresh English-language vault whose orchestrator is 'orch'."""
-    return _fresh_vault(_made_vaults, tmp_path / "en-vault", "en", "orch")
+    return fresh_vault(made_vaults, tmp_path / "en-vault", "en", "orch")
 
 
 class Cli:

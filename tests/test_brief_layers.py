@@ -11,7 +11,7 @@ import re
 
 import anyio
 import pytest
-from conftest import hermes_provider, run_vaultmem, vaultmem_in_process
+from conftest import built_once, hermes_provider, run_vaultmem, vaultmem_in_process
 from mcp import Client
 
 from vaultmem import BadInput, ParseError, Vault, VaultmemError
@@ -28,13 +28,16 @@ UNRELATED_TASK = "检查登录页面的表单校验"  # shares no word with the 
 
 
 @pytest.fixture
-def page_vault(vault) -> Vault:
+def page_vault(tmp_path, made_vaults) -> Vault:
     """The issue's vault: a role with one working-memory entry and one project's context."""
+    return built_once(made_vaults, ("brief_layers page",), tmp_path / "vault", _page)
+
+
+def _page(vault: Vault) -> None:
     lee = vault.actor("lee")
     vault.pages.ensure(ROLE, lee)
     vault.pages.add(ROLE, WORK, lee)
     vault.pages.add(ROLE, CONTEXT, lee, section="context", project="dashboard")
-    return vault
 
 
 def page_lines(markdown: str) -> list[str]:
@@ -81,13 +84,16 @@ WHISKERS = "She only comes when Tom shakes the treat tin and calls Whiskers"  # 
 
 
 @pytest.fixture
-def cat_vault(en_vault) -> Vault:
+def cat_vault(tmp_path, made_vaults) -> Vault:
+    return built_once(made_vaults, ("brief_layers cat",), tmp_path / "en-vault", _cats, lang="en", orchestrator="orch")
+
+
+def _cats(en_vault: Vault) -> None:
     human = en_vault.actor(None)
     for text in (ADOPTED, WHISKERS, "The deploy pipeline runs on Fridays after Tom's review",
                  "Tom prefers tea over coffee in the morning"):
         en_vault.notes.remember(text, human, "fact")
     en_vault.skills.add("pet-names", "Naming a new pet", human, when_to_use="when someone asks for a name")
-    return en_vault
 
 
 def memory_lines(b) -> list[str]:

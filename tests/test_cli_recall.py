@@ -3,7 +3,7 @@
 import re
 
 import pytest
-from conftest import out_json
+from conftest import built_once, out_json
 
 from vaultmem.analysis import estimate_tokens
 
@@ -16,9 +16,13 @@ def vm(cli, vault, *args, agent="lee"):
 
 
 @pytest.fixture
-def team(cli, vault):
+def team(tmp_path, made_vaults):
     """Two roles with similar-sounding entries, global notes, a role-scoped note, an
-    inbox item (quarantined) and an archived note."""
+    inbox item (quarantined) and an archived note (written once a process, then copied)."""
+    return built_once(made_vaults, ("cli_recall team",), tmp_path / "vault", _team)
+
+
+def _team(vault):
     lee = vault.actor("lee")
     vault.pages.ensure("前端审查", lee, category="前端开发", project="dashboard")
     vault.pages.ensure("后端架构", lee, project="billing")

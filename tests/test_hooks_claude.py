@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import WALK_PROBE, git, run_vaultmem, wait_until
+from conftest import WALK_PROBE, built_once, git, run_vaultmem, wait_until
 
 from vaultmem import Vault
 from vaultmem.adapters import claude
@@ -108,13 +108,16 @@ def inbox_items(v: Vault, status: str = "pending"):
 
 
 @pytest.fixture
-def project(tmp_path) -> tuple[Vault, Path]:
+def project(tmp_path, made_vaults) -> tuple[Vault, Path]:
     """A vault (orchestrator 'orch') inside a project folder, and the session's transcript."""
-    v, _ = Vault.init(tmp_path / "proj", lang="en", orchestrator="orch")
+    v = built_once(made_vaults, ("hooks_claude project",), tmp_path / "proj", _project, lang="en", orchestrator="orch")
+    return Vault.open(v.root), write_transcript(tmp_path / "session.jsonl", MAIN)
+
+
+def _project(v: Vault) -> None:
     v.notes.remember("The payment service retries a failed charge three times", v.actor(None), "fact")
     # these tests follow a harvest to the page; the default (a human approves it first) has its own
     v.set_config("review.auto_harvest", True, v.actor(None))
-    return Vault.open(v.root), write_transcript(tmp_path / "session.jsonl", MAIN)
 
 
 # -- the session through real processes ------------------------------------------------------------

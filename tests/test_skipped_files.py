@@ -5,7 +5,7 @@ a ``problems`` list in JSON — and a brief for a role whose own page is broken 
 import json
 
 import pytest
-from conftest import out_json, vaultmem_in_process
+from conftest import built_once, out_json, vaultmem_in_process
 
 pytestmark = pytest.mark.usefixtures("both_engines")
 
@@ -13,14 +13,18 @@ BROKEN_NOTE = "---\nname: 后端端口\ntype: fact\ntags: [backend\n---\n后端�
 
 
 @pytest.fixture
-def team(vault, cli):
+def team(tmp_path, made_vaults, cli):
+    def build(v):
+        assert cli("--vault", v.root, "--as", "lee", "page", "ensure", "前端审查").exit_code == 0
+        assert cli("--vault", v.root, "--as", "lee", "page", "add", "前端审查", "接口联调时先确认后端端口").exit_code == 0
+        assert cli("--vault", v.root, "remember", "后端端口由网关分配", "--type", "fact").exit_code == 0
+        (v.root / "memories" / "x.md").write_text(BROKEN_NOTE, encoding="utf-8")
+
+    vault = built_once(made_vaults, ("skipped_files team",), tmp_path / "vault", build)
+
     def vm(*args, **kw):
         return vaultmem_in_process("--vault", vault.root, *args, **kw)
 
-    assert cli("--vault", vault.root, "--as", "lee", "page", "ensure", "前端审查").exit_code == 0
-    assert cli("--vault", vault.root, "--as", "lee", "page", "add", "前端审查", "接口联调时先确认后端端口").exit_code == 0
-    assert cli("--vault", vault.root, "remember", "后端端口由网关分配", "--type", "fact").exit_code == 0
-    (vault.root / "memories" / "x.md").write_text(BROKEN_NOTE, encoding="utf-8")
     vault.vm = vm
     return vault
 
