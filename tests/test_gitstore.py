@@ -187,6 +187,34 @@ def test_a_change_of_thousands_of_files_is_committed_and_unstaged_past_the_argum
     assert len(gitstore.staged_ids(root, names)) == 3000 and len(gitstore.uncommitted(root, names)) == 3000
 
 
+def test_paths_that_hold_no_change_make_no_commit_and_a_refused_commit_still_says_why(vault):
+    """A commit is tried first and asked about only when git refuses it: paths whose files
+    hold what the last commit holds make none (and commit nothing else staged), and a hook
+    that refuses a real change is still an error that names it."""
+    from vaultmem import gitstore
+    from vaultmem.models import Actor
+
+    root, actor = vault.root, Actor("lee", "agent")
+    head = git(root, "rev-parse", "HEAD").strip()
+    (root / "memories" / "staged.md").write_text("staged by the user\n")
+    git(root, "add", "memories/staged.md")
+    assert gitstore.commit(root, ["MEMORY.md"], "nothing", actor, lock_timeout=10) is None
+    assert git(root, "rev-parse", "HEAD").strip() == head
+    assert "memories/staged.md" in git(root, "diff", "--cached", "--name-only")  # still the user's, staged
+    hook = root / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\necho 'refused by policy' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    (root / "MEMORY.md").write_text("changed\n")
+    try:
+        gitstore.commit(root, ["MEMORY.md"], "a change", actor, lock_timeout=10)
+    except GitError as exc:
+        assert "refused by policy" in exc.message
+    else:
+        raise AssertionError("a refused commit must raise")
+    assert git(root, "rev-parse", "HEAD").strip() == head
+    assert "MEMORY.md" not in git(root, "diff", "--cached", "--name-only")  # unstaged again
+
+
 def test_a_long_lived_process_sees_the_humans_new_git_identity(vault, tmp_path, monkeypatch):
     """``vaultmem mcp`` asks who the human is at every call and remembers the answer
     only while git's configuration files stay as they were: a ``git config user.name``

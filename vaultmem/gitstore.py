@@ -340,6 +340,12 @@ def _batches(paths: list[str]) -> list[list[str]]:
     return [paths[i:i + ARGV_PATHS] for i in range(0, len(paths), ARGV_PATHS)] or [[]]
 
 
+def _changed(root: Path, paths: list[str], env: dict) -> bool:
+    """Whether the staged ``paths`` differ from the last commit (always, before the first)."""
+    return any(_git(root, ["diff", "--cached", "--name-only", "--", *batch], env).strip()
+               for batch in _batches(paths)) or not has_commit(root)
+
+
 def commit(root: Path, paths: list[str], message: str, actor: Actor, lock_timeout: float) -> str | None:
     """Commit exactly ``paths`` (added, changed or deleted). Returns the new commit's
     hexsha, or None when those paths hold no change."""
@@ -370,12 +376,14 @@ def commit(root: Path, paths: list[str], message: str, actor: Actor, lock_timeou
                 else:  # git add matches every path against every pathspec: update-index reads a list
                     _update_index(root, paths, env)
                 staged = True
-                if not any(_git(root, ["diff", "--cached", "--name-only", "--", *batch], env).strip()
-                           for batch in _batches(paths)) and has_commit(root):
-                    return None
                 # no --no-gpg-sign: git signs when its config says so (commit.gpgsign)
                 with _pathspec(paths) as spec, _message(message) as said:
-                    _git(root, ["commit", "--only", "-q", *said, *spec], env)
+                    try:
+                        _git(root, ["commit", "--only", "-q", *said, *spec], env)
+                    except GitFailed:  # whether because the paths hold no change is asked only now
+                        if not _changed(root, paths, env):
+                            return None
+                        raise
                 notice = identity_notice(root, actor)
                 if notice is not None:
                     _say(notice)
