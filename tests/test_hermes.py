@@ -472,6 +472,42 @@ def test_turns_handed_over_while_the_vault_is_busy_are_on_disk_before_it_frees(h
     assert [t for t in texts if "dark mode" in t] == [f"I prefer dark mode in every editor number {n}." for n in range(3)]
 
 
+def test_a_vault_taken_between_the_delegation_and_its_record_delegates_once(home, monkeypatch):
+    """Another process takes the vault's lock right after the provider's delegation is
+    committed, and holds it past the writer's try: the next try records that delegation,
+    it does not make a second one (left pending for ever)."""
+    from vaultmem.lifecycle import Lifecycle
+
+    root = home / "vault"
+    holders = []
+    harvest = Lifecycle.harvest
+
+    def taken_first(self, *args, **kwargs):
+        if not holders:  # the first try: another agent has just taken the lock
+            holders.append(subprocess.Popen([sys.executable, "-c", LOCK_HOLDER, str(root / ".vaultmem/write.lock")],
+                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+            assert holders[0].stdout.readline().strip() == "held"
+            threading.Timer(1.0, lambda: (holders[0].stdin.write("\n"), holders[0].stdin.close())).start()
+        return harvest(self, *args, **kwargs)
+
+    monkeypatch.setattr(Lifecycle, "harvest", taken_first)
+    provider = VaultmemProvider()
+    try:
+        provider.initialize("s1", hermes_home=str(home), platform="cli", agent_context="primary")
+        provider.on_delegation("role: backend\ncheck the port", "Conclusion: 8080\nOutput: notes\nDecision: keep it",
+                               child_session_id="c1")
+        assert provider.flush(60)
+    finally:
+        provider.shutdown()
+        for h in holders:
+            h.wait(30)
+    assert holders, "the lock was taken between the two writes"
+    records = sorted((root / "shared" / "delegations").glob("*.md"))
+    assert len(records) == 1, [p.name for p in records]
+    assert "status: harvested" in records[0].read_text(encoding="utf-8")
+    assert outbox_files(root) == []
+
+
 def test_a_link_planted_for_the_outbox_folder_is_never_written_through(home, tmp_path):
     root = home / "vault"
     outside = tmp_path / "outside"

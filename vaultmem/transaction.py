@@ -163,6 +163,10 @@ class Writer:
         self.config = config
         self.on_write = on_write  # called with the paths before anything of a change is written
         self.settled: list[Settled] = []  # dead writers' changes this process settled
+        # How long locked() waits for the lock: git.lock_timeout, or less where set (a writer
+        # that retries on its own, doing other work between tries). git's own index lock is
+        # still waited for git.lock_timeout.
+        self.lock_wait: float | None = None
         self._held = threading.local()  # this thread's depth of locked() within locked()
         self._threads = threading.RLock()  # threads of one process take turns, then the file lock
 
@@ -193,12 +197,13 @@ class Writer:
             finally:
                 self._held.depth = depth
             return
-        busy = Busy(f"another vaultmem process has been writing this vault for {self.config.lock_timeout:g}s",
+        wait = self.config.lock_timeout if self.lock_wait is None else min(self.lock_wait, self.config.lock_timeout)
+        busy = Busy(f"another vaultmem process has been writing this vault for {wait:g}s",
                     path=layout.WRITE_LOCK, hint="retry in a moment")
-        if not self._threads.acquire(timeout=self.config.lock_timeout):
+        if not self._threads.acquire(timeout=wait):
             raise busy
         try:
-            lock = self._file_lock(self.config.lock_timeout)
+            lock = self._file_lock(wait)
             try:
                 lock.acquire()
             except Timeout:

@@ -51,6 +51,12 @@ class Outbox:
         files.atomic_write(path, json.dumps({"kind": kind, **data}, ensure_ascii=False), mode=0o600)
         return path
 
+    @staticmethod
+    def rewrite(path: Path, job: dict[str, Any]) -> None:
+        """Replace a job's file with ``job`` (what is already done of it noted), as
+        :meth:`put` wrote it."""
+        files.atomic_write(path, json.dumps(job, ensure_ascii=False), mode=0o600)
+
     def pending(self) -> list[Path]:
         return sorted(p for p in self.folder.glob("*.json") if p.name[:8].isdigit())
 

@@ -33,9 +33,10 @@ except Exception:  # noqa: BLE001 - not installed (or another package's "agent")
 
 log = logging.getLogger("vaultmem.hermes")
 
-# How long the writer waits for a busy vault's lock at a time (git.lock_timeout if that is
-# shorter). Between tries, what came in meanwhile goes to the outbox: a provider killed
-# while another process holds the vault loses no turn handed over in that time.
+# How long the writer waits for a busy vault's write lock at a time (git.lock_timeout if
+# that is shorter), and at most between tries. Between tries, what came in meanwhile goes
+# to the outbox: a provider killed while another process holds the vault loses no turn
+# handed over more than about twice this before.
 LOCK_TRY = 0.25
 
 
@@ -52,7 +53,6 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
         self._vault: Vault | None = None  # reads and tool calls (the host's thread)
         self._root: Path | None = None
         self._agent = "hermes"
-        self._lock_timeout = 10.0  # git.lock_timeout of the vault the writer opened
         self._session = ""
         self._context = "primary"
         self._platform = "cli"
@@ -385,9 +385,8 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
     def _run(self) -> None:
         """The writer: each piece of work goes to the outbox first, then into the vault."""
         try:
-            opened = Vault(self._root)
-            self._lock_timeout = opened.config.lock_timeout
-            writer = Vault(self._root, config=opened.config._replace(lock_timeout=min(self._lock_timeout, LOCK_TRY)))
+            writer = Vault(self._root)
+            writer.writer.lock_wait = LOCK_TRY  # its own retries (_do) wait; the queue spills between them
         except Exception as exc:  # noqa: BLE001
             log.error("vaultmem writer cannot open the vault: %s", edge.one_line(exc))
             writer = None
@@ -492,7 +491,7 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
                 elif kind == "checkpoint":
                     v.shared.save_checkpoint(actor, job["text"], task=job["task"] or None, step=job["step"] or None)
                 elif kind == "delegation":
-                    self._harvest(v, actor, job)
+                    self._harvest(v, actor, job, path)
                 elif kind == "journal":
                     t = journal.Transcript(job["session"], job["source"], job["shape"],
                                            [journal.Turn(**x) for x in job["turns"]])
@@ -502,14 +501,23 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
                 break
             except Busy:
                 attempt += 1
-                self._spill_waiting(v)  # meanwhile, what came in goes to the outbox: a kill loses nothing
-                if self._stopping:
+                if not self._wait_busy(v, attempt):
                     return  # shutting down: the file stays for the next provider
-                threading.Event().wait(min(0.05 * attempt, 1.0))
             except Exception as exc:  # noqa: BLE001 - refused (or a bug): kept aside, never retried forever
                 self._failed(path, exc)
                 return
         path.unlink(missing_ok=True)
+
+    def _wait_busy(self, v: Vault, attempt: int) -> bool:
+        """The vault was busy: what came in meanwhile goes to the outbox (a kill loses
+        nothing), then a pause before the next try, longer as tries fail, never over
+        LOCK_TRY. False when the provider is shutting down."""
+        self._spill_waiting(v)
+        if self._stopping:
+            return False
+        threading.Event().wait(min(0.05 * attempt, LOCK_TRY))
+        self._spill_waiting(v)
+        return not self._stopping
 
     def _spill_waiting(self, v: Vault) -> None:
         """While the vault is busy: write the work waiting in the queue to the outbox (in
@@ -572,12 +580,17 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
         for p in used:
             p.unlink(missing_ok=True)
 
-    def _harvest(self, v: Vault, actor, job: dict) -> None:
+    def _harvest(self, v: Vault, actor, job: dict, path: Path) -> None:
         """The delegation under its role and its record: harvested when the result states
         all four elements (through the gate: the orchestrator writes the page, another
         agent's record waits in the inbox); otherwise the delegation stays pending and
-        the result waits in the inbox for a human, with what is missing said."""
+        the result waits in the inbox for a human, with what is missing said. The
+        delegation made is noted in the job's outbox file: a try after a busy vault (or
+        the next provider, after a kill) goes on with it and never delegates twice."""
         role, task, fields = job["role"], job["task"] or "(the task was not given)", job["fields"]
+        if job.get("delegated"):
+            self._record(v, actor, job, job["delegated"]["id"], job["delegated"]["role"], task, fields)
+            return
         try:
             change, _brief = v.lifecycle.delegate(role, task, actor, tokens=200)
         except (BadInput, NotFound, PermissionRefused) as exc:  # no page it may create, a name refused
@@ -590,6 +603,12 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
                            session=job.get("session") or None)
             return
         did, role = change.details["id"], change.details["role"]
+        job["delegated"] = {"id": did, "role": role}
+        Outbox.rewrite(path, job)
+        self._record(v, actor, job, did, role, task, fields)
+
+    def _record(self, v: Vault, actor, job: dict, did: str, role: str, task: str, fields: dict) -> None:
+        """A made delegation's record: harvested, or its result filed for a human."""
         record = {"task": task, **fields}
         missing = [k for k in FIELDS if not str(record.get(k) or "").strip()]
         if not missing and job["task"]:
@@ -608,14 +627,13 @@ class VaultmemProvider(_Base):  # type: ignore[misc,valid-type]
         retention proposal per session. False when the vault stayed busy (they stay)."""
         sessions = {json.loads(p.read_text(encoding="utf-8")).get("session") or ""
                     for p in folder.glob("*-facts.json")}
-        deadline = time.monotonic() + self._lock_timeout  # the vault's own wait, in tries of LOCK_TRY
+        deadline = time.monotonic() + v.config.lock_timeout  # the vault's own wait, in tries of LOCK_TRY
         for session in sorted(sessions):
             while True:
                 try:
                     self._retain(v, v.actor(self._agent), {"session": session, "facts": []}, folder, session=session)
                 except Busy:
-                    self._spill_waiting(v)
-                    if self._stopping or time.monotonic() >= deadline:
+                    if not self._wait_busy(v, 1) or time.monotonic() >= deadline:
                         return False
                     continue
                 except Exception as exc:  # noqa: BLE001 - refused: kept aside with the reason
