@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import logging
 import os
 import shutil
 import signal
@@ -48,32 +49,45 @@ def both_engines(request, monkeypatch) -> str:
 
 @pytest.fixture(scope="session")
 def made_vaults(tmp_path_factory) -> dict:
-    """The vaults made once in this process (see :func:`fresh_vault`, :func:`built_once`)."""
-    return {"dir": tmp_path_factory.mktemp("made-vaults")}
+    """The vaults made once in this process (see :func:`fresh_vault`, :func:`built_once`).
+    The two the fixtures below copy are made here, before any test's own fixtures change
+    the environment (a test's HOME, git's identity)."""
+    made = {"dir": tmp_path_factory.mktemp("made-vaults")}
+    for lang, orchestrator in (("zh", "lee"), ("en", "orch")):
+        _made_by_init(made, lang, orchestrator)
+    return made
 
 
 def _copy(source: Path, root: Path) -> Vault:
+    """A copy of the vault at ``source``: its files, git repository and index, without the
+    per-machine state of ``.vaultmem/local/`` (caches, keys, notices given), as a clone has."""
     if root.exists():
         shutil.rmtree(root)
-    shutil.copytree(source, root, symlinks=True)
+    local = source / ".vaultmem" / "local"
+    shutil.copytree(source, root, symlinks=True, ignore=lambda folder, _names: ["local"]
+                    if Path(folder) == local.parent else [])
     return Vault(root)
 
 
 def fresh_vault(made: dict, root: Path, lang: str, orchestrator: str) -> Vault:
     """A new vault at ``root`` as ``Vault.init`` makes it. The first of each kind in a process
-    is made by ``Vault.init``; later ones are copies of it, its files and its git repository
-    byte for byte (git paths are relative), which takes a tenth of the time of init's
-    template and git commands. Tests of ``init`` itself call it."""
+    is made by ``Vault.init``; later ones are copies of it (:func:`_copy`; git's paths are
+    relative), which take a tenth of the time of init's template and git commands. Tests
+    of ``init`` itself call it."""
+    return _copy(_made_by_init(made, lang, orchestrator), root)
+
+
+def _made_by_init(made: dict, lang: str, orchestrator: str) -> Path:
     key = (lang, orchestrator)
     if key not in made:
         made[key], _ = Vault.init(made["dir"] / f"{lang}-{orchestrator}", lang=lang, orchestrator=orchestrator)
-    return _copy(made[key].root, root)
+    return made[key].root
 
 
 def built_once(made: dict, key: tuple, root: Path, build, lang: str = "zh", orchestrator: str = "lee") -> Vault:
     """A vault at ``root`` holding what ``build(vault)`` writes into a fresh one: built by
-    its own writes once a process for each ``key``, then copied — its files, its git history and its index, as they were. The
-    engine a test runs on (``VAULTMEM_INDEX_ENGINE``) is part of the key."""
+    its own writes once a process for each ``key``, then copied (:func:`_copy`). The engine
+    a test runs on (``VAULTMEM_INDEX_ENGINE``) is part of the key, for a build that indexes."""
     key = (*key, os.environ.get("VAULTMEM_INDEX_ENGINE"))
     if key not in made:
         source = fresh_vault(made, made["dir"] / f"built-{len(made)}", lang, orchestrator)
@@ -132,18 +146,26 @@ def vaultmem_in_process(*args: str, cwd: Path | None = None, env: dict | None = 
     argv = [str(a) for a in args]
     assert "hook" not in argv, "a hook runs through its own entry point: use run_vaultmem"
     code = 0
-    argv_before = sys.argv
-    sys.argv = ["vaultmem", *argv]  # the program's name in usage lines, as the installed command's
-    with contextlib.chdir(cwd or os.getcwd()), CliRunner().isolation(input=stdin, env=env) as (out, err, _):
-        try:
-            main(args=argv)
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            sys.argv = argv_before
-        said, warned = out.getvalue(), err.getvalue()
+    root_logger = logging.getLogger()
+    kept = sys.argv, sys.excepthook, root_logger.handlers[:]
+    try:
+        sys.argv = ["vaultmem", *argv]
+        # no handler on the root logger, as in a new process: a warning is written to stderr
+        # (logging's last resort), not taken by pytest's log capture
+        root_logger.handlers.clear()
+        with contextlib.chdir(cwd or os.getcwd()), CliRunner().isolation(input=stdin, env=env) as (out, err, _):
+            try:
+                main(args=argv, prog_name="vaultmem")  # the program's name in usage lines: the installed command's
+            except SystemExit as exc:  # as the interpreter ends a process: a text is printed, then 1
+                if exc.code is not None and not isinstance(exc.code, int):
+                    print(exc.code, file=sys.stderr)
+                code = 1 if exc.code is not None and not isinstance(exc.code, int) else exc.code or 0
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            said, warned = out.getvalue(), err.getvalue()
+    finally:
+        sys.argv, sys.excepthook, root_logger.handlers[:] = kept
     return subprocess.CompletedProcess(["vaultmem", *argv], code, said.decode("utf-8"), warned.decode("utf-8"))
 
 

@@ -13,7 +13,7 @@ import sys
 
 import anyio
 import pytest
-from conftest import git, run_vaultmem
+from conftest import git, run_vaultmem, vaultmem_in_process
 from mcp import Client, StdioServerParameters
 
 from vaultmem.adapters.mcp import VaultServer
@@ -165,7 +165,7 @@ def test_remember_as_an_agent_files_an_inbox_item_and_as_the_human_writes_the_no
 
 def test_the_live_log_appends_and_tails_what_an_agent_has_not_seen(vault):
     for agent in ("ella", "max"):
-        assert run_vaultmem("--vault", vault.root, "keys", "new", agent).returncode == 0
+        assert vaultmem_in_process("--vault", vault.root, "keys", "new", agent).returncode == 0
     ella, max_ = VaultServer(vault, agent="ella"), VaultServer(vault, agent="max")
     e = ok(call(ella, "log_append", summary="API v2 schema merged", channel="backend"))
     assert e["agent"] == "ella" and e["channel"] == "backend"
@@ -340,7 +340,7 @@ def test_vaultmem_mcp_over_stdio_serves_every_tool_resource_and_the_prompt_and_w
     from mcp import MCPError
     from mcp.client.stdio import stdio_client
 
-    assert run_vaultmem("--vault", vault.root, "keys", "new", "lee").returncode == 0
+    assert vaultmem_in_process("--vault", vault.root, "keys", "new", "lee").returncode == 0
     (vault.root / "memories" / "ports.md").write_text(
         "---\nname: ports\ntype: fact\nscope: global\n---\nThe backend listens on port 8080.\n", encoding="utf-8")
     params = StdioServerParameters(command=sys.executable, args=["-m", "vaultmem", "mcp", "--vault", str(vault.root),
@@ -540,7 +540,7 @@ def test_retain_files_facts_for_review_and_quarantines_third_party_text(vault):
 
 
 def test_decisions_and_checkpoints(vault):
-    assert run_vaultmem("--vault", vault.root, "keys", "new", "ella").returncode == 0
+    assert vaultmem_in_process("--vault", vault.root, "keys", "new", "ella").returncode == 0
     server = VaultServer(vault, agent="ella")
 
     async def steps(c):
@@ -600,7 +600,7 @@ def test_with_a_watcher_in_another_process_the_warm_index_sees_what_it_indexed(v
 
 
 def test_huge_text_is_refused_with_the_limit_and_nothing_is_written(vault):
-    assert run_vaultmem("--vault", vault.root, "keys", "new", "ella").returncode == 0
+    assert vaultmem_in_process("--vault", vault.root, "keys", "new", "ella").returncode == 0
     server = VaultServer(vault, agent="ella")
     head = git(vault.root, "rev-parse", "HEAD")
     huge = "word " * 300_000  # 1.5 MB
@@ -627,7 +627,7 @@ def test_a_role_name_that_reads_like_a_secret_is_refused_as_bad_input_in_the_cli
     as "a vaultmem bug"; it is the caller's input: a name_refused error, naming no secret."""
     secret = token(3)
     head = git(vault.root, "rev-parse", "HEAD")
-    r = run_vaultmem("--vault", vault.root, "dispatch", secret, "--task", "deploy")
+    r = vaultmem_in_process("--vault", vault.root, "dispatch", secret, "--task", "deploy")
     assert r.returncode == 2 and "vaultmem bug" not in r.stderr and secret not in r.stderr + r.stdout, r.stderr
     assert "reads like a secret" in r.stderr and "role name" in r.stderr
 

@@ -23,10 +23,16 @@ def vm(cli, vault, *args, agent=None, input=None):
     return cli("--vault", vault.root, *extra, *args, input=input)
 
 
-def everything_on_disk(root, but=None) -> bytes:
-    """Every file of the vault but git's (and but those under ``but``), their paths and bytes."""
+def everything_on_disk(root, but=()) -> bytes:
+    """Every file of the vault but git's (and but the files ``but`` names), their paths and bytes."""
     return b"\n".join(bytes(p) + b"\0" + p.read_bytes() for p in sorted(root.rglob("*"))
-                       if p.is_file() and ".git" not in p.parts and not (but and p.is_relative_to(but)))
+                       if p.is_file() and ".git" not in p.parts and p not in but)
+
+
+def caches(root) -> set:
+    """The per-machine caches any command, a read too, may rewrite: the tidy-up's record of
+    the folders it found clean, and the settings read from the config."""
+    return {root / ".vaultmem" / "local" / name for name in ("tidy.bin", "config.cache")}
 
 
 def test_no_write_path_lets_a_secret_through(cli, vault):
@@ -83,15 +89,12 @@ def test_reject_mode_refuses_and_writes_nothing(cli, vault):
     assert r.exit_code == 2 and out_json(r)["error"]["type"] == "secret_refused"
     assert secret not in r.output and "github-token" in r.output
     vm(cli, vault, "keys", "new", "ella", agent="ella")
-    before_but_local = everything_on_disk(vault.root, but=vault.root / ".vaultmem" / "local")
+    before = everything_on_disk(vault.root, but=caches(vault.root))
     r = vm(cli, vault, "log", "append", "--summary", f"x {secret}", agent="ella")
     assert r.exit_code == 2
     r = vm(cli, vault, "retain", "-", agent="ella", input=f"- type: fact\n  text: ok\n- type: fact\n  text: {secret}\n")
     assert r.exit_code == 2 and "item 2" in r.output
-    # the per-machine caches aside (any command, a read too, may rewrite .vaultmem/local/:
-    # the tidy-up records there the folders it found clean), nothing on disk changed
-    local = vault.root / ".vaultmem" / "local"
-    assert everything_on_disk(vault.root, but=local) == before_but_local
+    assert everything_on_disk(vault.root, but=caches(vault.root)) == before  # nothing else changed
     assert secret.encode() not in everything_on_disk(vault.root)
     assert git(vault.root, "rev-list", "--count", f"{head}..HEAD").strip() == "1"  # only the keys commit
     assert vm(cli, vault, "config", "set", "safety.secrets", "maybe").exit_code != 0

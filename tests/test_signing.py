@@ -5,7 +5,7 @@ written and the error names the setting."""
 import os
 import stat
 
-from conftest import git, out_json, run_vaultmem
+from conftest import git, out_json, vaultmem_in_process
 
 # git runs ``gpg.program --status-fd=2 -bsau KEY``, writes the commit to its stdin and
 # reads an armored signature from its stdout and "[GNUPG:] SIG_CREATED" from fd 2.
@@ -37,7 +37,7 @@ def _sign_with(vault, program):
 
 def test_a_commit_is_signed_when_git_is_told_to_sign(vault, tmp_path):
     _sign_with(vault, _program(tmp_path, "fake-gpg", FAKE_SIGNER))
-    r = run_vaultmem("--vault", vault.root, "remember", "the backend listens on 8080", "--type", "fact")
+    r = vaultmem_in_process("--vault", vault.root, "remember", "the backend listens on 8080", "--type", "fact")
     assert r.returncode == 0, r.stderr
     head = git(vault.root, "cat-file", "-p", "HEAD")
     assert "\ngpgsig -----BEGIN PGP SIGNATURE-----" in head
@@ -45,7 +45,7 @@ def test_a_commit_is_signed_when_git_is_told_to_sign(vault, tmp_path):
 
 
 def test_no_signing_setting_means_no_signature(vault):
-    r = run_vaultmem("--vault", vault.root, "remember", "the backend listens on 8080", "--type", "fact")
+    r = vaultmem_in_process("--vault", vault.root, "remember", "the backend listens on 8080", "--type", "fact")
     assert r.returncode == 0, r.stderr
     assert "gpgsig" not in git(vault.root, "cat-file", "-p", "HEAD")
 
@@ -54,7 +54,7 @@ def test_a_commit_git_cannot_sign_is_refused_and_nothing_is_written(vault, tmp_p
     _sign_with(vault, _program(tmp_path, "failing-gpg", FAILING_SIGNER))
     head = git(vault.root, "rev-parse", "HEAD")
     memory_index = (vault.root / "MEMORY.md").read_text()
-    r = run_vaultmem("--vault", vault.root, "remember", "the backend listens on 8080", "--type", "fact")
+    r = vaultmem_in_process("--vault", vault.root, "remember", "the backend listens on 8080", "--type", "fact")
     assert r.returncode != 0
     assert "commit.gpgsign" in r.stderr and "sign" in r.stderr
     assert "Traceback" not in r.stderr
@@ -62,12 +62,12 @@ def test_a_commit_git_cannot_sign_is_refused_and_nothing_is_written(vault, tmp_p
     assert git(vault.root, "status", "--porcelain") == ""  # nothing staged, nothing left in the tree
     assert list((vault.root / "memories").glob("*.md")) == []
     assert (vault.root / "MEMORY.md").read_text() == memory_index
-    r = run_vaultmem("--vault", vault.root, "remember", "the backend listens on 8080", "--type", "fact", "--json")
+    r = vaultmem_in_process("--vault", vault.root, "remember", "the backend listens on 8080", "--type", "fact", "--json")
     assert r.returncode != 0
     err = out_json(r)["error"]
     assert err["type"] == "git_error" and "commit.gpgsign" in err["message"] + (err["hint"] or "")
     # turning signing off, as the hint says, lets the same change through
     git(vault.root, "config", "commit.gpgsign", "false")
-    assert run_vaultmem("--vault", vault.root, "remember", "the backend listens on 8080", "--type", "fact"
-                        ).returncode == 0
+    assert vaultmem_in_process("--vault", vault.root, "remember", "the backend listens on 8080", "--type", "fact"
+                               ).returncode == 0
     assert os.listdir(vault.root / "memories")

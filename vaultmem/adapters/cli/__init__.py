@@ -202,12 +202,13 @@ def main_options(
     ctx.obj = Session(vault=vault, agent=as_, json=json_, ahead=launched.ahead)
 
 
-def main(ahead=None, args: list[str] | None = None) -> None:
-    """Run the command line on ``args`` (by default the process's arguments). ``ahead``: the
-    walk the launcher started for the vault the command names (``vaultmem.walk.WalkAhead``),
+def main(ahead=None, args: list[str] | None = None, prog_name: str | None = None) -> None:
+    """Run the command line on ``args`` (by default the process's arguments; ``prog_name``,
+    what usage lines call the program, by default as click finds it). ``ahead``: the walk
+    the launcher started for the vault the command names (``vaultmem.walk.WalkAhead``),
     kept on the session for the vault it opens."""
     try:
-        app(args=args, obj=Session(ahead=ahead))
+        app(args=args, prog_name=prog_name, obj=Session(ahead=ahead))
     except (VaultmemError, OSError) as exc:  # raised outside any command (commands answer their own)
         import sys
 
