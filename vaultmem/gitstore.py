@@ -340,23 +340,12 @@ def _batches(paths: list[str]) -> list[list[str]]:
     return [paths[i:i + ARGV_PATHS] for i in range(0, len(paths), ARGV_PATHS)] or [[]]
 
 
-def _changed(root: Path, paths: list[str], env: dict) -> bool:
-    """Whether the staged ``paths`` differ from the last commit (always, before the first)."""
-    return any(_git(root, ["diff", "--cached", "--name-only", "--", *batch], env).strip()
-               for batch in _batches(paths)) or not has_commit(root)
-
-
 def commit(root: Path, paths: list[str], message: str, actor: Actor, lock_timeout: float) -> str | None:
     """Commit exactly ``paths`` (added, changed or deleted). Returns the new commit's
     hexsha, or None when those paths hold no change."""
     _check_repo(root)
     name, email = actor.git_identity()
-    env = {
-        "GIT_AUTHOR_NAME": name,
-        "GIT_AUTHOR_EMAIL": email,
-        "GIT_COMMITTER_NAME": name,
-        "GIT_COMMITTER_EMAIL": email,
-    }
+    env = {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}
     deadline = time.monotonic() + lock_timeout
     staged = False
     index_lock = root / ".git" / "index.lock"
@@ -380,8 +369,9 @@ def commit(root: Path, paths: list[str], message: str, actor: Actor, lock_timeou
                 with _pathspec(paths) as spec, _message(message) as said:
                     try:
                         _git(root, ["commit", "--only", "-q", *said, *spec], env)
-                    except GitFailed:  # whether because the paths hold no change is asked only now
-                        if not _changed(root, paths, env):
+                    except GitFailed:  # refused: whether for want of a change is asked only now
+                        if has_commit(root) and not any(_git(root, ["diff", "--cached", "--name-only", "--", *b],
+                                                             env).strip() for b in _batches(paths)):
                             return None
                         raise
                 notice = identity_notice(root, actor)
