@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -153,7 +154,17 @@ def vaultmem_in_process(*args: str, cwd: Path | None = None, env: dict | None = 
         # no handler on the root logger, as in a new process: a warning is written to stderr
         # (logging's last resort), not taken by pytest's log capture
         root_logger.handlers.clear()
-        with contextlib.chdir(cwd or os.getcwd()), CliRunner().isolation(input=stdin, env=env) as (out, err, _):
+        with contextlib.chdir(cwd or os.getcwd()), CliRunner().isolation(input=stdin, env=env) as (out, err, _), \
+                warnings.catch_warnings():
+            # and the interpreter's own warning filters and printing, not pytest's record
+            warnings.resetwarnings()
+            for action, category in (("default", DeprecationWarning), ("ignore", DeprecationWarning),
+                                     ("ignore", PendingDeprecationWarning), ("ignore", ImportWarning),
+                                     ("ignore", ResourceWarning)):
+                warnings.filterwarnings(action, category=category, module="__main__" if action == "default" else "",
+                                        append=True)
+            warnings.showwarning = lambda message, category, filename, lineno, file=None, line=None: sys.stderr.write(
+                warnings.formatwarning(message, category, filename, lineno, line))
             try:
                 main(args=argv, prog_name="vaultmem")  # the program's name in usage lines: the installed command's
             except SystemExit as exc:  # as the interpreter ends a process: a text is printed, then 1
