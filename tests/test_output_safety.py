@@ -56,6 +56,25 @@ def test_json_output_escapes_what_a_terminal_would_act_on_and_keeps_the_value(en
     assert "\x1b]0;pwned\x07" in snippet and "\u202e" in snippet  # a JSON reader gets the text as it is
 
 
+def test_a_file_name_holding_a_newline_is_shown_on_one_line(en_vault):
+    """A note's file name may hold a newline (git and the file system allow it): search,
+    index and the warning about a file that cannot be read show it escaped, so it cannot
+    start a line of output of its own (a forged "error:" line, a forged hit)."""
+    memories = en_vault.root / "memories"
+    (memories / "good\nerror: forged.md").write_text("---\nname: b\ntype: fact\n---\nredis port 6379\n")
+    (memories / "bad\n 2. forged.md").write_text("---\nname: a\ntype: fact\ntags: [x\n---\nredis port\n")
+    r = vaultmem_in_process("--vault", en_vault.root, "search", "redis")
+    assert r.returncode == 0, r.stderr
+    assert " 1. memories/good\\nerror: forged.md  [note/fact]" in r.stdout.splitlines()[0]
+    assert not any(line.startswith("error:") for line in r.stdout.splitlines())
+    (warning,) = [line for line in r.stderr.splitlines() if "forged" in line]
+    assert warning.startswith("warning: memories/bad\\n 2. forged.md:5: cannot be read")
+    index = vaultmem_in_process("--vault", en_vault.root, "index").stdout
+    assert "skipped memories/bad\\n 2. forged.md:5:" in index and "\n 2. forged" not in index
+    hits = out_json(vaultmem_in_process("--vault", en_vault.root, "--json", "search", "redis"))["hits"]
+    assert hits[0]["path"] == "memories/good\nerror: forged.md"  # JSON keeps the name as it is
+
+
 def test_render_functions_stay_plain_and_the_edge_neutralises():
     from vaultmem.adapters.edge import json_text, printable
 

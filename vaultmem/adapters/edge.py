@@ -101,6 +101,12 @@ def printable(text: str) -> str:
     return _UNSAFE.sub(_stand_in, text)
 
 
+def plain_name(text: Any) -> str:
+    """A file or agent name as one line: a newline or other control character in it is
+    escaped (\\n), so a name cannot start a line of output of its own."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in str(text))
+
+
 def json_text(data: Any, indent: int | None = 2) -> str:
     """``data`` as JSON that is safe on a terminal too: the characters the encoder leaves
     raw and a terminal would act on (C1 controls, bidi overrides, line separators) are

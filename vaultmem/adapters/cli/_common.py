@@ -131,7 +131,7 @@ def skipped_lines(skipped: list[dict], warnings: list[str]) -> list[str]:
     left = [p for p in skipped if not any(p["path"] in w for w in warnings)]
     lines = []
     for p in left[:MAX_SKIPPED_LINES]:
-        where = f"{p['path']}:{p['line']}" if p.get("line") else p["path"]
+        where = edge.plain_name(p["path"]) + (f":{p['line']}" if p.get("line") else "")
         said = "indexed in part" if p.get("partial") else "cannot be read, not searched"
         lines.append(f"warning: {where}: {said}: {' '.join(str(p['message']).split())}")
     if len(left) > MAX_SKIPPED_LINES:

@@ -301,9 +301,9 @@ def index_report(r) -> str:
     parts = [f"{head}: {len(r.new)} new, {len(r.modified)} modified, {len(r.deleted)} deleted, "
              f"{len(r.moved)} moved, {r.unchanged} unchanged ({_n(r.docs, 'doc')} written, {r.seconds:.2f}s)"]
     for src, dst in r.moved:
-        parts.append(f"  moved {src} → {dst}")
+        parts.append(f"  moved {plain_name(src)} → {plain_name(dst)}")
     for p in r.problems:
-        where = p["path"] + (f":{p['line']}" if p.get("line") else "")
+        where = plain_name(p["path"]) + (f":{p['line']}" if p.get("line") else "")
         parts.append(f"  {'indexed in part' if p.get('partial') else 'skipped'} {where}: {p['message']}" +
                      (f" (hint: {p['hint']})" if p.get("hint") else ""))
     if (sem := getattr(r, "semantic", None)) is not None:
@@ -330,7 +330,7 @@ def search_hits(hits) -> str:
                    f"(search.min_relevance {cut:g}); they {near} words with the query")
     for i, h in enumerate(hits, 1):
         d = h.doc
-        where = d.id + (f"  (line {d.line})" if d.line else "")
+        where = plain_name(d.id) + (f"  (line {d.line})" if d.line else "")
         weak = "  (weak)" if h.relevant is False else ""
         out.append(f"{i:>2}. {where}  [{d.kind}{'/' + (d.type or d.section) if (d.type or d.section) else ''}]"
                    f"  score {h.score:.2f}{weak}\n    {h.snippet}")

@@ -4,13 +4,7 @@ what approving, editing or rejecting did (``vaultmem review …``). Re-exported 
 
 from __future__ import annotations
 
-from typing import Any
-
-
-def plain_name(text: Any) -> str:
-    """A file or agent name as one line: a newline or other control character in it is
-    escaped (\\n), so a name cannot start a line of output of its own."""
-    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in str(text))
+from ..edge import plain_name
 
 
 # -- the review inbox ---------------------------------------------------------------------------
