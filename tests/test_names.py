@@ -109,3 +109,14 @@ def test_a_plain_name_is_checked_without_loading_the_secret_detector():
             "for n in ('前端审查', 'code-reviewer', 'backend', 'infra-sre'): check_name(n)\n"
             "print('vaultmem.guard' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+
+
+def test_an_unprintable_name_is_shown_with_each_character_escaped_once():
+    """An escape character in an agent's name is shown as \\x1b, once: the message is
+    what a person reads, not Python's picture of an already escaped text."""
+    with pytest.raises(NameRefused) as err:
+        check_name("a\x1b[31mb", "agent name")
+    assert err.value.message.startswith("the agent name 'a\\x1b[31mb' is refused: it contains the control")
+    with pytest.raises(NameRefused) as err:
+        check_name("../x", "role name")
+    assert err.value.message.startswith("the role name '../x' is refused")

@@ -66,10 +66,11 @@ def check_name(raw: str, what: str = "name", *, field: str | None = None) -> str
         raise NameRefused(f"the {what} is empty", hint=f"give a {what} such as 前端审查 or code-reviewer",
                           field=field)
     name = unicodedata.normalize("NFC", raw)
-    shown = name.encode("unicode_escape").decode("ascii") if not name.isprintable() else name
+    # quoted as Python would, but its unprintable characters escaped once (\x1b, not \\x1b)
+    shown = repr(name) if name.isprintable() else "'" + name.encode("unicode_escape").decode("ascii") + "'"
 
     def refuse(why: str, hint: str | None = None) -> NameRefused:
-        return NameRefused(f"the {what} {shown!r} is refused: {why}", hint=hint, field=field)
+        return NameRefused(f"the {what} {shown} is refused: {why}", hint=hint, field=field)
 
     if name == ".":
         raise refuse("it is '.', the current folder")
