@@ -48,13 +48,13 @@ class Outbox:
         with self._mutex:
             self._seq += 1
             path = self.folder / f"{self._seq:08d}-{kind}.json"
-        files.atomic_write(path, json.dumps({"kind": kind, **data}, ensure_ascii=False), mode=0o600)
+        self.rewrite(path, {"kind": kind, **data})
         return path
 
     @staticmethod
     def rewrite(path: Path, job: dict[str, Any]) -> None:
-        """Replace a job's file with ``job`` (what is already done of it noted), as
-        :meth:`put` wrote it."""
+        """Write a job's file whole, owner-only: a new one (:meth:`put`), or one with what is
+        already done of it noted."""
         files.atomic_write(path, json.dumps(job, ensure_ascii=False), mode=0o600)
 
     def pending(self) -> list[Path]:
