@@ -127,17 +127,17 @@ def test_the_journals_index_is_on_the_engine_the_vaults_size_calls_for(notes, mo
     notes.journal_store().close()
 
 
-def test_an_index_whose_stored_terms_are_json_still_answers_as_a_fresh_one(notes, monkeypatch):
-    # the terms field held a JSON list before it held the fields joined by SEPARATOR: an
+def test_an_index_that_stored_every_field_s_terms_answers_as_a_fresh_one(notes, monkeypatch):
+    # the terms field held the unigrams too before they were made again from the rest: an
     # index built then is read as it was, and ranks as one built now
     from vaultmem.index import tantivy_engine
-    from vaultmem.index.fields import TEXT_FIELDS
+    from vaultmem.index.fields import SEPARATOR, TEXT_FIELDS
 
     monkeypatch.setenv("VAULTMEM_INDEX_ENGINE", "tantivy")
     for i in range(12):
         (notes.root / "memories" / f"m{i}.md").write_text(
             NOTE.format(n=f"m{i}", body=f"端口 port {'retry ' * (i % 4)}cache 缓存 {i}"), encoding="utf-8")
-    queries = ["端口", "port retry", "cache 缓存", "PostgreSQL", "retry"]
+    queries = ["端口", "port retry", "cache 缓存", "PostgreSQL", "retry", "缓", "口"]
 
     def answers():
         store = IndexStore(notes.root)
@@ -147,8 +147,8 @@ def test_an_index_whose_stored_terms_are_json_still_answers_as_a_fresh_one(notes
         return out
 
     with monkeypatch.context() as m:
-        m.setattr(tantivy_engine, "stored_terms", lambda fields: json.dumps(
-            [fields[name] for name in TEXT_FIELDS], ensure_ascii=False).encode("utf-8"))
+        m.setattr(tantivy_engine, "stored_terms", lambda fields: SEPARATOR.join(
+            [fields[name] for name in TEXT_FIELDS]).encode("utf-8"))
         IndexStore(notes.root).rebuild()
     current = (notes.root / INDEX_DIR / "CURRENT").read_text()
     old = answers()
@@ -199,6 +199,39 @@ def test_an_index_whose_documents_json_wrote_reads_them_as_one_built_now(notes, 
     plain = IndexDoc(id="a.md", path="a.md", kind="note", text="端口\udc80").plain()
     assert fields.stored_doc(json.dumps({**plain, "turn": float("inf")}).encode()).turn == float("inf")
     assert fields.stored_doc(fields.doc_json(IndexDoc(**plain))).plain() == plain  # a lone surrogate: escaped
+
+
+def test_a_documents_stored_copy_says_every_field_again_and_stores_no_repeat():
+    """A stored copy leaves out default values and frontmatter values its own fields hold,
+    and is read back as the very document: every field, its type and order."""
+    from vaultmem.index import fields
+    from vaultmem.models import IndexDoc
+
+    title = "端口说明"
+    cases = [
+        IndexDoc(id="memories/a.md", path="memories/a.md", kind="note", text="端口 8080", title=title, type="fact",
+                 author_kind="user", aliases=["port", "the description"], tags=["x"], speaker="lee",
+                 meta={"name": title, "description": "the description", "type": "fact", "author": "lee",
+                       "status": "active", "other": title, "n": "3"}),
+        # a value that is not text (no note's frontmatter gives one): the frontmatter kept whole
+        IndexDoc(id="b", path="b", kind="entry", text="", title="b-title", meta={"name": "b-title", "n": 3}),
+        IndexDoc(id="c", path="c", kind="entry", text="", importance=0.5, status="active"),  # defaults only
+        IndexDoc(id="d", path="d", kind="note", text="x", type="1", importance=1, turn=float("inf"),
+                 meta={"type": "1"}),  # (json writes infinity)
+    ]
+    for doc in cases:
+        again = fields.stored_doc(fields.doc_json(doc))
+        assert again == doc and list(again.plain().items()) == list(doc.plain().items())
+        assert type(again.importance) is type(doc.importance) and again.meta == doc.meta
+        assert [type(v) for v in again.meta.values()] == [type(v) for v in doc.meta.values()]
+    data = fields.doc_json(cases[0])
+    assert data.count(title.encode()) == 2 and data.count(b"the description") == 1  # title and "other"
+    assert b"unknown" not in data and b'"near"' not in data and b'"lee"' in data and data.count(b'"lee"') == 1
+    assert fields.doc_json(cases[2]) == b'{"id":"c","path":"c","kind":"entry","text":""}'
+    one, two = (fields.stored_doc(fields.doc_json(cases[2])) for _ in range(2))
+    one.tags.append("t")
+    one.meta["k"] = "v"
+    assert two.tags == [] and two.meta == {}  # each its own list and map
 
 
 def test_tantivys_writer_lock_held_elsewhere_is_busy_not_a_traceback(cli, notes, monkeypatch):
@@ -297,7 +330,9 @@ def test_tantivy_scores_from_stored_terms_as_its_explanation_tells(tmp_path):
     from vaultmem.index.tantivy_engine import TantivyEngine, clauses_of, fieldnorm, matched_terms, read_terms
     from vaultmem.models import IndexDoc
 
-    words = "cache redis timeout retry kafka queue deploy 缓存 端口".split()
+    # (the two long runs give the unigrams' field over 40 characters, where its length is rounded)
+    words = ("cache redis timeout retry kafka queue deploy 缓存 端口 前端审查组件性能大列表渲染虚拟滚动技术栈 "
+             "数据库索引部署日志监控告警超时重试限流熔断鉴权队列迁移回滚灰度配置接口").split()
     rng = random.Random(5)
 
     def doc(i):
@@ -314,7 +349,7 @@ def test_tantivy_scores_from_stored_terms_as_its_explanation_tells(tmp_path):
     assert stats.ghostly
     searcher = stats.searcher
     assert [fieldnorm(n) for n in (40, 41, 43, 47, 700, 5000)] == [40, 40, 42, 46, 664, 4632]
-    for text in ("cache", "kafka retry 端口", " ".join(words)):
+    for text in ("cache", "kafka retry 端口", " ".join(words), "缓 端 cache", "渲 端 灰"):  # (one character: the unigrams' field)
         clauses = clauses_of(query_tokens(text))
         query = Query.boolean_query([(Occur.Should, Query.term_query(engine.schema, f, t)) for f, t in clauses])
         weighed = stats.weighed(clauses)

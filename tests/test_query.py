@@ -31,13 +31,14 @@ author_kind: {author}
 # slug: (body, tags, author kind, status, created, extra frontmatter)
 NOTES = {
     "review-pr": ("I reviewed the PR for billing-api yesterday", ["code", "review"], "user", "active",
-                  "2026-05-04", {"project": "billing", "done": True, "priority": 2}),
+                  "2026-05-04", {"project": "billing", "done": True, "priority": 2,
+                                 "reviewed_at": "2026-05-04T09:30:00+00:00"}),
     "review-team": ("The PR queue: every change reviewed by the team", ["review"], "agent", "active",
                     "2026-05-10", {"project": "web"}),
     "port": ("后端端口固定8080，不要改", ["backend"], "agent", "active", "2026-04-01", {"project": "billing"}),
     "port-loose": ("固定下来的是部署端口，不是后端", ["backend", "deploy"], "user", "active", "2026-04-20", {}),
     "redis": ("Redis cluster for caching sessions", ["cache"], "third_party", "active", "2026-03-01",
-              {"project": "Billing"}),
+              {"project": "Billing", "runbook": "See the cluster runbook under ops/redis for failover steps"}),
     "redis-old": ("Redis sentinel for caching and failover", ["cache"], "user", "superseded", "2026-02-01", {}),
     "memcached": ("Memcached for caching sessions", ["cache"], "unknown", "archived", None, {}),
     "deploy": ("Deployment runs on Fridays; deployments need two approvals", ["deploy"], "user", "active",
@@ -186,6 +187,11 @@ def test_each_filter_narrows_inside_the_engine(corpus):
     assert set(ids(corpus.search("redis OR 端口", where=("project=billing",)))) == {"redis", "port"}  # folded
     assert ids(corpus.search("reviewed", where={"done": "TRUE", "priority": "2"})) == ["review-pr"]
     assert ids(corpus.search("deploy*", where=[("owner", "lee")])) == ["deploy"]
+    # a value longer than the index holds as it is (a timestamp, a sentence): looked for by its digest
+    assert ids(corpus.search("caching", where=("runbook=see the cluster runbook under OPS/redis for failover steps",))
+               ) == ["redis"]
+    assert ids(corpus.search("caching", where=("runbook=see the cluster runbook",))) == []
+    assert ids(corpus.search("reviewed", where=("reviewed_at=2026-05-04T09:30:00+00:00",))) == ["review-pr"]
     # selective: the rare notes rank below 27 filler notes, yet fill the limit
     assert sorted(ids(corpus.search("caching", tags=("rare",), limit=3))) == ["filler-00", "filler-10", "filler-20"]
     assert len(corpus.search("caching", where=("batch=b",), author_kinds=("agent",), limit=3)) == 3
@@ -198,6 +204,7 @@ FILTER_CASES = [
     Filters(statuses=("active", "archived")), Filters(author_kinds=("user", "third_party")),
     Filters(since="2026-02-01"), Filters(until="2026-03-31"), Filters(since="2025-12-05", until="2026-04-01"),
     Filters(where=(("project", "BILLING"),)), Filters(where=(("batch", "b"), ("tags", "x"))),
+    Filters(where=(("runbook", "See the cluster runbook under ops/redis for failover steps"),)),
     Filters(tags=("rare",), author_kinds=("agent",), until="2025-12-31"), Filters(agent="orch", tags=("deploy",)),
 ]
 

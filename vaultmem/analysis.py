@@ -18,7 +18,7 @@ from functools import lru_cache
 
 from .patterns import Lazy
 
-ANALYZER_VERSION = "bigram-snowball-dates-filters-5"  # stored in the index; a change forces a rebuild
+ANALYZER_VERSION = "bigram-snowball-dates-filters-6"  # stored in the index; a change forces a rebuild
 
 _CJK = (
     "\u3040-\u30ff"  # hiragana, katakana

@@ -37,7 +37,9 @@ def fields_for(term: str) -> tuple[str, ...]:
 OWN_FIELDS = ("title", "body", "aliases")  # what a document itself says (not its neighbours)
 FILTER_FIELDS = ("tags", "author_kind", "date", "meta")  # what the filters beyond scope read
 SEPARATOR = "\x1f"  # between the values of a many-valued filter field (tags, meta)
-MAX_VALUE = 200  # a longer frontmatter value is indexed (and looked for) by its digest
+# a longer frontmatter value is indexed (and looked for) by a digest: 17 characters, not a
+# description's or a timestamp's 25–200 (a third of the term dictionary: docs/benchmarks.md)
+MAX_VALUE = 24
 
 
 def holding_fields(term: str) -> tuple[str, ...]:
@@ -62,7 +64,7 @@ def _term(folded_key: str, value: str) -> str:
     if len(value) > MAX_VALUE:
         import hashlib
 
-        value = "#" + hashlib.sha1(value.encode("utf-8")).hexdigest()
+        value = "#" + hashlib.sha1(value.encode("utf-8")).hexdigest()[:16]
     return f"{folded_key}={value}"
 
 
@@ -124,14 +126,59 @@ def _near(doc: IndexDoc, said_by: set[str]) -> str:
     return " ".join([*terms, *(sorted(said_by) if SPEAKER == "near" else ())])
 
 
+# A document's stored copy leaves out what it can say again (docs/benchmarks.md: a fifth
+# of the document store): each field whose value is its default, and each frontmatter
+# value that one of the document's own fields already holds (a note's ``name`` is its
+# title, its ``description`` its last alias, its ``type``, ``status``, ``author_kind`` and
+# ``author`` the fields of those names and its speaker). Those values are written as the
+# number of the field that holds them (:func:`_sources`), under ``meta~`` instead of
+# ``meta`` — where no frontmatter value is a number, so none is read as such.
+_TEMPLATE = IndexDoc(id="", path="", kind="", text="").plain()  # every field, in order
+_DEFAULTS = {name: value for name, value in _TEMPLATE.items() if name not in ("id", "path", "kind", "text")}
+_NO_DEFAULT = object()  # (equal to nothing: id, path, kind and text are always written)
+_FRESH = {"aliases": list, "tags": list, "meta": dict, "days": list}  # defaults each document has its own of
+SAID_AGAIN = "meta~"
+# the frontmatter keys whose values a document's fields hold, and the place of that field in _sources
+_SAID_AT = {"name": 0, "type": 1, "status": 2, "author_kind": 3, "author": 4, "project": 5, "session": 6,
+            "description": 7}
+
+
+def _sources(plain: dict) -> list:
+    """The values a frontmatter value may repeat, numbered by their place here."""
+    aliases = plain["aliases"]
+    return [plain["title"], plain["type"], plain["status"], plain["author_kind"], plain["speaker"],
+            plain["project"], plain["session"], aliases[-1] if aliases else None]
+
+
+def _compact(plain: dict) -> dict:
+    out = {name: value for name, value in plain.items() if value != _DEFAULTS.get(name, _NO_DEFAULT)}
+    meta = out.get("meta")
+    if meta:
+        sources = said = None
+        for key, n in _SAID_AT.items():
+            value = meta.get(key)
+            if value is not None and value.__class__ is str:
+                if sources is None:
+                    sources = _sources(plain)
+                if value == sources[n]:
+                    if said is None:
+                        said = dict(meta)
+                    said[key] = n
+        if said is not None and int not in map(type, meta.values()):
+            del out["meta"]
+            out[SAID_AGAIN] = said
+    return out
+
+
 def doc_json(doc: IndexDoc) -> bytes:
-    """What an engine stores of a document to show it as a hit: its fields as UTF-8 JSON.
-    orjson, not json: a build writes one a document and a search reads one a hit, at a
-    third of json's cost each way (docs/benchmarks.md)."""
+    """What an engine stores of a document to show it as a hit: its fields as UTF-8 JSON,
+    without what :func:`stored_doc` can say again. orjson, not json: a build writes one a
+    document and a search reads one a hit, at a third of json's cost each way
+    (docs/benchmarks.md)."""
     import orjson
 
-    plain = doc.plain()
-    if not all(isfinite(v) for v in (plain["importance"], plain["turn"]) if v is not None):
+    plain = _compact(doc.plain())
+    if not all(isfinite(v) for v in (plain.get("importance"), plain.get("turn")) if v is not None):
         return json.dumps(plain).encode("ascii")  # orjson writes NaN and infinity as null; json as they are
     try:
         return orjson.dumps(plain)
@@ -141,13 +188,23 @@ def doc_json(doc: IndexDoc) -> bytes:
 
 def stored_doc(data: bytes | str) -> IndexDoc:
     """The document :func:`doc_json` stored (or json before it: a text that writes
-    ``Infinity`` still reads)."""
+    ``Infinity`` still reads), every field as it was."""
     import orjson
 
     try:
-        plain = orjson.loads(data)
+        stored = orjson.loads(data)
     except orjson.JSONDecodeError:
-        plain = json.loads(data)
+        stored = json.loads(data)
+    if not isinstance(stored, dict) or "id" not in stored:
+        return IndexDoc.from_plain(stored)  # (fails as it would)
+    plain = {**_TEMPLATE, **stored}
+    for name, make in _FRESH.items():
+        if name not in stored:
+            plain[name] = make()
+    said = plain.pop(SAID_AGAIN, None)
+    if said is not None:
+        sources = _sources(plain)
+        plain["meta"] = {key: sources[value] if value.__class__ is int else value for key, value in said.items()}
     return IndexDoc.from_plain(plain)
 
 

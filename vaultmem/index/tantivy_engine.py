@@ -112,18 +112,36 @@ def fieldnorm(length: int) -> int:
     return length if length <= 40 else FIELDNORMS[bisect_right(FIELDNORMS, length) - 1]
 
 
+# The ``chars`` field (each CJK character of a document once) is stored as its length
+# alone: a character is in it exactly where the title's, text's or aliases' stored terms
+# hold it — their CJK terms are the bigrams (and lone characters) of the very runs it was
+# made from (:func:`.fields.fields_of`), and no other term holds a CJK character. Storing
+# the characters took 15 % of the document store (docs/benchmarks.md).
+CHARS_AT = TEXT_FIELDS.index("chars")
+_CHARS_FROM = tuple(TEXT_FIELDS.index(name) for name in ("title", "body", "aliases"))
+
+
 def stored_terms(fields: dict) -> bytes:
-    """What the ``terms`` field stores of a document: its text fields' terms (each field's
-    joined by spaces, as :func:`fields_of` made them), the fields joined by
-    :data:`SEPARATOR` — which no term holds."""
-    return SEPARATOR.join([fields[name] for name in TEXT_FIELDS]).encode("utf-8")
+    """What the ``terms`` field stores of a document: the terms of its text fields (each
+    field's joined by spaces, as :func:`fields_of` made them) but ``chars``, for which
+    its length; joined by :data:`SEPARATOR` — which no term holds."""
+    parts = [fields[name] if name != "chars" else str(_length(fields[name])) for name in TEXT_FIELDS]
+    return SEPARATOR.join(parts).encode("utf-8")
 
 
 def read_terms(data: bytes) -> list[str]:
-    """The text fields' terms :func:`stored_terms` stored — or, in an index built before
-    they were joined so, the JSON list it stored then (no field's terms begin with ``[``)."""
-    text = data.decode("utf-8")
-    return json.loads(text) if text.startswith("[") else text.split(SEPARATOR)
+    """The text fields' terms :func:`stored_terms` stored, in :data:`TEXT_FIELDS` order
+    (``chars``: its length, or in an index made before, its characters)."""
+    return data.decode("utf-8").split(SEPARATOR)
+
+
+def _length(joined: str) -> int:
+    return joined.count(" ") + 1 if joined else 0
+
+
+def chars_length(stored: str) -> int:
+    """The length of the ``chars`` field as :func:`read_terms` read it."""
+    return int(stored) if stored.isascii() and stored.isdigit() else _length(stored)
 
 
 def idf(n: int, total: int) -> float:
@@ -236,6 +254,13 @@ class LiveStats:
         ``terms`` field), counted here, each field's length rounded as tantivy stores it."""
         total = 0.0
         for field, pairs in weighed:
+            if field == "chars":  # (one each: a character is held once, if at all)
+                held = [weight for term, weight in pairs if any(term in stored[n] for n in _CHARS_FROM)]
+                if held:
+                    norm = K1 * (1 - B + B * fieldnorm(chars_length(stored[CHARS_AT])) / (self.avgdl[field] or 1.0))
+                    for weight in held:
+                        total += weight * (1 / (1 + norm))
+                continue
             text = stored[TEXT_AT[field]]
             if not text:
                 continue
