@@ -227,7 +227,11 @@ def test_a_documents_stored_copy_says_every_field_again_and_stores_no_repeat():
     data = fields.doc_json(cases[0])
     assert data.count(title.encode()) == 2 and data.count(b"the description") == 1  # title and "other"
     assert b"unknown" not in data and b'"near"' not in data and b'"lee"' in data and data.count(b'"lee"') == 1
-    assert fields.doc_json(cases[2]) == b'{"id":"c","path":"c","kind":"entry","text":""}'
+    assert fields.doc_json(cases[2]) == b'{"path":"c","kind":"entry","text":""}'  # the id: its path
+    entry = IndexDoc(id="agents/r.md#^m-1", path="agents/r.md", kind="entry", text="", entry_id="m-1")
+    other = IndexDoc(id="agents/r.md#L3", path="agents/r.md", kind="entry", text="", line=3)
+    assert b'"id"' not in fields.doc_json(entry) and b'"id":"agents/r.md#L3"' in fields.doc_json(other)
+    assert [fields.stored_doc(fields.doc_json(d)) for d in (entry, other)] == [entry, other]
     one, two = (fields.stored_doc(fields.doc_json(cases[2])) for _ in range(2))
     one.tags.append("t")
     one.meta["k"] = "v"

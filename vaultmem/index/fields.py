@@ -127,7 +127,8 @@ def _near(doc: IndexDoc, said_by: set[str]) -> str:
 
 
 # A document's stored copy leaves out what it can say again (docs/benchmarks.md: a fifth
-# of the document store): each field whose value is its default, and each frontmatter
+# of the document store): its id where its path (and entry id) make it, each field whose
+# value is its default, and each frontmatter
 # value that one of the document's own fields already holds (a note's ``name`` is its
 # title, its ``description`` its last alias, its ``type``, ``status``, ``author_kind`` and
 # ``author`` the fields of those names and its speaker). Those values are written as the
@@ -150,8 +151,15 @@ def _sources(plain: dict) -> list:
             plain["project"], plain["session"], aliases[-1] if aliases else None]
 
 
+def _id_of(plain: dict) -> str:
+    """The id a document of this path and entry id has (its own, unless given another)."""
+    return f"{plain['path']}#^{plain['entry_id']}" if plain["entry_id"] else plain["path"]
+
+
 def _compact(plain: dict) -> dict:
     out = {name: value for name, value in plain.items() if value != _DEFAULTS.get(name, _NO_DEFAULT)}
+    if out["id"] == _id_of(plain):
+        del out["id"]
     meta = out.get("meta")
     if meta:
         sources = said = None
@@ -195,9 +203,11 @@ def stored_doc(data: bytes | str) -> IndexDoc:
         stored = orjson.loads(data)
     except orjson.JSONDecodeError:
         stored = json.loads(data)
-    if not isinstance(stored, dict) or "id" not in stored:
+    if not isinstance(stored, dict) or "path" not in stored:
         return IndexDoc.from_plain(stored)  # (fails as it would)
     plain = {**_TEMPLATE, **stored}
+    if "id" not in stored:
+        plain["id"] = _id_of(plain)
     for name, make in _FRESH.items():
         if name not in stored:
             plain[name] = make()

@@ -7,7 +7,7 @@ rewriting a manifest of every file; the journal is folded in once it grows long.
 ``summary.bin`` (``files.pack``: marshal behind a CRC-32) repeats what every command needs
 of the manifest — engine, owners, problems, one digest of every file's stat — so that a
 refresh that finds nothing changed, and opening the engine, never parse the manifest
-(1.9 MB of JSON at 10,000 files). A summary is valid only for the manifest and journal
+(1.6 MB of JSON at 10,000 files). A summary is valid only for the manifest and journal
 it was made from (its key holds their stat), so a crash or a hand edit makes it stale.
 """
 
@@ -40,8 +40,12 @@ def entry(stat: tuple, sha: str, problem: dict | None, docs: list[IndexDoc], own
     parse problem, owner (``owner``, or :func:`owner_of` the ``docs``) and the session
     its note belongs to (if any: the first of ``docs`` that names one)."""
     mtime, size, ctime, inode = stat
-    out = {"m": mtime, "s": size, "c": ctime, "i": inode, "h": sha, "p": problem,
-           "o": owner_of(docs) if owner is ... else owner}
+    out = {"m": mtime, "s": size, "c": ctime, "i": inode, "h": sha}
+    if problem is not None:  # (no problem, no owner: no key — most files, a fifth of the manifest)
+        out["p"] = problem
+    owner = owner_of(docs) if owner is ... else owner
+    if owner is not None:
+        out["o"] = owner
     session = next((d.session for d in docs if d.session), None)
     if session:
         out["g"] = session  # its notes' neighbours are the other notes of this session
@@ -71,10 +75,10 @@ def facts_of(manifest: dict) -> dict:
 
 
 def _json_bytes(data) -> bytes:
-    """``data`` as UTF-8 JSON. A file's name that holds bytes that are not UTF-8 (lone
+    """``data`` as UTF-8 JSON, without spaces. A file's name that holds bytes that are not UTF-8 (lone
     surrogates: raw, they cannot be written as UTF-8) has them as ``\\udcNN`` escapes,
     which read back as they were."""
-    return json.dumps(data, ensure_ascii=False).encode("utf-8", "backslashreplace")
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "backslashreplace")
 
 
 class Manifests:
