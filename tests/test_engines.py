@@ -366,6 +366,38 @@ def test_tantivy_scores_from_stored_terms_as_its_explanation_tells(tmp_path):
     engine.close()
 
 
+@pytest.mark.parametrize("speaker", ["title", "near", "strip"])
+def test_one_character_scores_as_tantivys_explanation_wherever_the_speaker_is(tmp_path, monkeypatch, speaker):
+    """The unigrams' field, stored as its length where the title holds the speaker's name
+    (and as its characters where an ablation moves the name out): a one-character query
+    scores as tantivy explains it, the speaker's own characters too."""
+    pytest.importorskip("tantivy")
+    from tantivy import Occur, Query
+
+    from vaultmem.index import fields
+    from vaultmem.index.tantivy_engine import TantivyEngine, clauses_of, matched_terms, read_terms
+    from vaultmem.models import IndexDoc
+
+    monkeypatch.setattr(fields, "SPEAKER", speaker)
+    docs = [IndexDoc(id=f"memories/t{i}.md", path=f"memories/t{i}.md", kind="note", title=f"{who}, session {i}",
+                     text=f"{what} 端口 {i}", speaker=who, aliases=[f"{who}说"] if i % 2 else [])
+            for i, (who, what) in enumerate([("李明", "缓存满了"), ("王芳", "李明说端口"), ("李明", "部署"), ("赵四", "明天部署")] * 3)]
+    engine = TantivyEngine(tmp_path / "tantivy", create=True)
+    engine.write(docs, [])
+    stats = engine.live_stats()
+    checked = 0
+    for text in ("李", "明", "芳 端", "李 缓 cache"):
+        clauses = clauses_of(query_tokens(text))
+        query = Query.boolean_query([(Occur.Should, Query.term_query(engine.schema, f, t)) for f, t in clauses])
+        for _score, address in stats.searcher.search(query, 50).hits:
+            told = stats.score(matched_terms(query.explain(stats.searcher, address).to_json()))
+            stored = read_terms(bytes(stats.searcher.doc(address).get_first("terms")))
+            assert stats.score_stored(stats.weighed(clauses), stored) == pytest.approx(told, rel=1e-12), (text, speaker)
+            checked += 1
+    assert checked > 12
+    engine.close()
+
+
 def test_tantivy_reads_only_what_can_reach_the_top_and_misses_nothing(tmp_path, monkeypatch):
     """The tantivy engine stops reading hits at the first whose stale score, times the
     bound of the statistics' drift, cannot reach the last place: its answer at every
@@ -377,6 +409,7 @@ def test_tantivy_reads_only_what_can_reach_the_top_and_misses_nothing(tmp_path, 
     from tantivy import Occur, Query
 
     from vaultmem.analysis import query_tokens
+    from vaultmem.index.fields import stored_doc
     from vaultmem.index.tantivy_engine import TantivyEngine, clauses_of, read_terms
     from vaultmem.models import IndexDoc
 
@@ -405,7 +438,7 @@ def test_tantivy_reads_only_what_can_reach_the_top_and_misses_nothing(tmp_path, 
             for _s, address in stats.searcher.search(query, 1000).hits:
                 stored = stats.searcher.doc(address)
                 every.append((-stats.score_stored(weighed, read_terms(bytes(stored.get_first("terms")))),
-                              json.loads(bytes(stored.get_first("doc")))["id"]))
+                              stored_doc(bytes(stored.get_first("doc"))).id))
             every.sort()
             assert len(every) > 60
             for limit in (1, 5, 10, 30, 60):

@@ -55,6 +55,7 @@ from ..limits import engine_hits
 from ..models import IndexDoc
 from ..patterns import Lazy
 from . import DEFAULT_EXCLUDED_KINDS, INACTIVE, Filters, Found, Match, by_rank, fold, rarest_terms
+from . import fields as field_terms
 from .fields import (FIELDS, FILTER_FIELDS, NONE, OWN_FIELDS, SEPARATOR, TEXT_FIELDS, fields_for, fields_of,
                      holding_fields, keep_lengths, kept_lengths, lengths_of, meta_term, stored_doc)
 from .registry import EngineSpec, register
@@ -116,7 +117,9 @@ def fieldnorm(length: int) -> int:
 # alone: a character is in it exactly where the title's, text's or aliases' stored terms
 # hold it — their CJK terms are the bigrams (and lone characters) of the very runs it was
 # made from (:func:`.fields.fields_of`), and no other term holds a CJK character. Storing
-# the characters took 15 % of the document store (docs/benchmarks.md).
+# the characters took 15 % of the document store (docs/benchmarks.md). Where the
+# speaker's name is not in the title (``fields.SPEAKER``, an ablation's setting) the title's
+# and aliases' terms leave it out while the unigrams keep it: the characters are stored.
 CHARS_AT = TEXT_FIELDS.index("chars")
 _CHARS_FROM = tuple(TEXT_FIELDS.index(name) for name in ("title", "body", "aliases"))
 
@@ -125,13 +128,15 @@ def stored_terms(fields: dict) -> bytes:
     """What the ``terms`` field stores of a document: the terms of its text fields (each
     field's joined by spaces, as :func:`fields_of` made them) but ``chars``, for which
     its length; joined by :data:`SEPARATOR` — which no term holds."""
+    if field_terms.SPEAKER != "title":
+        return SEPARATOR.join([fields[name] for name in TEXT_FIELDS]).encode("utf-8")
     parts = [fields[name] if name != "chars" else str(_length(fields[name])) for name in TEXT_FIELDS]
     return SEPARATOR.join(parts).encode("utf-8")
 
 
 def read_terms(data: bytes) -> list[str]:
     """The text fields' terms :func:`stored_terms` stored, in :data:`TEXT_FIELDS` order
-    (``chars``: its length, or in an index made before, its characters)."""
+    (``chars``: its length, or its characters)."""
     return data.decode("utf-8").split(SEPARATOR)
 
 
@@ -139,9 +144,10 @@ def _length(joined: str) -> int:
     return joined.count(" ") + 1 if joined else 0
 
 
-def chars_length(stored: str) -> int:
-    """The length of the ``chars`` field as :func:`read_terms` read it."""
-    return int(stored) if stored.isascii() and stored.isdigit() else _length(stored)
+def _is_count(stored: str) -> bool:
+    """Whether the ``chars`` field as :func:`read_terms` read it is its length (or its
+    characters: no digit is a CJK character)."""
+    return stored.isascii() and stored.isdigit()
 
 
 def idf(n: int, total: int) -> float:
@@ -254,10 +260,10 @@ class LiveStats:
         ``terms`` field), counted here, each field's length rounded as tantivy stores it."""
         total = 0.0
         for field, pairs in weighed:
-            if field == "chars":  # (one each: a character is held once, if at all)
+            if field == "chars" and _is_count(stored[CHARS_AT]):  # (one each: a character is held once, if at all)
                 held = [weight for term, weight in pairs if any(term in stored[n] for n in _CHARS_FROM)]
                 if held:
-                    norm = K1 * (1 - B + B * fieldnorm(chars_length(stored[CHARS_AT])) / (self.avgdl[field] or 1.0))
+                    norm = K1 * (1 - B + B * fieldnorm(int(stored[CHARS_AT])) / (self.avgdl[field] or 1.0))
                     for weight in held:
                         total += weight * (1 / (1 + norm))
                 continue
