@@ -128,12 +128,12 @@ def _near(doc: IndexDoc, said_by: set[str]) -> str:
 
 # A document's stored copy leaves out what it can say again (docs/benchmarks.md: a fifth
 # of the document store): its id where its path (and entry id) make it, each field whose
-# value is its default, and each frontmatter
-# value that one of the document's own fields already holds (a note's ``name`` is its
-# title, its ``description`` its last alias, its ``type``, ``status``, ``author_kind`` and
-# ``author`` the fields of those names and its speaker). Those values are written as the
-# number of the field that holds them (:func:`_sources`), under ``meta~`` instead of
-# ``meta`` — where no frontmatter value is a number, so none is read as such.
+# value is its default, and each frontmatter value that one of the document's own fields
+# already holds (a note's ``name`` is its title, its ``description`` its last alias, its
+# ``author`` its speaker; ``type``, ``status``, ``author_kind``, ``project`` and
+# ``session`` the fields of those names). Those values are written as the number of the
+# field that holds them (:func:`_sources`), under ``meta~`` instead of ``meta`` — where no
+# frontmatter value is a number, so none is read as such.
 _TEMPLATE = IndexDoc(id="", path="", kind="", text="").plain()  # every field, in order
 _DEFAULTS = {name: value for name, value in _TEMPLATE.items() if name not in ("id", "path", "kind", "text")}
 _NO_DEFAULT = object()  # (equal to nothing: id, path, kind and text are always written)

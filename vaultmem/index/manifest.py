@@ -75,9 +75,9 @@ def facts_of(manifest: dict) -> dict:
 
 
 def _json_bytes(data) -> bytes:
-    """``data`` as UTF-8 JSON, without spaces. A file's name that holds bytes that are not UTF-8 (lone
-    surrogates: raw, they cannot be written as UTF-8) has them as ``\\udcNN`` escapes,
-    which read back as they were."""
+    """``data`` as UTF-8 JSON, without spaces. A file's name that holds bytes that are not
+    UTF-8 (lone surrogates: raw, they cannot be written as UTF-8) has them as ``\\udcNN``
+    escapes, which read back as they were."""
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "backslashreplace")
 
 

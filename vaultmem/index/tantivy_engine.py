@@ -127,7 +127,8 @@ _CHARS_FROM = tuple(TEXT_FIELDS.index(name) for name in ("title", "body", "alias
 def stored_terms(fields: dict) -> bytes:
     """What the ``terms`` field stores of a document: the terms of its text fields (each
     field's joined by spaces, as :func:`fields_of` made them) but ``chars``, for which
-    its length; joined by :data:`SEPARATOR` — which no term holds."""
+    its length (its characters where the speaker's name is not in the title); joined by
+    :data:`SEPARATOR` — which no term holds."""
     if field_terms.SPEAKER != "title":
         return SEPARATOR.join([fields[name] for name in TEXT_FIELDS]).encode("utf-8")
     parts = [fields[name] if name != "chars" else str(_length(fields[name])) for name in TEXT_FIELDS]
