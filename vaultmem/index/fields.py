@@ -288,10 +288,15 @@ def with_neighbours(fields: dict, doc: IndexDoc) -> dict:
     return {**fields, "doc": doc_json(doc), "near": _near(doc, _said_by(doc))}
 
 
+def term_count(joined: str) -> int:
+    """The number of terms of a text field (terms joined by single spaces: no term is
+    empty or holds a space)."""
+    return joined.count(" ") + 1 if joined else 0
+
+
 def lengths_of(fields: dict) -> list[int]:
-    """The number of terms in each of :data:`TEXT_FIELDS` of a document's fields (each
-    holds terms joined by single spaces: no term is empty or holds a space)."""
-    return [fields[name].count(" ") + 1 if fields[name] else 0 for name in TEXT_FIELDS]
+    """The number of terms in each of :data:`TEXT_FIELDS` of a document's fields."""
+    return [term_count(fields[name]) for name in TEXT_FIELDS]
 
 
 # Each text field's total length over the live documents — what BM25's average field

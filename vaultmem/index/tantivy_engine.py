@@ -57,7 +57,7 @@ from ..patterns import Lazy
 from . import DEFAULT_EXCLUDED_KINDS, INACTIVE, Filters, Found, Match, by_rank, fold, rarest_terms
 from . import fields as field_terms
 from .fields import (FIELDS, FILTER_FIELDS, NONE, OWN_FIELDS, SEPARATOR, TEXT_FIELDS, fields_for, fields_of,
-                     holding_fields, keep_lengths, kept_lengths, lengths_of, meta_term, stored_doc)
+                     holding_fields, keep_lengths, kept_lengths, lengths_of, meta_term, stored_doc, term_count)
 from .registry import EngineSpec, register
 
 RAW_FIELDS = ("id", "path", "kind", "agent", "type", "status")
@@ -131,7 +131,7 @@ def stored_terms(fields: dict) -> bytes:
     :data:`SEPARATOR` — which no term holds."""
     if field_terms.SPEAKER != "title":
         return SEPARATOR.join([fields[name] for name in TEXT_FIELDS]).encode("utf-8")
-    parts = [fields[name] if name != "chars" else str(_length(fields[name])) for name in TEXT_FIELDS]
+    parts = [fields[name] if name != "chars" else str(term_count(fields[name])) for name in TEXT_FIELDS]
     return SEPARATOR.join(parts).encode("utf-8")
 
 
@@ -139,10 +139,6 @@ def read_terms(data: bytes) -> list[str]:
     """The text fields' terms :func:`stored_terms` stored, in :data:`TEXT_FIELDS` order
     (``chars``: its length, or its characters)."""
     return data.decode("utf-8").split(SEPARATOR)
-
-
-def _length(joined: str) -> int:
-    return joined.count(" ") + 1 if joined else 0
 
 
 def _is_count(stored: str) -> bool:
