@@ -366,3 +366,44 @@ def test_the_change_monitor_asks_the_kernel_for_changes_only_and_misses_none(tmp
     assert seen == {"read": [], "append": a, "truncate": a, "chmod": a, "touch": a, "link": ["memories/b.md"],
                     "move": ["memories/b.md", "memories/c.md"], "delete": ["memories/c.md"], "folder": None,
                     "in the new folder": ["wiki/d.md"]}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the change monitor follows inotify")
+def test_the_change_monitor_keeps_one_marker_renamed_from_question_to_question(tmp_path):
+    """Each question renames the last one's marker (one event, and no removal read just
+    before the next question's, which watchdog would hold a millisecond to gather a
+    burst): ``.vaultmem/local`` holds one marker of the process between questions, and
+    none once the monitor stops. A marker someone removed is made again; a stray file
+    under the markers' prefix is no marker; what changed is reported throughout."""
+    from vaultmem.adapters.watch import ChangeMonitor
+
+    root = tmp_path / "vault"
+    (root / "memories").mkdir(parents=True)
+    local = root / ".vaultmem" / "local"
+    local.mkdir(parents=True)
+    note = root / "memories" / "a.md"
+    note.write_text("hello\n", encoding="utf-8")
+    prefix = f"mcp-{os.getpid()}-"
+
+    def markers() -> list[str]:
+        return sorted(p.name for p in local.iterdir() if p.name.startswith(prefix))
+
+    monitor = ChangeMonitor(root)
+    assert monitor.start()
+    try:
+        assert monitor.changed() is None  # the first question: walk
+        first = markers()
+        assert len(first) == 1
+        assert monitor.changed() == []
+        second = markers()
+        assert len(second) == 1 and second != first  # renamed, not made again beside it
+        note.write_text("changed\n", encoding="utf-8")
+        assert monitor.changed() == ["memories/a.md"]
+        (local / markers()[0]).unlink()  # cleaned away between two questions
+        (local / f"{prefix}stray").write_text("", encoding="utf-8")  # a name under the prefix, no number
+        note.write_text("again\n", encoding="utf-8")
+        assert monitor.changed() == ["memories/a.md"]  # the marker made again, its event awaited
+        assert len([m for m in markers() if m[len(prefix):].isdigit()]) == 1
+    finally:
+        monitor.stop()
+    assert markers() == [f"{prefix}stray"]

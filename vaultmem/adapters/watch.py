@@ -367,6 +367,7 @@ class ChangeMonitor:
         self._walked = 0.0
         self._seen: set[int] = set()
         self._next = 0
+        self._mark: str | None = None  # the marker file as the last question left it
         self._observer = None
         self._spy = _OverflowSpy(self.unsure)
 
@@ -402,6 +403,11 @@ class ChangeMonitor:
             self._observer.stop()
             self._observer.join(timeout=5)
             self._observer = None
+        with self._cond:
+            mark, self._mark = self._mark, None
+        if mark is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(mark)
         logging.getLogger("watchdog").removeHandler(self._spy)
 
     def _on_event(self, event) -> None:
@@ -409,9 +415,11 @@ class ChangeMonitor:
             return
         src = os.fsdecode(event.src_path)
         if os.path.dirname(src) == self._local and os.path.basename(src).startswith(self._prefix):
-            if event.event_type == "created":
+            mark = os.fsdecode(getattr(event, "dest_path", "") or src)  # a marker is made, then renamed
+            token = os.path.basename(mark)[len(self._prefix):]
+            if event.event_type in ("created", "moved") and os.path.dirname(mark) == self._local and token.isdigit():
                 with self._cond:
-                    self._seen.add(int(os.path.basename(src)[len(self._prefix):]))
+                    self._seen.add(int(token))
                     self._cond.notify_all()
             return
         rels = [vault_relative(self.root, p) for p in (event.src_path, getattr(event, "dest_path", None)) if p]
@@ -439,18 +447,27 @@ class ChangeMonitor:
             return None
         with self._cond:
             self._next += 1
-            token = self._next
-        mark = os.path.join(self._local, f"{self._prefix}{token}")
-        try:
-            fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-            os.close(fd)
-        except OSError:
-            return None
+            mark = os.path.join(self._local, f"{self._prefix}{self._next}")
+            try:
+                # The marker of the last question renamed: one event, and the file stays
+                # between questions. Its removal at the end of each answer was an event
+                # too, read just before the next question's: and watchdog holds a read
+                # that comes within a millisecond of the last one for up to a millisecond
+                # more, to gather a burst — a millisecond added to every answer.
+                os.rename(self._mark, mark)
+            except (OSError, TypeError):  # the first question, or the marker was removed
+                try:
+                    fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+                    os.close(fd)
+                except OSError:
+                    self._mark = None
+                    return None
+            self._mark = mark
         return mark
 
     def _caught_up(self, mark: str | None) -> bool:
         """Wait for the event of ``mark`` (:meth:`ask`): every earlier event has then
-        arrived. The marker is removed whatever happens."""
+        arrived. The marker stays for the next question (:meth:`stop` removes it)."""
         if mark is None:
             return False
         token = int(os.path.basename(mark)[len(self._prefix):])
@@ -462,8 +479,6 @@ class ChangeMonitor:
         finally:
             with self._cond:
                 self._seen.discard(token)
-            with contextlib.suppress(OSError):
-                os.unlink(mark)
 
     def changed(self, question: str | None | object = _NOW) -> list[str] | None:
         """The Markdown files changed since the last call (sorted) — at least all those
