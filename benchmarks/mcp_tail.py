@@ -6,7 +6,8 @@
 A server is started on VAULT (indexed) and driven by bare JSON-RPC lines on its pipes (the
 standard library only, as ``bench_mcp.py``'s bare client): one fixed query or task, ten
 untimed calls, then as many timed calls as ``--seconds`` holds, each from writing its line
-to reading its answer. Hundreds of calls show the tail a few dozen cannot: a garbage
+to reading its answer, and the server's CPU per call (every thread's, from
+``/proc``: what the wall clock holds besides waiting). Hundreds of calls show the tail a few dozen cannot: a garbage
 collector's full pass, a merge. ``--baseline`` runs the same with another installation's
 interpreter (its own vaultmem) right after, twice in turn, so that both meet the same load.
 ``--varied`` (``search_memory``): each call asks another query, one to three words of the
@@ -44,6 +45,16 @@ def rss_mib(pid: int) -> int | None:
         return None
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """The CPU time process ``pid`` has used so far, every thread's (Linux), else None."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def tail(python: str, vault: Path, tool: str, seconds: float, own: bool, varied: bool = False) -> dict:
     """The figures of one server (``own``: this checkout's vaultmem, else ``python``'s)."""
     rng = random.Random(7)
@@ -64,6 +75,7 @@ def tail(python: str, vault: Path, tool: str, seconds: float, own: bool, varied:
     try:
         for _ in range(10):
             client.call(tool, args_of())
+        cpu = cpu_seconds(proc.pid)
         end = time.monotonic() + seconds
         while time.monotonic() < end:
             asked = args_of()
@@ -71,6 +83,7 @@ def tail(python: str, vault: Path, tool: str, seconds: float, own: bool, varied:
             client.call(tool, asked)
             times.append(time.perf_counter() - t)
         rss = rss_mib(proc.pid)
+        cpu_after = cpu_seconds(proc.pid)
     finally:
         client.close()
     times.sort()
@@ -79,7 +92,8 @@ def tail(python: str, vault: Path, tool: str, seconds: float, own: bool, varied:
         return round(times[min(len(times) - 1, int(len(times) * q))] * 1000, 2)
 
     return {"calls": len(times), "p50_ms": at(0.5), "p95_ms": at(0.95), "p99_ms": at(0.99),
-            "max_ms": round(times[-1] * 1000, 1), "rss_mib": rss}
+            "max_ms": round(times[-1] * 1000, 1), "rss_mib": rss,
+            "cpu_ms": None if cpu is None or cpu_after is None else round((cpu_after - cpu) / len(times) * 1000, 2)}
 
 
 def main() -> None:
@@ -97,9 +111,10 @@ def main() -> None:
         rounds = [*rounds, ("baseline", args.baseline, False)] * 2
     for name, python, own in rounds:
         figures = tail(python, args.vault, args.tool, args.seconds, own, args.varied)
+        cpu = f", server CPU {figures['cpu_ms']} ms a call" if figures["cpu_ms"] is not None else ""
         rss = f", server {figures['rss_mib']} MiB" if args.varied and figures["rss_mib"] is not None else ""
         print(f"{name:14s} {args.tool}: p50 {figures['p50_ms']} ms, p95 {figures['p95_ms']}, p99 {figures['p99_ms']}, "
-              f"max {figures['max_ms']} ms ({figures['calls']} calls){rss}", flush=True)
+              f"max {figures['max_ms']} ms ({figures['calls']} calls{cpu}){rss}", flush=True)
 
 
 if __name__ == "__main__":

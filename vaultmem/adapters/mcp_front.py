@@ -47,11 +47,12 @@ class Front:
         os.close(null)
         os.dup2(2, 1)
         self._write_lock = threading.Lock()
-        self._cond = threading.Condition()
+        self._held = threading.RLock()  # the lines kept and who takes them (a signal handler may re-enter)
         self._lines: list[str] = []
         self._ended = False  # stdin reached its end, or the server is stopping
         self._handed = not answers  # the SDK server reads the lines: the front answers no more
         self._version: str | None = None  # the protocol version the front negotiated
+        self._taker = None  # who each line goes to once handed over (:meth:`hand_over`)
         threading.Thread(target=self._read, name="vaultmem mcp front", daemon=True).start()
 
     # -- the wire ------------------------------------------------------------------------------
@@ -67,10 +68,11 @@ class Front:
         try:
             for raw in wire:
                 line = raw.decode("utf-8", errors="replace")
-                with self._cond:
-                    if self._handed or not self._answer(line):
+                with self._held:
+                    if self._taker is not None:
+                        self._taker(line)
+                    elif self._handed or not self._answer(line):
                         self._lines.append(line)
-                        self._cond.notify_all()
         except OSError:
             pass
         self.end()
@@ -102,7 +104,6 @@ class Front:
             self.write(json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}, ensure_ascii=False))
             self._version = version
             self._lines.append(json.dumps({**msg, "id": REPLAY_ID}, ensure_ascii=False) + "\n")
-            self._cond.notify_all()
             return True
         if self._version is None or (params or {}).get("cursor") is not None:
             return False
@@ -116,19 +117,27 @@ class Front:
         return False
 
     # -- the hand-over -------------------------------------------------------------------------
-    def next_line(self) -> str:
-        """The next line for the SDK server; "" at the end. The first call hands the wire over."""
-        with self._cond:
+    def hand_over(self, taker) -> None:
+        """From now on every line goes to ``taker(line)``, called on the reader thread in
+        the order the lines came — first those kept so far — and ``taker("")`` once at the
+        end; the front answers no more."""
+        with self._held:
             self._handed = True
-            while not self._lines and not self._ended:
-                self._cond.wait()
-            return self._lines.pop(0) if self._lines else ""
+            kept, self._lines = self._lines, []
+            for line in kept:
+                taker(line)
+            self._taker = taker
+            if self._ended:
+                taker("")
 
     def end(self) -> None:
         """No more lines: stdin ended, or the server stops (a signal)."""
-        with self._cond:
+        with self._held:
+            if self._ended:
+                return
             self._ended = True
-            self._cond.notify_all()
+            if self._taker is not None:
+                self._taker("")
 
     def serving(self) -> None:
         """The SDK server runs: a signal now stops it (:func:`vaultmem.adapters.mcp.serve`)."""

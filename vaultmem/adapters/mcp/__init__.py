@@ -15,12 +15,13 @@ it was given. Logs go to stderr: stdout carries the protocol only.
 
 The package: :mod:`.server` (the server, its vault and lock, the hooks' warm path),
 :mod:`.tools` (each tool a call of the facade), :mod:`.schemas` (what each returns),
-:mod:`.results` (an answer or an error) and :mod:`.wire` (the lines a client sends).
+:mod:`.results` (an answer or an error) and :mod:`.wire` (the lines a client sends, the
+answers written back).
 """
 
 from .results import INSTRUCTIONS, error_result
 from .server import CLOSE_WAIT, VaultServer, serve
-from .wire import CheckedLines, rejection
+from .wire import front_streams, rejection
 
-__all__ = ["CLOSE_WAIT", "INSTRUCTIONS", "CheckedLines", "VaultServer", "error_result", "rejection", "serve"]
+__all__ = ["CLOSE_WAIT", "INSTRUCTIONS", "VaultServer", "error_result", "front_streams", "rejection", "serve"]
 

@@ -23,7 +23,7 @@ from .. import edge
 from .results import INSTRUCTIONS, call_error, error_result
 from .schemas import flat
 from .tools import register_tools
-from .wire import CheckedLines, FrontLines, FrontOut
+from .wire import front_streams
 
 log = logging.getLogger("vaultmem.mcp")
 
@@ -210,20 +210,16 @@ class VaultServer(MCPServer):
             raise MCPError(INVALID_PARAMS, without_secrets(message), data={"hint": hint}) from None
 
     async def run_stdio_async(self) -> None:
-        """Serve on stdio: the SDK's transport, reading stdin through :class:`CheckedLines`
-        (a line it could not read is answered with a JSON-RPC error, not dropped) — from the
-        launcher's front (:mod:`.mcp_front`) when it answered the handshake. SIGINT or
-        SIGTERM ends it as the end of stdin does: the call in progress finishes, the
-        server stops, exit code 0."""
-        from mcp.server.stdio import stdio_server
-
+        """Serve on stdio, on the launcher's front (:mod:`.mcp_front`, which answered the
+        handshake) or a wire of its own: each line read once and handed to the SDK
+        server, a line it could not read answered with a JSON-RPC error, not dropped
+        (:func:`.wire.front_streams`). SIGINT or SIGTERM ends it as the end of stdin does:
+        the call in progress finishes, the server stops, exit code 0."""
         from .. import mcp_front
 
         front = mcp_front.current() or mcp_front.wire()
         front.serving()
-        lines = CheckedLines(FrontLines(front))
-        async with stdio_server(stdin=lines, stdout=FrontOut(front)) as (read_stream, write_stream):
-            lines.answer_on(write_stream)
+        async with front_streams(front) as (read_stream, write_stream):
             await self._lowlevel_server.run(read_stream, write_stream,
                                             self._lowlevel_server.create_initialization_options())
 

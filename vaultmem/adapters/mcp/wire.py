@@ -1,10 +1,14 @@
-"""The lines a client sends: each checked before the SDK reads it, a line that is no
-JSON-RPC message answered with an error instead of dropped."""
+"""The wire the SDK server reads and writes: each line a client sends read once, a line
+that is no JSON-RPC message answered with an error instead of dropped."""
 
 from __future__ import annotations
 
-import logging
+import asyncio
+import contextlib
 import json
+import logging
+import math
+from contextlib import asynccontextmanager
 
 import anyio
 from mcp.shared.message import SessionMessage
@@ -18,8 +22,8 @@ log = logging.getLogger("vaultmem.mcp")
 # -- the lines a client sends ----------------------------------------------------------------
 # The SDK's stdio transport drops a line it cannot read (not JSON, nested deeper than its
 # parser goes, not a JSON-RPC message) without a word, and its client waits forever for
-# the answer. Each line is checked here first; one that would be dropped is answered with
-# a JSON-RPC error instead — never quoting the line — and the server reads on.
+# the answer. Here a line that would be dropped is answered with a JSON-RPC error instead
+# — never quoting the line — and the server reads on.
 
 
 def jsonrpc_error(rid, code: int, message: str) -> JSONRPCError:
@@ -62,66 +66,68 @@ def rejection(line: str) -> JSONRPCError | None:
     return jsonrpc_error(rid, INVALID_REQUEST, "Invalid Request: not a JSON-RPC request, notification or response")
 
 
-class CheckedLines:
-    """The lines of stdin, for the SDK's stdio transport: each one it could not read is
-    answered here (:func:`rejection`) on the transport's own write stream — given by
-    :meth:`answer_on` once the transport is up — and never handed on; blank lines are
-    skipped."""
-
-    def __init__(self, source) -> None:
-        self.source = source  # an anyio async text file
-        self._answers = None
-        self._ready = anyio.Event()
-
-    def answer_on(self, write_stream) -> None:
-        self._answers = write_stream
-        self._ready.set()
-
-    def __aiter__(self) -> "CheckedLines":
-        return self
-
-    async def __anext__(self) -> str:
-        while True:
-            line = await self.source.readline()
-            if not line:
-                raise StopAsyncIteration
-            if not line.strip():
-                continue
-            error = rejection(line)
-            if error is None:
-                return line
-            log.warning("answered a line that is no JSON-RPC message the server reads (%d characters): %s %s",
-                        len(line), error.error.code, error.error.message)
-            await self._ready.wait()
-            try:
-                await self._answers.send(SessionMessage(error))
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                raise StopAsyncIteration from None
+def message_of(line: str):
+    """The JSON-RPC message ``line`` holds, read as the SDK's stdio transport reads it
+    (one validation, the SDK's own adapter); a :class:`JSONRPCError` (:func:`rejection`)
+    for a line that transport would drop."""
+    try:
+        return jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValidationError:
+        return rejection(line)
 
 
-class FrontLines:
-    """The lines the front kept, as the async text file :class:`CheckedLines` reads."""
+@asynccontextmanager
+async def front_streams(front):
+    """The SDK server's read and write streams on the front's wire: what the SDK's
+    ``stdio_server`` gives, without its two thread hops per message.
 
-    def __init__(self, front) -> None:
-        self.front = front
+    - The front's reader thread hands each line to the event loop as it arrives
+      (``call_soon_threadsafe``): the line is read once (:func:`message_of`) and a
+      message is handed on; a line the SDK would drop is answered here with a JSON-RPC
+      error, never quoting it; blank lines are skipped. The end of stdin (or a signal:
+      :meth:`Front.end`) ends the read stream.
+    - Each answer is written on the wire from the event loop. The front's reader keeps
+      draining stdin meanwhile, so a client that writes while it waits for an answer
+      never blocks on it. The answer to the replayed ``initialize`` (the front answered
+      the client's own) is dropped.
+    """
+    from ..mcp_front import REPLAY_ID
 
-    async def readline(self) -> str:
-        return await anyio.to_thread.run_sync(self.front.next_line, abandon_on_cancel=True)
+    loop = asyncio.get_running_loop()
+    read_in, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](math.inf)
+    write_stream, write_out = anyio.create_memory_object_stream[SessionMessage](0)
 
-
-class FrontOut:
-    """The SDK's stdout, on the front's wire; the answer to the replayed initialize (the
-    front answered the client's own) is dropped."""
-
-    def __init__(self, front) -> None:
-        self.front = front
-
-    async def write(self, text: str) -> None:
-        from ..mcp_front import REPLAY_ID
-
-        if f'"id":"{REPLAY_ID}"' in text[:200]:
+    def take(line: str) -> None:  # on the event loop, one line at a time, in order
+        if not line:
+            read_in.close()
             return
-        await anyio.to_thread.run_sync(self.front.write, text)
+        if not line.strip():
+            return
+        message = message_of(line)
+        if isinstance(message, JSONRPCError):
+            log.warning("answered a line that is no JSON-RPC message the server reads (%d characters): %s %s",
+                        len(line), message.error.code, message.error.message)
+            front.write(message.model_dump_json(by_alias=True, exclude_unset=True))
+            return
+        with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            read_in.send_nowait(SessionMessage(message))
 
-    async def flush(self) -> None:
-        return None
+    def arrived(line: str) -> None:  # on the front's reader thread (or a signal handler)
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody reads any more
+            loop.call_soon_threadsafe(take, line)
+
+    async def writer() -> None:
+        async with write_out:
+            async for session_message in write_out:
+                message = session_message.message
+                if getattr(message, "id", None) == REPLAY_ID:
+                    continue
+                front.write(message.model_dump_json(by_alias=True, exclude_unset=True))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(writer)
+        front.hand_over(arrived)
+        try:
+            yield read_stream, write_stream
+        finally:
+            write_stream.close()
