@@ -369,13 +369,16 @@ def test_the_change_monitor_asks_the_kernel_for_changes_only_and_misses_none(tmp
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the change monitor follows inotify")
-def test_the_change_monitor_keeps_one_marker_renamed_from_question_to_question(tmp_path):
-    """Each question renames the last one's marker (one event, and no removal read just
-    before the next question's, which watchdog would hold a millisecond to gather a
-    burst): ``.vaultmem/local`` holds one marker of the process between questions, and
-    none once the monitor stops. A marker someone removed is made again; a stray file
-    under the markers' prefix is no marker; what changed is reported throughout."""
-    from vaultmem.adapters.watch import ChangeMonitor
+def test_the_change_monitor_removes_its_markers_together_and_a_killed_one_s_at_start(tmp_path):
+    """Each question makes a marker (one event); they are removed together, MARKS_KEPT at
+    a time, not one at the end of each answer (a removal read just before the next
+    question's marker held it a millisecond in watchdog): what changed is reported
+    throughout. A monitor starting removes the markers of processes no longer running
+    (a killed server's) and keeps a running one's; stopping, it removes its own. A stray
+    file under the markers' prefix is no marker."""
+    import subprocess
+
+    from vaultmem.adapters.watch import MARKS_KEPT, ChangeMonitor
 
     root = tmp_path / "vault"
     (root / "memories").mkdir(parents=True)
@@ -383,27 +386,34 @@ def test_the_change_monitor_keeps_one_marker_renamed_from_question_to_question(t
     local.mkdir(parents=True)
     note = root / "memories" / "a.md"
     note.write_text("hello\n", encoding="utf-8")
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    for name in (f"mcp-{gone}-1", f"mcp-{gone}-2", f"mcp-{os.getpid()}-1", f"mcp-{os.getppid()}-7", "keep.json"):
+        (local / name).write_text("", encoding="utf-8")
     prefix = f"mcp-{os.getpid()}-"
 
     def markers() -> list[str]:
-        return sorted(p.name for p in local.iterdir() if p.name.startswith(prefix))
+        """This process's markers, oldest first."""
+        numbered = [p.name for p in local.iterdir() if p.name.startswith(prefix) and p.name[len(prefix):].isdigit()]
+        return sorted(numbered, key=lambda name: int(name[len(prefix):]))
 
     monitor = ChangeMonitor(root)
     assert monitor.start()
     try:
+        assert sorted(p.name for p in local.iterdir()) == sorted([f"mcp-{os.getppid()}-7", "keep.json"])
         assert monitor.changed() is None  # the first question: walk
-        first = markers()
-        assert len(first) == 1
-        assert monitor.changed() == []
-        second = markers()
-        assert len(second) == 1 and second != first  # renamed, not made again beside it
-        note.write_text("changed\n", encoding="utf-8")
-        assert monitor.changed() == ["memories/a.md"]
-        (local / markers()[0]).unlink()  # cleaned away between two questions
         (local / f"{prefix}stray").write_text("", encoding="utf-8")  # a name under the prefix, no number
+        for n in range(2 * MARKS_KEPT):
+            if n % 17 == 0:
+                note.write_text(f"changed {n}\n", encoding="utf-8")
+                assert monitor.changed() == ["memories/a.md"]
+            else:
+                assert monitor.changed() == []
+            assert 1 <= len(markers()) <= MARKS_KEPT
+        (local / markers()[-1]).unlink()  # someone cleans up between two questions
         note.write_text("again\n", encoding="utf-8")
-        assert monitor.changed() == ["memories/a.md"]  # the marker made again, its event awaited
-        assert len([m for m in markers() if m[len(prefix):].isdigit()]) == 1
+        assert monitor.changed() == ["memories/a.md"]
     finally:
         monitor.stop()
-    assert markers() == [f"{prefix}stray"]
+    assert markers() == []
+    assert (local / f"{prefix}stray").exists() and (local / f"mcp-{os.getppid()}-7").exists()  # a running process's

@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import signal
+import stat
 import threading
 import time
 from collections.abc import Callable
@@ -339,6 +340,35 @@ class Watcher:
 _NOW = object()  # ChangeMonitor.changed: the question asked at the call
 
 
+def _remove_stale_marks(local: str) -> None:
+    """Remove the markers a monitor left behind when its process was killed: those of a
+    process no longer running, and this process's own (its id was an earlier one's)."""
+    try:
+        names = os.listdir(local)
+    except OSError:
+        return
+    for name in names:
+        parts = name.split("-")
+        if len(parts) != 3 or parts[0] != "mcp" or not parts[1].isdigit():
+            continue
+        pid = int(parts[1])
+        if pid != os.getpid():
+            try:
+                os.kill(pid, 0)
+                continue  # another running server's
+            except ProcessLookupError:
+                pass
+            except OSError:
+                continue  # running, as another user
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(local, name))
+# Markers left in place between questions, then removed together. A marker removed at the
+# end of each answer was an event read just before the next question's marker, and
+# watchdog holds a read that comes within a millisecond of the last one for up to a
+# millisecond more, to gather a burst: that millisecond was added to every answer.
+MARKS_KEPT = 64
+
+
 class ChangeMonitor:
     """What changed in a vault since the last question, for a long-lived process (the
     MCP server) that answers from one open index: with it a search or brief re-reads the
@@ -367,7 +397,7 @@ class ChangeMonitor:
         self._walked = 0.0
         self._seen: set[int] = set()
         self._next = 0
-        self._mark: str | None = None  # the marker file as the last question left it
+        self._marks: list[str] = []  # the markers made and not yet removed, oldest first
         self._observer = None
         self._spy = _OverflowSpy(self.unsure)
 
@@ -386,6 +416,7 @@ class ChangeMonitor:
             self._local = os.path.join(str(self.root), *LOCAL_DIR.split("/"))
             files.own_folder(self.root, LOCAL_DIR).mkdir(parents=True, exist_ok=True)  # the markers' folder
             self._prefix = f"mcp-{os.getpid()}-"
+            _remove_stale_marks(self._local)
             handler = FileSystemEventHandler()
             handler.on_any_event = self._on_event
             logging.getLogger("watchdog").addHandler(self._spy)
@@ -404,8 +435,8 @@ class ChangeMonitor:
             self._observer.join(timeout=5)
             self._observer = None
         with self._cond:
-            mark, self._mark = self._mark, None
-        if mark is not None:
+            marks, self._marks = self._marks, []
+        for mark in marks:
             with contextlib.suppress(OSError):
                 os.unlink(mark)
         logging.getLogger("watchdog").removeHandler(self._spy)
@@ -415,9 +446,8 @@ class ChangeMonitor:
             return
         src = os.fsdecode(event.src_path)
         if os.path.dirname(src) == self._local and os.path.basename(src).startswith(self._prefix):
-            mark = os.fsdecode(getattr(event, "dest_path", "") or src)  # a marker is made, then renamed
-            token = os.path.basename(mark)[len(self._prefix):]
-            if event.event_type in ("created", "moved") and os.path.dirname(mark) == self._local and token.isdigit():
+            token = os.path.basename(src)[len(self._prefix):]
+            if event.event_type == "created" and token.isdigit():
                 with self._cond:
                     self._seen.add(int(token))
                     self._cond.notify_all()
@@ -449,25 +479,26 @@ class ChangeMonitor:
             self._next += 1
             mark = os.path.join(self._local, f"{self._prefix}{self._next}")
             try:
-                # The marker of the last question renamed: one event, and the file stays
-                # between questions. Its removal at the end of each answer was an event
-                # too, read just before the next question's: and watchdog holds a read
-                # that comes within a millisecond of the last one for up to a millisecond
-                # more, to gather a burst — a millisecond added to every answer.
-                os.rename(self._mark, mark)
-            except (OSError, TypeError):  # the first question, or the marker was removed
+                # made without being opened: one event, where an open and a close make two
+                os.mknod(mark, 0o600 | stat.S_IFREG)
+            except OSError:
                 try:
                     fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
                     os.close(fd)
                 except OSError:
-                    self._mark = None
                     return None
-            self._mark = mark
+            self._marks.append(mark)
+            stale: list[str] = []
+            if len(self._marks) > MARKS_KEPT:
+                stale, self._marks = self._marks[:-1], self._marks[-1:]
+        for old in stale:
+            with contextlib.suppress(OSError):
+                os.unlink(old)
         return mark
 
     def _caught_up(self, mark: str | None) -> bool:
         """Wait for the event of ``mark`` (:meth:`ask`): every earlier event has then
-        arrived. The marker stays for the next question (:meth:`stop` removes it)."""
+        arrived. The marker stays, for now (:meth:`ask`)."""
         if mark is None:
             return False
         token = int(os.path.basename(mark)[len(self._prefix):])
