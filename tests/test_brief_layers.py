@@ -451,3 +451,23 @@ def test_a_page_that_cannot_be_parsed_is_an_error_only_for_its_own_commands(page
     with pytest.raises(ParseError):
         page_vault.pages.read(ROLE)
     assert page_vault.brief("其他角色", UNRELATED_TASK, tokens=600).tokens <= 600
+
+
+def test_a_page_edited_by_hand_between_two_briefs_of_one_process_is_read_as_it_is_now(page_vault):
+    """A warm process keeps each page's last parse while its text is the same: the page
+    edited in an editor between two briefs — an entry added, then its YAML broken — is
+    read as it is now: the new entry shown, then the broken page named with its line."""
+    first = page_vault.brief(ROLE, task=UNRELATED_TASK)
+    assert any(WORK in x for x in page_lines(first.markdown))
+    path = page_vault.root / "agents" / f"{ROLE}.md"
+    text = path.read_text(encoding="utf-8")
+    assert page_vault.brief(ROLE, task=UNRELATED_TASK).markdown == first.markdown  # the same text, the same brief
+    added = "表格组件缺少空状态，已提醒一次"
+    at = next(n for n, x in enumerate(text.splitlines(keepends=True)) if WORK in x)
+    lines = text.splitlines(keepends=True)
+    path.write_text("".join(lines[:at + 1] + [f"- 2026-12-08 | {added}\n"] + lines[at + 1:]), encoding="utf-8")
+    assert any(added in x for x in page_lines(page_vault.brief(ROLE, task=UNRELATED_TASK).markdown))
+    path.write_text(text.replace("---\n", "---\nrole: [unclosed\n", 1), encoding="utf-8")
+    broken = page_vault.brief(ROLE, task=UNRELATED_TASK)
+    assert [(p["path"], p["line"]) for p in broken.skipped_files] == [(f"agents/{ROLE}.md", 3)]
+    assert added not in broken.markdown and f"agents/{ROLE}.md" in broken.markdown  # the brief says so

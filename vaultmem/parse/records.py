@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 
 from .. import layout
@@ -212,7 +213,7 @@ class PageDocs:
 
     def __init__(self, rel: str, text: str) -> None:
         self.rel, self.role = rel, _stem(rel)
-        self.page = parse_page(text, rel, stem=self.role, fast=True)
+        self.page = _parsed_page(rel, text, self.role)
         self.entries = self.page.entries  # in page order
         # section → the positions of its entries, in page order (sections as they first appear)
         self.sections: dict[str, list[int]] = {}
@@ -252,6 +253,32 @@ class PageDocs:
             days=_days(e.date), near=" \n".join(x.text for x in neighbours), entry_id=e.id, project=e.project,
             line=e.line,
         )  # fmt: skip
+
+
+# A warm process (the MCP server) briefs the same roles again and again: each page's last
+# parse is kept while its text is the same (~0.6 ms a brief for a 4.5 KB page). Only pages
+# up to PARSED_MAX_CHARS are kept (a page of 150,000 entries is parsed each time, as it is
+# read each time), and the PARSED_KEPT last pages. What is kept is only read: each
+# PageDocs makes its own documents (and counts them, ``made``).
+PARSED_KEPT = 16
+PARSED_MAX_CHARS = 262_144
+_parsed: dict[str, tuple[str, object]] = {}
+_parsed_lock = threading.Lock()
+
+
+def _parsed_page(rel: str, text: str, stem: str):
+    with _parsed_lock:
+        kept = _parsed.get(rel)
+    if kept is not None and kept[0] == text:
+        return kept[1]
+    page = parse_page(text, rel, stem=stem, fast=True)
+    if len(text) <= PARSED_MAX_CHARS:
+        with _parsed_lock:
+            _parsed.pop(rel, None)
+            _parsed[rel] = (text, page)
+            while len(_parsed) > PARSED_KEPT:
+                del _parsed[next(iter(_parsed))]
+    return page
 
 
 def page_docs(rel: str, text: str) -> PageDocs:
