@@ -7,6 +7,7 @@ and reads on; a CURRENT that is not a file is rebuilt; ``search --help`` keeps i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -223,6 +224,33 @@ def test_mcp_answers_every_unusable_line_with_a_json_rpc_error_and_goes_on(tv):
         proc.wait(SAFETY_NET)
     assert "Traceback" not in err.text()
 
+
+
+def test_mcp_stops_quietly_when_its_client_no_longer_reads_its_answers(tv):
+    """A client that closed its end of stdout (it went away, stdin still open): the first
+    answer that cannot be written stops the server as the end of stdin would — exit code
+    0, one warning line, no traceback — instead of a task group's exception."""
+    proc = subprocess.Popen([sys.executable, "-m", "vaultmem", "mcp", "--vault", str(tv.root)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **TANTIVY})
+    err = Lines(proc.stderr)
+    try:
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}) + "\n")
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 1
+        proc.stdout.close()
+        for n in (2, 3):
+            proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                                         "params": {"name": "get_stats", "arguments": {}}}) + "\n")
+        proc.stdin.flush()
+        assert proc.wait(SAFETY_NET) == 0  # stdin is still open: the server stopped by itself
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+    assert "closed its end of the wire" in err.text() and "Traceback" not in err.text(), err.text()[-2000:]
 
 # -- point 12: CURRENT that is not a file; search --help -----------------------------------------
 

@@ -118,9 +118,9 @@ class Front:
 
     # -- the hand-over -------------------------------------------------------------------------
     def hand_over(self, taker) -> None:
-        """From now on every line goes to ``taker(line)``, called on the reader thread in
-        the order the lines came — first those kept so far — and ``taker("")`` once at the
-        end; the front answers no more."""
+        """From now on every line goes to ``taker(line)``, in the order the lines came —
+        those kept so far at once, the rest on the reader thread as they come — and
+        ``taker("")`` once at the end; the front answers no more."""
         with self._held:
             self._handed = True
             kept, self._lines = self._lines, []

@@ -89,13 +89,25 @@ async def front_streams(front):
     - Each answer is written on the wire from the event loop. The front's reader keeps
       draining stdin meanwhile, so a client that writes while it waits for an answer
       never blocks on it. The answer to the replayed ``initialize`` (the front answered
-      the client's own) is dropped.
+      the client's own) is dropped. A client that closed its end of the wire stops the
+      server as the end of stdin does, with one warning line (not a traceback).
     """
     from ..mcp_front import REPLAY_ID
 
     loop = asyncio.get_running_loop()
+    gone: list[OSError] = []  # the client closed its end of the wire
     read_in, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](math.inf)
     write_stream, write_out = anyio.create_memory_object_stream[SessionMessage](0)
+
+    def send(message) -> None:
+        if gone:
+            return
+        try:
+            front.write(message.model_dump_json(by_alias=True, exclude_unset=True))
+        except OSError as exc:  # nobody reads the answers any more: stop as at the end of stdin
+            gone.append(exc)
+            log.warning("the client closed its end of the wire (%s): stopping", exc.strerror or exc)
+            front.end()
 
     def take(line: str) -> None:  # on the event loop, one line at a time, in order
         if not line:
@@ -107,7 +119,7 @@ async def front_streams(front):
         if isinstance(message, JSONRPCError):
             log.warning("answered a line that is no JSON-RPC message the server reads (%d characters): %s %s",
                         len(line), message.error.code, message.error.message)
-            front.write(message.model_dump_json(by_alias=True, exclude_unset=True))
+            send(message)
             return
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             read_in.send_nowait(SessionMessage(message))
@@ -120,9 +132,8 @@ async def front_streams(front):
         async with write_out:
             async for session_message in write_out:
                 message = session_message.message
-                if getattr(message, "id", None) == REPLAY_ID:
-                    continue
-                front.write(message.model_dump_json(by_alias=True, exclude_unset=True))
+                if getattr(message, "id", None) != REPLAY_ID:
+                    send(message)
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(writer)
