@@ -252,6 +252,25 @@ def test_mcp_stops_quietly_when_its_client_no_longer_reads_its_answers(tv):
             proc.stdin.close()
     assert "closed its end of the wire" in err.text() and "Traceback" not in err.text(), err.text()[-2000:]
 
+
+def test_mcp_answers_the_calls_a_client_wrote_before_it_closed_stdin(tv):
+    """A client (a script) writes its requests and closes stdin at once: every call read
+    is answered before the server stops — the SDK alone cancels what is still running
+    when its input ends, and the last answers were lost."""
+    lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    lines += [{"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": name, "arguments": args}}
+              for n, (name, args) in enumerate([("search_memory", {"query": "redis"}), ("get_stats", {}),
+                                                ("brief", {"agent": "ops", "task": "redis port"})], 2)]
+    proc = subprocess.run([sys.executable, "-m", "vaultmem", "mcp", "--vault", str(tv.root)],
+                          input="".join(json.dumps(x) + "\n" for x in lines), capture_output=True, text=True,
+                          env={**os.environ, **TANTIVY}, timeout=SAFETY_NET)
+    answers = {a["id"]: a for a in map(json.loads, proc.stdout.splitlines())}
+    assert sorted(answers) == [1, 2, 3, 4], proc.stderr[-2000:]
+    assert all("result" in answers[n] and not answers[n]["result"].get("isError") for n in (2, 3, 4)), answers
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr
+
 # -- point 12: CURRENT that is not a file; search --help -----------------------------------------
 
 

@@ -471,3 +471,22 @@ def test_a_page_edited_by_hand_between_two_briefs_of_one_process_is_read_as_it_i
     broken = page_vault.brief(ROLE, task=UNRELATED_TASK)
     assert [(p["path"], p["line"]) for p in broken.skipped_files] == [(f"agents/{ROLE}.md", 3)]
     assert added not in broken.markdown and f"agents/{ROLE}.md" in broken.markdown  # the brief says so
+
+
+def test_a_role_pages_parse_is_kept_while_its_text_is_the_same_and_only_read():
+    """The parse a warm process keeps: the same text gives the very same parse (each
+    PageDocs still counts the documents it makes), another text a new one, and a page
+    larger than all that is kept is parsed each time."""
+    from vaultmem.parse.records import PARSED_CHARS, page_docs
+
+    rel = "agents/缓存审查.md"
+    text = ("---\nname: 缓存审查\ntype: agent-page\n---\n# 缓存审查\n\n## 项目上下文\n\n## 工作记忆\n"
+            "- 2026-12-07 | 缓存击穿要加互斥锁 ^m-aaaaaa\n\n## 子Agent记录\n")
+    first, second = page_docs(rel, text), page_docs(rel, text)
+    assert first.page is second.page
+    first.doc(0)
+    assert (first.made, second.made) == (1, 0)
+    changed = page_docs(rel, text.replace("互斥锁", "逻辑过期"))
+    assert changed.page is not first.page and "逻辑过期" in changed.doc(0).text
+    huge = text.replace("## 子Agent记录\n", "x" * PARSED_CHARS + "\n\n## 子Agent记录\n")
+    assert page_docs(rel, huge).page is not page_docs(rel, huge).page

@@ -373,9 +373,13 @@ def test_the_change_monitor_removes_its_markers_together_and_a_killed_one_s_at_s
     """Each question makes a marker (one event); they are removed together, MARKS_KEPT at
     a time, not one at the end of each answer (a removal read just before the next
     question's marker held it a millisecond in watchdog): what changed is reported
-    throughout. A monitor starting removes the markers of processes no longer running
-    (a killed server's) and keeps a running one's; stopping, it removes its own. A stray
-    file under the markers' prefix is no marker."""
+    throughout. A monitor starting removes the markers of processes no longer running (a
+    killed server's, in this version's names and the last one's) and of this process's
+    id that no running monitor made; it keeps a running process's and another monitor's
+    of this process; stopping, it removes its own. Names that only look like markers —
+    a number too long for a process id, digits that are not ASCII, under the monitor's
+    own prefix too — are left alone, and neither stop the monitor nor answer a question."""
+    import re
     import subprocess
 
     from vaultmem.adapters.watch import MARKS_KEPT, ChangeMonitor
@@ -388,32 +392,47 @@ def test_the_change_monitor_removes_its_markers_together_and_a_killed_one_s_at_s
     note.write_text("hello\n", encoding="utf-8")
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
                           check=True).stdout.strip()
-    for name in (f"mcp-{gone}-1", f"mcp-{gone}-2", f"mcp-{os.getpid()}-1", f"mcp-{os.getppid()}-7", "keep.json"):
+    me, parent = os.getpid(), os.getppid()
+    stale = [f"mcp-{gone}-1", f"mcp-{gone}-deadbeef-2", f"mcp-{me}-1", f"mcp-{me}-0badc0de-3"]
+    kept = [f"mcp-{parent}-7", f"mcp-{parent}-feedface-8", "mcp-99999999999999999999-1", "mcp-²-1", "keep.json"]
+    for name in stale + kept:
         (local / name).write_text("", encoding="utf-8")
-    prefix = f"mcp-{os.getpid()}-"
-
-    def markers() -> list[str]:
-        """This process's markers, oldest first."""
-        numbered = [p.name for p in local.iterdir() if p.name.startswith(prefix) and p.name[len(prefix):].isdigit()]
-        return sorted(numbered, key=lambda name: int(name[len(prefix):]))
-
+    other = ChangeMonitor(root)  # another monitor of this process, on the same vault
+    assert other.start()
     monitor = ChangeMonitor(root)
     assert monitor.start()
+
+    def markers(of: str) -> list[str]:
+        """The markers made under the random part ``of``, oldest first."""
+        own = [(int(m.group(1)), p.name) for p in local.iterdir()
+               if (m := re.fullmatch(rf"mcp-{me}-{of}-([0-9]+)", p.name))]
+        return [name for _n, name in sorted(own)]
+
     try:
-        assert sorted(p.name for p in local.iterdir()) == sorted([f"mcp-{os.getppid()}-7", "keep.json"])
-        assert monitor.changed() is None  # the first question: walk
-        (local / f"{prefix}stray").write_text("", encoding="utf-8")  # a name under the prefix, no number
+        assert other.changed() is None and monitor.changed() is None  # the first question: walk
+        names = {p.name for p in local.iterdir()}
+        assert not names & set(stale) and set(kept) <= names
+        parts = {re.fullmatch(rf"mcp-{me}-([0-9a-f]{{8}})-1", n).group(1) for n in names - set(kept)}
+        assert len(parts) == 2  # one marker each, under a random part of each monitor's own
+        assert monitor.changed() == []
+        own = next(p for p in parts if len(markers(p)) == 2)  # the monitor asked again: a second marker
+        assert [len(markers(p)) for p in parts - {own}] == [1]
+        prefix = f"mcp-{me}-{own}-"
+        for odd in ("stray", "²", "１２"):  # "１２" would read as question 12 with int()
+            (local / f"{prefix}{odd}").write_text("", encoding="utf-8")
         for n in range(2 * MARKS_KEPT):
             if n % 17 == 0:
                 note.write_text(f"changed {n}\n", encoding="utf-8")
                 assert monitor.changed() == ["memories/a.md"]
             else:
                 assert monitor.changed() == []
-            assert 1 <= len(markers()) <= MARKS_KEPT
-        (local / markers()[-1]).unlink()  # someone cleans up between two questions
+            assert 1 <= len(markers(own)) <= MARKS_KEPT
+        (local / markers(own)[-1]).unlink()  # someone cleans up between two questions
         note.write_text("again\n", encoding="utf-8")
         assert monitor.changed() == ["memories/a.md"]
+        assert other.changed() is not None  # the other monitor was never stopped by the odd names
     finally:
         monitor.stop()
-    assert markers() == []
-    assert (local / f"{prefix}stray").exists() and (local / f"mcp-{os.getppid()}-7").exists()  # a running process's
+        other.stop()
+    assert markers(own) == [] and {f"{prefix}stray", f"{prefix}²", f"{prefix}１２"} <= {p.name for p in local.iterdir()}
+    assert set(kept) <= {p.name for p in local.iterdir()}

@@ -18,6 +18,8 @@ import contextlib
 import json
 import logging
 import os
+import re
+import secrets
 import signal
 import stat
 import threading
@@ -340,28 +342,41 @@ class Watcher:
 _NOW = object()  # ChangeMonitor.changed: the question asked at the call
 
 
+# A marker's name: the process's id, the monitor's own random part (two monitors of one
+# process, or of two containers sharing the vault as pid 1, never share names), and the
+# question's number. Markers of earlier versions have no random part.
+_MARK = re.compile(r"mcp-([0-9]{1,10})-(?:([0-9a-f]{8})-)?([0-9]{1,18})")
+_live_marks: set[str] = set()  # the random parts of this process's running monitors
+
+
 def _remove_stale_marks(local: str) -> None:
-    """Remove the markers a monitor left behind when its process was killed: those of a
-    process no longer running, and this process's own (its id was an earlier one's)."""
+    """Remove the markers monitors left behind when their process was killed: those of a
+    process no longer running, and those of this process's id that no running monitor of
+    it made (an earlier process had the id)."""
     try:
         names = os.listdir(local)
     except OSError:
         return
     for name in names:
-        parts = name.split("-")
-        if len(parts) != 3 or parts[0] != "mcp" or not parts[1].isdigit():
+        m = _MARK.fullmatch(name)
+        if m is None:
             continue
-        pid = int(parts[1])
-        if pid != os.getpid():
+        pid = int(m.group(1))
+        if pid == os.getpid():
+            if m.group(2) in _live_marks:
+                continue
+        else:
             try:
                 os.kill(pid, 0)
                 continue  # another running server's
             except ProcessLookupError:
                 pass
-            except OSError:
-                continue  # running, as another user
+            except (OSError, OverflowError):
+                continue  # running, as another user; or no process id at all
         with contextlib.suppress(OSError):
             os.unlink(os.path.join(local, name))
+
+
 # Markers left in place between questions, then removed together. A marker removed at the
 # end of each answer was an event read just before the next question's marker, and
 # watchdog holds a read that comes within a millisecond of the last one for up to a
@@ -396,9 +411,11 @@ class ChangeMonitor:
         self._sure = False  # False: the next question walks the vault
         self._walked = 0.0
         self._seen: set[int] = set()
+        self._asked: set[int] = set()  # the questions whose marker is awaited
         self._next = 0
         self._marks: list[str] = []  # the markers made and not yet removed, oldest first
         self._observer = None
+        self._prefix = self._own = ""
         self._spy = _OverflowSpy(self.unsure)
 
     def start(self) -> bool:
@@ -415,7 +432,9 @@ class ChangeMonitor:
 
             self._local = os.path.join(str(self.root), *LOCAL_DIR.split("/"))
             files.own_folder(self.root, LOCAL_DIR).mkdir(parents=True, exist_ok=True)  # the markers' folder
-            self._prefix = f"mcp-{os.getpid()}-"
+            self._own = secrets.token_hex(4)
+            self._prefix = f"mcp-{os.getpid()}-{self._own}-"
+            _live_marks.add(self._own)
             _remove_stale_marks(self._local)
             handler = FileSystemEventHandler()
             handler.on_any_event = self._on_event
@@ -425,6 +444,7 @@ class ChangeMonitor:
             observer.start()
         except Exception:  # noqa: BLE001 - no inotify, too many watches: walk as before
             logging.getLogger("watchdog").removeHandler(self._spy)
+            _live_marks.discard(self._own)
             return False
         self._observer = observer
         return True
@@ -439,18 +459,20 @@ class ChangeMonitor:
         for mark in marks:
             with contextlib.suppress(OSError):
                 os.unlink(mark)
+        _live_marks.discard(self._own)
         logging.getLogger("watchdog").removeHandler(self._spy)
 
     def _on_event(self, event) -> None:
         if event.event_type in ("opened", "closed", "closed_no_write"):
             return
         src = os.fsdecode(event.src_path)
-        if os.path.dirname(src) == self._local and os.path.basename(src).startswith(self._prefix):
-            token = os.path.basename(src)[len(self._prefix):]
-            if event.event_type == "created" and token.isdigit():
+        if os.path.dirname(src) == self._local and os.path.basename(src).startswith("mcp-"):
+            m = _MARK.fullmatch(os.path.basename(src))
+            if event.event_type == "created" and m is not None and os.path.basename(src).startswith(self._prefix):
                 with self._cond:
-                    self._seen.add(int(token))
-                    self._cond.notify_all()
+                    if int(m.group(3)) in self._asked:  # (a marker that came after its wait ended: no)
+                        self._seen.add(int(m.group(3)))
+                        self._cond.notify_all()
             return
         rels = [vault_relative(self.root, p) for p in (event.src_path, getattr(event, "dest_path", None)) if p]
         rels = [r for r in rels if r is not None]
@@ -488,6 +510,7 @@ class ChangeMonitor:
                 except OSError:
                     return None
             self._marks.append(mark)
+            self._asked.add(self._next)
             stale: list[str] = []
             if len(self._marks) > MARKS_KEPT:
                 stale, self._marks = self._marks[:-1], self._marks[-1:]
@@ -501,7 +524,7 @@ class ChangeMonitor:
         arrived. The marker stays, for now (:meth:`ask`)."""
         if mark is None:
             return False
-        token = int(os.path.basename(mark)[len(self._prefix):])
+        token = int(mark.rsplit("-", 1)[1])
         try:
             if self._observer is None:
                 return False
@@ -510,6 +533,7 @@ class ChangeMonitor:
         finally:
             with self._cond:
                 self._seen.discard(token)
+                self._asked.discard(token)
 
     def changed(self, question: str | None | object = _NOW) -> list[str] | None:
         """The Markdown files changed since the last call (sorted) — at least all those

@@ -256,28 +256,30 @@ class PageDocs:
 
 
 # A warm process (the MCP server) briefs the same roles again and again: each page's last
-# parse is kept while its text is the same (~0.6 ms a brief for a 4.5 KB page). Only pages
-# up to PARSED_MAX_CHARS are kept (a page of 150,000 entries is parsed each time, as it is
-# read each time), and the PARSED_KEPT last pages. What is kept is only read: each
-# PageDocs makes its own documents (and counts them, ``made``).
-PARSED_KEPT = 16
-PARSED_MAX_CHARS = 262_144
+# parse is kept while its text is the same (~0.6 ms a brief for a 4.5 KB page). The pages
+# kept hold up to PARSED_CHARS characters of text in all, the least recently read dropped
+# first (a page's parse takes ~10 bytes a character: ~10 MB at most); a page larger than
+# that (150,000 entries) is parsed each time, as it is read each time. What is kept is
+# only read: each PageDocs makes its own documents (and counts them, ``made``).
+PARSED_CHARS = 1 << 20
 _parsed: dict[str, tuple[str, object]] = {}
 _parsed_lock = threading.Lock()
 
 
 def _parsed_page(rel: str, text: str, stem: str):
     with _parsed_lock:
-        kept = _parsed.get(rel)
-    if kept is not None and kept[0] == text:
-        return kept[1]
+        kept = _parsed.pop(rel, None)
+        if kept is not None and kept[0] == text:
+            _parsed[rel] = kept  # read last: dropped last
+            return kept[1]
     page = parse_page(text, rel, stem=stem, fast=True)
-    if len(text) <= PARSED_MAX_CHARS:
+    if len(text) <= PARSED_CHARS:
         with _parsed_lock:
             _parsed.pop(rel, None)
             _parsed[rel] = (text, page)
-            while len(_parsed) > PARSED_KEPT:
-                del _parsed[next(iter(_parsed))]
+            held = sum(len(t) for t, _p in _parsed.values())
+            while held > PARSED_CHARS:
+                held -= len(_parsed.pop(next(iter(_parsed)))[0])
     return page
 
 

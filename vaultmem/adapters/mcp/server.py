@@ -214,12 +214,13 @@ class VaultServer(MCPServer):
         handshake) or a wire of its own: each line read once and handed to the SDK
         server, a line it could not read answered with a JSON-RPC error, not dropped
         (:func:`.wire.front_streams`). SIGINT or SIGTERM ends it as the end of stdin does:
-        the call in progress finishes, the server stops, exit code 0."""
+        the calls read so far finish and their answers are written (for up to CLOSE_WAIT
+        seconds), the server stops, exit code 0."""
         from .. import mcp_front
 
         front = mcp_front.current() or mcp_front.wire()
         front.serving()
-        async with front_streams(front) as (read_stream, write_stream):
+        async with front_streams(front, CLOSE_WAIT) as (read_stream, write_stream):
             await self._lowlevel_server.run(read_stream, write_stream,
                                             self._lowlevel_server.create_initialization_options())
 

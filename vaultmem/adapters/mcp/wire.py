@@ -12,8 +12,8 @@ from contextlib import asynccontextmanager
 
 import anyio
 from mcp.shared.message import SessionMessage
-from mcp.types import (INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError,
-                       jsonrpc_message_adapter)
+from mcp.types import (INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, JSONRPCNotification,
+                       JSONRPCRequest, JSONRPCResponse, jsonrpc_message_adapter)
 from pydantic import ValidationError
 
 log = logging.getLogger("vaultmem.mcp")
@@ -77,7 +77,7 @@ def message_of(line: str):
 
 
 @asynccontextmanager
-async def front_streams(front):
+async def front_streams(front, close_wait: float):
     """The SDK server's read and write streams on the front's wire: what the SDK's
     ``stdio_server`` gives, without its two thread hops per message.
 
@@ -91,11 +91,17 @@ async def front_streams(front):
       never blocks on it. The answer to the replayed ``initialize`` (the front answered
       the client's own) is dropped. A client that closed its end of the wire stops the
       server as the end of stdin does, with one warning line (not a traceback).
+    - At the end of stdin the read stream ends once every request read has its answer
+      written (or was cancelled), or after ``close_wait`` seconds: the SDK server cancels
+      what is still running when its input ends, and a client that wrote its last
+      requests and closed stdin would not get their answers.
     """
     from ..mcp_front import REPLAY_ID
 
     loop = asyncio.get_running_loop()
     gone: list[OSError] = []  # the client closed its end of the wire
+    pending: set = set()  # the ids of the requests read and not yet answered
+    ending: list[bool] = []  # stdin has ended: the read stream ends once nothing is pending
     read_in, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](math.inf)
     write_stream, write_out = anyio.create_memory_object_stream[SessionMessage](0)
 
@@ -104,14 +110,18 @@ async def front_streams(front):
             return
         try:
             front.write(message.model_dump_json(by_alias=True, exclude_unset=True))
-        except OSError as exc:  # nobody reads the answers any more: stop as at the end of stdin
+        except (BrokenPipeError, ConnectionResetError) as exc:  # nobody reads the answers: stop as at the end of stdin
             gone.append(exc)
             log.warning("the client closed its end of the wire (%s): stopping", exc.strerror or exc)
             front.end()
 
     def take(line: str) -> None:  # on the event loop, one line at a time, in order
         if not line:
-            read_in.close()
+            ending.append(True)
+            if pending:
+                loop.call_later(close_wait, read_in.close)
+            else:
+                read_in.close()
             return
         if not line.strip():
             return
@@ -121,6 +131,10 @@ async def front_streams(front):
                         len(line), message.error.code, message.error.message)
             send(message)
             return
+        if isinstance(message, JSONRPCRequest):
+            pending.add(message.id)
+        elif isinstance(message, JSONRPCNotification) and message.method == "notifications/cancelled":
+            pending.discard((message.params or {}).get("requestId"))  # a cancelled request has no answer
         with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             read_in.send_nowait(SessionMessage(message))
 
@@ -134,6 +148,10 @@ async def front_streams(front):
                 message = session_message.message
                 if getattr(message, "id", None) != REPLAY_ID:
                     send(message)
+                if isinstance(message, (JSONRPCResponse, JSONRPCError)) and message.id in pending:
+                    pending.discard(message.id)
+                    if ending and not pending:
+                        read_in.close()
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(writer)
