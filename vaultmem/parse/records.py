@@ -211,9 +211,11 @@ class PageDocs:
     page's size. The brief's page layer orders a page of 150,000 entries from the parsed
     entries alone and makes documents only of those it shows (``made`` counts them)."""
 
-    def __init__(self, rel: str, text: str) -> None:
+    def __init__(self, rel: str, text: str, keep: bool = False) -> None:
+        """``keep``: use and keep the page's last parse while its text is the same
+        (:func:`page_docs`, a brief's: an index build reads each page once)."""
         self.rel, self.role = rel, _stem(rel)
-        self.page = _parsed_page(rel, text, self.role)
+        self.page = _parsed_page(rel, text, self.role) if keep else parse_page(text, rel, stem=self.role, fast=True)
         self.entries = self.page.entries  # in page order
         # section → the positions of its entries, in page order (sections as they first appear)
         self.sections: dict[str, list[int]] = {}
@@ -285,8 +287,9 @@ def _parsed_page(rel: str, text: str, stem: str):
 
 def page_docs(rel: str, text: str) -> PageDocs:
     """A role page (``agents/<role>.md``) parsed once, its documents made on demand
-    (:class:`PageDocs`). Raises ParseError as :func:`records` does."""
-    return PageDocs(rel, text)
+    (:class:`PageDocs`), the parse kept while the text is the same. Raises ParseError as
+    :func:`records` does."""
+    return PageDocs(rel, text, keep=True)
 
 
 def _page_records(rel: str, text: str) -> list[IndexDoc]:
