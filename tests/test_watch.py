@@ -434,5 +434,6 @@ def test_the_change_monitor_removes_its_markers_together_and_a_killed_one_s_at_s
     finally:
         monitor.stop()
         other.stop()
-    assert markers(own) == [] and {f"{prefix}stray", f"{prefix}²", f"{prefix}１２"} <= {p.name for p in local.iterdir()}
+    left = {p.name for p in local.iterdir()}
+    assert markers(own) == [] and {f"{prefix}stray", f"{prefix}²", f"{prefix}１２"} <= left
     assert set(kept) <= {p.name for p in local.iterdir()}

@@ -110,7 +110,8 @@ async def front_streams(front, close_wait: float):
             return
         try:
             front.write(message.model_dump_json(by_alias=True, exclude_unset=True))
-        except (BrokenPipeError, ConnectionResetError) as exc:  # nobody reads the answers: stop as at the end of stdin
+        except (BrokenPipeError, ConnectionResetError) as exc:
+            # nobody reads the answers any more: stop as at the end of stdin
             gone.append(exc)
             log.warning("the client closed its end of the wire (%s): stopping", exc.strerror or exc)
             front.end()
@@ -118,7 +119,7 @@ async def front_streams(front, close_wait: float):
     def take(line: str) -> None:  # on the event loop, one line at a time, in order
         if not line:
             ending.append(True)
-            if pending:
+            if pending and not gone:
                 loop.call_later(close_wait, read_in.close)
             else:
                 read_in.close()
