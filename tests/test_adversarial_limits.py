@@ -271,6 +271,43 @@ def test_mcp_answers_the_calls_a_client_wrote_before_it_closed_stdin(tv):
     assert all("result" in answers[n] and not answers[n]["result"].get("isError") for n in (2, 3, 4)), answers
     assert proc.returncode == 0 and "Traceback" not in proc.stderr
 
+
+def test_a_second_signal_stops_an_mcp_server_whose_client_reads_no_answers(tv):
+    """A client that stopped reading its answers but keeps the pipe open holds the server
+    in a write: the first SIGTERM asks it to stop once the calls read are answered (it
+    says so: calls are waiting), a second stops it at once, with a line that says the
+    call was cut short."""
+    import signal
+
+    proc = subprocess.Popen([sys.executable, "-m", "vaultmem", "mcp", "--vault", str(tv.root)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **TANTIVY})
+    err = Lines(proc.stderr)
+    try:
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}) + "\n")
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 0
+        calls = [{"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": "get_stats", "arguments": {}}}
+                 for n in range(1, 302)]
+        proc.stdin.write(json.dumps(calls[0]) + "\n")
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 1  # the server itself answers: the vault is open
+        # far more answer than a pipe holds, and none of it read
+        proc.stdin.write("".join(json.dumps(c) + "\n" for c in calls[1:]))
+        proc.stdin.flush()
+        proc.send_signal(signal.SIGTERM)
+        err.wait_for(lambda line: "SIGINT or SIGTERM twice stops it at once" in line)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(SAFETY_NET) == 128 + signal.SIGTERM
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(SAFETY_NET)
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+    assert "cut short" in err.text() and "Traceback" not in err.text()
+
 # -- point 12: CURRENT that is not a file; search --help -----------------------------------------
 
 

@@ -53,6 +53,7 @@ class Front:
         self._handed = not answers  # the SDK server reads the lines: the front answers no more
         self._version: str | None = None  # the protocol version the front negotiated
         self._taker = None  # who each line goes to once handed over (:meth:`hand_over`)
+        self._signalled = False  # a signal asked the server to stop (a second one ends it at once)
         threading.Thread(target=self._read, name="vaultmem mcp front", daemon=True).start()
 
     # -- the wire ------------------------------------------------------------------------------
@@ -140,9 +141,18 @@ class Front:
                 self._taker("")
 
     def serving(self) -> None:
-        """The SDK server runs: a signal now stops it (:func:`vaultmem.adapters.mcp.serve`)."""
+        """The SDK server runs: a signal now stops it (:func:`vaultmem.adapters.mcp.serve`)
+        once the calls read so far are answered; a second one ends the process at once —
+        an answer the client does not read can hold the server in its write for ever."""
         for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: self.end())
+            signal.signal(sig, self._stop)
+
+    def _stop(self, signum, frame) -> None:  # noqa: ARG002
+        if self._signalled:
+            os.write(2, b"vaultmem mcp: stopped at once (a second signal): the call in progress was cut short\n")
+            os._exit(128 + signum)
+        self._signalled = True
+        self.end()
 
 
 def _exit_at_once(signum, frame) -> None:  # noqa: ARG001

@@ -120,6 +120,8 @@ async def front_streams(front, close_wait: float):
         if not line:
             ending.append(True)
             if pending and not gone:
+                log.warning("stopping once the %d calls read are answered (up to %g s; SIGINT or SIGTERM twice "
+                            "stops it at once)", len(pending), close_wait)
                 loop.call_later(close_wait, read_in.close)
             else:
                 read_in.close()
