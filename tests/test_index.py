@@ -357,3 +357,27 @@ def test_a_file_indexed_by_a_process_killed_before_its_manifest_is_not_indexed_t
         assert ids(store, "redis session") == ["memories/cache.md"]
     finally:
         store.close()
+
+
+def test_a_script_without_a_main_guard_gets_its_answer_and_is_told_why_not_a_300_s_wait(tmp_path):
+    """A script that opens a vault at its top level, whose first search rebuilds the index
+    in worker processes: Python (spawn) runs the script again in each worker, which opened
+    the vault there and waited for the index lock its own rebuild held (300 s). Now the
+    worker is refused at once with the reason and the fix, and the rebuild goes on in the
+    script's own process: the answer comes."""
+    from vaultmem import Vault
+    from vaultmem.index.build import PARALLEL_MIN_FILES
+
+    v, _ = Vault.init(tmp_path / "v", lang="en", orchestrator="lee")
+    for i in range(PARALLEL_MIN_FILES + 50):
+        (v.root / "memories" / f"n{i}.md").write_text(
+            f"---\nname: note {i}\ntype: fact\n---\nThe redis port of service {i} is set in its config.\n",
+            encoding="utf-8")
+    script = tmp_path / "unguarded.py"
+    script.write_text("import sys\nfrom vaultmem import Vault\n\nv = Vault(sys.argv[1])\n"
+                      "print('hits', len(list(v.search('redis port'))))\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script), str(v.root)], capture_output=True, text=True,
+                          timeout=SAFETY_NET, cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout == "hits 10\n", done.stderr[-2000:]
+    assert "a vault was opened while a worker process was starting" in done.stderr
+    assert 'if __name__ == "__main__":' in done.stderr

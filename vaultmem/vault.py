@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from . import files, layout, leftovers, recall, usage
 from .config import Config, load_config, load_raw, parse_config, set_value
-from .errors import BadInput, Busy, PermissionRefused, VaultNotFound, from_os_error
+from .errors import BadInput, Busy, PermissionRefused, VaultmemError, VaultNotFound, from_os_error
 from .names import check_name
 from .query import parse as parse_query  # noqa: F401  (re-exported for adapters: how a search's text reads)
 from .walk import ENV_VAULT, find_vault, is_vault, watcher_alive
@@ -82,10 +82,28 @@ def _not_a_vault(root: Path, from_env: bool) -> VaultNotFound:
                          hint=f"create one with 'vaultmem init {root}'")
 
 
+def _refuse_in_a_starting_worker() -> None:
+    """A vault opened while a worker process of an index rebuild is starting: Python's
+    multiprocessing (spawn) runs the main script again in each worker, and a script that
+    opens a vault without ``if __name__ == "__main__":`` would wait there for the index
+    lock its own rebuild holds (300 s). Refused at once: the worker ends, and the rebuild
+    goes on in its own process. Multiprocessing is loaded in such a worker: elsewhere
+    this costs nothing."""
+    import sys
+
+    mp = sys.modules.get("multiprocessing")
+    if mp is not None and getattr(mp.current_process(), "_inheriting", False):
+        raise VaultmemError(
+            "a vault was opened while a worker process was starting: the script runs again in each worker "
+            "of an index rebuild",
+            hint='put the script\'s code under  if __name__ == "__main__":  (Python\'s multiprocessing asks for it)')
+
+
 class Vault:
     """One vault on disk. Open with :meth:`open` (finds it) or :meth:`init` (creates it)."""
 
     def __init__(self, root: Path, config: Config | None = None, ahead=None) -> None:
+        _refuse_in_a_starting_worker()
         self.root = Path(root).resolve()
         try:  # per-machine state: a file or a link in its place goes before anything is read from it
             files.own_folder(self.root, layout.LOCAL_DIR)
