@@ -87,8 +87,10 @@ def _refuse_in_a_starting_worker() -> None:
     multiprocessing (spawn) runs the main script again in each worker, and a script that
     opens a vault without ``if __name__ == "__main__":`` would wait there for the index
     lock its own rebuild holds (300 s). Refused at once: the worker ends, and the rebuild
-    goes on in its own process. Multiprocessing is loaded in such a worker: elsewhere
-    this costs nothing."""
+    goes on in its own process. The flag read is multiprocessing's own, set while a spawned
+    process imports the main script (its ``spawn._check_not_importing_main`` reads it to
+    refuse a new process there); it has no public name. Multiprocessing is loaded in such a
+    worker: elsewhere this costs nothing."""
     import sys
 
     mp = sys.modules.get("multiprocessing")
