@@ -226,23 +226,36 @@ def test_mcp_answers_every_unusable_line_with_a_json_rpc_error_and_goes_on(tv):
 
 
 
+INITIALIZE = {"jsonrpc": "2.0", "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+
+
+def mcp_process(vault: Vault) -> subprocess.Popen:
+    """``vaultmem mcp`` on ``vault`` (tantivy), its three pipes open, its handshake made
+    (the initialize's id is 0)."""
+    proc = subprocess.Popen([sys.executable, "-m", "vaultmem", "mcp", "--vault", str(vault.root)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **TANTIVY})
+    proc.stdin.write(json.dumps({**INITIALIZE, "id": 0}) + "\n")
+    proc.stdin.flush()
+    assert json.loads(proc.stdout.readline())["id"] == 0
+    return proc
+
+
+def stats_call(n: int) -> str:
+    return json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                       "params": {"name": "get_stats", "arguments": {}}}) + "\n"
+
+
 def test_mcp_stops_quietly_when_its_client_no_longer_reads_its_answers(tv):
     """A client that closed its end of stdout (it went away, stdin still open): the first
     answer that cannot be written stops the server as the end of stdin would — exit code
     0, one warning line, no traceback — instead of a task group's exception."""
-    proc = subprocess.Popen([sys.executable, "-m", "vaultmem", "mcp", "--vault", str(tv.root)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **TANTIVY})
+    proc = mcp_process(tv)
     err = Lines(proc.stderr)
     try:
-        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}) + "\n")
-        proc.stdin.flush()
-        assert json.loads(proc.stdout.readline())["id"] == 1
         proc.stdout.close()
-        for n in (2, 3):
-            proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/call",
-                                         "params": {"name": "get_stats", "arguments": {}}}) + "\n")
+        proc.stdin.write(stats_call(1) + stats_call(2))
         proc.stdin.flush()
         assert proc.wait(SAFETY_NET) == 0  # stdin is still open: the server stopped by itself
     finally:
@@ -257,9 +270,7 @@ def test_mcp_answers_the_calls_a_client_wrote_before_it_closed_stdin(tv):
     """A client (a script) writes its requests and closes stdin at once: every call read
     is answered before the server stops — the SDK alone cancels what is still running
     when its input ends, and the last answers were lost."""
-    lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    lines = [{**INITIALIZE, "id": 1}, {"jsonrpc": "2.0", "method": "notifications/initialized"}]
     lines += [{"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": name, "arguments": args}}
               for n, (name, args) in enumerate([("search_memory", {"query": "redis"}), ("get_stats", {}),
                                                 ("brief", {"agent": "ops", "task": "redis port"})], 2)]
@@ -279,22 +290,14 @@ def test_a_second_signal_stops_an_mcp_server_whose_client_reads_no_answers(tv):
     call was cut short."""
     import signal
 
-    proc = subprocess.Popen([sys.executable, "-m", "vaultmem", "mcp", "--vault", str(tv.root)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **TANTIVY})
+    proc = mcp_process(tv)
     err = Lines(proc.stderr)
     try:
-        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}) + "\n")
-        proc.stdin.flush()
-        assert json.loads(proc.stdout.readline())["id"] == 0
-        calls = [{"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": "get_stats", "arguments": {}}}
-                 for n in range(1, 302)]
-        proc.stdin.write(json.dumps(calls[0]) + "\n")
+        proc.stdin.write(stats_call(1))
         proc.stdin.flush()
         assert json.loads(proc.stdout.readline())["id"] == 1  # the server itself answers: the vault is open
         # far more answer than a pipe holds, and none of it read
-        proc.stdin.write("".join(json.dumps(c) + "\n" for c in calls[1:]))
+        proc.stdin.write("".join(stats_call(n) for n in range(2, 302)))
         proc.stdin.flush()
         proc.send_signal(signal.SIGTERM)
         err.wait_for(lambda line: "SIGINT or SIGTERM twice stops it at once" in line)
