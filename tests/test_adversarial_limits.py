@@ -8,14 +8,17 @@ and reads on; a CURRENT that is not a file is rebuilt; ``search --help`` keeps i
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
+import struct
 import subprocess
 import sys
+import termios
 
 import anyio
 import pytest
-from conftest import SAFETY_NET, Lines, git, run_vaultmem, vaultmem_in_process
+from conftest import SAFETY_NET, Lines, git, run_vaultmem, vaultmem_in_process, wait_until
 from mcp import Client, MCPError, StdioServerParameters
 
 from vaultmem import BadInput, Vault, limits
@@ -242,6 +245,11 @@ def mcp_process(vault: Vault) -> subprocess.Popen:
     return proc
 
 
+def unread(fd: int) -> int:
+    """How many bytes wait in the pipe ``fd`` is an end of."""
+    return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+
+
 def stats_call(n: int) -> str:
     return json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/call",
                        "params": {"name": "get_stats", "arguments": {}}}) + "\n"
@@ -295,10 +303,15 @@ def test_a_second_signal_stops_an_mcp_server_whose_client_reads_no_answers(tv):
     try:
         proc.stdin.write(stats_call(1))
         proc.stdin.flush()
-        assert json.loads(proc.stdout.readline())["id"] == 1  # the server itself answers: the vault is open
-        # far more answer than a pipe holds, and none of it read
+        answer = proc.stdout.readline()
+        assert json.loads(answer)["id"] == 1  # the server itself answers: the vault is open
+        # far more answer than a pipe holds, and none of it read: the server is held in a
+        # write once at most one more answer fits in the pipe
         proc.stdin.write("".join(stats_call(n) for n in range(2, 302)))
         proc.stdin.flush()
+        out = proc.stdout.fileno()
+        room = fcntl.fcntl(out, fcntl.F_GETPIPE_SZ) - 2 * len(answer.encode())
+        wait_until(lambda: unread(out) >= room, what="the server fills the pipe of its answers")
         proc.send_signal(signal.SIGTERM)
         err.wait_for(lambda line: "SIGINT or SIGTERM twice stops it at once" in line)
         proc.send_signal(signal.SIGTERM)

@@ -53,6 +53,7 @@ class Front:
         self._handed = not answers  # the SDK server reads the lines: the front answers no more
         self._version: str | None = None  # the protocol version the front negotiated
         self._taker = None  # who each line goes to once handed over (:meth:`hand_over`)
+        self._stopping = lambda: ""  # what the server says when asked to stop (:meth:`hand_over`)
         self._signalled = False  # a signal asked the server to stop (a second one ends it at once)
         threading.Thread(target=self._read, name="vaultmem mcp front", daemon=True).start()
 
@@ -118,12 +119,15 @@ class Front:
         return False
 
     # -- the hand-over -------------------------------------------------------------------------
-    def hand_over(self, taker) -> None:
+    def hand_over(self, taker, stopping=None) -> None:
         """From now on every line goes to ``taker(line)``, in the order the lines came —
         those kept so far at once, the rest on the reader thread as they come — and
-        ``taker("")`` once at the end; the front answers no more."""
+        ``taker("")`` once at the end; the front answers no more. ``stopping()`` is the
+        line a signal's handler writes when it asks the server to stop ("" for none)."""
         with self._held:
             self._handed = True
+            if stopping is not None:
+                self._stopping = stopping
             kept, self._lines = self._lines, []
             for line in kept:
                 taker(line)
@@ -152,7 +156,16 @@ class Front:
             os.write(2, b"vaultmem mcp: stopped at once (a second signal): the call in progress was cut short\n")
             os._exit(128 + signum)
         self._signalled = True
+        # said here, not by the server: its event loop may be held in a write nobody reads
+        said = self._stopping()
+        if said:
+            os.write(2, f"vaultmem mcp: WARNING {said}\n".encode())
         self.end()
+
+    @property
+    def signalled(self) -> bool:
+        """A signal asked the server to stop."""
+        return self._signalled
 
 
 def _exit_at_once(signum, frame) -> None:  # noqa: ARG001

@@ -116,12 +116,18 @@ async def front_streams(front, close_wait: float):
             log.warning("the client closed its end of the wire (%s): stopping", exc.strerror or exc)
             front.end()
 
+    def stopping() -> str:  # what a server that was asked to stop says (on any thread, or a signal handler)
+        if not pending or gone:
+            return ""
+        return (f"stopping once the {len(pending)} calls read are answered (up to {close_wait:g} s; "
+                "SIGINT or SIGTERM twice stops it at once)")
+
     def take(line: str) -> None:  # on the event loop, one line at a time, in order
         if not line:
             ending.append(True)
             if pending and not gone:
-                log.warning("stopping once the %d calls read are answered (up to %g s; SIGINT or SIGTERM twice "
-                            "stops it at once)", len(pending), close_wait)
+                if not front.signalled:  # a signal's handler said it already: the loop may be held in a write
+                    log.warning("%s", stopping())
                 loop.call_later(close_wait, read_in.close)
             else:
                 read_in.close()
@@ -158,7 +164,7 @@ async def front_streams(front, close_wait: float):
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(writer)
-        front.hand_over(arrived)
+        front.hand_over(arrived, stopping)
         try:
             yield read_stream, write_stream
         finally:
