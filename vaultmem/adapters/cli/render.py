@@ -344,8 +344,13 @@ def brief(b) -> str:
 def dispatched(result) -> str:
     """``dispatch``: (the page change, the brief)."""
     change, b = result
-    note = f"(created {change.details['path']})\n" if change.details["created"] else ""
-    return note + b.markdown.rstrip("\n")
+    note = created(change)
+    return (note + "\n" if note else "") + b.markdown.rstrip("\n")
+
+
+def created(change) -> str:
+    """What a dispatch says of the role's page it created ("" when the page was there)."""
+    return f"(created {change.details['path']})" if change.details["created"] else ""
 
 
 def evaluation(result, *, details: bool = False) -> str:
