@@ -381,3 +381,4 @@ def test_a_script_without_a_main_guard_gets_its_answer_and_is_told_why_not_a_300
     assert done.returncode == 0 and done.stdout == "hits 10\n", done.stderr[-2000:]
     assert "a vault was opened while a worker process was starting" in done.stderr
     assert 'if __name__ == "__main__":' in done.stderr
+    assert "the index is built in this process, on one core: its worker processes could not start" in done.stderr

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from . import files, layout, leftovers, recall, usage
 from .config import Config, load_config, load_raw, parse_config, set_value
-from .errors import BadInput, Busy, PermissionRefused, VaultmemError, VaultNotFound, from_os_error
+from .errors import BadInput, Busy, PermissionRefused, VaultNotFound, from_os_error
 from .names import check_name
 from .query import parse as parse_query  # noqa: F401  (re-exported for adapters: how a search's text reads)
 from .walk import ENV_VAULT, find_vault, is_vault, watcher_alive
@@ -86,8 +86,9 @@ def _refuse_in_a_starting_worker() -> None:
     """A vault opened while a worker process of an index rebuild is starting: Python's
     multiprocessing (spawn) runs the main script again in each worker, and a script that
     opens a vault without ``if __name__ == "__main__":`` would wait there for the index
-    lock its own rebuild holds (300 s). Refused at once: the worker ends, and the rebuild
-    goes on in its own process. The flag read is multiprocessing's own, set while a spawned
+    lock its own rebuild holds (300 s). Refused at once: the worker says why in one line and
+    ends (no traceback: the process was only starting), and the rebuild goes on in the
+    script's own process. The flag read is multiprocessing's own, set while a spawned
     process imports the main script (its ``spawn._check_not_importing_main`` reads it to
     refuse a new process there); it has no public name. Multiprocessing is loaded in such a
     worker: elsewhere this costs nothing."""
@@ -95,10 +96,10 @@ def _refuse_in_a_starting_worker() -> None:
 
     mp = sys.modules.get("multiprocessing")
     if mp is not None and getattr(mp.current_process(), "_inheriting", False):
-        raise VaultmemError(
-            "a vault was opened while a worker process was starting: the script runs again in each worker "
-            "of an index rebuild",
-            hint='put the script\'s code under  if __name__ == "__main__":  (Python\'s multiprocessing asks for it)')
+        sys.stderr.write("vaultmem: a vault was opened while a worker process was starting: the script runs again "
+                         "in each worker of an index rebuild\n  hint: put the script's code under  "
+                         'if __name__ == "__main__":  (Python\'s multiprocessing asks for it)\n')
+        raise SystemExit(1)
 
 
 class Vault:

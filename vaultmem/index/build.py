@@ -10,6 +10,7 @@ neither live nor the one before it was left by a killed build).
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import stat
@@ -143,6 +144,9 @@ def prepare_all(root: Path, rels: list[str], progress: Progress | None, whole: b
         except (OSError, RuntimeError) as exc:  # no processes here (a sandbox): do it in-process
             if done:
                 raise VaultmemError(f"indexing workers failed: {exc}") from exc
+            logging.getLogger("vaultmem.index").warning(
+                "the index is built in this process, on one core: its worker processes could not start (%s)",
+                exc or type(exc).__name__)
     for chunk in chunks:
         batch = prepare(str(root), chunk)
         done += len(batch)
