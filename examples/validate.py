@@ -104,9 +104,8 @@ async def walk(cmd: list[str], vault: Path, agent: str, role: str, w: Walk) -> N
         b = second.structured_content or {}
         w.step(not second.is_error and b.get("page_created") is False, "the second dispatch found the page",
                text_of(second))
-        brief = second.content[0].text if second.content else ""  # the brief's Markdown: the first text block
-        carried = learned.split(": ", 1)[1] in brief
-        w.step(carried, "the second brief carries what the first dispatch learned", brief[:600])
+        carried = learned.split(": ", 1)[1] in (b.get("markdown") or "")
+        w.step(carried, "the second brief carries what the first dispatch learned", (b.get("markdown") or "")[:600])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -344,13 +344,8 @@ def brief(b) -> str:
 def dispatched(result) -> str:
     """``dispatch``: (the page change, the brief)."""
     change, b = result
-    note = created(change)
-    return (note + "\n" if note else "") + b.markdown.rstrip("\n")
-
-
-def created(change) -> str:
-    """What a dispatch says of the role's page it created ("" when the page was there)."""
-    return f"(created {change.details['path']})" if change.details["created"] else ""
+    note = f"(created {change.details['path']})\n" if change.details["created"] else ""
+    return note + b.markdown.rstrip("\n")
 
 
 def evaluation(result, *, details: bool = False) -> str:

@@ -51,15 +51,9 @@ def error_result(exc: BaseException) -> CallToolResult:
 
 
 def tool_result(text: str, data: dict[str, Any], warnings: list[str] | None = None,
-            problems: list[dict] | None = None, markdown: str | None = None) -> CallToolResult:
+            problems: list[dict] | None = None) -> CallToolResult:
     """Readable text (with a ``warning:`` line for each warning) and structured content
-    (with ``warnings`` and ``problems`` keys when there are any), as the CLI's output.
-
-    ``markdown``: a brief's Markdown, sent once — as the first text block, exactly as the
-    sub-agent is to be given it; the rest of the text (a note, the warnings), if any,
-    follows in a second block. It is not repeated in the structured content, whose
-    ``markdown`` the caller leaves out: ~71 KB at 50,000 notes, serialised, sent, parsed
-    and checked twice, cost a warm brief ~1 ms at the server and as much at the client."""
+    (with ``warnings`` and ``problems`` keys when there are any), as the CLI's output."""
     lines = [text] if text else []
     warnings = list(dict.fromkeys(warnings or []))
     lines += [f"warning: {w}" for w in warnings]
@@ -71,15 +65,8 @@ def tool_result(text: str, data: dict[str, Any], warnings: list[str] | None = No
                   for p in problems[:10]]
     # as the wire carries it (a date as its ISO text), so that it is checked against the
     # tool's output schema as the client will read it
-    content = [TextContent(type="text", text="\n".join(lines) or "(nothing)")]
-    if markdown is not None:
-        content = [TextContent(type="text", text=markdown.rstrip("\n"))] + (content if lines else [])
-    return CallToolResult(content=content, structured_content=to_jsonable_python(data))
-
-
-def without_markdown(brief: dict[str, Any]) -> dict[str, Any]:
-    """A brief's structured content when its Markdown is the text (:func:`tool_result`)."""
-    return {k: v for k, v in brief.items() if k != "markdown"}
+    return CallToolResult(content=[TextContent(type="text", text="\n".join(lines) or "(nothing)")],
+                          structured_content=to_jsonable_python(data))
 
 
 def parsed_query(query: str) -> dict | None:

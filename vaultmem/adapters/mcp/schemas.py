@@ -63,12 +63,12 @@ class Hit(TypedDict, total=False):
 
 
 class BriefOut(Common, total=False):
-    """A brief: the items in it by layer, its size in tokens. Its Markdown (what the
-    sub-agent is given) is the result's first text block, exactly: sent once, not here too."""
+    """A brief: its Markdown (what the sub-agent is given), the items in it by layer, its size in tokens."""
     agent: str
     task: str
     budget: int
     tokens: int
+    markdown: str
     items: list[Hit]
     layers: dict[str, dict[str, int]]
     page: Optional[str]

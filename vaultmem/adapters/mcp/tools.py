@@ -13,7 +13,7 @@ from ...errors import BadInput, NotFound
 from ...names import check_name
 from ...vault import Vault, without_secrets
 from ..cli import render
-from .results import READ, READ_MARKS, WRITE, count_notes, hints, parsed_query, tool_result, without_markdown
+from .results import READ, READ_MARKS, WRITE, count_notes, hints, parsed_query, tool_result
 from .schemas import (BriefOut, ChangeOut, CheckpointOut, DecideOut, DelegateOut, DispatchOut, HarvestOut, LogEntry,
                       Many, NoteOut, PageAddOut, PageOut, ProposedOut, ReviewOut, SearchOut, StatsOut, TailOut, many)
 
@@ -41,7 +41,7 @@ def register_tools(server: VaultServer) -> None:
         def call(v: Vault) -> CallToolResult:
             limits.check_text("task", task)  # before its secrets are looked for: a huge one is refused at once
             b = v.brief(agent, without_secrets(task), window=window, ratio=ratio, tokens=tokens, project=project)
-            return tool_result("", without_markdown(b.to_dict()), b.warnings, b.skipped_files, markdown=b.markdown)
+            return tool_result(render.brief(b), b.to_dict(), b.warnings, b.skipped_files)
         return run(call)
 
     @server.tool_of(hints(False, idempotent=True))  # a second dispatch creates nothing
@@ -54,9 +54,9 @@ def register_tools(server: VaultServer) -> None:
             limits.check_text("task", task)  # before its secrets are looked for (lifecycle.dispatch checks the rest)
             change, b = v.lifecycle.dispatch(role, without_secrets(task), actor(v), category=category, project=project,
                                    window=window, ratio=ratio, tokens=tokens)
-            data = {**without_markdown(b.to_dict()), "page_created": change.details["created"],
-                    "page": change.details["path"], "commit": change.commit}
-            return tool_result(render.created(change), data, change.warnings + b.warnings, b.skipped_files, markdown=b.markdown)
+            data = {**b.to_dict(), "page_created": change.details["created"], "page": change.details["path"],
+                    "commit": change.commit}
+            return tool_result(render.dispatched((change, b)), data, change.warnings + b.warnings, b.skipped_files)
         return run(call)
 
     @server.tool_of(READ)
@@ -205,9 +205,9 @@ def register_tools(server: VaultServer) -> None:
             d = change.details
             text = (f"delegation {d['id']} (role {d['role']}) pending — when the sub-agent is done: "
                     f"harvest(role={d['role']!r}, delegation={d['id']!r}, task=…, conclusion=…, output=…, "
-                    f"decision=…)")
-            return tool_result(text, {**change.to_dict(), "brief": without_markdown(b.to_dict())},
-                               change.warnings + b.warnings, b.skipped_files, markdown=b.markdown)
+                    f"decision=…)\n\n{b.markdown.rstrip()}")
+            return tool_result(text, {**change.to_dict(), "brief": b.to_dict()}, change.warnings + b.warnings,
+                           b.skipped_files)
         return run(call)
 
     @server.tool_of(WRITE)
