@@ -19,8 +19,11 @@ order vary between versions):
    the sub-agent tool (``Agent``, or ``Task`` in older versions — whichever the request's
    ``tools`` list offers) with ``subagent_type`` ``reviewer`` and a prompt holding
    ``SUBTASK_MARK``;
-4. a tool_result has come back: a closing text;
-5. anything else: a short acknowledging text.
+4. a user turn holds ``DISPATCH_MARK`` and no tool_result has come back yet: a tool_use of
+   vaultmem's MCP ``dispatch`` tool (the name the request's ``tools`` list gives it) for
+   the role ``reviewer``;
+5. a tool_result has come back: a closing text;
+6. anything else: a short acknowledging text.
 
 Every request (method, path, parsed body) is recorded in ``requests``, in arrival order.
 Run it on its own with ``python tests/e2e/standin.py [PORT]`` to try Claude Code by hand.
@@ -34,6 +37,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 DELEGATE_MARK = "E2E-DELEGATE"
+DISPATCH_MARK = "E2E-DISPATCH"
+DISPATCH_TASK = "check the staging database settings before the release"
 SUBTASK_MARK = "E2E-SUBTASK"
 ROLE = "reviewer"
 REPORT = ("Review finished.\n\n"
@@ -85,10 +90,26 @@ def tool_names(body: dict) -> list[str]:
     return [t.get("name", "") for t in body.get("tools") or [] if isinstance(t, dict)]
 
 
+def tool_results(body: dict) -> list[dict]:
+    """The tool_result blocks of a request's messages."""
+    return [b for m in body.get("messages") or [] if isinstance(m.get("content"), list)
+            for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result"]
+
+
 def has_tool_result(body: dict) -> bool:
-    return any(isinstance(b, dict) and b.get("type") == "tool_result"
-               for m in body.get("messages") or [] if isinstance(m.get("content"), list)
-               for b in m["content"])
+    return bool(tool_results(body))
+
+
+def tool_result_text(block: dict) -> str:
+    """What a tool_result gives the model: its content (a string, or a list of blocks), as text."""
+    content = block.get("content")
+    return content if isinstance(content, str) else "\n".join(texts(content))
+
+
+def dispatch_tool(body: dict) -> str | None:
+    """The name under which the request offers vaultmem's MCP ``dispatch`` tool, if it does."""
+    return next((t for t in tool_names(body) if t.startswith("mcp__") and "vaultmem" in t
+                 and t.endswith("__dispatch")), None)
 
 
 def is_compaction(body: dict) -> bool:
@@ -108,6 +129,12 @@ def decide(body: dict) -> dict:
         return {"text": SUMMARY}
     if is_subagent(body):
         return {"text": REPORT}
+    if any(DISPATCH_MARK in u for u in user_texts(body)):
+        if has_tool_result(body):
+            return {"text": CLOSING}
+        tool = dispatch_tool(body)
+        if tool:
+            return {"tool": tool, "input": {"role": ROLE, "task": DISPATCH_TASK}}
     if any(DELEGATE_MARK in u for u in user_texts(body)):
         if has_tool_result(body):
             return {"text": CLOSING}

@@ -9,6 +9,9 @@ Scenario "plugin" / "installed":
      sub-agent reports with Task/Conclusion/Output/Decision lines; the session ends.
   2. ``--resume SESSION -p /compact``: PreCompact saves a checkpoint, and SessionStart
      (source compact) hands it back.
+  3. ``-p`` asking for the reviewer's brief: the stand-in calls vaultmem's MCP ``dispatch``
+     tool (allowed by its exact name, read from the first session's tools), and the model's
+     next request holds the tool's result.
 """
 
 from __future__ import annotations
@@ -21,11 +24,13 @@ from pathlib import Path
 import pytest
 
 from . import standin as si
-from .conftest import (PLUGIN, Scenario, bare_path, git_log, run_once, venv_bin, vaultmem_exe)
+from .conftest import (ORCHESTRATOR, PLUGIN, Scenario, bare_path, git_log, run_once, venv_bin, vaultmem_exe)
 
 FACT = "please remember that the staging database listens on port 6543"
 PROMPT = f"Hello. {FACT.capitalize()}. {si.DELEGATE_MARK}: ask the reviewer to check the deploy notes."
 VENV_PROMPT = "E2E-VENV: hello."
+DISPATCH_PROMPT = f"{si.DISPATCH_MARK}: brief the reviewer before it checks the staging database."
+PAGE_ENTRY = "the staging database settings live in deploy/staging.env, not in the notes"
 MODES = ["plugin", "installed"]
 
 
@@ -38,6 +43,14 @@ def _two_sessions(sc: Scenario, args: list[str], env: dict) -> None:
     compact = sc.run("compact", [*args, "--resume", work["session_id"], "-p", "/compact"], env)
     assert compact["returncode"] == 0, compact["stderr"] or compact["stdout"][-2000:]
     sc.wait_filed(work["session_id"])
+    # what the reviewer learned, on its page (the orchestrator writes it at once)
+    added = subprocess.run([str(vaultmem_exe()), "--vault", str(sc.vault), "--as", ORCHESTRATOR, "page", "add",
+                            si.ROLE, PAGE_ENTRY, "--section", "work"], capture_output=True, text=True)
+    assert added.returncode == 0, added.stderr
+    first = next(b for b in message_requests(work) if si.dispatch_tool(b))
+    dispatch = sc.run("dispatch", [*args, "--allowedTools", si.dispatch_tool(first), "-p", DISPATCH_PROMPT], env)
+    assert dispatch["returncode"] == 0, dispatch["stderr"] or dispatch["stdout"][-2000:]
+    sc.wait_filed(dispatch["session_id"])
 
 
 def build_plugin(root: Path, claude: str, standin) -> dict:
@@ -193,6 +206,22 @@ def test_precompact_checkpoint_and_resume(scenario):
     assert back, "SessionStart (compact) did not run"
     context = json.loads(back[0]["output"])["hookSpecificOutput"]["additionalContext"]
     assert "~~~~checkpoint" in context and "checkpoints/lee.md" in context and "6543" in context
+
+
+@pytest.mark.parametrize("scenario", MODES, indirect=True)
+def test_the_mcp_dispatch_tool_hands_the_model_the_roles_brief(scenario):
+    """The model calls vaultmem's MCP ``dispatch`` for the reviewer: what Claude Code
+    hands the model back is the brief's Markdown — the role's own page entry with its
+    citation — not only its figures. (Claude Code gives the model a result's structured
+    content when there is one, not its text: the brief must be there.)"""
+    run = session(scenario, "dispatch")
+    called = [r.get("reply", {}) for r in run["requests"] if r.get("reply", {}).get("tool")]
+    assert called and called[0]["tool"].endswith("__dispatch"), "the stand-in never called dispatch"
+    answered = [b for b in main_requests(run, si.DISPATCH_MARK) if si.has_tool_result(b)]
+    assert answered, f"no tool result came back to the model: {run['stdout'][-2000:]}"
+    result = "\n".join(si.tool_result_text(t) for t in si.tool_results(answered[0]))
+    assert "[Memory brief — reviewer]" in result and PAGE_ENTRY in result, result[:3000]
+    assert "agents/reviewer#^" in result  # cited
 
 
 @pytest.mark.parametrize("scenario", MODES, indirect=True)
