@@ -250,6 +250,18 @@ def unread(fd: int) -> int:
     return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
 
 
+def held_in_a_pipe_write(pid: int) -> bool | None:
+    """Whether process ``pid``'s main thread sleeps in a write to a full pipe (Linux's
+    ``/proc/PID/wchan``: ``anon_pipe_write``, ``pipe_write``, ``pipe_wait_writable``);
+    None where the kernel does not say."""
+    try:
+        with open(f"/proc/{pid}/wchan", encoding="ascii") as f:
+            where = f.read().strip()
+    except (OSError, ValueError):
+        return None
+    return None if where in ("", "0") else "pipe" in where and "writ" in where
+
+
 def stats_call(n: int) -> str:
     return json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/call",
                        "params": {"name": "get_stats", "arguments": {}}}) + "\n"
@@ -305,13 +317,20 @@ def test_a_second_signal_stops_an_mcp_server_whose_client_reads_no_answers(tv):
         proc.stdin.flush()
         answer = proc.stdout.readline()
         assert json.loads(answer)["id"] == 1  # the server itself answers: the vault is open
-        # far more answer than a pipe holds, and none of it read: the server is held in a
-        # write once at most one more answer fits in the pipe
-        proc.stdin.write("".join(stats_call(n) for n in range(2, 302)))
+        # twice the answers the pipe holds (whatever its size), none of them read: the
+        # server is held in a write with calls waiting once the pipe is full — each of its
+        # pages then holds all but less than one answer (an answer goes whole into a page)
+        out, size = proc.stdout.fileno(), len(answer.encode()) + 4  # (ids of up to 4 more digits)
+        capacity = fcntl.fcntl(out, fcntl.F_GETPIPE_SZ)
+        proc.stdin.write("".join(stats_call(n) for n in range(2, 2 * capacity // size + 12)))
         proc.stdin.flush()
-        out = proc.stdout.fileno()
-        room = fcntl.fcntl(out, fcntl.F_GETPIPE_SZ) - 2 * len(answer.encode())
-        wait_until(lambda: unread(out) >= room, what="the server fills the pipe of its answers")
+        full = capacity - max(1, capacity // os.sysconf("SC_PAGE_SIZE")) * size
+
+        def held() -> bool:  # where Linux says where the server sleeps, that; else the pipe's fill
+            said = held_in_a_pipe_write(proc.pid)
+            return said if said is not None else unread(out) >= full
+
+        wait_until(held, what="the server held in a write of its answers")
         proc.send_signal(signal.SIGTERM)
         err.wait_for(lambda line: "SIGINT or SIGTERM twice stops it at once" in line)
         proc.send_signal(signal.SIGTERM)

@@ -382,3 +382,22 @@ def test_a_script_without_a_main_guard_gets_its_answer_and_is_told_why_not_a_300
     assert "a vault was opened while a worker process was starting" in done.stderr
     assert 'if __name__ == "__main__":' in done.stderr
     assert "the index is built in this process, on one core: its worker processes could not start" in done.stderr
+    assert "Traceback" not in done.stderr  # the worker says why in one line
+
+
+def test_a_scripts_own_spawned_workers_may_open_a_vault_as_they_start(tmp_path):
+    """Only the workers of vaultmem's own build are refused a vault while they start: a
+    script's own pool, whose workers run its top level again (no main guard around the
+    vault), still works."""
+    from vaultmem import Vault
+
+    v, _ = Vault.init(tmp_path / "v", lang="en", orchestrator="lee")
+    script = tmp_path / "own_pool.py"
+    script.write_text("import sys\nfrom concurrent.futures import ProcessPoolExecutor\nimport multiprocessing\n"
+                      "from vaultmem import Vault\n\nv = Vault(sys.argv[1])\n\n\ndef root(_):\n"
+                      "    return v.root.name\n\n\nif __name__ == '__main__':\n"
+                      "    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context('spawn')) as pool:\n"
+                      "        print(list(pool.map(root, [0])))\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script), str(v.root)], capture_output=True, text=True,
+                          timeout=SAFETY_NET, cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout == "['v']\n", done.stderr[-2000:]

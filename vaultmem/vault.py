@@ -91,11 +91,14 @@ def _refuse_in_a_starting_worker() -> None:
     script's own process. The flag read is multiprocessing's own, set while a spawned
     process imports the main script (its ``spawn._check_not_importing_main`` reads it to
     refuse a new process there); it has no public name. Multiprocessing is loaded in such a
-    worker: elsewhere this costs nothing."""
+    worker: elsewhere this costs nothing. Only a worker of vaultmem's own build is refused
+    (its parent set ``VAULTMEM_INDEX_WORKER_OF`` to its own process id): a script's own pool
+    of workers opens vaults as it likes."""
     import sys
 
     mp = sys.modules.get("multiprocessing")
-    if mp is not None and getattr(mp.current_process(), "_inheriting", False):
+    if mp is not None and getattr(mp.current_process(), "_inheriting", False) and \
+            os.environ.get("VAULTMEM_INDEX_WORKER_OF") == str(os.getppid()):  # index.build.WORKER_ENV
         sys.stderr.write("vaultmem: a vault was opened while a worker process was starting: the script runs again "
                          "in each worker of an index rebuild\n  hint: put the script's code under  "
                          'if __name__ == "__main__":  (Python\'s multiprocessing asks for it)\n')

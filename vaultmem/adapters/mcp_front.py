@@ -55,6 +55,7 @@ class Front:
         self._taker = None  # who each line goes to once handed over (:meth:`hand_over`)
         self._stopping = lambda: ""  # what the server says when asked to stop (:meth:`hand_over`)
         self._signalled = False  # a signal asked the server to stop (a second one ends it at once)
+        self._said = False  # its handler said what the server waits for
         threading.Thread(target=self._read, name="vaultmem mcp front", daemon=True).start()
 
     # -- the wire ------------------------------------------------------------------------------
@@ -156,16 +157,22 @@ class Front:
             os.write(2, b"vaultmem mcp: stopped at once (a second signal): the call in progress was cut short\n")
             os._exit(128 + signum)
         self._signalled = True
-        # said here, not by the server: its event loop may be held in a write nobody reads
-        said = self._stopping()
-        if said:
-            os.write(2, f"vaultmem mcp: WARNING {said}\n".encode())
-        self.end()
+        try:
+            # said here, not by the server: its event loop may be held in a write nobody
+            # reads (once: stdin's end, before, said it if calls were waiting)
+            said = "" if self._ended else self._stopping()
+            if said:
+                self._said = True
+                os.write(2, f"vaultmem mcp: WARNING {said}\n".encode())
+        except OSError:  # stderr closed or full: the server stops all the same
+            pass
+        finally:
+            self.end()
 
     @property
-    def signalled(self) -> bool:
-        """A signal asked the server to stop."""
-        return self._signalled
+    def said_stopping(self) -> bool:
+        """A signal's handler said the server is stopping once the calls read are answered."""
+        return self._said
 
 
 def _exit_at_once(signum, frame) -> None:  # noqa: ARG001

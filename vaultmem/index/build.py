@@ -120,6 +120,9 @@ def prepare(root: str, rels: list[str], whole: bool = True) -> list[tuple]:
     return out
 
 
+WORKER_ENV = "VAULTMEM_INDEX_WORKER_OF"  # set for a build's worker processes: the building process's id
+
+
 def prepare_all(root: Path, rels: list[str], progress: Progress | None, whole: bool = True) -> Iterator[tuple]:
     """:func:`prepare` over every file — in worker processes (one per core, at most
     four) when there are many, since parsing and analysis are the bulk of a build and
@@ -132,6 +135,11 @@ def prepare_all(root: Path, rels: list[str], progress: Progress | None, whole: b
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
+        # the workers are told they are this build's (vaultmem.vault: a vault opened while
+        # one starts is refused) by their environment, the one thing they have before they
+        # import the main script
+        kept = os.environ.get(WORKER_ENV)
+        os.environ[WORKER_ENV] = str(os.getpid())
         try:
             # spawn, not fork: a watcher process has threads running
             with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
@@ -146,7 +154,12 @@ def prepare_all(root: Path, rels: list[str], progress: Progress | None, whole: b
                 raise VaultmemError(f"indexing workers failed: {exc}") from exc
             logging.getLogger("vaultmem.index").warning(
                 "the index is built in this process, on one core: its worker processes could not start (%s)",
-                exc or type(exc).__name__)
+                str(exc) or type(exc).__name__)
+        finally:
+            if kept is None:
+                os.environ.pop(WORKER_ENV, None)
+            else:
+                os.environ[WORKER_ENV] = kept
     for chunk in chunks:
         batch = prepare(str(root), chunk)
         done += len(batch)

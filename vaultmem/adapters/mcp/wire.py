@@ -102,6 +102,7 @@ async def front_streams(front, close_wait: float):
     gone: list[OSError] = []  # the client closed its end of the wire
     pending: set = set()  # the ids of the requests read and not yet answered
     ending: list[bool] = []  # stdin has ended: the read stream ends once nothing is pending
+    ended: list[bool] = []  # the streams are closed: nothing more to say
     read_in, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](math.inf)
     write_stream, write_out = anyio.create_memory_object_stream[SessionMessage](0)
 
@@ -117,7 +118,7 @@ async def front_streams(front, close_wait: float):
             front.end()
 
     def stopping() -> str:  # what a server that was asked to stop says (on any thread, or a signal handler)
-        if not pending or gone:
+        if not pending or gone or ended:
             return ""
         return (f"stopping once the {len(pending)} calls read are answered (up to {close_wait:g} s; "
                 "SIGINT or SIGTERM twice stops it at once)")
@@ -126,7 +127,7 @@ async def front_streams(front, close_wait: float):
         if not line:
             ending.append(True)
             if pending and not gone:
-                if not front.signalled:  # a signal's handler said it already: the loop may be held in a write
+                if not front.said_stopping:  # a signal's handler said it already: the loop may be held in a write
                     log.warning("%s", stopping())
                 loop.call_later(close_wait, read_in.close)
             else:
@@ -168,4 +169,5 @@ async def front_streams(front, close_wait: float):
         try:
             yield read_stream, write_stream
         finally:
+            ended.append(True)
             write_stream.close()
