@@ -19,6 +19,7 @@ races it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -28,6 +29,7 @@ import threading
 LISTING_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "mcp-listing.json")
 
 REPLAY_ID = "vaultmem-front-initialize"  # the id the client's initialize is handed on with
+SAY_STOPPING_AFTER = 0.5  # seconds after a signal: a server held in a write says what it waits for
 LISTED = ("tools/list", "prompts/list", "resources/list", "resources/templates/list")
 
 _current: Front | None = None
@@ -55,7 +57,8 @@ class Front:
         self._taker = None  # who each line goes to once handed over (:meth:`hand_over`)
         self._stopping = lambda: ""  # what the server says when asked to stop (:meth:`hand_over`)
         self._signalled = False  # a signal asked the server to stop (a second one ends it at once)
-        self._said = False  # its handler said what the server waits for
+        self._said = False  # what the stopping server waits for was said (:meth:`say_stopping`)
+        self._saying = threading.Lock()
         threading.Thread(target=self._read, name="vaultmem mcp front", daemon=True).start()
 
     # -- the wire ------------------------------------------------------------------------------
@@ -157,22 +160,27 @@ class Front:
             os.write(2, b"vaultmem mcp: stopped at once (a second signal): the call in progress was cut short\n")
             os._exit(128 + signum)
         self._signalled = True
-        try:
-            # said here, not by the server: its event loop may be held in a write nobody
-            # reads (once: stdin's end, before, said it if calls were waiting)
-            said = "" if self._ended else self._stopping()
-            if said:
-                self._said = True
-                os.write(2, f"vaultmem mcp: WARNING {said}\n".encode())
-        except OSError:  # stderr closed or full: the server stops all the same
-            pass
-        finally:
-            self.end()
+        if not self._ended:
+            # the server says what it waits for once it takes the end (:meth:`say_stopping`);
+            # if its event loop is held in a write nobody reads, it never will: said from a
+            # thread of its own then, a moment later, if calls are still waiting
+            later = threading.Timer(SAY_STOPPING_AFTER, self.say_stopping)
+            later.daemon = True
+            later.start()
+        self.end()
 
-    @property
-    def said_stopping(self) -> bool:
-        """A signal's handler said the server is stopping once the calls read are answered."""
-        return self._said
+    def say_stopping(self) -> None:
+        """Say, once, what a server asked to stop still waits for (the calls read and not yet
+        answered: ``stopping()`` of :meth:`hand_over`; nothing when none)."""
+        with self._saying:
+            if self._said:
+                return
+            said = self._stopping()
+            if not said:
+                return
+            self._said = True
+        with contextlib.suppress(OSError):  # stderr closed or full: the server stops all the same
+            os.write(2, f"vaultmem mcp: WARNING {said}\n".encode())
 
 
 def _exit_at_once(signum, frame) -> None:  # noqa: ARG001

@@ -127,8 +127,7 @@ async def front_streams(front, close_wait: float):
         if not line:
             ending.append(True)
             if pending and not gone:
-                if not front.said_stopping:  # a signal's handler said it already: the loop may be held in a write
-                    log.warning("%s", stopping())
+                front.say_stopping()
                 loop.call_later(close_wait, read_in.close)
             else:
                 read_in.close()
