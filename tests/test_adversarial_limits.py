@@ -303,7 +303,8 @@ def test_mcp_answers_the_calls_a_client_wrote_before_it_closed_stdin(tv):
     assert proc.returncode == 0 and "Traceback" not in proc.stderr
 
 
-def test_a_second_signal_stops_an_mcp_server_whose_client_reads_no_answers(tv):
+@pytest.mark.parametrize("stdin", ["open", "closed"])
+def test_a_second_signal_stops_an_mcp_server_whose_client_reads_no_answers(tv, stdin):
     """A client that stopped reading its answers but keeps the pipe open holds the server
     in a write: the first SIGTERM asks it to stop once the calls read are answered (it
     says so: calls are waiting), a second stops it at once, with a line that says the
@@ -331,6 +332,8 @@ def test_a_second_signal_stops_an_mcp_server_whose_client_reads_no_answers(tv):
             return said if said is not None else unread(out) >= full
 
         wait_until(held, what="the server held in a write of its answers")
+        if stdin == "closed":  # its input ended too: the server would stop, but for the write
+            proc.stdin.close()
         proc.send_signal(signal.SIGTERM)
         err.wait_for(lambda line: "SIGINT or SIGTERM twice stops it at once" in line)
         proc.send_signal(signal.SIGTERM)

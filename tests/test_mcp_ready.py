@@ -103,6 +103,18 @@ def test_a_call_sent_with_the_handshake_waits_for_the_vault_and_the_server_stops
     assert code == 0 and stderr == "", stderr
 
 
+@pytest.mark.parametrize("how", ["sigint", "eof"])
+def test_a_client_that_only_shakes_hands_stops_the_server_without_a_word(vault, how):
+    """The handshake answered (by the front), nothing asked: the end of stdin or SIGINT
+    stops the server at once, with nothing on stderr — the initialize the front hands
+    on to the SDK server is no call of the client's, and no call waits for it."""
+    w = Wire("--vault", str(vault.root))
+    w.send(INIT, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    assert w.answer(1)["result"]["serverInfo"]["name"] == "vaultmem"
+    code, stderr = w.stop(how)
+    assert code == 0 and stderr == "", stderr
+
+
 def test_a_real_client_over_stdio_reads_the_version_and_the_server_exits_when_it_closes(vault, tmp_path):
     from mcp.client.stdio import stdio_client
 

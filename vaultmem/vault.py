@@ -92,13 +92,13 @@ def _refuse_in_a_starting_worker() -> None:
     process imports the main script (its ``spawn._check_not_importing_main`` reads it to
     refuse a new process there); it has no public name. Multiprocessing is loaded in such a
     worker: elsewhere this costs nothing. Only a worker of vaultmem's own build is refused
-    (its parent set ``VAULTMEM_INDEX_WORKER_OF`` to its own process id): a script's own pool
-    of workers opens vaults as it likes."""
+    (its parent names it after its own process id, and spawn sets the name before it
+    imports the main script): a script's own pool of workers opens vaults as it likes."""
     import sys
 
     mp = sys.modules.get("multiprocessing")
     if mp is not None and getattr(mp.current_process(), "_inheriting", False) and \
-            os.environ.get("VAULTMEM_INDEX_WORKER_OF") == str(os.getppid()):  # index.build.WORKER_ENV
+            mp.current_process().name == f"vaultmem-index-worker-of-{os.getppid()}":  # index.build.WORKER_NAME
         sys.stderr.write("vaultmem: a vault was opened while a worker process was starting: the script runs again "
                          "in each worker of an index rebuild\n  hint: put the script's code under  "
                          'if __name__ == "__main__":  (Python\'s multiprocessing asks for it)\n')

@@ -160,14 +160,18 @@ class Front:
             os.write(2, b"vaultmem mcp: stopped at once (a second signal): the call in progress was cut short\n")
             os._exit(128 + signum)
         self._signalled = True
-        if not self._ended:
+        try:
             # the server says what it waits for once it takes the end (:meth:`say_stopping`);
-            # if its event loop is held in a write nobody reads, it never will: said from a
-            # thread of its own then, a moment later, if calls are still waiting
+            # if its event loop is held in a write nobody reads (stdin may have ended
+            # before), it never will: said from a thread of its own then, a moment later,
+            # if calls are still waiting
             later = threading.Timer(SAY_STOPPING_AFTER, self.say_stopping)
             later.daemon = True
             later.start()
-        self.end()
+        except RuntimeError:  # no thread to be had: the server stops all the same
+            pass
+        finally:
+            self.end()
 
     def say_stopping(self) -> None:
         """Say, once, what a server asked to stop still waits for (the calls read and not yet

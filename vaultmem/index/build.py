@@ -120,7 +120,23 @@ def prepare(root: str, rels: list[str], whole: bool = True) -> list[tuple]:
     return out
 
 
-WORKER_ENV = "VAULTMEM_INDEX_WORKER_OF"  # set for a build's worker processes: the building process's id
+WORKER_NAME = "vaultmem-index-worker-of-{}"  # a build's worker processes: named after the building process's id
+
+
+def _named_spawn(multiprocessing):
+    """The spawn context, its processes named :data:`WORKER_NAME` of this process: a
+    worker knows it is this build's before it imports the main script (spawn sets its
+    name first), and a vault opened then is refused (:mod:`vaultmem.vault`) — a script's
+    own workers are left alone."""
+    base = type(multiprocessing.get_context("spawn"))
+
+    class Named(base):
+        def Process(self, *args, **kwargs):  # noqa: N802 (multiprocessing's name)
+            process = super().Process(*args, **kwargs)
+            process.name = WORKER_NAME.format(os.getpid())
+            return process
+
+    return Named()
 
 
 def prepare_all(root: Path, rels: list[str], progress: Progress | None, whole: bool = True) -> Iterator[tuple]:
@@ -135,14 +151,9 @@ def prepare_all(root: Path, rels: list[str], progress: Progress | None, whole: b
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        # the workers are told they are this build's (vaultmem.vault: a vault opened while
-        # one starts is refused) by their environment, the one thing they have before they
-        # import the main script
-        kept = os.environ.get(WORKER_ENV)
-        os.environ[WORKER_ENV] = str(os.getpid())
         try:
             # spawn, not fork: a watcher process has threads running
-            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            with ProcessPoolExecutor(workers, mp_context=_named_spawn(multiprocessing)) as pool:
                 for batch in pool.map(prepare, [str(root)] * len(chunks), chunks, [whole] * len(chunks)):
                     done += len(batch)
                     if progress:
@@ -155,11 +166,6 @@ def prepare_all(root: Path, rels: list[str], progress: Progress | None, whole: b
             logging.getLogger("vaultmem.index").warning(
                 "the index is built in this process, on one core: its worker processes could not start (%s)",
                 str(exc) or type(exc).__name__)
-        finally:
-            if kept is None:
-                os.environ.pop(WORKER_ENV, None)
-            else:
-                os.environ[WORKER_ENV] = kept
     for chunk in chunks:
         batch = prepare(str(root), chunk)
         done += len(batch)

@@ -117,10 +117,11 @@ async def front_streams(front, close_wait: float):
             log.warning("the client closed its end of the wire (%s): stopping", exc.strerror or exc)
             front.end()
 
-    def stopping() -> str:  # what a server that was asked to stop says (on any thread, or a signal handler)
-        if not pending or gone or ended:
+    def stopping() -> str:  # what a server that was asked to stop says (on any thread)
+        waiting = len(pending) - (REPLAY_ID in pending)  # the client's initialize was answered by the front
+        if waiting <= 0 or gone or ended:
             return ""
-        return (f"stopping once the {len(pending)} calls read are answered (up to {close_wait:g} s; "
+        return (f"stopping once the {waiting} calls read are answered (up to {close_wait:g} s; "
                 "SIGINT or SIGTERM twice stops it at once)")
 
     def take(line: str) -> None:  # on the event loop, one line at a time, in order
@@ -132,7 +133,7 @@ async def front_streams(front, close_wait: float):
             else:
                 read_in.close()
             return
-        if not line.strip():
+        if not line.strip() or ending:  # (after a signal the reader may still pass lines on: not read)
             return
         message = message_of(line)
         if isinstance(message, JSONRPCError):
