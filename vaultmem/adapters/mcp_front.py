@@ -126,8 +126,8 @@ class Front:
     def hand_over(self, taker, stopping=None) -> None:
         """From now on every line goes to ``taker(line)``, in the order the lines came —
         those kept so far at once, the rest on the reader thread as they come — and
-        ``taker("")`` once at the end; the front answers no more. ``stopping()`` is the
-        line a signal's handler writes when it asks the server to stop ("" for none)."""
+        ``taker("")`` once at the end; the front answers no more. ``stopping()`` is what a
+        server asked to stop says it waits for ("" for nothing: :meth:`say_stopping`)."""
         with self._held:
             self._handed = True
             if stopping is not None:
