@@ -222,9 +222,11 @@ def start() -> Front | None:
         os.fstat(0), os.fstat(1)
     except OSError:
         return None
-    _current = Front(listing)
+    # before the reader starts: it answers the handshake at once, and a client may send a
+    # signal as soon as it has the answer (a default SIGINT would print a traceback)
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _exit_at_once)
+    _current = Front(listing)
     return _current
 
 
