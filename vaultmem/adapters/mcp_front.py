@@ -123,15 +123,14 @@ class Front:
         return False
 
     # -- the hand-over -------------------------------------------------------------------------
-    def hand_over(self, taker, stopping=None) -> None:
+    def hand_over(self, taker, stopping) -> None:
         """From now on every line goes to ``taker(line)``, in the order the lines came —
         those kept so far at once, the rest on the reader thread as they come — and
         ``taker("")`` once at the end; the front answers no more. ``stopping()`` is what a
         server asked to stop says it waits for ("" for nothing: :meth:`say_stopping`)."""
         with self._held:
             self._handed = True
-            if stopping is not None:
-                self._stopping = stopping
+            self._stopping = stopping
             kept, self._lines = self._lines, []
             for line in kept:
                 taker(line)
