@@ -104,7 +104,10 @@ def printable(text: str) -> str:
 def plain_name(text: Any) -> str:
     """A file or agent name as one line: a newline or other control character in it is
     escaped (\\n), so a name cannot start a line of output of its own."""
-    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in str(text))
+    text = str(text)
+    if text.isprintable():  # nearly every name: no character to look at one by one
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
 
 
 def json_text(data: Any, indent: int | None = 2) -> str:

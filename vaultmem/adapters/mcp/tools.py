@@ -77,10 +77,10 @@ def register_tools(server: VaultServer) -> None:
         of whole sessions instead (never part of a normal search; the orchestrator and
         humans only)."""
         def call(v: Vault) -> CallToolResult:
-            who = actor(v)
+            reader = v.agent_name(server.agent)  # None: the human (a read never asks git their name)
             hits = v.search(query, agent=agent, kinds=many(kind), types=many(type), limit=limit, tags=many(tag),
                             statuses=many(status), author_kinds=many(author_kind), since=since, until=until,
-                            where=many(where), journal=journal, reader=None if who.is_human else who.name)
+                            where=many(where), journal=journal, reader=reader)
             clean = without_secrets(query)
             shown = limits.echoed(clean)  # a long query is echoed by its beginning, never whole
             data = hits.to_dict(shown)
