@@ -136,9 +136,27 @@ def tokens(text: str, runs: list[str] | None = None) -> list[str]:
 def query_tokens(text: str, today=None) -> list[str]:
     """Distinct terms of a query, in order of first appearance; a date written in it
     is one date term instead of its digits and month words (``yesterday`` counts from
-    ``today``, default the current day)."""
+    ``today``, default the current day). A short query's are remembered for its day: one
+    answer of a warm process reads its question five times (its parse, the engine's
+    gate, the ranker's terms)."""
+    if len(text) > REMEMBERED_QUERY_CHARS:
+        return _query_tokens(text, today)
+    import datetime as dt
+
+    return list(_remembered_query_tokens(text, today or dt.date.today()))
+
+
+REMEMBERED_QUERY_CHARS = 1000  # a longer text (a brief's whole task) is analysed each time, never kept
+
+
+def _query_tokens(text: str, today) -> list[str]:
     rest, found = query_dates(text, today)
     return list(dict.fromkeys([*tokens(rest), *found]))
+
+
+@lru_cache(maxsize=4096)
+def _remembered_query_tokens(text: str, today) -> tuple[str, ...]:
+    return tuple(_query_tokens(text, today))
 
 
 def query_dates(text: str, today=None) -> tuple[str, list[str]]:
