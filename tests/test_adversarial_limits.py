@@ -303,13 +303,35 @@ def test_mcp_answers_the_calls_a_client_wrote_before_it_closed_stdin(tv):
     assert proc.returncode == 0 and "Traceback" not in proc.stderr
 
 
-@pytest.mark.parametrize("stdin", ["open", "closed"])
-def test_a_second_signal_stops_an_mcp_server_whose_client_reads_no_answers(tv, stdin):
+def _libc():
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _to_another_thread(pid: int, signum: int) -> None:
+    """``signum`` to a thread of process ``pid`` other than its main thread (Linux's
+    tgkill): where the kernel may hand a signal sent to the process. The first thread
+    started after the main one: the front's reader, which lives as long as the process."""
+    import ctypes
+
+    tids = sorted(int(t) for t in os.listdir(f"/proc/{pid}/task") if int(t) != pid)
+    assert tids, "the server has threads besides its main one"
+    if _libc().tgkill(pid, tids[0], signum) != 0:
+        raise OSError(ctypes.get_errno(), "tgkill")
+
+
+@pytest.mark.parametrize("stdin,second", [("open", "process"), ("closed", "process"), ("open", "thread")])
+def test_a_second_signal_stops_an_mcp_server_whose_client_reads_no_answers(tv, stdin, second):
     """A client that stopped reading its answers but keeps the pipe open holds the server
     in a write: the first SIGTERM asks it to stop once the calls read are answered (it
     says so: calls are waiting), a second stops it at once, with a line that says the
-    call was cut short."""
+    call was cut short — also when the kernel hands that signal to a thread other than
+    the main one (held in the write, where Python would run its handler)."""
     import signal
+
+    if second == "thread" and not (sys.platform.startswith("linux") and hasattr(_libc(), "tgkill")):
+        pytest.skip("a signal to one thread of another process: Linux's tgkill")
 
     proc = mcp_process(tv)
     err = Lines(proc.stderr)
@@ -336,7 +358,10 @@ def test_a_second_signal_stops_an_mcp_server_whose_client_reads_no_answers(tv, s
             proc.stdin.close()
         proc.send_signal(signal.SIGTERM)
         err.wait_for(lambda line: "SIGINT or SIGTERM twice stops it at once" in line)
-        proc.send_signal(signal.SIGTERM)
+        if second == "thread":
+            _to_another_thread(proc.pid, signal.SIGTERM)
+        else:
+            proc.send_signal(signal.SIGTERM)
         assert proc.wait(SAFETY_NET) == 128 + signal.SIGTERM
     finally:
         if proc.poll() is None:

@@ -59,6 +59,7 @@ class Front:
         self._signalled = False  # a signal asked the server to stop (a second one ends it at once)
         self._said = False  # what the stopping server waits for was said (:meth:`say_stopping`)
         self._saying = threading.Lock()
+        self._exiting = threading.Lock()  # taken by the thread that ends the process on a second signal
         threading.Thread(target=self._read, name="vaultmem mcp front", daemon=True).start()
 
     # -- the wire ------------------------------------------------------------------------------
@@ -153,11 +154,47 @@ class Front:
         an answer the client does not read can hold the server in its write for ever."""
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, self._stop)
+        self._count_signals()
+
+    def _count_signals(self) -> None:
+        """Python runs a signal's handler on the main thread — the event loop's, which an
+        answer nobody reads can hold in a write — and only once that thread is interrupted:
+        a signal the kernel hands to another thread leaves it in the write. Each signal's
+        number is also written to a pipe (``signal.set_wakeup_fd``, by whichever thread
+        took it), read here on a thread of its own: the second SIGINT or SIGTERM ends the
+        process from there, wherever the main thread is."""
+        try:
+            r, w = os.pipe()
+            os.set_blocking(w, False)
+            if signal.set_wakeup_fd(w, warn_on_full_buffer=False) != -1:  # someone else's: theirs
+                signal.set_wakeup_fd(-1)
+                os.close(r)
+                os.close(w)
+                return
+        except (OSError, ValueError):  # no pipe, or not the main thread: the handlers alone
+            return
+
+        def count() -> None:
+            stops = 0
+            while data := os.read(r, 64):
+                stops += sum(1 for n in data if n in (signal.SIGINT, signal.SIGTERM))
+                if stops >= 2:
+                    self._at_once(data[-1])
+
+        threading.Thread(target=count, name="vaultmem mcp signals", daemon=True).start()
+
+    def _at_once(self, signum: int) -> None:
+        """A second signal: the process ends now, the call in progress cut short (said once)."""
+        if not self._exiting.acquire(blocking=False):
+            return  # the other thread that saw it is ending the process
+        with contextlib.suppress(OSError):
+            os.write(2, b"vaultmem mcp: stopped at once (a second signal): the call in progress was cut short\n")
+        os._exit(128 + signum)
 
     def _stop(self, signum, frame) -> None:  # noqa: ARG002
         if self._signalled:
-            os.write(2, b"vaultmem mcp: stopped at once (a second signal): the call in progress was cut short\n")
-            os._exit(128 + signum)
+            self._at_once(signum)
+            return
         self._signalled = True
         try:
             # the server says what it waits for once it takes the end (:meth:`say_stopping`);
