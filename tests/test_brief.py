@@ -139,3 +139,40 @@ def test_a_layer_grows_as_far_as_the_next_line_fits_one_line_at_a_time(lines, ta
         left -= after - now
         stepped.taken, now = stepped.taken + 1, after
     assert (grown.taken, got) == (stepped.taken, now)
+
+
+def test_briefs_one_after_another_each_show_their_own_index_lines_and_cut():
+    """A process keeps the memory index's rendered lines for the next brief: a brief after
+    MEMORY.md changed shows its new lines, one with a shorter line cut shortens them, and
+    briefs on several threads at once each show the index whole and within budget."""
+    import threading
+
+    index = [f"- [[memories/n{i}]] note {i} about the deploy freeze and its owners" for i in range(300)]
+
+    def made(lines, cut=200, budget=4000):
+        return build_brief(BriefParts(agent="a", task="deploy", lang="en", index_lines=lines, max_line_chars=cut),
+                           budget)
+
+    first = made(index)
+    assert first.markdown == made(index).markdown and index[5] in first.markdown
+    changed = [*index[:5], "- [[memories/new]] the new note", *index[6:]]
+    second = made(changed)
+    assert "- [[memories/new]] the new note" in second.markdown and index[5] not in second.markdown
+    short = made(index, cut=30)
+    assert index[5] not in short.markdown and index[5][:20] in short.markdown
+    assert first.index_lines < short.index_lines  # shorter lines: more of them fit
+
+    out: list = []
+
+    def brief_of(n: int) -> None:
+        lines = [f"{line} ({n})" for line in index[:40]]
+        out.append((n, made(lines, budget=100_000)))
+
+    threads = [threading.Thread(target=brief_of, args=(n % 2,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for n, b in out:
+        assert b.index_lines == 40 and all(f"{line} ({n})" in b.markdown for line in index[:40])
+        assert b.tokens <= 100_000

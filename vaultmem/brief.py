@@ -417,6 +417,7 @@ class _Layer:
     said: bool = False  # nothing shown, but what was left out is said
     _lines: list = field(default_factory=list)
     _sums: list = field(default_factory=lambda: [0])  # cost of the first n lines
+    _lock: Any = None  # held while rendering, when the two lists are shared (_plain_rendered)
     _fixed: int | None = None  # the heading's cost, with the blank line before it
     _more: dict = field(default_factory=dict)  # the line saying what was left out → its cost
 
@@ -426,6 +427,13 @@ class _Layer:
         return self._lines[n][0]
 
     def _render_to(self, n: int) -> None:
+        if self._lock is None:
+            self._extend(n)
+        else:
+            with self._lock:
+                self._extend(n)
+
+    def _extend(self, n: int) -> None:
         lines, sums, render = self._lines, self._sums, self.render
         total = sums[-1]
         for k in range(len(lines), n + 1):
@@ -515,6 +523,29 @@ class _Plain:
         return _short_line(self.lines[n], self.limit), None
 
 
+# Text lines rendered for one brief are rendered the same for the next: the memory index
+# (MEMORY.md, ~600 lines planned for a brief of a 50,000-note vault: a fifth of a warm
+# brief's time), an identity. The lines of the last few such texts, and their costs, are
+# kept and shared; each brief renders only past what an earlier one rendered.
+PLAIN_KEPT = 8
+_plain_rendered: OrderedDict[tuple, tuple[list, list, threading.Lock]] = OrderedDict()
+_plain_lock = threading.Lock()
+
+
+def _rendered(rows: _Plain) -> tuple[list, list, threading.Lock]:
+    """The shared lines (line, None, token counts), costs and lock of ``rows``'s texts."""
+    key = (tuple(rows.lines), rows.limit)
+    with _plain_lock:
+        got = _plain_rendered.get(key)
+        if got is None:
+            got = _plain_rendered[key] = ([], [0], threading.Lock())
+            while len(_plain_rendered) > PLAIN_KEPT:
+                _plain_rendered.popitem(last=False)
+        else:
+            _plain_rendered.move_to_end(key)
+    return got
+
+
 # the most of the room a layer may take when others leave theirs unused (an identity is
 # read in file order: a long one would crowd out what the task needs)
 CEILINGS = {"identity": 0.25}
@@ -573,8 +604,10 @@ def build_brief(parts: BriefParts, budget: int) -> Brief:
     def layer(name: str, heading: str, rows, more_key: str | None = None, beyond: int = 0, **fmt) -> _Layer:
         """``rows``: each row's render, or a :class:`_Plain` of text lines."""
         more = (lambda n: labels[more_key].format(n=n, agent=agent, **fmt)) if more_key else None
-        render = rows.render if isinstance(rows, _Plain) else (lambda n: rows[n](n))
-        return _Layer(name, heading, len(rows), render, more, beyond)
+        if isinstance(rows, _Plain):
+            lines, sums, lock = _rendered(rows)
+            return _Layer(name, heading, len(rows), rows.render, more, beyond, _lines=lines, _sums=sums, _lock=lock)
+        return _Layer(name, heading, len(rows), lambda n: rows[n](n), more, beyond)
 
     def plain(lines: list[str]) -> _Plain:  # made when asked for: MEMORY.md may list 10,000 notes
         return _Plain(lines, parts.max_line_chars)

@@ -15,6 +15,7 @@ import datetime as _dt
 import math
 import re
 from collections.abc import Callable
+from functools import partial
 from itertools import compress
 from typing import NamedTuple
 
@@ -120,7 +121,7 @@ def search(store, query: str | Query, filters: Filters = Filters(), limit: int =
         whole, have, share = judged(doc, dates, units, kind, text, stored, wanted)
         held = parsed.coverage(whole, dates) if parsed is not None else coverage(terms, whole, dates, have=have)
         out.append(Hit(doc=doc, score=score, coverage=held,
-                       snippet=highlight(doc.text, terms, width=snippet_width), relevance=share))
+                       snippet=partial(highlight, doc.text, terms, width=snippet_width), relevance=share))
         if sims is not None:
             out[-1].channel, out[-1].similarity = channels[doc.id], sims.get(doc.id)
     return out
@@ -451,7 +452,7 @@ def semantic_hit(doc, similarity: float, query: str, units, snippet_width: int =
     dates = document_date_terms(doc.title, doc.text, doc.days) if any(t.startswith(DATE_PREFIX) for t in terms) else ()
     text, have, share = judged(doc, dates, units, answer_kind(query), query)
     return Hit(doc=doc, score=similarity, coverage=coverage(terms, text, dates, have=have),
-               snippet=highlight(doc.text, terms, width=snippet_width), channel="semantic", similarity=similarity,
+               snippet=partial(highlight, doc.text, terms, width=snippet_width), channel="semantic", similarity=similarity,
                relevance=share)
 
 

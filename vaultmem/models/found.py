@@ -70,15 +70,36 @@ _INDEX_DOC_FIELDS = tuple(f.name for f in _fields(IndexDoc))
 _INDEX_DOC_KEYS = frozenset(_INDEX_DOC_FIELDS)
 
 
+class _MadeWhenRead:
+    """A dataclass field given as its value or as a function that makes it: made at its
+    first reading. A brief ranks 60 hits and shows a few of them: the others' snippets
+    are never highlighted."""
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.key = f"_{name}"
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return ""  # the field's default
+        value = obj.__dict__[self.key]
+        if callable(value):
+            value = obj.__dict__[self.key] = value()
+        return value
+
+    def __set__(self, obj, value) -> None:
+        obj.__dict__[self.key] = value
+
+
 @dataclass
 class Hit:
     """A search result: the document, its engine score, the share of query terms it
-    holds (``coverage``), and a highlighted snippet."""
+    holds (``coverage``), and a highlighted snippet (given as a function: made when
+    first read)."""
 
     doc: IndexDoc
     score: float
     coverage: float = 0.0
-    snippet: str = ""
+    snippet: str = _MadeWhenRead()
     rank_score: float | None = None
     # which ranking found it: "lexical", "semantic" or "both" (hybrid search fuses them)
     channel: str = "lexical"
