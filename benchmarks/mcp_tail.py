@@ -1,7 +1,7 @@
 """One tool of a running ``vaultmem mcp``, called over and over: its p50, p95, p99 and slowest call.
 
     python benchmarks/mcp_tail.py VAULT [--tool search_memory|brief|get_stats] [--seconds 10]
-        [--varied] [--baseline OTHER_PYTHON]
+        [--varied] [--baseline OTHER_PYTHON] [--against CHECKOUT [--against-vault COPY] [--rounds 3]]
 
 A server is started on VAULT (indexed) and driven by bare JSON-RPC lines on its pipes (the
 standard library only, as ``bench_mcp.py``'s bare client): one fixed query or task, ten
@@ -10,6 +10,12 @@ to reading its answer, and the server's CPU per call (every thread's, from
 ``/proc``: what the wall clock holds besides waiting). Hundreds of calls show the tail a few dozen cannot: a garbage
 collector's full pass, a merge. ``--baseline`` runs the same with another installation's
 interpreter (its own vaultmem) right after, twice in turn, so that both meet the same load.
+``--against`` another checkout of vaultmem (a ``git worktree`` of an older commit): both
+servers run at once and are called in turn, call by call, so that both meet the same load
+on a machine whose speed moves within minutes; each round prints both p50s and their ratio
+(this checkout's over the other's). ``--against-vault``: a copy of VAULT for the other
+server (each then watches only its own markers' events); the rounds swap the two copies
+in turn, since two copies of one vault need not read alike fast.
 ``--varied`` (``search_memory``): each call asks another query, one to three words of the
 benchmark vaults' vocabulary (seeded: both servers ask the same ones), and each line ends
 with the server's resident memory after the last call (Linux): what a server that keeps
@@ -96,6 +102,45 @@ def tail(python: str, vault: Path, tool: str, seconds: float, own: bool, varied:
             "cpu_ms": None if cpu is None or cpu_after is None else round((cpu_after - cpu) / len(times) * 1000, 2)}
 
 
+def start(vault: Path, checkout: Path | None) -> LineClient:
+    """``vaultmem mcp`` on ``vault``: this checkout's, or ``checkout``'s (its folder first
+    on the path, started from it), the handshake made."""
+    here = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, PYTHONPATH=str(checkout or here))
+    proc = subprocess.Popen([sys.executable, "-m", "vaultmem", "mcp", "--vault", str(vault)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, cwd=str(checkout or here))
+    return LineClient(proc, "mcp_tail")
+
+
+def against(vault: Path, other: Path, other_vault: Path, tool: str, seconds: float, rounds: int) -> list[float]:
+    """Rounds of this checkout's server and ``other``'s called in turn (see the module doc);
+    returns each round's ratio of p50s (this checkout's over the other's)."""
+    ratios = []
+    for n in range(rounds):
+        vaults = (vault, other_vault) if n % 2 == 0 else (other_vault, vault)
+        clients = [start(vaults[0], None), start(vaults[1], other)]
+        try:
+            for client in clients:
+                for _ in range(10):
+                    client.call(tool, ARGS[tool])
+            times: list[list[float]] = [[], []]
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                for client, kept in zip(clients, times):
+                    t = time.perf_counter()
+                    client.call(tool, ARGS[tool])
+                    kept.append(time.perf_counter() - t)
+        finally:
+            for client in clients:
+                client.close()
+        p50s = [sorted(kept)[len(kept) // 2] * 1000 for kept in times]
+        ratios.append(p50s[0] / p50s[1])
+        print(f"round {n + 1}: {tool} p50 this checkout {p50s[0]:.2f} ms ({vaults[0].name}), "
+              f"{other.name} {p50s[1]:.2f} ms ({vaults[1].name}): ×{ratios[-1]:.3f} ({len(times[0])} calls each)",
+              flush=True)
+    return ratios
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("vault", type=Path)
@@ -103,9 +148,22 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--varied", action="store_true", help="search_memory: a different query at each call")
     ap.add_argument("--baseline", help="another installation's python, run in turn with this checkout's")
+    ap.add_argument("--against", type=Path, help="another checkout of vaultmem, its server called in turn with this one's")
+    ap.add_argument("--against-vault", type=Path, help="with --against: a copy of VAULT for the other server")
+    ap.add_argument("--rounds", type=int, default=3, help="with --against: how many rounds (default 3)")
     args = ap.parse_args()
     if args.varied and args.tool != "search_memory":
         ap.error("--varied varies search_memory's query: use it with --tool search_memory")
+    if args.against is not None:
+        if not (args.against / "vaultmem" / "__init__.py").is_file():
+            ap.error(f"--against {args.against}: no vaultmem package in it (give a checkout or a git worktree)")
+        if args.varied or args.baseline:
+            ap.error("--against compares one query or task: without --varied or --baseline")
+        ratios = against(args.vault, args.against.resolve(), args.against_vault or args.vault, args.tool,
+                         args.seconds, max(1, args.rounds))
+        print(f"{args.tool}: this checkout over {args.against.name}, p50: "
+              f"×{min(ratios):.3f}–{max(ratios):.3f} (mean ×{sum(ratios) / len(ratios):.3f})")
+        return
     rounds = [("this checkout", sys.executable, True)]
     if args.baseline:
         rounds = [*rounds, ("baseline", args.baseline, False)] * 2
