@@ -368,17 +368,6 @@ def test_the_change_monitor_asks_the_kernel_for_changes_only_and_misses_none(tmp
                     "in the new folder": ["wiki/d.md"]}
 
 
-def _monitored_folder(tmp_path):
-    """A vault's folders as a change monitor sees them: (root, its markers' folder, a note)."""
-    root = tmp_path / "vault"
-    (root / "memories").mkdir(parents=True)
-    local = root / ".vaultmem" / "local"
-    local.mkdir(parents=True)
-    note = root / "memories" / "a.md"
-    note.write_text("hello\n", encoding="utf-8")
-    return root, local, note
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the change monitor follows inotify")
 def test_the_change_monitor_touches_a_ring_of_markers_and_removes_a_killed_one_s_at_start(tmp_path):
     """Each question touches one of MARKERS markers, made at its first use (one event a
@@ -395,7 +384,12 @@ def test_the_change_monitor_touches_a_ring_of_markers_and_removes_a_killed_one_s
 
     from vaultmem.adapters.watch import MARKERS, ChangeMonitor
 
-    root, local, note = _monitored_folder(tmp_path)
+    root = tmp_path / "vault"
+    (root / "memories").mkdir(parents=True)
+    local = root / ".vaultmem" / "local"
+    local.mkdir(parents=True)
+    note = root / "memories" / "a.md"
+    note.write_text("hello\n", encoding="utf-8")
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
                           check=True).stdout.strip()
     me, parent = os.getpid(), os.getppid()
@@ -460,7 +454,12 @@ def test_a_change_monitor_never_touches_a_marker_a_question_may_still_hear_from(
 
     from vaultmem.adapters.watch import MARKERS, ChangeMonitor
 
-    root, local, note = _monitored_folder(tmp_path)
+    root = tmp_path / "vault"
+    (root / "memories").mkdir(parents=True)
+    local = root / ".vaultmem" / "local"
+    local.mkdir(parents=True)
+    note = root / "memories" / "a.md"
+    note.write_text("hello\n", encoding="utf-8")
     monitor = ChangeMonitor(root, wait=30.0)
     assert monitor.start()
 
