@@ -377,37 +377,11 @@ def _remove_stale_marks(local: str) -> None:
             os.unlink(os.path.join(local, name))
 
 
-# A monitor's markers: a ring of this many files, made at their first question and touched
-# at each later one (an attribute change: one event). A new marker per question, removed
-# later, cost each question two events through watchdog's threads (the removal's, and
-# their folder's) beside the answer: ~0.1 ms of a 5 ms warm search (docs/benchmarks.md).
-MARKERS = 64
-
-
-def _touch(mark: str) -> bool:
-    """One event for ``mark``: its times set (an attribute change), or — the first time,
-    or after someone removed it — the file made, without being opened (an open and a close
-    would be two events). False: it could not be done."""
-    try:
-        os.utime(mark, follow_symlinks=False)
-        return True
-    except FileNotFoundError:
-        pass
-    except OSError:
-        return False
-    try:
-        os.mknod(mark, 0o600 | stat.S_IFREG)
-        return True
-    except FileExistsError:
-        return False
-    except OSError:
-        pass
-    try:
-        fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-        os.close(fd)
-        return True
-    except OSError:
-        return False
+# Markers left in place between questions, then removed together. A marker removed at the
+# end of each answer was an event read just before the next question's marker, and
+# watchdog holds a read that comes within a millisecond of the last one for up to a
+# millisecond more, to gather a burst: that millisecond was added to every answer.
+MARKS_KEPT = 64
 
 
 class ChangeMonitor:
@@ -417,12 +391,9 @@ class ChangeMonitor:
     at 10,000 notes). Given to :meth:`Vault.follow_changes`.
 
     One inotify watch on the vault's root, recursive (one kernel queue, so events come in
-    the order they happened). A question (:meth:`ask`) touches a marker file in
-    ``.vaultmem/local/`` (one of a ring of ``MARKERS``, made at its first use); its answer
-    (:meth:`changed`) waits until the marker's event comes back: every change made before
-    the question was asked has then been seen. A marker is touched again only once its
-    last question's event came back; a marker whose event is late, or still awaited,
-    gives way to a new round of names, so that a late event never answers a newer question. The
+    the order they happened). A question (:meth:`ask`) drops a marker file into
+    ``.vaultmem/local/``; its answer (:meth:`changed`) waits until the marker's own event
+    comes back: every change made before the question was asked has then been seen. The
     caller answers from the index in between, and again only when what changed before the
     question changed the index (:meth:`IndexStore.ready_to_answer`). It cannot vouch —
     and says None, so the vault is walked as without it — at the first question, after a
@@ -440,10 +411,9 @@ class ChangeMonitor:
         self._sure = False  # False: the next question walks the vault
         self._walked = 0.0
         self._seen: set[int] = set()
-        self._asked: dict[int, int] = {}  # the questions whose marker is awaited: the marker's number
+        self._asked: set[int] = set()  # the questions whose marker is awaited
         self._next = 0
-        self._round = 0  # the ring's names: numbers round * MARKERS .. round * MARKERS + MARKERS - 1
-        self._made: set[str] = set()  # the markers made and not yet removed
+        self._marks: list[str] = []  # the markers made and not yet removed, oldest first
         self._observer = None
         self._prefix = self._own = ""
         self._spy = _OverflowSpy(self.unsure)
@@ -485,7 +455,7 @@ class ChangeMonitor:
             self._observer.join(timeout=5)
             self._observer = None
         with self._cond:
-            marks, self._made = self._made, set()
+            marks, self._marks = self._marks, []
         for mark in marks:
             with contextlib.suppress(OSError):
                 os.unlink(mark)
@@ -498,16 +468,11 @@ class ChangeMonitor:
         src = os.fsdecode(event.src_path)
         if os.path.dirname(src) == self._local and os.path.basename(src).startswith("mcp-"):
             m = _MARK.fullmatch(os.path.basename(src))
-            # made (its first question), touched (each later one; "modified" before watchdog 5)
-            if event.event_type in ("created", "attrib", "modified") and m is not None and \
-                    os.path.basename(src).startswith(self._prefix):
-                number = int(m.group(3))
-                with self._cond:  # (a marker that came after its wait ended answers nothing: its round is over)
-                    for token, awaited in self._asked.items():
-                        if awaited == number:
-                            self._seen.add(token)
-                            self._cond.notify_all()
-                            break
+            if event.event_type == "created" and m is not None and os.path.basename(src).startswith(self._prefix):
+                with self._cond:
+                    if int(m.group(3)) in self._asked:  # (a marker that came after its wait ended: no)
+                        self._seen.add(int(m.group(3)))
+                        self._cond.notify_all()
             return
         rels = [vault_relative(self.root, p) for p in (event.src_path, getattr(event, "dest_path", None)) if p]
         rels = [r for r in rels if r is not None]
@@ -525,64 +490,52 @@ class ChangeMonitor:
         with self._cond:
             self._sure = False
 
-    def ask(self) -> int | None:
-        """Ask what changed until now: a marker touched, whose event :meth:`changed` waits
+    def ask(self) -> str | None:
+        """Ask what changed until now: a marker dropped, whose event :meth:`changed` waits
         for — every change made before it has then been seen. The caller may work between
         the two (the wait runs beside it). None: the question could not be asked (the
         observer stopped, the marker could not be written): :meth:`changed` says walk."""
         if self._observer is None or not self._observer.is_alive():
             return None
-        stale: list[str] = []
         with self._cond:
             self._next += 1
-            number = self._round * MARKERS + self._next % MARKERS
-            if number in self._asked.values():  # its last question still waits: a new round of names
-                stale = self._new_round()
-                number = self._round * MARKERS + self._next % MARKERS
-            mark = os.path.join(self._local, f"{self._prefix}{number}")
-            if not _touch(mark):
-                return None
-            self._made.add(mark)
-            self._asked[self._next] = number
-            token = self._next
+            mark = os.path.join(self._local, f"{self._prefix}{self._next}")
+            try:
+                # made without being opened: one event, where an open and a close make two
+                os.mknod(mark, 0o600 | stat.S_IFREG)
+            except OSError:
+                try:
+                    fd = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+                    os.close(fd)
+                except OSError:
+                    return None
+            self._marks.append(mark)
+            self._asked.add(self._next)
+            stale: list[str] = []
+            if len(self._marks) > MARKS_KEPT:
+                stale, self._marks = self._marks[:-1], self._marks[-1:]
         for old in stale:
             with contextlib.suppress(OSError):
                 os.unlink(old)
-        return token
+        return mark
 
-    def _new_round(self) -> list[str]:
-        """The ring's next names (under the lock); returns the markers of earlier rounds no
-        question awaits, to remove."""
-        self._round += 1
-        awaited = {f"{self._prefix}{n}" for n in self._asked.values()}
-        stale = [m for m in self._made if os.path.basename(m) not in awaited]
-        self._made.difference_update(stale)
-        return stale
-
-    def _caught_up(self, token: int | None) -> bool:
-        """Wait for the event of question ``token`` (:meth:`ask`): every earlier event has
-        then arrived. A wait that ends without it starts a new round of names (its event
-        may still come)."""
-        if token is None:
+    def _caught_up(self, mark: str | None) -> bool:
+        """Wait for the event of ``mark`` (:meth:`ask`): every earlier event has then
+        arrived. The marker stays, for now (:meth:`ask`)."""
+        if mark is None:
             return False
-        stale: list[str] = []
+        token = int(mark.rsplit("-", 1)[1])
         try:
             if self._observer is None:
                 return False
             with self._cond:
-                came = self._cond.wait_for(lambda: token in self._seen, timeout=self.wait)
-                if not came:
-                    stale = self._new_round()
-                return came
+                return self._cond.wait_for(lambda: token in self._seen, timeout=self.wait)
         finally:
             with self._cond:
                 self._seen.discard(token)
-                self._asked.pop(token, None)
-            for old in stale:
-                with contextlib.suppress(OSError):
-                    os.unlink(old)
+                self._asked.discard(token)
 
-    def changed(self, question: int | None | object = _NOW) -> list[str] | None:
+    def changed(self, question: str | None | object = _NOW) -> list[str] | None:
         """The Markdown files changed since the last call (sorted) — at least all those
         changed before ``question`` was asked (:meth:`ask`; by default, now) — or None: walk."""
         if question is _NOW:
