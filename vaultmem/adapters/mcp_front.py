@@ -56,7 +56,9 @@ class Front:
         self._version: str | None = None  # the protocol version the front negotiated
         self._taker = None  # who each line goes to once handed over (:meth:`hand_over`)
         self._stopping = lambda: ""  # what the server says when asked to stop (:meth:`hand_over`)
-        self._signalled = False  # a signal asked the server to stop (a second one ends it at once)
+        self._signalled = False  # a signal asked the server to stop (_begin_stop)
+        self._handled = 0  # the signals the main thread's handler took (a second one ends it at once)
+        self._beginning = threading.RLock()  # (re-entered when a signal's handler interrupts the main thread in it)
         self._said = False  # what the stopping server waits for was said (:meth:`say_stopping`)
         self._saying = threading.Lock()
         self._exiting = threading.Lock()  # taken by the thread that ends the process on a second signal
@@ -152,34 +154,43 @@ class Front:
         """The SDK server runs: a signal now stops it (:func:`vaultmem.adapters.mcp.serve`)
         once the calls read so far are answered; a second one ends the process at once —
         an answer the client does not read can hold the server in its write for ever."""
+        self._count_signals()  # first: each signal the handlers below take is counted there too
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, self._stop)
-        self._count_signals()
 
     def _count_signals(self) -> None:
         """Python runs a signal's handler on the main thread — the event loop's, which an
         answer nobody reads can hold in a write — and only once that thread is interrupted:
         a signal the kernel hands to another thread leaves it in the write. Each signal's
         number is also written to a pipe (``signal.set_wakeup_fd``, by whichever thread
-        took it), read here on a thread of its own: the second SIGINT or SIGTERM ends the
-        process from there, wherever the main thread is."""
+        took it), read here on a thread of its own: the first SIGINT or SIGTERM starts the
+        stop from there too, the second ends the process, wherever the main thread is."""
         try:
             r, w = os.pipe()
+        except OSError:
+            return  # the handlers alone
+        try:
             os.set_blocking(w, False)
-            if signal.set_wakeup_fd(w, warn_on_full_buffer=False) != -1:  # someone else's: theirs
-                signal.set_wakeup_fd(-1)
-                os.close(r)
-                os.close(w)
-                return
-        except (OSError, ValueError):  # no pipe, or not the main thread: the handlers alone
+            theirs = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+        except (OSError, ValueError, AttributeError):  # not the main thread; no such call here
+            os.close(r)
+            os.close(w)
+            return
+        if theirs != -1:  # someone else reads signals this way: theirs stays, the handlers alone
+            signal.set_wakeup_fd(theirs)
+            os.close(r)
+            os.close(w)
             return
 
         def count() -> None:
             stops = 0
             while data := os.read(r, 64):
-                stops += sum(1 for n in data if n in (signal.SIGINT, signal.SIGTERM))
-                if stops >= 2:
-                    self._at_once(data[-1])
+                for signum in data:
+                    if signum in (signal.SIGINT, signal.SIGTERM):
+                        stops += 1
+                        if stops >= 2:
+                            self._at_once(signum)
+                        self._begin_stop()
 
         threading.Thread(target=count, name="vaultmem mcp signals", daemon=True).start()
 
@@ -192,10 +203,19 @@ class Front:
         os._exit(128 + signum)
 
     def _stop(self, signum, frame) -> None:  # noqa: ARG002
-        if self._signalled:
+        self._handled += 1  # the signals this handler took (the signals thread counts its own)
+        if self._handled >= 2:
             self._at_once(signum)
             return
-        self._signalled = True
+        self._begin_stop()
+
+    def _begin_stop(self) -> None:
+        """The first signal: the server stops once the calls read are answered — started
+        once, by the handler or by the signals thread, whichever comes first."""
+        with self._beginning:
+            if self._signalled:
+                return
+            self._signalled = True
         try:
             # the server says what it waits for once it takes the end (:meth:`say_stopping`);
             # if its event loop is held in a write nobody reads (stdin may have ended
