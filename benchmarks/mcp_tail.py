@@ -13,7 +13,8 @@ interpreter (its own vaultmem) right after, twice in turn, so that both meet the
 ``--against`` another checkout of vaultmem (a ``git worktree`` of an older commit): both
 servers run at once and are called in turn, call by call, so that both meet the same load
 on a machine whose speed moves within minutes; each round prints both p50s and their ratio
-(this checkout's over the other's). ``--against-vault``: a copy of VAULT for the other
+(this checkout's over the other's); which server is called first in a pair alternates
+from round to round. ``--against-vault``: a copy of VAULT for the other
 server (each then watches only its own markers' events); the rounds swap the two copies
 in turn, since two copies of one vault need not read alike fast.
 ``--varied`` (``search_memory``): each call asks another query, one to three words of the
@@ -103,8 +104,8 @@ def tail(python: str, vault: Path, tool: str, seconds: float, own: bool, varied:
 
 
 def start(vault: Path, checkout: Path | None) -> LineClient:
-    """``vaultmem mcp`` on ``vault``: this checkout's, or ``checkout``'s (its folder first
-    on the path, started from it), the handshake made."""
+    """``vaultmem mcp`` on ``vault``: this checkout's, or ``checkout``'s (its folder as the
+    only PYTHONPATH, started from it), the handshake made."""
     here = Path(__file__).resolve().parent.parent
     env = dict(os.environ, PYTHONPATH=str(checkout or here))
     proc = subprocess.Popen([sys.executable, "-m", "vaultmem", "mcp", "--vault", str(vault)], stdin=subprocess.PIPE,
@@ -118,18 +119,21 @@ def against(vault: Path, other: Path, other_vault: Path, tool: str, seconds: flo
     ratios = []
     for n in range(rounds):
         vaults = (vault, other_vault) if n % 2 == 0 else (other_vault, vault)
-        clients = [start(vaults[0], None), start(vaults[1], other)]
+        clients: list[LineClient] = []
         try:
+            clients.append(start(vaults[0], None))
+            clients.append(start(vaults[1], other))
             for client in clients:
                 for _ in range(10):
                     client.call(tool, ARGS[tool])
             times: list[list[float]] = [[], []]
+            order = (0, 1) if n % 2 == 0 else (1, 0)  # which is called first in a pair, in turn too
             end = time.monotonic() + seconds
             while time.monotonic() < end:
-                for client, kept in zip(clients, times):
+                for i in order:
                     t = time.perf_counter()
-                    client.call(tool, ARGS[tool])
-                    kept.append(time.perf_counter() - t)
+                    clients[i].call(tool, ARGS[tool])
+                    times[i].append(time.perf_counter() - t)
         finally:
             for client in clients:
                 client.close()
@@ -154,6 +158,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.varied and args.tool != "search_memory":
         ap.error("--varied varies search_memory's query: use it with --tool search_memory")
+    if args.against_vault is not None and args.against is None:
+        ap.error("--against-vault is the other checkout's copy of VAULT: give --against CHECKOUT too")
     if args.against is not None:
         if not (args.against / "vaultmem" / "__init__.py").is_file():
             ap.error(f"--against {args.against}: no vaultmem package in it (give a checkout or a git worktree)")

@@ -462,7 +462,8 @@ class _Layer:
         saying what was left out."""
         if k <= 0:
             return 0
-        self.line(k - 1)
+        if len(self._sums) <= k:  # (the costs, not the lines: shared lists get a line before its cost)
+            self._render_to(k - 1)
         if self._fixed is None:
             self._fixed = _cost("") + _cost(self.heading)
         return self._fixed + self._sums[k] + self.more_cost(self.left(k))

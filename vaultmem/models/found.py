@@ -81,7 +81,7 @@ class _MadeWhenRead:
     def __get__(self, obj, owner=None):
         if obj is None:
             return ""  # the field's default
-        value = obj.__dict__[self.key]
+        value = obj.__dict__.get(self.key, "")  # (a Hit made without __init__: the default)
         if callable(value):
             value = obj.__dict__[self.key] = value()
         return value
