@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import signal
 import sys
 import threading
@@ -57,8 +58,9 @@ class Front:
         self._taker = None  # who each line goes to once handed over (:meth:`hand_over`)
         self._stopping = lambda: ""  # what the server says when asked to stop (:meth:`hand_over`)
         self._signalled = False  # a signal asked the server to stop (_begin_stop)
-        self._handled = 0  # the signals the main thread's handler took (a second one ends it at once)
-        self._beginning = threading.RLock()  # (re-entered when a signal's handler interrupts the main thread in it)
+        self._handled = 0  # the signals the handler took, when it acts alone (a second one ends it at once)
+        self._counting = False  # a thread reads each signal from the wakeup pipe and acts on it (serving)
+        self._beginning = threading.Lock()
         self._said = False  # what the stopping server waits for was said (:meth:`say_stopping`)
         self._saying = threading.Lock()
         self._exiting = threading.Lock()  # taken by the thread that ends the process on a second signal
@@ -154,64 +156,84 @@ class Front:
         """The SDK server runs: a signal now stops it (:func:`vaultmem.adapters.mcp.serve`)
         once the calls read so far are answered; a second one ends the process at once —
         an answer the client does not read can hold the server in its write for ever."""
-        self._count_signals()  # first: each signal the handlers below take is counted there too
+        self._counting = self._count_signals()  # first: no signal the handlers take goes uncounted
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, self._stop)
 
-    def _count_signals(self) -> None:
+    def _count_signals(self) -> bool:
         """Python runs a signal's handler on the main thread — the event loop's, which an
         answer nobody reads can hold in a write — and only once that thread is interrupted:
         a signal the kernel hands to another thread leaves it in the write. Each signal's
         number is also written to a pipe (``signal.set_wakeup_fd``, by whichever thread
-        took it), read here on a thread of its own: the first SIGINT or SIGTERM starts the
-        stop from there too, the second ends the process, wherever the main thread is."""
+        took it), read here on a thread of its own, which acts on each SIGINT and SIGTERM:
+        the first starts the stop (on a thread of its own: the stop may wait for a lock),
+        the second ends the process, wherever the main thread is. False: no such thread
+        (the handler acts alone)."""
         try:
             r, w = os.pipe()
         except OSError:
-            return  # the handlers alone
+            return False
         try:
             os.set_blocking(w, False)
             theirs = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
         except (OSError, ValueError, AttributeError):  # not the main thread; no such call here
             os.close(r)
             os.close(w)
-            return
-        if theirs != -1:  # someone else reads signals this way: theirs stays, the handlers alone
+            return False
+        if theirs != -1:  # someone else reads signals this way: theirs stays, the handler acts alone
             signal.set_wakeup_fd(theirs)
             os.close(r)
             os.close(w)
-            return
+            return False
 
         def count() -> None:
             stops = 0
-            while data := os.read(r, 64):
-                for signum in data:
-                    if signum in (signal.SIGINT, signal.SIGTERM):
+            try:
+                while data := os.read(r, 64):
+                    for signum in data:
+                        if signum not in (signal.SIGINT, signal.SIGTERM):
+                            continue
                         stops += 1
                         if stops >= 2:
                             self._at_once(signum)
-                        self._begin_stop()
+                        else:
+                            threading.Thread(target=self._begin_stop, name="vaultmem mcp stopping",
+                                             daemon=True).start()
+            except Exception:  # noqa: BLE001 - the handler acts from now on
+                pass
+            self._counting = False
 
-        threading.Thread(target=count, name="vaultmem mcp signals", daemon=True).start()
+        try:
+            threading.Thread(target=count, name="vaultmem mcp signals", daemon=True).start()
+        except RuntimeError:
+            signal.set_wakeup_fd(-1)
+            return False
+        return True
 
     def _at_once(self, signum: int) -> None:
-        """A second signal: the process ends now, the call in progress cut short (said once)."""
+        """A second signal: the process ends now, the call in progress cut short — said once,
+        and only if stderr takes the line within a moment (a full pipe nobody reads would
+        hold the write, and the process with it)."""
         if not self._exiting.acquire(blocking=False):
             return  # the other thread that saw it is ending the process
-        with contextlib.suppress(OSError):
-            os.write(2, b"vaultmem mcp: stopped at once (a second signal): the call in progress was cut short\n")
+        with contextlib.suppress(OSError, ValueError):
+            if select.select([], [2], [], 0.2)[1]:  # room for one short line: written whole, at once
+                os.write(2, b"vaultmem mcp: stopped at once (a second signal): the call in progress was cut short\n")
         os._exit(128 + signum)
 
     def _stop(self, signum, frame) -> None:  # noqa: ARG002
-        self._handled += 1  # the signals this handler took (the signals thread counts its own)
+        if self._counting:
+            # the signals thread acts on this one too: nothing here (a thread started from a
+            # handler can wait for ever on a lock the interrupted main thread holds)
+            return
+        self._handled += 1
         if self._handled >= 2:
             self._at_once(signum)
             return
         self._begin_stop()
 
     def _begin_stop(self) -> None:
-        """The first signal: the server stops once the calls read are answered — started
-        once, by the handler or by the signals thread, whichever comes first."""
+        """The first signal: the server stops once the calls read are answered (started once)."""
         with self._beginning:
             if self._signalled:
                 return
