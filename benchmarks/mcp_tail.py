@@ -152,7 +152,8 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--varied", action="store_true", help="search_memory: a different query at each call")
     ap.add_argument("--baseline", help="another installation's python, run in turn with this checkout's")
-    ap.add_argument("--against", type=Path, help="another checkout of vaultmem, its server called in turn with this one's")
+    ap.add_argument("--against", type=Path,
+                    help="another checkout of vaultmem, its server called in turn with this one's")
     ap.add_argument("--against-vault", type=Path, help="with --against: a copy of VAULT for the other server")
     ap.add_argument("--rounds", type=int, default=3, help="with --against: how many rounds (default 3)")
     args = ap.parse_args()

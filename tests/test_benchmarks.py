@@ -139,8 +139,9 @@ def test_mcp_tail_drives_a_real_server_and_reports_its_tail(vault):
                             "--varied"], capture_output=True, text=True, timeout=60)
     assert wrong.returncode == 2 and "--varied" in wrong.stderr
     # --against: another checkout's server (here this one's again), called in turn, rounds and a ratio
-    pair = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "mcp_tail.py"), str(vault.root), "--seconds", "0.3",
-                           "--against", str(ROOT), "--rounds", "2"], capture_output=True, text=True, timeout=180)
+    pair = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "mcp_tail.py"), str(vault.root),
+                           "--seconds", "0.3", "--against", str(ROOT), "--rounds", "2"],
+                          capture_output=True, text=True, timeout=180)
     assert pair.returncode == 0, pair.stderr
     rounds = [ln for ln in pair.stdout.splitlines() if ln.startswith("round ")]
     assert len(rounds) == 2 and all("×" in ln and "calls each" in ln for ln in rounds), pair.stdout

@@ -452,8 +452,8 @@ def semantic_hit(doc, similarity: float, query: str, units, snippet_width: int =
     dates = document_date_terms(doc.title, doc.text, doc.days) if any(t.startswith(DATE_PREFIX) for t in terms) else ()
     text, have, share = judged(doc, dates, units, answer_kind(query), query)
     return Hit(doc=doc, score=similarity, coverage=coverage(terms, text, dates, have=have),
-               snippet=partial(highlight, doc.text, terms, width=snippet_width), channel="semantic", similarity=similarity,
-               relevance=share)
+               snippet=partial(highlight, doc.text, terms, width=snippet_width), channel="semantic",
+               similarity=similarity, relevance=share)
 
 
 def _gate_opens(store, query: str, lexical: list[Hit]) -> bool:
