@@ -307,9 +307,11 @@ def signal_waits(pid: int, signum: int) -> bool:
     """Whether ``signum`` waits to be taken by process ``pid`` or one of its threads
     (Linux's ``ShdPnd`` and ``SigPnd`` masks in ``/proc``); False where they cannot be read."""
     bit = 1 << (signum - 1)
-    paths = [f"/proc/{pid}/status", *(f"/proc/{pid}/task/{t}/status" for t in os.listdir(f"/proc/{pid}/task"))] \
-        if os.path.isdir(f"/proc/{pid}/task") else []
-    for path in paths:
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:  # not Linux, or the process has ended
+        return False
+    for path in (f"/proc/{pid}/status", *(f"/proc/{pid}/task/{t}/status" for t in tasks)):
         try:
             with open(path, encoding="ascii") as f:
                 masks = [int(line.split()[1], 16) for line in f if line.startswith(("ShdPnd:", "SigPnd:"))]
