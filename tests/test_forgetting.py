@@ -9,8 +9,10 @@ import sys
 
 import pytest
 from conftest import git, out_json, run_vaultmem, vaultmem_in_process
+from test_kills import wait_for
 
 from vaultmem import forgetting, upkeep, usage
+from vaultmem.vault import Vault
 
 OLD = "2026-01-01T10:00:00Z"  # eleven months before the tests' 'now'
 NOW = dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc)
@@ -183,6 +185,42 @@ def test_a_brief_that_cites_a_note_keeps_it_from_decaying(vault):
     with open(vault.root / ".vaultmem/local/usage.jsonl", "ab") as f:
         f.write(b'{"t": "2026-12-01T00:00:00Z", "via": "brief", "ids": ["memories/lu')
     assert usage.read_usage(vault.root)["memories/kafka-outage.md"][0] == 1
+
+
+def test_a_process_that_stays_writes_its_usage_records_together_soon_after_and_in_order(vault):
+    """A long-lived process (the MCP server) holds what its searches and briefs recalled
+    and appends it in one write, within a second: another process reads every record
+    then, once each and in the order made, with no call of the server's needed; its own
+    reads see them at once; at close nothing held is left behind."""
+    note(vault, "kafka-outage", confirmed=OLD, body="Kafka 集群 outage: the broker disk filled up")
+    commit(vault)
+    path = vault.root / ".vaultmem/local/usage.jsonl"
+    lines = lambda: path.read_bytes().splitlines() if path.exists() else []  # noqa: E731
+
+    def read_elsewhere() -> list[dict]:  # what another process reads
+        r = subprocess.run([sys.executable, "-c", "import sys; print(open(sys.argv[1], encoding='utf-8').read())",
+                            str(path)], capture_output=True, text=True, timeout=60)
+        return [json.loads(x) for x in r.stdout.splitlines() if x.strip()]
+
+    held = Vault.open(vault.root)
+    held.stays_open()
+    try:
+        start = len(lines())
+        held.search("kafka broker")
+        held.brief("后端", "kafka broker outage")
+        held.search("broker disk")
+        assert usage.read_usage(vault.root)["memories/kafka-outage.md"][0] == 3  # its own read: at once
+        held.search("kafka outage")
+        wait_for(lambda: len(lines()) == start + 4, "the fourth record, written without a call")
+        made = read_elsewhere()[start:]
+        assert [r["via"] for r in made] == ["search", "brief", "search", "search"]
+        assert [r["t"] for r in made] == sorted(r["t"] for r in made)
+        held.search("kafka")
+    finally:
+        held.close()
+    assert len(lines()) == start + 5  # the one still held when it closed
+    vault.search("kafka")  # a process that does not stay writes at once
+    assert len(lines()) == start + 6
 
 
 def test_agents_may_look_but_not_collect(cli, vault):

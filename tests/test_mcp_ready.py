@@ -12,6 +12,7 @@ import sys
 import anyio
 import pytest
 from conftest import run_vaultmem
+from test_kills import wait_for
 from test_mcp import session, text_of
 from mcp import Client, StdioServerParameters
 
@@ -101,6 +102,31 @@ def test_a_call_sent_with_the_handshake_waits_for_the_vault_and_the_server_stops
     assert not stats.get("isError") and stats["structuredContent"]["acting_as"] == "lee", stats
     code, stderr = w.stop(how)
     assert code == 0 and stderr == "", stderr
+
+
+@pytest.mark.parametrize("how", ["sigint", "eof"])
+def test_a_running_server_writes_what_its_searches_recalled_without_being_asked_and_the_rest_as_it_stops(vault, how):
+    """`vaultmem mcp` holds its calls' usage records (gc and compaction count recalls) and
+    appends them together: another process finds them while the server runs, unasked,
+    and the ones made just before it stops are written as it stops — once each."""
+    (vault.root / "memories" / "quince.md").write_text(
+        "---\nname: quince\ntype: fact\nscope: global\n---\nThe quince is ripe in October.\n", encoding="utf-8")
+    usage_file = vault.root / ".vaultmem" / "local" / "usage.jsonl"
+    recalled = lambda: [json.loads(x)["ids"] for x in usage_file.read_text(encoding="utf-8").splitlines()]  # noqa: E731
+    w = Wire("--vault", str(vault.root))
+    try:
+        handshake(w)
+        call = {"name": "search_memory", "arguments": {"query": "quince October"}}
+        w.send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call})
+        assert [h["path"] for h in w.answer(3)["result"]["structuredContent"]["hits"]] == ["memories/quince.md"]
+        wait_for(lambda: usage_file.exists() and recalled() == [["memories/quince.md"]],
+                 "the server's record, written while it runs", w.proc)
+        w.send(*({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": call} for n in (4, 5)))
+        w.answer(4), w.answer(5)
+    finally:
+        code, stderr = w.stop(how)
+    assert code == 0 and stderr == "", stderr
+    assert recalled() == [["memories/quince.md"]] * 3
 
 
 @pytest.mark.parametrize("how", ["sigint", "eof"])

@@ -8,13 +8,17 @@ keeps the entries recalled, ``vaultmem stats`` counts repeated questions. It is 
 best-effort: losing it makes notes look less used, never loses a note.
 
 Every search and brief writes here, so this module is kept light: it loads no parser and
-no domain module.
+no domain module. A long-lived process (the MCP server) holds its records and writes them
+together at most :data:`HOLD_SECONDS` later (:func:`hold`): each line appended used to wake
+the server's own file watcher on every call.
 """
 
 from __future__ import annotations
 
+import atexit
 import datetime as _dt
 import json
+import threading
 from functools import lru_cache
 from pathlib import Path
 
@@ -22,6 +26,12 @@ from . import files, layout
 from .errors import VaultmemError
 
 USAGE_FILE = "usage.jsonl"  # in .vaultmem/local/
+HOLD_SECONDS = 1.0  # how long a held vault's records may wait before they are written (hold)
+
+_lock = threading.Lock()  # guards what follows, and orders the writes of held records
+_holders: dict[str, int] = {}  # vault root → how many open vaults of this process hold its records
+_held: dict[str, list[bytes]] = {}  # vault root → its records not yet written, oldest first
+_due: threading.Timer | None = None  # writes the held records HOLD_SECONDS after the first of them
 
 
 @lru_cache(maxsize=1)
@@ -67,13 +77,68 @@ def record_use(root: Path, ids: list[str], via: str, when: _dt.datetime | None =
     rec = {"t": when.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), "via": via, "ids": notes}  # a search after a brief: later
     if q:
         rec.update(q=q, agent=agent)
-    line = json.dumps(rec, ensure_ascii=False)
-    files.append_local(root, USAGE_FILE, (line + "\n").encode("utf-8"))
+    line = (json.dumps(rec, ensure_ascii=False) + "\n").encode("utf-8")
+    global _due
+    with _lock:
+        if str(root) in _holders:
+            _held.setdefault(str(root), []).append(line)
+            if _due is None:
+                _due = threading.Timer(HOLD_SECONDS, _write_due)
+                _due.name, _due.daemon = "vaultmem usage records", True
+                _due.start()
+            return
+    files.append_local(root, USAGE_FILE, line)
+
+
+def hold(root: Path) -> None:
+    """This process stays (the MCP server): it keeps ``root``'s records and appends them
+    together, in one write, at most :data:`HOLD_SECONDS` after the first of them, when
+    :func:`release` is called, or when the process exits. A call then answers without
+    writing a line — each line appended woke the server's own file watcher (two file
+    events a call, on its threads). Another process reads them up to that much later; this
+    process's own :func:`read_usage` writes them first. A process killed outright loses
+    at most that last second's records: usage data is best-effort. Each ``hold`` is ended
+    by one :func:`release`."""
+    with _lock:
+        _holders[str(root)] = _holders.get(str(root), 0) + 1
+
+
+def release(root: Path) -> None:
+    """End one :func:`hold` of ``root``; the records held are written now."""
+    with _lock:
+        n = _holders.get(str(root), 0) - 1
+        if n > 0:
+            _holders[str(root)] = n
+        else:
+            _holders.pop(str(root), None)
+    flush(root)
+
+
+def flush(root: Path | None = None) -> None:
+    """Write the records held for ``root`` (every vault's: None) now, each vault's in one
+    append, in the order they were made."""
+    with _lock:  # the write under the lock: two writers of held records never swap their order
+        for key in [str(root)] if root is not None else list(_held):
+            lines = _held.pop(key, None)
+            if lines:
+                files.append_local(Path(key), USAGE_FILE, b"".join(lines))
+
+
+def _write_due() -> None:
+    global _due
+    with _lock:
+        _due = None
+    flush()
+
+
+atexit.register(flush)
 
 
 def read_usage(root: Path) -> dict[str, tuple[int, str]]:
     """Each note's recalls and the last one's time: ``path → (count, ISO time)``. A
-    line that cannot be read (torn by a crash) is skipped."""
+    line that cannot be read (torn by a crash) is skipped. What this process holds
+    (:func:`hold`) is written first."""
+    flush(root)
     out: dict[str, tuple[int, str]] = {}
     try:
         data = files.read_local(root, USAGE_FILE)

@@ -124,6 +124,7 @@ class Vault:
         self._written: set[str] = set()  # files this process changed: indexed before the next answer
         self._changes = None  # a long-lived process's record of what changed (see follow_changes)
         self._stays_open = False  # a long-lived process (see stays_open)
+        self._usage_held = False  # its usage records held and written together (see stays_open)
         self._writer: Writer | None = None
         self._writer_made = threading.Lock()
 
@@ -347,18 +348,26 @@ class Vault:
         its segments answers when its commit is done, and the merge finishes in a thread
         that holds the index lock until then — the next write of this process, and other
         processes' writes, wait for it as they would have (:class:`IndexStore`). The
-        journal's index likewise. :meth:`close` waits for what is left."""
+        journal's index likewise. The usage records of its searches and briefs are held and
+        appended together, at most a second later (:func:`usage.hold`). :meth:`close`
+        waits for what is left and writes what is held."""
         self._stays_open = True
+        if not self._usage_held:
+            self._usage_held = True
+            usage.hold(self.root)
         for store in (self._index, self._journal_index):
             if store is not None:
                 store.background_merges = True
 
     def close(self) -> None:
         """Close the search indexes (memory's and the journal's), once the merges this
-        process left running have ended."""
+        process left running have ended; the usage records held are written."""
         for store in (self._index, self._journal_index):
             if store is not None:
                 store.close()
+        if self._usage_held:
+            self._usage_held = False
+            usage.release(self.root)
 
     def follow_changes(self, changes) -> None:
         """Let a long-lived process (the MCP server) say what changed in the vault, so
