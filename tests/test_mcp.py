@@ -706,6 +706,7 @@ def test_with_file_events_a_brief_holds_a_note_written_just_before_it_and_each_a
     note = vault.root / "memories" / "kumquat.md"
 
     def records() -> list[dict]:
+        usage.flush(vault.root)  # what the server holds (it writes its records a second later, together)
         path = vault.root / ".vaultmem" / "local" / usage.USAGE_FILE
         return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
 
@@ -765,6 +766,45 @@ def test_with_file_events_a_change_another_process_indexes_while_the_answer_is_m
         server.close()
     assert raced == [f"['{rel}']"]  # the other process indexed it while the answer was being made
     assert hits == [rel]
+
+
+def test_with_file_events_an_index_rebuilt_by_another_process_while_the_answer_is_made_answers_it(vault, monkeypatch):
+    """An answer reads the live generation once, as it begins (its engine and its problems
+    are of that one): when another process rebuilds the index while the answer is made,
+    the answer's end sees the generation moved and makes it again from the new one — a
+    note that only the new generation holds is found, and the server reads that one."""
+    import vaultmem.recall as recall
+    from vaultmem.index.build import current_generation
+
+    server = VaultServer(vault, watch=True)
+    if server.monitor is None:
+        pytest.skip("no inotify here: the server walks the vault before each answer, as the CLI does")
+    rel = "memories/medlar.md"
+    real_search, raced = recall.search, []
+
+    def another_process_rebuilds_then_search(*args, **kwargs):
+        if not raced:  # once: after the answer began, before its engine is opened
+            (vault.root / rel).write_text("---\nname: medlar\ntype: fact\nscope: global\n---\n"
+                                          "The medlar ripens after frost.\n", encoding="utf-8")
+            done = run_vaultmem("--vault", vault.root, "index", "--rebuild")
+            raced.append(done.returncode)
+            assert done.returncode == 0, done.stderr
+        return real_search(*args, **kwargs)
+
+    try:
+        async def steps(c):
+            await c.call_tool("search_memory", {"query": "medlar"})  # the first call walks
+            before = server.vault.index.opened_generation()
+            monkeypatch.setattr(recall, "search", another_process_rebuilds_then_search)
+            hits = [h["path"] for h in ok(await c.call_tool("search_memory", {"query": "medlar frost"}))["hits"]]
+            return before, hits, server.vault.index.opened_generation()
+
+        before, hits, after = session(server, steps)
+    finally:
+        server.close()
+    assert raced == [0]  # the other process rebuilt the index while the answer was being made
+    assert hits == [rel]
+    assert after != before and after == current_generation(vault.root / ".vaultmem" / "index")
 
 
 def test_the_server_of_a_process_freezes_what_its_first_call_loaded_and_frees_what_it_replaced(vault):

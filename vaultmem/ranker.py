@@ -335,11 +335,11 @@ _LOADED: dict[str, Model | None] = {}
 def similarity_model(spec: str | None) -> Model | None:
     """The ranker trained with the similarity of the embedding model ``spec`` (a
     ``search.model``) among its features, when one ships for it; None otherwise (a model
-    in a folder of the user's own has no ranker trained on its scale)."""
+    in a folder of the user's own has no ranker trained on its scale). Looked for once per
+    process, as :func:`model` reads one: a search asks for it every time."""
     if not spec or not re.fullmatch(r"[a-z0-9]+", spec):
         return None
-    path = MODEL_PATH.with_name(f"ranker-{spec}.json")
-    return model(path) if path.is_file() else None
+    return model(MODEL_PATH.with_name(f"ranker-{spec}.json"))
 
 
 def model(path: Path | None = None) -> Model | None:
@@ -349,7 +349,7 @@ def model(path: Path | None = None) -> Model | None:
     if key not in _LOADED:
         try:
             data = Path(key).read_bytes()
-        except FileNotFoundError:
+        except (FileNotFoundError, IsADirectoryError):
             _LOADED[key] = None
         else:
             parsed = _read_json(data)

@@ -6,6 +6,7 @@ before an answer and whether the answer stands)."""
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 
 from .. import layout
@@ -19,7 +20,19 @@ def _stands() -> bool:
 
 
 class Freshness:
-    """Mixed into :class:`.store.IndexStore`: uses its ``refresh``, ``base`` and ``vouched``."""
+    """Mixed into :class:`.store.IndexStore`: uses its ``refresh``, ``base``, ``vouched``
+    and ``_pinned``."""
+
+    def live(self) -> str | None:
+        """The live generation's name (None: none). While an answer that follows file events
+        is made (:meth:`ready_to_answer` until its ``settle``), on its thread: the one its
+        stamp read as it began — its end reads the stamp again, and the answer is made again
+        when the generation moved meanwhile; the engine and the problems of one answer are
+        then of one generation, read once (each read is five system calls)."""
+        pinned = self._pinned
+        if pinned is not None and pinned[0] == threading.get_ident():
+            return pinned[1]
+        return current_generation(self.base)
 
     def ready_to_answer(self, written: set[str], changes, watched) -> Callable[[], bool]:
         """Before answering a search or brief: refresh stale entries — unless a watcher is
@@ -59,6 +72,7 @@ class Freshness:
             raise
         before = self._stamp()
         question = changes.ask()
+        self._pinned = (threading.get_ident(), before[0])
         return lambda: self._settle(changes, question, watched, before)
 
     def _stamp(self) -> tuple:
@@ -81,6 +95,7 @@ class Freshness:
         as the answer began) — by this refresh, or by another process's (a watcher, a
         hook) that indexed a change made before the call while the answer was being
         made: the answer is made again."""
+        self._pinned = None  # what follows, and an answer made again, read the live generation anew
         try:
             changed = changes.changed(question)
             if changed != [] and not watched():

@@ -112,6 +112,7 @@ class IndexStore(Freshness, SemanticChannel):
         self._engine: SearchEngine | None = None
         self._engine_gen: str | None = None
         self._checked: str | None = None  # the live generation found free of links
+        self._pinned: tuple[int, str | None] | None = None  # (thread, generation) an answer began on (live)
         # a long-lived process (the MCP server) answers as soon as a write's commit is
         # done: the merge of segments it started finishes in a thread, which holds the
         # index lock until then (see refresh)
@@ -125,10 +126,11 @@ class IndexStore(Freshness, SemanticChannel):
         what it points to), so that the index is rebuilt instead of read from elsewhere.
         Returns the live generation (None: none, or it was removed)."""
         files.own_folder(self.root, self.dir)
-        gen = current_generation(self.base)
+        gen = self.live()
         if gen is not None and gen != self._checked and has_links(self.base / gen):
             remove_generations(self.base, [gen])
             self.manifests.forget()
+            self._pinned = None
             gen = None
         self._checked = gen
         return gen
@@ -233,7 +235,7 @@ class IndexStore(Freshness, SemanticChannel):
     def problems(self) -> list[dict]:
         """The files the live generation could not read (broken YAML, a missing section…),
         each ``{"path", "line", "message", "hint"}``, as the last refresh found them."""
-        facts = self._facts(current_generation(self.base))
+        facts = self._facts(self.live())
         return [dict(p) for p in facts["problems"]] if facts else []
 
     # -- reading -----------------------------------------------------------------------
@@ -604,6 +606,7 @@ class IndexStore(Freshness, SemanticChannel):
         config names another. ``only_if_broken``/``unreadable``/``switch``: a repair or an
         engine switch, not a request — skipped when, once the lock is ours, another process
         has already put a good generation in place."""
+        self._pinned = None  # the generation an answer began on is no longer the one to read
         if engine not in (None, "auto") and not registry.known(engine):
             raise BadInput(f"--engine {engine!r} is not {registry.choices()}")
         if engine not in (None, "auto") and self.choice != "auto" and engine != self.choice:
