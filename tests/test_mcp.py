@@ -646,14 +646,21 @@ def test_a_role_name_that_reads_like_a_secret_is_refused_as_bad_input_in_the_cli
 # -- following file-system events instead of walking the vault before each answer ---------------
 
 
+def watching_server(vault) -> VaultServer:
+    """A server that follows the vault's file events, as `vaultmem mcp` runs (skipped where
+    there is no inotify: the server then walks the vault before each answer, as the CLI does)."""
+    server = VaultServer(vault, watch=True)
+    if server.monitor is None:
+        pytest.skip("no inotify here: the server walks the vault before each answer, as the CLI does")
+    return server
+
+
 @pytest.mark.usefixtures("both_engines")
 def test_with_file_events_followed_every_change_made_before_a_search_is_in_its_answer(vault):
     """`vaultmem mcp` follows inotify events so that a search re-reads only what changed
     instead of walking the vault first; a change made just before a search — in place, by
     replace, a delete, a folder renamed — is in that search's answer, with no wait."""
-    server = VaultServer(vault, watch=True)
-    if server.monitor is None:
-        pytest.skip("no inotify here: the server walks the vault before each answer, as the CLI does")
+    server = watching_server(vault)
     mem = vault.root / "memories"
 
     def note(path, text):
@@ -700,9 +707,7 @@ def test_with_file_events_a_brief_holds_a_note_written_just_before_it_and_each_a
     that answer's recall is recorded once (gc and compaction count recalls)."""
     from vaultmem import usage
 
-    server = VaultServer(vault, watch=True)
-    if server.monitor is None:
-        pytest.skip("no inotify here: the server walks the vault before each answer, as the CLI does")
+    server = watching_server(vault)
     note = vault.root / "memories" / "kumquat.md"
 
     def records() -> list[dict]:
@@ -738,9 +743,7 @@ def test_with_file_events_a_change_another_process_indexes_while_the_answer_is_m
     server's own re-read finds nothing left to do — the answer is made again all the same."""
     import vaultmem.recall as recall
 
-    server = VaultServer(vault, watch=True)
-    if server.monitor is None:
-        pytest.skip("no inotify here: the server walks the vault before each answer, as the CLI does")
+    server = watching_server(vault)
     rel = "memories/quince.md"
     real_search, raced = recall.search, []
 
@@ -776,9 +779,7 @@ def test_with_file_events_an_index_rebuilt_by_another_process_while_the_answer_i
     import vaultmem.recall as recall
     from vaultmem.index.build import current_generation
 
-    server = VaultServer(vault, watch=True)
-    if server.monitor is None:
-        pytest.skip("no inotify here: the server walks the vault before each answer, as the CLI does")
+    server = watching_server(vault)
     rel = "memories/medlar.md"
     real_search, raced = recall.search, []
 
