@@ -223,6 +223,61 @@ def test_a_process_that_stays_writes_its_usage_records_together_soon_after_and_i
     assert len(lines()) == start + 6
 
 
+def test_held_usage_records_are_written_at_once_when_no_thread_can_be_started(vault, monkeypatch):
+    """Where the writing thread cannot be started (a thread limit, a process ending), a
+    search still answers and its record — with those held before it — is written at once;
+    the next record tries the timer again."""
+    import threading
+
+    note(vault, "kafka-outage", confirmed=OLD, body="Kafka 集群 outage: the broker disk filled up")
+    commit(vault)
+    path = vault.root / ".vaultmem/local/usage.jsonl"
+    lines = lambda: path.read_bytes().splitlines() if path.exists() else []  # noqa: E731
+    held = Vault.open(vault.root)
+    held.stays_open()
+    try:
+        start = len(lines())
+
+        def no_thread(self):
+            raise RuntimeError("can't start new thread")
+
+        with monkeypatch.context() as m:
+            m.setattr(threading.Timer, "start", no_thread)
+            assert [h.doc.id for h in held.search("kafka broker")] == ["memories/kafka-outage.md"]
+            # at once (or by a timer started earlier, still pending): never left waiting for a flush
+            wait_for(lambda: len(lines()) == start + 1, "the record made while no thread could start")
+        held.search("kafka outage")  # threads again: held, written within a second
+        wait_for(lambda: len(lines()) == start + 2, "the record held once threads can start again")
+    finally:
+        held.close()
+
+
+def test_a_forked_child_neither_writes_its_parents_held_records_nor_loses_its_own(vault):
+    """A process that holds records and forks: the child writes its own at once (it holds
+    none), never the parent's, which the parent writes once."""
+    note(vault, "kafka-outage", confirmed=OLD, body="Kafka 集群 outage: the broker disk filled up")
+    commit(vault)
+    path = vault.root / ".vaultmem/local/usage.jsonl"
+    held = Vault.open(vault.root)
+    held.stays_open()
+    try:
+        held.search("kafka broker")  # held by the parent
+        pid = os.fork()
+        if pid == 0:  # the child: its own search, then read, then gone without running atexit
+            try:
+                held.search("broker disk")
+                ok = usage.read_usage(vault.root)["memories/kafka-outage.md"][0] == 1  # the parent's not yet
+                os._exit(0 if ok else 3)
+            except BaseException:
+                os._exit(4)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        held.close()
+    made = [json.loads(x) for x in path.read_bytes().splitlines()]
+    assert sorted(r["q"] for r in made) == sorted({usage.fingerprint("kafka broker"), usage.fingerprint("broker disk")})
+
+
 def test_agents_may_look_but_not_collect(cli, vault):
     note(vault, "trip", confirmed=OLD)
     commit(vault)

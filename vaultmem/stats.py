@@ -27,7 +27,7 @@ from typing import Any
 
 from . import compaction, files, layout, pages
 from .forgetting import instant
-from .usage import USAGE_FILE, fingerprint
+from .usage import fingerprint, usage_data
 from .analysis import estimate_tokens
 from .errors import VaultmemError
 from .parse import parse_page
@@ -73,13 +73,10 @@ def _rate(part: int, whole: int) -> float | None:
 
 def usage_records(root: Path) -> list[dict]:
     """The usage data's records, oldest first: ``{"t", "via", "ids", "q", "agent"}``
-    (``q``, ``agent``: None in records written before they were kept)."""
-    try:
-        data = files.read_local(root, USAGE_FILE)
-    except (OSError, VaultmemError):
-        return []
+    (``q``, ``agent``: None in records written before they were kept), those this process
+    holds too (:func:`usage.hold`)."""
     out = []
-    for raw in (data or b"").splitlines():
+    for raw in (usage_data(root) or b"").splitlines():
         try:
             rec = json.loads(raw)
             t = instant(rec["t"])

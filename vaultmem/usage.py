@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import datetime as _dt
 import json
+import os
 import threading
 from functools import lru_cache
 from pathlib import Path
@@ -80,12 +81,19 @@ def record_use(root: Path, ids: list[str], via: str, when: _dt.datetime | None =
     line = (json.dumps(rec, ensure_ascii=False) + "\n").encode("utf-8")
     global _due
     with _lock:
-        if str(root) in _holders:
-            _held.setdefault(str(root), []).append(line)
-            if _due is None:
-                _due = threading.Timer(HOLD_SECONDS, _write_due)
-                _due.name, _due.daemon = "vaultmem usage records", True
-                _due.start()
+        key = str(root)
+        if key in _holders:
+            _held.setdefault(key, []).append(line)
+            if _due is not None:
+                return
+            due = threading.Timer(HOLD_SECONDS, _write_due)
+            due.name, due.daemon = "vaultmem usage records", True
+            try:
+                due.start()
+            except RuntimeError:  # no thread to be had (a thread limit, the process ending): written now
+                files.append_local(root, USAGE_FILE, b"".join(_held.pop(key)))
+            else:
+                _due = due
             return
     files.append_local(root, USAGE_FILE, line)
 
@@ -131,20 +139,37 @@ def _write_due() -> None:
     flush()
 
 
+def _forked() -> None:
+    """In a child process: what the parent holds is the parent's to write (once), and no
+    thread of the parent's — its timer, a writer holding the lock — came along."""
+    global _lock, _due
+    _lock = threading.Lock()
+    _holders.clear()
+    _held.clear()
+    _due = None
+
+
 atexit.register(flush)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
+
+
+def usage_data(root: Path) -> bytes | None:
+    """The usage file's bytes (None: there is none), with what this process holds written
+    first (:func:`hold`: every vault's, whatever spelling of its folder it was given)."""
+    flush()
+    try:
+        return files.read_local(root, USAGE_FILE)
+    except (OSError, VaultmemError):
+        return None
 
 
 def read_usage(root: Path) -> dict[str, tuple[int, str]]:
     """Each note's recalls and the last one's time: ``path → (count, ISO time)``. A
     line that cannot be read (torn by a crash) is skipped. What this process holds
     (:func:`hold`) is written first."""
-    flush(root)
     out: dict[str, tuple[int, str]] = {}
-    try:
-        data = files.read_local(root, USAGE_FILE)
-    except (OSError, VaultmemError):
-        return out
-    for raw in (data or b"").splitlines():
+    for raw in (usage_data(root) or b"").splitlines():
         try:
             rec = json.loads(raw)
             t, ids = str(rec["t"]), rec["ids"]
