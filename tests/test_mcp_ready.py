@@ -35,12 +35,19 @@ class Wire:
         self.proc.stdin.flush()
 
     def answer(self, rid) -> dict:
-        while True:
+        return self.answers(rid)[rid]
+
+    def answers(self, *rids) -> dict:
+        """The answers to the requests ``rids``, in whatever order they come (calls sent
+        together may be answered in either order); other messages are skipped."""
+        got: dict = {}
+        while set(got) != set(rids):
             line = self.proc.stdout.readline()
             assert line, self.proc.stderr.read()
             msg = json.loads(line)
-            if msg.get("id") == rid:
-                return msg
+            if msg.get("id") in rids:
+                got[msg["id"]] = msg
+        return got
 
     def stop(self, how: str) -> tuple[int, str]:
         if how == "eof":
@@ -122,7 +129,7 @@ def test_a_running_server_writes_what_its_searches_recalled_without_being_asked_
         wait_for(lambda: usage_file.exists() and recalled() == [["memories/quince.md"]],
                  "the server's record, written while it runs", w.proc)
         w.send(*({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": call} for n in (4, 5)))
-        w.answer(4), w.answer(5)
+        w.answers(4, 5)  # (answered in either order)
     finally:
         code, stderr = w.stop(how)
     assert code == 0 and stderr == "", stderr
