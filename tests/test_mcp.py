@@ -808,6 +808,51 @@ def test_with_file_events_an_index_rebuilt_by_another_process_while_the_answer_i
     assert after != before and after == current_generation(vault.root / ".vaultmem" / "index")
 
 
+def test_with_file_events_a_generation_swapped_in_mid_answer_is_read_once_checked_for_links(vault, monkeypatch):
+    """An answer opens the generation it checked for links, never one swapped in after the
+    check: a rebuilt generation holding a link (derived data gone wrong) that another
+    process swaps in while the answer is made is not read, and is removed when the answer
+    is made again."""
+    import vaultmem.recall as recall
+    from vaultmem.adapters.watch import ChangeMonitor
+    from vaultmem.index.build import current_generation, has_links
+
+    (vault.root / "memories" / "medlar.md").write_text(
+        "---\nname: medlar\ntype: fact\nscope: global\n---\nThe medlar ripens after frost.\n", encoding="utf-8")
+    v = Vault.open(vault.root)
+    v.stays_open()
+    monitor = ChangeMonitor(v.root)
+    if not monitor.start():
+        pytest.skip("no inotify here: the vault is walked before each answer")
+    v.follow_changes(monitor)
+    base = vault.root / ".vaultmem" / "index"
+    real_search, seen = recall.search, {}
+
+    def another_process_swaps_in_a_generation_with_a_link(*args, **kwargs):
+        if not seen:  # once: the answer began on the generation rebuilt before it, not opened yet
+            done = run_vaultmem("--vault", vault.root, "index", "--rebuild")
+            assert done.returncode == 0, done.stderr
+            seen["swapped"] = current_generation(base)
+            os.symlink("/etc/hostname", base / seen["swapped"] / "planted-link")
+            seen["has links"] = has_links(base / seen["swapped"])
+            hits = real_search(*args, **kwargs)
+            seen["opened"] = v.index.opened_generation()
+            return hits
+        return real_search(*args, **kwargs)
+
+    try:
+        v.search("medlar")  # the engine open on the first generation
+        done = run_vaultmem("--vault", vault.root, "index", "--rebuild")  # between two answers
+        assert done.returncode == 0, done.stderr
+        monkeypatch.setattr(recall, "search", another_process_swaps_in_a_generation_with_a_link)
+        hits = [h.doc.id for h in v.search("medlar frost")]
+    finally:
+        monitor.stop()
+        v.close()
+    assert seen["has links"] and seen["opened"] != seen["swapped"]
+    assert hits == ["memories/medlar.md"] and not (base / seen["swapped"]).exists()
+
+
 def test_the_server_of_a_process_freezes_what_its_first_call_loaded_and_frees_what_it_replaced(vault):
     """``vaultmem mcp`` keeps a large vault's index out of the garbage collector's full
     passes (each stalled a call ~30 ms at 50,000 notes): what is alive after the first

@@ -247,9 +247,11 @@ class IndexStore(Freshness, SemanticChannel):
         facts = self._facts(gen)
         if facts is None:
             self.rebuild(only_if_broken=True)
+            gen = current_generation(self.base)
         elif self._switch_to(facts):
             self.rebuild(switch=True)
-        gen = current_generation(self.base)
+            gen = current_generation(self.base)
+        # else the generation just checked for links (the one an answer began on: live)
         try:
             engine = registry.open_engine(self._facts(gen)["engine"], self.base / gen)
         except VaultmemError:
@@ -280,6 +282,12 @@ class IndexStore(Freshness, SemanticChannel):
         """The index terms beginning with ``prefix`` (see the engines)."""
         limit = engine_hits(limit)
         return self._reading(lambda engine: engine.terms_with_prefix(prefix, limit))
+
+    def docs_with_meta(self, wanted: list[list[str]], limit: int) -> list[IndexDoc]:
+        """The live documents whose frontmatter holds every ``key=value`` term of one of
+        ``wanted`` (:meth:`SearchEngine.docs_with_meta`)."""
+        limit = engine_hits(limit)
+        return self._reading(lambda engine: engine.docs_with_meta(wanted, limit))
 
     def _reading(self, call):
         try:
@@ -628,6 +636,7 @@ class IndexStore(Freshness, SemanticChannel):
         return report
 
     def _rebuild_locked(self, progress: Progress | None, requested: str | None = None) -> SyncReport:
+        self._pinned = None  # the generation an answer began on is no longer the one to read
         seen = scan(self.root, self.part)
         name, pinned = self._build_engine(len(seen), requested)
         report = build_generation(self.root, self.base, self.manifests, seen, name, pinned, progress,
