@@ -130,57 +130,6 @@ def test_a_turn_that_answers_without_the_questions_words_is_found_by_its_neighbo
     assert "memories/en-s1-t03.md" in found[:3]  # "Every Saturday morning…" holds neither word
 
 
-def test_a_brief_shows_the_turns_beside_a_turn_it_cites_when_its_search_found_them(vault):
-    """What a turn means often lies beside it — the question it answers, the reply it got:
-    the brief shows the turn just before and just after each turn it cites, when its search
-    found them too, each citing the turn it is beside. Never a turn of another session or
-    further away, and never a turn the brief cites anyway (once)."""
-    write_turns(vault.root, "en-s1", "2023-05-08", CHAT)
-    write_turns(vault.root, "en-s2", "2023-05-15", [("Mel", "Saturday morning I sleep in, always"),
-                                                      ("Caro", "The pottery workshop closed, sadly")])
-    vault.set_config("brief.lead", 0, vault.actor(None))  # the gate alone: what it lets in is what is cited
-    vault.set_config("brief.min_relevance", 0.8, vault.actor(None))  # turns that hold the words (not neighbours)
-    b = vault.brief("lee", "the pottery workshop", tokens=1500)
-    memory = {i["path"]: i for i in b.items if i["layer"] == "memory"}
-    cited = {p for p, i in memory.items() if not i.get("beside")}
-    assert "memories/en-s1-t02.md" in cited  # "Is it the pottery workshop you mentioned?"
-    beside = {p: (i["beside"], i["via"]) for p, i in memory.items() if i.get("beside")}
-    assert beside["memories/en-s1-t03.md"] == ("after", "[[memories/en-s1-t02]]")  # the reply: when and where
-    assert beside["memories/en-s1-t01.md"] == ("before", "[[memories/en-s1-t02]]")
-    assert not set(beside) & cited and "memories/en-s1-t04.md" not in memory  # two turns away: not beside
-    assert beside["memories/en-s2-t01.md"] == ("before", "[[memories/en-s2-t02]]")  # beside its own session's
-    line = next(x for x in b.markdown.splitlines() if "en-s1-t03" in x)
-    assert line.endswith("(晚一轮于 [[memories/en-s1-t02]])") and "Every Saturday morning" in line  # a zh vault
-    nothing = vault.brief("lee", "quantum chromodynamics lecture", tokens=1500)
-    assert not [i for i in nothing.items if i["layer"] == "memory"]  # no turn cited: none beside it either
-
-
-def test_the_turns_beside_a_cited_turn_come_from_the_index_when_the_search_did_not_find_them(vault):
-    """With nothing from the search to draw on, the turns beside are found in the index by
-    their session and turn: only that session's, one turn away, active, and of the same
-    owner (a turn scoped to a role is beside none of the global turns around it)."""
-    from vaultmem.models import Hit
-    from vaultmem.recall import turns_beside
-
-    write_turns(vault.root, "s1", "2023-05-08", CHAT)
-    write_turns(vault.root, "s2", "2023-05-09", CHAT)  # the same turns in another session
-    t5 = vault.root / "memories" / "s1-t05.md"
-    t5.write_text(t5.read_text(encoding="utf-8").replace("type: episode", "type: episode\nscope: agent\n"
-                                                          "agent: 安全审计"), encoding="utf-8")
-    t3 = vault.root / "memories" / "s1-t03.md"
-    t3.write_text(t3.read_text(encoding="utf-8").replace("tags: [chat]", "tags: [chat]\nstatus: archived"),
-                  encoding="utf-8")
-    found = {h.doc.id: h for h in vault.search("garden tomatoes pottery workshop", limit=20)}
-    shown = [found["memories/s1-t02.md"], found["memories/s1-t04.md"]]
-    beside = turns_beside(vault.index, shown, [], "lee", {h.doc.id for h in shown})
-    assert [(h.doc.id, h.beside, h.via) for h in beside] == [
-        ("memories/s1-t01.md", "before", "[[memories/s1-t02]]")]  # t03 archived, t05 another role's
-    assert all(isinstance(h, Hit) and h.channel == "turn" for h in beside)
-    # even for the role it belongs to, a turn of another owner is beside none of these (as neighbours are)
-    assert [h.doc.id for h in turns_beside(vault.index, shown, [], "安全审计", set())] == ["memories/s1-t01.md"]
-    assert turns_beside(vault.index, [], [], "lee", set()) == []
-
-
 def test_neighbours_follow_edits_and_deletions_as_a_fresh_index_would(vault):
     from vaultmem.index.store import IndexStore
 

@@ -50,7 +50,7 @@ LABELS = {
         "procedure": "流程", "episode": "经历", "work": "工作记忆", "context": "项目约定",
         "subagents": "子Agent记录", "other": "参考",
         "user": "用户所述", "agent": "agent推断", "third_party": "第三方", "unknown": "来源不明",
-        "via": "链接自", "before": "早一轮于", "after": "晚一轮于",
+        "via": "链接自",
         "journal": "日志", "session": "会话", "skills": "## 相关技能", "skill": "技能",
         "nothing": "记忆和日志中都没有与此任务相关的内容：此事未知。",
         "page": "## 本角色记忆页（{link}）", "decisions": "## 相关决策",
@@ -75,7 +75,7 @@ LABELS = {
         "procedure": "Procedure", "episode": "Episode", "work": "Lesson", "context": "Project convention",
         "subagents": "Sub-agent result", "other": "Reference",
         "user": "user-stated", "agent": "agent-inferred", "third_party": "third-party", "unknown": "unknown source",
-        "via": "linked from", "before": "the turn before", "after": "the turn after",
+        "via": "linked from",
         "journal": "From the journal", "session": "session", "skills": "## Skills for this task", "skill": "Skill",
         "nothing": "Nothing known: neither memory nor the journal holds anything relevant to this task.",
         "page": "## This role's page ({link})", "decisions": "## Decisions",
@@ -272,8 +272,7 @@ def _line(hit: Hit, labels: dict[str, str], limit: int, terms: list[str] | None 
     sep = "：" if labels is LABELS["zh"] else ": "
     # who said it, for facts (user-stated ranks above agent-inferred above third-party)
     said = f" ({labels[d.author_kind]})" if d.kind == "note" and d.author_kind in labels else ""
-    # followed from a stronger hit's link, or the turn beside one (recall.turns_beside)
-    via = f" ({labels[hit.beside or 'via']} {hit.via})" if hit.via else ""
+    via = f" ({labels['via']} {hit.via})" if hit.via else ""  # followed from a stronger hit's link
     # the whole line is flattened — the link too: a file name may hold a newline
     label = _label(hit, labels)
     if d.kind == "entry" and d.section == "context" and d.project:  # which project's convention

@@ -218,8 +218,6 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
     relevant = rank(gated + lead, today)
     strong = [h for h in relevant if id(h) in in_gate][:LINK_HOPS_FROM]  # links are followed from these only
     relevant += linked(root, strong, agent, {h.doc.id for h in relevant})
-    relevant += turns_beside(index, [h for h in relevant if h.channel != "link"], outside, agent,
-                             {h.doc.id for h in relevant})
     if journal is not None and not warning:
         found, known = journal_fallback(journal, task, kept, stale, config.brief_min_relevance,
                                         config.brief_max_items)
@@ -476,59 +474,6 @@ def semantic_leaders(hits, model_spec: str) -> set[str]:
 
 
 LINK_HOPS_FROM = 3  # a brief follows the links of its three strongest hits
-
-
-def turns_beside(index, shown, pool, agent: str, seen: set[str]) -> list:
-    """The turn just before and the turn just after each conversation turn among ``shown``
-    (a note with a ``session`` and a ``turn``): what a turn means often lies beside it —
-    the question it answers, the reply it got ("you" said back to the person asked about).
-    Taken from the search's own hits (``pool``), else from the index (a session its notes'
-    frontmatter names: ``session`` and ``turn`` terms); only the same session's turns of
-    the same owner (as a note's neighbours are: :func:`.parse.records.session_neighbours`),
-    one turn apart, that ``agent``'s brief may show. They join the brief after every hit, as
-    far as its budget leaves room — the turns after first (a reply answers more often than
-    a question does) — each citing the turn it is beside (``via``) and on which side
-    (``beside``); a turn the brief has (``seen``) is not repeated."""
-    from dataclasses import replace
-
-    from .index import Filters
-    from .index.fields import meta_term
-    from .models import Hit
-
-    def turn_of(d) -> tuple | None:
-        return (d.session, d.agent) if d.kind == "note" and d.session and d.turn is not None else None
-
-    cited = [h for h in shown if turn_of(h.doc) is not None]
-    if not cited:
-        return []
-    admits = Filters(agent=agent, kinds=layout.BRIEF_KINDS).admits
-    found: dict[tuple, Hit] = {}  # (session, owner, turn) → the hit of that turn
-    for h in pool:
-        if turn_of(h.doc) is not None:
-            found.setdefault((*turn_of(h.doc), h.doc.turn), h)
-    # the sides the search did not find, asked of the index by session and turn (a session
-    # named in the frontmatter: one made up from a note's source and time has no term)
-    asked = [[meta_term("session", h.doc.session), meta_term("turn", _number(h.doc.turn + step))]
-             for h in cited for step in (-1, 1) if h.doc.meta.get("session") == h.doc.session
-             and (*turn_of(h.doc), h.doc.turn + step) not in found]
-    if asked:
-        for d in index.docs_with_meta(asked, 4 * len(asked)):
-            if turn_of(d) is not None and d.status == "active" and admits(d):
-                found.setdefault((*turn_of(d), d.turn), Hit(doc=d, score=0.0))
-    seen = set(seen)
-    out = []
-    for side, step in (("after", 1), ("before", -1)):
-        for hit in cited:
-            near = found.get((*turn_of(hit.doc), hit.doc.turn + step))
-            if near is not None and near.doc.id not in seen:
-                seen.add(near.doc.id)
-                out.append(replace(near, channel="turn", via=hit.doc.link, beside=side))
-    return out
-
-
-def _number(x: float) -> str:
-    """A turn's number as its frontmatter writes it: 3, not 3.0 (nor 1e+06)."""
-    return str(int(x)) if x == int(x) else repr(x)
 
 
 def _link_file(root: Path, target: str, source: str) -> str | None:

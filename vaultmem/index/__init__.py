@@ -229,12 +229,6 @@ class SearchEngine(Protocol):
         aliases) that begin with ``prefix``, those in most documents first (then by
         term)."""
 
-    def docs_with_meta(self, wanted: list[list[str]], limit: int) -> list[IndexDoc]:
-        """The live documents whose ``meta`` field (their frontmatter's scalar values, as
-        :func:`.fields.meta_term` makes each term) holds every term of one of ``wanted``
-        (a list of term lists): at most ``limit``, in no particular order. What a brief
-        finds the turns beside a turn it cites by (their session and turn)."""
-
     def doc_frequency(self, term: str) -> int:
         """In how many live documents the analysed ``term`` occurs (the most of any one
         field it is searched in): what a relevance judgement weighs terms by."""

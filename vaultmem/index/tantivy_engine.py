@@ -577,21 +577,6 @@ class TantivyEngine:
         found = Found.of([(got.doc, got.terms, score) for score, got in scored.values() if score >= cut])
         return found.narrowed(by_rank(found)[:limit])
 
-    def docs_with_meta(self, wanted: list[list[str]], limit: int) -> list[IndexDoc]:
-        """The live documents whose ``meta`` field holds every term of one of ``wanted``
-        (each a list of :func:`.fields.meta_term` terms), at most ``limit``, in no order."""
-        from tantivy import Occur, Query
-
-        groups = [group for group in wanted if group]
-        if not groups or limit <= 0:
-            return []
-        s = self.schema
-        query = Query.boolean_query([(Occur.Should, Query.boolean_query(
-            [(Occur.Must, Query.term_query(s, "meta", term)) for term in group])) for group in groups])
-        searcher = self._get_searcher()
-        hits = searcher.search(query, engine_hits(limit, searcher.num_docs), count=False).hits
-        return [self._doc(searcher, address) for _score, address in hits]
-
     def terms_with_prefix(self, prefix: str, limit: int) -> list[str]:
         """The term dictionary's own walk (tantivy's ``terms_with_prefix``): counts
         include deleted documents until a merge — they order the expansions only."""

@@ -367,19 +367,6 @@ class WhooshEngine:
                  for score, docnum in top if score >= cut]
         return by_rank(found)[:limit]
 
-    def docs_with_meta(self, wanted: list[list[str]], limit: int) -> list[IndexDoc]:
-        """The live documents whose ``meta`` field holds every term of one of ``wanted``
-        (each a list of :func:`.fields.meta_term` terms), at most ``limit``, in no order."""
-        from whoosh import query as Q
-
-        groups = [group for group in wanted if group]
-        if not groups or limit <= 0:
-            return []
-        searcher = self._get_searcher()
-        q = Q.Or([Q.And([Q.Term("meta", term) for term in group]) for group in groups])
-        results = searcher.search(q, limit=engine_hits(limit, searcher.doc_count()), scored=False)
-        return [stored_doc(searcher.stored_fields(hit.docnum)["doc"]) for hit in results]
-
     def terms_with_prefix(self, prefix: str, limit: int) -> list[str]:
         searcher = self._get_searcher()
         reader = searcher.reader()

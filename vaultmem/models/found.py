@@ -111,7 +111,6 @@ class Hit:
     # how much of the query it answers, 0..1: its terms weighted by rarity (retrieve.search)
     relevance: float | None = None
     via: str | None = None  # the link of the hit it was found through (a brief's one hop of links)
-    beside: str | None = None  # "before" or "after": the turn next to the hit ``via`` links (a brief)
     rerank: float | None = None  # the cross-encoder's logit, when search.reranker re-ordered it
 
     def to_dict(self) -> dict[str, Any]:
@@ -130,8 +129,6 @@ class Hit:
             out["rank_score"] = round(self.rank_score, 4)
         if self.via is not None:
             out["via"] = self.via
-        if self.beside is not None:
-            out["beside"] = self.beside
         if self.rerank is not None:
             out["rerank"] = round(self.rerank, 4)
         return out
