@@ -283,12 +283,6 @@ class IndexStore(Freshness, SemanticChannel):
         limit = engine_hits(limit)
         return self._reading(lambda engine: engine.terms_with_prefix(prefix, limit))
 
-    def docs_with_meta(self, wanted: list[list[str]], limit: int) -> list[IndexDoc]:
-        """The live documents whose frontmatter holds every ``key=value`` term of one of
-        ``wanted`` (:meth:`SearchEngine.docs_with_meta`)."""
-        limit = engine_hits(limit)
-        return self._reading(lambda engine: engine.docs_with_meta(wanted, limit))
-
     def _reading(self, call):
         try:
             return call(self.engine())
