@@ -4,6 +4,7 @@ real subprocesses for a killed run and for concurrent writers)."""
 import datetime as dt
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -270,8 +271,21 @@ def test_a_forked_child_neither_writes_its_parents_held_records_nor_loses_its_ow
                 os._exit(0 if ok else 3)
             except BaseException:
                 os._exit(4)
-        _, status = os.waitpid(pid, 0)
-        assert os.waitstatus_to_exitcode(status) == 0
+        status: list[int] = []
+
+        def ended() -> bool:
+            done, code = os.waitpid(pid, os.WNOHANG)
+            if done == pid:
+                status.append(os.waitstatus_to_exitcode(code))
+            return bool(status)
+
+        try:
+            wait_for(ended, "the forked child")  # a bound on a hang, not a budget
+        finally:
+            if not status:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+        assert status == [0]
     finally:
         held.close()
     made = [json.loads(x) for x in path.read_bytes().splitlines()]
