@@ -10,11 +10,10 @@ import random
 import string
 import subprocess
 import sys
-import threading
 
 import anyio
 import pytest
-from conftest import SAFETY_NET, git, run_vaultmem, vaultmem_in_process
+from conftest import git, run_vaultmem, vaultmem_in_process
 from mcp import Client, StdioServerParameters
 
 from vaultmem.adapters.mcp import VaultServer
@@ -642,56 +641,6 @@ def test_a_role_name_that_reads_like_a_secret_is_refused_as_bad_input_in_the_cli
         assert err["type"] == "name_refused" and "reads like a secret" in err["message"], err
         assert "vaultmem bug" not in failed(result) and secret not in json.dumps(result.structured_content)
     assert git(vault.root, "rev-parse", "HEAD") == head and not list((vault.root / "agents").glob("*.md"))
-
-
-def test_a_read_that_finds_the_vault_busy_waits_on_a_thread_and_the_server_answers_meanwhile(vault, monkeypatch):
-    """A quick read runs on the server's event loop — but one that finds the vault held by
-    another call (a write, a hook) waits for it on a worker thread: meanwhile the server
-    still answers what needs no vault (here the tool listing), and both calls are answered
-    once the first lets go, each with its own result."""
-    (vault.root / "memories" / "quince.md").write_text(
-        "---\nname: quince\ntype: fact\nscope: global\n---\nThe quince is ripe in October.\n", encoding="utf-8")
-    server = VaultServer(vault, agent="lee")
-    held, go = threading.Event(), threading.Event()
-    real_current = VaultServer.current
-
-    def current_held_until_go(self):  # the write's call holds the vault until the test lets it go
-        if not held.is_set():
-            held.set()
-            assert go.wait(SAFETY_NET)
-        return real_current(self)
-
-    monkeypatch.setattr(VaultServer, "current", current_held_until_go)
-    real_run_call, read_waits = VaultServer.run_call, threading.Event()
-
-    def run_call_seen(self, fn):  # a call that waits for the vault on a worker thread
-        if held.is_set():
-            read_waits.set()
-        return real_run_call(self, fn)
-
-    monkeypatch.setattr(VaultServer, "run_call", run_call_seen)
-    order: list[str] = []
-
-    async def steps(c):
-        async def write():
-            saved = ok(await c.call_tool("checkpoint_save", {"task": "quinces", "next": "pick them"}))
-            order.append(f"write {bool(saved)}")
-
-        async def read():
-            await anyio.to_thread.run_sync(held.wait, SAFETY_NET)
-            hits = ok(await c.call_tool("search_memory", {"query": "quince October"}))["hits"]
-            order.append("read " + ",".join(h["path"] for h in hits))
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(write)
-            tg.start_soon(read)
-            assert await anyio.to_thread.run_sync(read_waits.wait, SAFETY_NET)  # the read waits for the vault
-            order.append(f"listed {len((await c.list_tools()).tools)}")  # the loop is free meanwhile
-            go.set()
-
-    session(server, steps)
-    server.close()
-    assert order[0] == "listed 17" and sorted(order[1:]) == ["read memories/quince.md", "write True"], order
 
 
 # -- following file-system events instead of walking the vault before each answer ---------------

@@ -153,29 +153,12 @@ class VaultServer(MCPServer):
     def run_call(self, fn: Callable[[Vault], CallToolResult]) -> CallToolResult:
         """Run one tool's library call on the open vault; any error as a tool error."""
         with self._lock:
-            return self._run_held(fn)
-
-    async def run_read(self, fn: Callable[[Vault], CallToolResult]) -> CallToolResult:
-        """Run a quick read (a search, a brief) on the event loop itself when no call holds
-        the vault: the hop to a worker thread and back was ~5 % of a warm search at 50,000
-        notes. A read never waits for a lock there — another call or a hook holding the
-        vault, it runs on a worker thread as any call does — and a write always does."""
-        if not self._lock.acquire(blocking=False):
-            import anyio
-
-            return await anyio.to_thread.run_sync(self.run_call, fn)
-        try:
-            return self._run_held(fn)
-        finally:
-            self._lock.release()
-
-    def _run_held(self, fn: Callable[[Vault], CallToolResult]) -> CallToolResult:
-        try:
-            result = fn(self.current())
-        except Exception as exc:  # noqa: BLE001 - every error is answered, none escapes as a traceback
-            return error_result(exc)
-        self._settle_memory()
-        return result
+            try:
+                result = fn(self.current())
+            except Exception as exc:  # noqa: BLE001 - every error is answered, none escapes as a traceback
+                return error_result(exc)
+            self._settle_memory()
+            return result
 
     def _settle_memory(self) -> None:
         """After the first call on an open vault (its index and manifest are loaded then):

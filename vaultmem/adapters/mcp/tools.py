@@ -22,14 +22,14 @@ if TYPE_CHECKING:
 
 
 def register_tools(server: VaultServer) -> None:
-    run, read = server.run_call, server.run_read
+    run = server.run_call
 
     def actor(v: Vault):
         return v.actor(server.agent)
 
     # -- recall ------------------------------------------------------------------------------
     @server.tool_of(READ)
-    async def brief(agent: str, task: str, tokens: Optional[int] = None, window: Optional[int] = None,
+    def brief(agent: str, task: str, tokens: Optional[int] = None, window: Optional[int] = None,
               ratio: Optional[float] = None, project: Optional[str] = None) -> Annotated[CallToolResult, BriefOut]:
         """The briefing for AGENT before a session on TASK, in layers: its identity, its own
         page (project context — of PROJECT, else of the projects the task names, else all —
@@ -42,7 +42,7 @@ def register_tools(server: VaultServer) -> None:
             limits.check_text("task", task)  # before its secrets are looked for: a huge one is refused at once
             b = v.brief(agent, without_secrets(task), window=window, ratio=ratio, tokens=tokens, project=project)
             return tool_result(render.brief(b), b.to_dict(), b.warnings, b.skipped_files)
-        return await read(call)
+        return run(call)
 
     @server.tool_of(hints(False, idempotent=True))  # a second dispatch creates nothing
     def dispatch(role: str, task: str, category: Optional[str] = None, project: Optional[str] = None,
@@ -60,7 +60,7 @@ def register_tools(server: VaultServer) -> None:
         return run(call)
 
     @server.tool_of(READ)
-    async def search_memory(query: str, agent: Optional[str] = None, limit: int = 10,
+    def search_memory(query: str, agent: Optional[str] = None, limit: int = 10,
                       kind: Many = None, type: Many = None, tag: Many = None, status: Many = None,
                       author_kind: Many = None, since: Optional[str] = None, until: Optional[str] = None,
                       where: Many = None, journal: bool = False) -> Annotated[CallToolResult, SearchOut]:
@@ -87,25 +87,25 @@ def register_tools(server: VaultServer) -> None:
             if clean != query and shown == clean:  # the parse of the query with its secrets replaced
                 data["parsed"] = parsed_query(clean)
             return tool_result(render.search_hits(hits), data, hits.warnings, hits.skipped_files)
-        return await read(call)
+        return run(call)
 
     @server.tool_of(READ)
-    async def read_page(role: str) -> Annotated[CallToolResult, PageOut]:
+    def read_page(role: str) -> Annotated[CallToolResult, PageOut]:
         """A role's page (agents/ROLE.md), parsed: its properties and each entry with its
         block id, by section (context, work, subagents)."""
         def call(v: Vault) -> CallToolResult:
             info = v.pages.read(role)
             return tool_result(render.page(info), info.to_dict())
-        return await read(call)
+        return run(call)
 
     @server.tool_of(READ)
-    async def read_note(slug: str) -> Annotated[CallToolResult, NoteOut]:
+    def read_note(slug: str) -> Annotated[CallToolResult, NoteOut]:
         """A memory note (memories/SLUG.md): its frontmatter and its text."""
         def call(v: Vault) -> CallToolResult:
             note = v.notes.read(slug)
             head = f"{note.slug} — {note.path} ({note.meta.get('type') or '-'})"
             return tool_result(f"{head}\n\n{note.body.rstrip()}", note.to_dict())
-        return await read(call)
+        return run(call)
 
     # -- writes, through the review gate --------------------------------------------------------
     @server.tool_of(WRITE)
