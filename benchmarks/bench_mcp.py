@@ -152,7 +152,9 @@ def bench_server(root: Path, mode: str, calls: int, warmup: int, python: str | N
                             times[tool].append(wall)
                         if tool == "brief" and i == warmup:
                             out["brief_tokens"] = r.structured_content["tokens"]
-                            out["brief_items"] = len(r.structured_content["items"])
+                            sc = r.structured_content  # a baseline before `cites` gives `items`
+                            cited = sc["items"] if "items" in sc else [i for c in sc["cites"].values() for i in c]
+                            out["brief_items"] = len(cited)
             errlog.seek(0)
             out["stderr_lines"] = len(errlog.read().splitlines())
 

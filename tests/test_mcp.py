@@ -13,10 +13,11 @@ import sys
 
 import anyio
 import pytest
-from conftest import git, run_vaultmem, vaultmem_in_process
+from conftest import git, out_json, run_vaultmem, vaultmem_in_process
 from mcp import Client, StdioServerParameters
 
 from vaultmem.adapters.mcp import VaultServer
+from vaultmem.analysis import estimate_tokens
 from vaultmem.vault import Vault
 
 TOOLS = ["brief", "dispatch", "search_memory", "read_page", "read_note", "remember", "page_add",
@@ -144,6 +145,49 @@ def test_dispatch_creates_the_page_then_briefs_it_and_the_next_dispatch_knows_wh
     assert ok(second)["page_created"] is False and "React.memo" in ok(second)["markdown"]
     b = ok(brief)
     assert b["tokens"] <= 2000 and "React.memo" in b["markdown"] and text_of(brief).strip() == b["markdown"].strip()
+
+
+def test_a_briefs_structured_content_cites_its_lines_without_repeating_them(vault):
+    """Claude Code hands the model a result's structured content, not its text: what
+    ``brief``, ``dispatch`` and ``delegate`` return there is the brief's Markdown and, for
+    each line, only what it cites — not the line again with its snippet and scores, which
+    made the model's copy ~4 times this brief's size. The CLI's ``--json`` keeps the items
+    whole."""
+    rng = random.Random(7)
+    words = "订单 支付 库存 用户 会话 商品 优惠 物流 评论 搜索 推荐 报表 消息 通知 权限 日志 配置 网关 队列 索引".split()
+    for i in range(30):  # notes that share the task's words and little else (near-duplicates are shown once)
+        detail = "，".join("".join(rng.sample(words, 3)) for _ in range(8))
+        (vault.root / "memories" / f"cache-{i:02d}.md").write_text(
+            f"---\nname: 缓存规则{i}\ndescription: Redis 缓存失效\ntype: fact\nscope: global\n---\n"
+            f"Redis 缓存失效：{detail}。\n", encoding="utf-8")
+    server = VaultServer(vault, agent="lee")
+    ok(call(server, "dispatch", role="后端", task="准备"))
+    for i in range(8):
+        ok(call(server, "page_add", role="后端",
+                text=f"Redis 缓存预热第{i}步：先加载热点键，等命中率过九成再放开全部流量，否则数据库会被打满"))
+    task, tokens = "Redis 缓存 失效 策略", 6000
+
+    def cli_brief():
+        return out_json(vaultmem_in_process("--vault", vault.root, "brief", "后端", "--task", task,
+                                            "--tokens", str(tokens), "--json"))
+
+    async def steps(c):
+        return [ok(await c.call_tool("brief", {"agent": "后端", "task": task, "tokens": tokens})),
+                ok(await c.call_tool("dispatch", {"role": "后端", "task": task, "tokens": tokens}))]
+
+    shown = [(b, cli_brief()) for b in session(server, steps)]
+    shown.append((ok(call(server, "delegate", role="后端", task=task, tokens=tokens))["brief"], cli_brief()))
+    for b, whole in shown:
+        assert b["markdown"] == whole["markdown"] and "items" not in b and len(whole["items"]) >= 15
+        by_layer: dict = {}
+        for full in whole["items"]:
+            by_layer.setdefault(full["layer"], []).append(full["id"])
+            assert full["link"] in b["markdown"]  # each cited line is in the Markdown
+        assert b["cites"] == by_layer and {"page", "memory"} <= set(by_layer)
+        # what Claude Code hands the model, in the brief's own token count
+        handed = estimate_tokens(json.dumps(b, ensure_ascii=False, separators=(",", ":")))
+        assert handed <= 1.2 * b["tokens"], (handed, b["tokens"])
+    assert "line" in whole["items"][0] and "snippet" in whole["items"][0]
 
 
 def test_remember_as_an_agent_files_an_inbox_item_and_as_the_human_writes_the_note(vault):
@@ -729,7 +773,7 @@ def test_with_file_events_a_brief_holds_a_note_written_just_before_it_and_each_a
         before, after, brief_records, search_records, hits = session(server, steps)
     finally:
         server.close()
-    paths = lambda b: [i["path"] for i in b["items"] if i["layer"] == "memory"]  # noqa: E731
+    paths = lambda b: b["cites"].get("memory", [])  # noqa: E731
     assert paths(before) == [] and paths(after) == ["memories/kumquat.md"]
     assert [h["path"] for h in hits][:1] == ["memories/kumquat.md"]
     assert [r["via"] for r in brief_records] == ["brief"] and "memories/kumquat.md" in brief_records[0]["ids"]

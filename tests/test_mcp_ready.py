@@ -175,7 +175,7 @@ def test_every_tool_has_a_typed_output_schema(vault):
         assert len(schema["properties"]) >= 2 and schema.get("description"), (t.name, schema)
     by_name = {t.name: t.output_schema for t in tools}
     assert by_name["search_memory"]["properties"]["hits"]["type"] == "array"
-    assert {"markdown", "tokens", "items"} <= set(by_name["brief"]["properties"])
+    assert {"markdown", "tokens", "cites"} <= set(by_name["brief"]["properties"])
     assert {"page_created", "markdown"} <= set(by_name["dispatch"]["properties"])
 
 

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from vaultmem.analysis import estimate_tokens
+
 from . import standin as si
 from .conftest import (ORCHESTRATOR, PLUGIN, Scenario, bare_path, git_log, run_once, venv_bin, vaultmem_exe)
 
@@ -222,6 +224,10 @@ def test_the_mcp_dispatch_tool_hands_the_model_the_roles_brief(scenario):
     result = "\n".join(si.tool_result_text(t) for t in si.tool_results(answered[0]))
     assert "[Memory brief — reviewer]" in result and PAGE_ENTRY in result, result[:3000]
     assert "agents/reviewer#^" in result  # cited
+    # and the brief once: each line's source beside it, not the line again with its scores
+    handed = json.loads(result)
+    assert "items" not in handed and handed["cites"]["page"][0].startswith("agents/reviewer.md#^"), result[:3000]
+    assert estimate_tokens(result) <= estimate_tokens(handed["markdown"]) + 150, result
 
 
 @pytest.mark.parametrize("scenario", MODES, indirect=True)

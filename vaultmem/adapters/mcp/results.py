@@ -69,6 +69,20 @@ def tool_result(text: str, data: dict[str, Any], warnings: list[str] | None = No
                           structured_content=to_jsonable_python(data))
 
 
+def brief_data(brief: dict[str, Any]) -> dict[str, Any]:
+    """A brief (its ``to_dict``) as a tool's structured content: the CLI's ``--json`` shape
+    with ``cites`` (each layer's sources, its lines' order, as the items' ``id``) in place
+    of ``items``. Each line is in the Markdown already, and Claude Code hands the model a
+    result's structured content, not its text: with the items whole, the model's copy of a
+    default brief was a third larger than the brief (docs/mcp.md, "Tools")."""
+    cites: dict[str, list[str]] = {}
+    for item in brief["items"]:
+        cites.setdefault(item["layer"], []).append(item["id"])
+    data = {k: v for k, v in brief.items() if k != "items"}
+    data["cites"] = cites
+    return data
+
+
 def parsed_query(query: str) -> dict | None:
     """How the query with its secrets replaced reads (what a search echoes: never the
     secret, nor its words as terms)."""

@@ -63,13 +63,13 @@ class Hit(TypedDict, total=False):
 
 
 class BriefOut(Common, total=False):
-    """A brief: its Markdown (what the sub-agent is given), the items in it by layer, its size in tokens."""
+    """A brief: its Markdown (what the sub-agent is given), the sources its lines cite by layer, its size in tokens."""
     agent: str
     task: str
     budget: int
     tokens: int
     markdown: str
-    items: list[Hit]
+    cites: dict[str, list[str]]
     layers: dict[str, dict[str, int]]
     page: Optional[str]
     identity_included: bool

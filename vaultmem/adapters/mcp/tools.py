@@ -13,7 +13,7 @@ from ...errors import BadInput, NotFound
 from ...names import check_name
 from ...vault import Vault, without_secrets
 from ..cli import render
-from .results import READ, READ_MARKS, WRITE, count_notes, hints, parsed_query, tool_result
+from .results import READ, READ_MARKS, WRITE, brief_data, count_notes, hints, parsed_query, tool_result
 from .schemas import (BriefOut, ChangeOut, CheckpointOut, DecideOut, DelegateOut, DispatchOut, HarvestOut, LogEntry,
                       Many, NoteOut, PageAddOut, PageOut, ProposedOut, ReviewOut, SearchOut, StatsOut, TailOut, many)
 
@@ -41,7 +41,7 @@ def register_tools(server: VaultServer) -> None:
         def call(v: Vault) -> CallToolResult:
             limits.check_text("task", task)  # before its secrets are looked for: a huge one is refused at once
             b = v.brief(agent, without_secrets(task), window=window, ratio=ratio, tokens=tokens, project=project)
-            return tool_result(render.brief(b), b.to_dict(), b.warnings, b.skipped_files)
+            return tool_result(render.brief(b), brief_data(b.to_dict()), b.warnings, b.skipped_files)
         return run(call)
 
     @server.tool_of(hints(False, idempotent=True))  # a second dispatch creates nothing
@@ -54,8 +54,8 @@ def register_tools(server: VaultServer) -> None:
             limits.check_text("task", task)  # before its secrets are looked for (lifecycle.dispatch checks the rest)
             change, b = v.lifecycle.dispatch(role, without_secrets(task), actor(v), category=category, project=project,
                                    window=window, ratio=ratio, tokens=tokens)
-            data = {**b.to_dict(), "page_created": change.details["created"], "page": change.details["path"],
-                    "commit": change.commit}
+            data = {**brief_data(b.to_dict()), "page_created": change.details["created"],
+                    "page": change.details["path"], "commit": change.commit}
             return tool_result(render.dispatched((change, b)), data, change.warnings + b.warnings, b.skipped_files)
         return run(call)
 
@@ -206,8 +206,8 @@ def register_tools(server: VaultServer) -> None:
             text = (f"delegation {d['id']} (role {d['role']}) pending — when the sub-agent is done: "
                     f"harvest(role={d['role']!r}, delegation={d['id']!r}, task=…, conclusion=…, output=…, "
                     f"decision=…)\n\n{b.markdown.rstrip()}")
-            return tool_result(text, {**change.to_dict(), "brief": b.to_dict()}, change.warnings + b.warnings,
-                           b.skipped_files)
+            return tool_result(text, {**change.to_dict(), "brief": brief_data(b.to_dict())},
+                               change.warnings + b.warnings, b.skipped_files)
         return run(call)
 
     @server.tool_of(WRITE)
