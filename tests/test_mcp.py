@@ -185,9 +185,12 @@ def test_a_briefs_structured_content_cites_its_lines_without_repeating_them(vaul
             assert full["link"] in b["markdown"]  # each cited line is in the Markdown
         assert b["cites"] == by_layer and {"page", "memory"} <= set(by_layer)
         # what Claude Code hands the model, in the brief's own token count
+        # (×1.17 here, for a short brief whose figures weigh; with the items whole, ×4)
         handed = estimate_tokens(json.dumps(b, ensure_ascii=False, separators=(",", ":")))
-        assert handed <= 1.2 * b["tokens"], (handed, b["tokens"])
+        assert handed <= 1.25 * b["tokens"], (handed, b["tokens"])
     assert "line" in whole["items"][0] and "snippet" in whole["items"][0]
+    assert ok(call(server, "brief", agent="无名", task="完全无关的事"))["cites"] == {}  # no line cites a source
+    assert ok(call(server, "delegate", role="后端", task="x"))["next"].startswith("harvest(role='后端', delegation='")
 
 
 def test_remember_as_an_agent_files_an_inbox_item_and_as_the_human_writes_the_note(vault):

@@ -227,7 +227,8 @@ def test_the_mcp_dispatch_tool_hands_the_model_the_roles_brief(scenario):
     # and the brief once: each line's source beside it, not the line again with its scores
     handed = json.loads(result)
     assert "items" not in handed and handed["cites"]["page"][0].startswith("agents/reviewer.md#^"), result[:3000]
-    assert estimate_tokens(result) <= estimate_tokens(handed["markdown"]) + 150, result
+    # (+125 tokens here, the brief's figures and one citation; with the items whole, +304)
+    assert estimate_tokens(result) <= estimate_tokens(handed["markdown"]) + 200, result
 
 
 @pytest.mark.parametrize("scenario", MODES, indirect=True)

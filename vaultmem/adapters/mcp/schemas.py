@@ -45,7 +45,7 @@ class ChangeOut(Common, total=False):
 
 
 class Hit(TypedDict, total=False):
-    """One search hit or brief item: its source file, entry id, link, snippet and score."""
+    """One search hit: its source file, entry id, link, snippet and score."""
     id: str
     path: str
     kind: str
@@ -209,6 +209,7 @@ class DelegateOut(ChangeOut, total=False):
     role: str
     path: str
     page_created: bool
+    next: str
     brief: BriefOut
 
 
@@ -247,8 +248,8 @@ def flat(schema: dict) -> dict:
     """An output schema as it is published: the same constraints, in the shape a client
     checks fastest. pydantic writes each optional field as ``anyOf`` of two types and each
     nested model as a ``$ref``; a validator such as jsonschema makes a sub-validator for
-    every branch and every reference, for each field of each hit (a brief of 60 items:
-    several milliseconds a call in the SDK's own client). Here a reference is inlined
+    every branch and every reference, for each field of each hit (a brief's 60 items, when
+    it carried them whole: several milliseconds a call in the SDK's own client). Here a reference is inlined
     (a schema that refers to itself keeps its references) and ``anyOf`` of bare types is
     one ``type`` list."""
     defs = schema.get("$defs", {})

@@ -203,10 +203,12 @@ def register_tools(server: VaultServer) -> None:
             limits.check_text("task", task)
             change, b = v.lifecycle.delegate(role, task, actor(v), window=window, tokens=tokens)
             d = change.details
-            text = (f"delegation {d['id']} (role {d['role']}) pending — when the sub-agent is done: "
-                    f"harvest(role={d['role']!r}, delegation={d['id']!r}, task=…, conclusion=…, output=…, "
-                    f"decision=…)\n\n{b.markdown.rstrip()}")
-            return tool_result(text, {**change.to_dict(), "brief": brief_data(b.to_dict())},
+            then = (f"harvest(role={d['role']!r}, delegation={d['id']!r}, task=…, conclusion=…, output=…, "
+                    f"decision=…)")
+            text = f"delegation {d['id']} (role {d['role']}) pending — when the sub-agent is done: {then}\n\n"
+            # ``next`` too: Claude Code hands the model the structured content, not this text
+            return tool_result(text + b.markdown.rstrip(), {**change.to_dict(), "next": then,
+                                                             "brief": brief_data(b.to_dict())},
                                change.warnings + b.warnings, b.skipped_files)
         return run(call)
 
