@@ -174,6 +174,48 @@ def start_server(root: Path, handler) -> warm.WarmServer:
     return server
 
 
+def test_a_hook_finds_the_socket_only_once_it_is_the_users_alone_and_listening(tmp_path, monkeypatch):
+    """The socket is made under another name and moved into place: a hook looking while
+    the server starts finds nothing, or a socket of mode 0600 that accepts — never one
+    that others could open or that refuses it (a hook then ran cold for nothing)."""
+    root = tmp_path / "vault"
+    root.mkdir()
+    looked: list = []
+    chmod, listen = os.chmod, socket.socket.listen
+
+    def look() -> None:  # what a hook would find at this moment
+        looked.append([(p.name, stat.S_IMODE(os.lstat(p).st_mode)) for p in warm.sockets(root)])
+
+    def chmod_looking(path, mode, *a, **k):
+        look()
+        chmod(path, mode, *a, **k)
+        look()
+
+    def listen_looking(self, *a):
+        look()
+        return listen(self, *a)
+
+    monkeypatch.setattr(os, "chmod", chmod_looking)
+    monkeypatch.setattr(socket.socket, "listen", listen_looking)
+    folder = root / warm.WARM_DIR
+    folder.mkdir(parents=True, mode=0o700)
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # a server of this pid before, killed
+    with monkeypatch.context() as m:
+        m.chdir(folder)  # a short address, however deep the test's folder
+        stale.bind(f".{os.getpid()}.sock.new")
+    stale.close()
+    server = start_server(root, lambda request, ready: {"stdout": "ok", "stderr": [], "code": 0} if ready() else {})
+    try:
+        assert looked and all(found == [] for found in looked), looked
+        assert [(p.name, stat.S_IMODE(os.lstat(p).st_mode)) for p in warm.sockets(root)] == \
+            [(f"{os.getpid()}.sock", 0o600)]
+        assert sorted(os.listdir(folder)) == [f"{os.getpid()}.sock"]  # the stale one is gone
+        assert warm.ask(root, {"event": "Stop"}) == {"stdout": "ok", "stderr": [], "code": 0}
+    finally:
+        server.stop()
+    assert os.listdir(folder) == []
+
+
 def test_a_hook_not_answered_ready_in_time_runs_cold_and_the_server_never_acts(tmp_path):
     """The two-step start: a server that gets its lock only after the hook gave up finds no
     "go" and does nothing — the cold hook is the only one that acts."""

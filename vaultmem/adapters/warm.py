@@ -200,6 +200,9 @@ class WarmServer:
             return "Unix sockets with peer credentials are not available here"
         from .. import files
 
+        # made under another name and moved into place once it is the user's alone and
+        # listening: a hook never finds it, nor connects to it, in between
+        made, sock = self.path.with_name(f".{self.path.name}.new"), None
         try:
             local = files.own_folder(self.root, files.LOCAL_DIR)
             local.mkdir(parents=True, exist_ok=True)
@@ -210,12 +213,17 @@ class WarmServer:
             if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
                 return f"{folder} is not a folder of this user's own"
             os.chmod(folder, 0o700)
-            _remove(self.path)  # a server of this pid before (a pid is reused)
+            for old in (self.path, made):  # a server of this pid before (a pid is reused)
+                _remove(old)
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            _at(self.path, sock.bind)  # in a folder only this user enters (0700)
-            os.chmod(self.path, 0o600)
+            _at(made, sock.bind)  # in a folder only this user enters (0700)
+            os.chmod(made, 0o600)
             sock.listen(16)
+            os.rename(made, self.path)
         except Exception as exc:  # noqa: BLE001 - no warm path: the hooks run cold
+            if sock is not None:
+                _remove(made)
+                sock.close()
             return f"cannot listen at {self.path}: {exc}"
         self._sock = sock
         self._thread = threading.Thread(target=self._accept, name="vaultmem-warm", daemon=True)
