@@ -40,6 +40,34 @@ def test_the_compiled_trees_score_every_row_as_walking_the_nodes_does(name):
     assert len(set(walked)) > 50  # the rows take many paths: the comparison means something
 
 
+@pytest.mark.parametrize("count", [0, 1, ranker.TREES_A_STATEMENT, ranker.TREES_A_STATEMENT + 1, 237])
+def test_any_number_of_trees_compiles_to_the_sum_the_walk_makes(count):
+    """However many trees (the sum is split into statements of TREES_A_STATEMENT), the
+    compiled function adds them in the walk's order: the same floats."""
+    r = random.Random(count)
+    names = list(ranker.FEATURES[:12])
+
+    def tree() -> list:
+        nodes: list = [None]
+        def grow(at: int, depth: int) -> None:
+            if depth == 3 or r.random() < 0.3:
+                nodes[at] = [r.uniform(-1, 1) * 10 ** r.randint(-3, 2)]
+                return
+            nodes.extend([None, None])
+            left, right = len(nodes) - 2, len(nodes) - 1
+            nodes[at] = [r.randrange(len(names)), r.choice([0.0, 0.5, r.random() * 6]), left, right]
+            grow(left, depth + 1)
+            grow(right, depth + 1)
+        grow(0, 0)
+        return nodes
+
+    model = ranker.Model({"kind": "trees", "features": names, "trees": [tree() for _ in range(count)]})
+    rows = _rows(300, count)
+    walked = model.score(rows)
+    assert model.score(rows) == walked and model.compiled
+    assert count < 2 or len(set(walked)) > 20
+
+
 @pytest.mark.parametrize("name", ["ranker.json", "ranker-e5.json"])
 def test_each_shipped_model_ships_its_trees_compiled_from_exactly_it(name):
     path = ranker.MODEL_PATH.with_name(name)
