@@ -174,6 +174,18 @@ def test_a_model_with_an_infinite_threshold_is_walked_and_scores_the_same():
     assert not model.compiled
 
 
+@pytest.mark.parametrize("threshold", [2 ** 53 + 3, 10 ** 400], ids=["past 2**53", "10**400"])
+def test_a_model_with_a_threshold_no_float_holds_is_walked_and_scores_the_same(threshold):
+    """An int threshold past 2**53 would compare as another number once written as a float
+    (and 10**400 is no float at all): such a model is walked, never compiled."""
+    tree = [[0, threshold, 1, 2], [0.25], [1.0]]
+    model = ranker.Model({"kind": "trees", "features": ["engine"], "trees": [tree]})
+    rows = [[x] + [0.0] * (len(ranker.FEATURES) - 1) for x in (0.0, float(2 ** 53 + 3), math.inf)]
+    assert [model.score(rows) for _ in range(3)] == [model.score(rows)] * 3
+    assert model.score(rows)[1] == (0.25 if float(2 ** 53 + 3) <= threshold else 1.0)
+    assert not model.compiled
+
+
 def test_a_model_file_reads_as_json_reads_it_infinity_and_nan_included(tmp_path):
     """Model files are read by orjson, a fifth of json's time; what only json reads
     (Infinity, NaN, which json.dumps writes) is still read, and to the same values."""
