@@ -224,6 +224,70 @@ def test_a_process_that_stays_writes_its_usage_records_together_soon_after_and_i
     assert len(lines()) == start + 6
 
 
+def _counted_afresh(root) -> dict:
+    """The usage file counted whole, line by line, as read_usage counted it before it kept
+    its counts."""
+    out: dict = {}
+    for raw in (root / ".vaultmem/local/usage.jsonl").read_bytes().splitlines():
+        try:
+            rec = json.loads(raw)
+            t, ids = str(rec["t"]), rec["ids"]
+        except (ValueError, KeyError, TypeError):
+            continue
+        for p in ids:
+            n, last = out.get(p, (0, ""))
+            out[p] = (n + 1, max(last, t))
+    return out
+
+
+def test_usage_is_counted_once_then_only_what_was_appended(vault, monkeypatch):
+    """A brief of a large page reads the recalls at every call, and the file only grows:
+    it is counted once, then only what was appended — in this process, and from the counts
+    kept for the next one — and counted afresh when it is no longer the file counted."""
+    monkeypatch.setattr(usage, "COUNTS_EVERY", 2000)  # keep the counts for the next process often
+    path, counts = vault.root / ".vaultmem/local/usage.jsonl", vault.root / ".vaultmem/local/usage.counts"
+    day = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+    for n in range(60):
+        usage.record_use(vault.root, [f"memories/n{n % 7}.md", f"agents/后端.md#^m-{n % 3}"], "brief",
+                         when=day + dt.timedelta(hours=n), question=f"q{n}", agent="后端")
+    assert usage.read_usage(vault.root) == _counted_afresh(vault.root) and counts.is_file()
+    # a line still being written is counted once it is whole, and once
+    with open(path, "ab") as f:
+        f.write(b'{"t": "2026-12-02T00:00:00.000000Z", "via": "search", "ids": ["memories/n1.md"')
+    torn = usage.read_usage(vault.root)
+    assert torn["memories/n1.md"][0] == 9
+    with open(path, "ab") as f:
+        f.write(b']}\n')
+    assert usage.read_usage(vault.root)["memories/n1.md"] == (10, "2026-12-02T00:00:00.000000Z")
+    assert usage.read_usage(vault.root) == _counted_afresh(vault.root)
+    # another process goes on from the counts kept, reading only what follows them: a count
+    # changed in the kept file (and only there) shows through
+    kept = json.loads(counts.read_bytes())
+    kept["counts"]["memories/only-in-the-kept-counts.md"] = [5, "2026-11-05T00:00:00.000000Z"]
+    counts.write_text(json.dumps(kept), encoding="utf-8")
+    usage.record_use(vault.root, ["memories/n2.md"], "search", when=day + dt.timedelta(days=40))
+    code = "import sys, json; from vaultmem import usage; print(json.dumps(usage.read_usage(sys.argv[1])))"
+    other = json.loads(subprocess.run([sys.executable, "-c", code, str(vault.root)], capture_output=True,
+                                      text=True, check=True).stdout)
+    assert other.pop("memories/only-in-the-kept-counts.md") == [5, "2026-11-05T00:00:00.000000Z"]
+    assert {p: tuple(v) for p, v in other.items()} == _counted_afresh(vault.root)
+    # the file replaced (removed, then written anew): neither this process's counts nor the
+    # kept ones are of it
+    path.unlink()
+    usage.record_use(vault.root, ["memories/n3.md"], "search", when=day)
+    assert usage.read_usage(vault.root) == {"memories/n3.md": (1, "2026-11-01T00:00:00.000000Z")}
+    # cut in place (the same file, shorter), and counts that are not counts: counted afresh
+    usage.record_use(vault.root, [f"memories/n{n}.md" for n in range(50)], "search", when=day)
+    usage.read_usage(vault.root)
+    with open(path, "r+b") as f:
+        f.truncate(len(path.read_bytes().splitlines(keepends=True)[0]))
+    assert usage.read_usage(vault.root) == {"memories/n3.md": (1, "2026-11-01T00:00:00.000000Z")}
+    for damaged in (b"not json", b'{"v": 1, "ino": "x"}', b'{"v": 1, "ino": 1, "offset": 0, "tail": "", "counts": 3}'):
+        counts.write_bytes(damaged)
+        assert subprocess.run([sys.executable, "-c", code, str(vault.root)], capture_output=True, text=True,
+                              check=True).stdout.strip() == '{"memories/n3.md": [1, "2026-11-01T00:00:00.000000Z"]}'
+
+
 def test_held_usage_records_are_written_at_once_when_no_thread_can_be_started(vault, monkeypatch):
     """Where the writing thread cannot be started (a thread limit, a process ending), a
     search still answers and its record — with those held before it — is written at once;
