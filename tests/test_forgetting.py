@@ -281,11 +281,44 @@ def test_usage_is_counted_once_then_only_what_was_appended(vault, monkeypatch):
     usage.read_usage(vault.root)
     with open(path, "r+b") as f:
         f.truncate(len(path.read_bytes().splitlines(keepends=True)[0]))
+    monkeypatch.setattr(usage, "COUNTS_EVERY", 1)  # these counts kept too: of the file as it is
     assert usage.read_usage(vault.root) == {"memories/n3.md": (1, "2026-11-01T00:00:00.000000Z")}
-    for damaged in (b"not json", b'{"v": 1, "ino": "x"}', b'{"v": 1, "ino": 1, "offset": 0, "tail": "", "counts": 3}'):
-        counts.write_bytes(damaged)
+    valid = json.loads(counts.read_bytes())
+    assert valid["offset"] == path.stat().st_size
+    damaged = [b"not json", b'{"v": 2, "ino": "x"}', b"[" * 100_000 + b"]" * 100_000,
+               json.dumps({**valid, "counts": {"memories/n3.md": [1, 2]}}).encode(),  # of this file, not counts
+               json.dumps({**valid, "offset": -5}).encode()]
+    for bad in damaged:
+        counts.write_bytes(bad)
         assert subprocess.run([sys.executable, "-c", code, str(vault.root)], capture_output=True, text=True,
                               check=True).stdout.strip() == '{"memories/n3.md": [1, "2026-11-01T00:00:00.000000Z"]}'
+
+
+def test_usage_emptied_in_place_and_written_again_is_counted_afresh(vault, monkeypatch):
+    """The same inode, grown past what was counted, its last bytes as before (the same
+    question, lines of one length): still another file, told apart by its first line."""
+    monkeypatch.setattr(usage, "COUNTS_EVERY", 1)
+    path = vault.root / ".vaultmem/local/usage.jsonl"
+    day = dt.datetime(2026, 11, 1, tzinfo=dt.timezone.utc)
+
+    def brief(slug: str, n: int, start: dt.datetime) -> None:
+        for k in range(n):
+            usage.record_use(vault.root, [f"memories/{slug}.md", "memories/x.md"], "brief",
+                             when=start + dt.timedelta(seconds=k), question="kafka broker", agent="后端")
+
+    brief("aaa", 20, day)
+    assert usage.read_usage(vault.root)["memories/aaa.md"][0] == 20
+    ino = path.stat().st_ino
+    with open(path, "r+b") as f:  # emptied in place: the same inode
+        f.truncate(0)
+    brief("bbb", 25, day + dt.timedelta(days=1))
+    assert path.stat().st_ino == ino
+    code = "import sys, json; from vaultmem import usage; print(json.dumps(usage.read_usage(sys.argv[1])))"
+    other = json.loads(subprocess.run([sys.executable, "-c", code, str(vault.root)], capture_output=True,
+                                      text=True, check=True).stdout)  # from the counts kept of the first
+    for got in ({p: tuple(v) for p, v in other.items()}, usage.read_usage(vault.root)):  # and this process's
+        assert got == _counted_afresh(vault.root) and "memories/aaa.md" not in got
+        assert got["memories/bbb.md"][0] == 25 and got["memories/x.md"][0] == 25
 
 
 def test_held_usage_records_are_written_at_once_when_no_thread_can_be_started(vault, monkeypatch):

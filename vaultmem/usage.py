@@ -182,49 +182,65 @@ def read_usage(root: Path) -> dict[str, tuple[int, str]]:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except (OSError, VaultmemError):  # none yet, or a link: nothing recalled
         return {}
-    with os.fdopen(fd, "rb") as f, _counting:
-        st = os.fstat(f.fileno())
-        key = os.path.realpath(path)
-        counted = _counted.get(key)
-        if counted is None or not counted.matches(f, st):
-            counted = _saved_counts(root, f, st) or _Counts(st.st_ino)
-        f.seek(counted.offset)
-        new = f.read()
-        whole = new[: new.rfind(b"\n") + 1]  # a line still being written is counted once it is whole
-        _count(counted.counts, whole)
-        counted.offset += len(whole)
-        counted.tail = (counted.tail + whole)[-TAIL_BYTES:]
-        counted.unsaved += len(whole)
-        _counted[key] = counted
-        if counted.unsaved >= COUNTS_EVERY:
-            counted.unsaved = 0
-            files.write_local(root, COUNTS_FILE, counted.dump())
-        return dict(counted.counts)
+    try:
+        with os.fdopen(fd, "rb") as f, _counting:
+            return _counted_now(root, os.path.realpath(path), f)
+    except OSError:  # not a file, or not readable: nothing recalled (usage data is best-effort)
+        return {}
+
+
+def _counted_now(root: Path, key: str, f) -> dict[str, tuple[int, str]]:
+    """:func:`read_usage` of the open usage file ``f`` (its real path ``key``), under
+    ``_counting``: the counts so far, and what was appended since."""
+    st = os.fstat(f.fileno())
+    counted = _counted.get(key)
+    if counted is None or not counted.matches(f, st):
+        counted = _saved_counts(root, f, st) or _Counts(st.st_dev, st.st_ino)
+    f.seek(counted.offset)
+    new = f.read()
+    whole = new[: new.rfind(b"\n") + 1]  # a line still being written is counted once it is whole
+    _count(counted.counts, whole)
+    counted.offset += len(whole)
+    if len(counted.head) < EDGE_BYTES:
+        counted.head = (counted.head + whole)[:EDGE_BYTES]
+    counted.tail = (counted.tail + whole)[-EDGE_BYTES:]
+    counted.unsaved += len(whole)
+    _counted[key] = counted
+    if counted.unsaved >= COUNTS_EVERY:
+        counted.unsaved = 0
+        files.write_local(root, COUNTS_FILE, counted.dump())
+    return dict(counted.counts)
 
 
 COUNTS_FILE = "usage.counts"  # in .vaultmem/local/: read_usage's counts, and what of the file they cover
 COUNTS_EVERY = 1 << 20  # bytes of usage counted before the counts are kept for the next process again
-TAIL_BYTES = 64  # the bytes before the counted offset, kept to tell the same file from a rewritten one
+# the first and the last bytes counted, kept to tell the file counted from another that took its
+# inode (removed and made anew, emptied in place): its first line's time, to the microsecond
+EDGE_BYTES = 64
 
 
 class _Counts:
-    """What :func:`read_usage` has counted of one usage file: its inode, how many bytes
-    (whole lines), the last :data:`TAIL_BYTES` of them, and ``path → (count, last time)``."""
+    """What :func:`read_usage` has counted of one usage file: its device and inode, how
+    many bytes (whole lines), the first and last :data:`EDGE_BYTES` of them, and
+    ``path → (count, last time)``."""
 
-    def __init__(self, ino: int, offset: int = 0, tail: bytes = b"", counts: dict | None = None) -> None:
-        self.ino, self.offset, self.tail = ino, offset, tail
+    def __init__(self, dev: int, ino: int, offset: int = 0, head: bytes = b"", tail: bytes = b"",
+                 counts: dict | None = None) -> None:
+        self.dev, self.ino, self.offset, self.head, self.tail = dev, ino, offset, head, tail
         self.counts: dict[str, tuple[int, str]] = counts if counts is not None else {}
         self.unsaved = 0
 
     def matches(self, f, st: os.stat_result) -> bool:
         """Whether the open file ``f`` is the one counted, grown or as it was."""
-        if st.st_ino != self.ino or st.st_size < self.offset:
+        if (st.st_dev, st.st_ino) != (self.dev, self.ino) or st.st_size < self.offset:
             return False
-        return os.pread(f.fileno(), len(self.tail), self.offset - len(self.tail)) == self.tail
+        fd = f.fileno()
+        return (os.pread(fd, len(self.head), 0) == self.head
+                and os.pread(fd, len(self.tail), self.offset - len(self.tail)) == self.tail)
 
     def dump(self) -> bytes:
-        return json.dumps({"v": 1, "ino": self.ino, "offset": self.offset, "tail": self.tail.hex(),
-                           "counts": self.counts}, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        return json.dumps({"v": 2, "dev": self.dev, "ino": self.ino, "offset": self.offset, "head": self.head.hex(),
+                           "tail": self.tail.hex(), "counts": self.counts}, separators=(",", ":")).encode("ascii")
 
 
 _counting = threading.Lock()  # guards _counted (a server reads in several threads)
@@ -236,17 +252,19 @@ def _saved_counts(root: Path, f, st: os.stat_result) -> _Counts | None:
     this file; None otherwise (none, damaged, or of a file since replaced or rewritten)."""
     try:
         data = json.loads(files.read_local(root, COUNTS_FILE) or b"null")
-        if not isinstance(data, dict) or data.get("v") != 1:
+        if not isinstance(data, dict) or data.get("v") != 2:
             return None
-        ino, offset, tail, counts = data["ino"], data["offset"], bytes.fromhex(data["tail"]), data["counts"]
-        if (type(ino) is not int or type(offset) is not int or len(tail) != min(offset, TAIL_BYTES)
+        dev, ino, offset, counts = data["dev"], data["ino"], data["offset"], data["counts"]
+        head, tail = bytes.fromhex(data["head"]), bytes.fromhex(data["tail"])
+        if (type(dev) is not int or type(ino) is not int or type(offset) is not int
+                or len(head) != min(offset, EDGE_BYTES) or len(tail) != min(offset, EDGE_BYTES)
                 or not isinstance(counts, dict)
                 or not all(type(c) is list and len(c) == 2 and type(c[0]) is int and type(c[1]) is str
                            for c in counts.values())):
             return None
-    except (OSError, VaultmemError, ValueError, KeyError, TypeError):
+    except (OSError, VaultmemError, ValueError, KeyError, TypeError, RecursionError):
         return None
-    saved = _Counts(ino, offset, tail, {p: (c[0], c[1]) for p, c in counts.items()})
+    saved = _Counts(dev, ino, offset, head, tail, {p: (c[0], c[1]) for p, c in counts.items()})
     return saved if saved.matches(f, st) else None
 
 
@@ -256,7 +274,7 @@ def _count(counts: dict[str, tuple[int, str]], data: bytes) -> None:
         try:
             rec = json.loads(raw)
             t, ids = str(rec["t"]), rec["ids"]
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             continue
         for p in ids if isinstance(ids, list) else ():
             if not isinstance(p, str):
