@@ -3,6 +3,8 @@
 import pytest
 from conftest import git, out_json
 
+from vaultmem import notes
+from vaultmem.errors import NotFound
 from vaultmem.parse import parse_note
 
 
@@ -153,3 +155,34 @@ def test_python_api_reads_a_note(vault):
     vault.notes.remember("Use pnpm, not npm", vault.actor(None), "preference", name="pnpm", aliases=["包管理器"])
     n = vault.notes.read("pnpm")
     assert n.body == "Use pnpm, not npm" and n.meta["aliases"] == ["包管理器"] and n.meta["author_kind"] == "user"
+
+
+def test_a_note_is_read_by_its_exact_name_only(vault):
+    """A note is found by its file (a few stats, not a listing of memories/): its exact
+    slug, Chinese or not, with or without memories/ and .md; another spelling, a folder
+    named like a note, or a file that is no note is not found, and the miss names the
+    closest slugs."""
+    actor = vault.actor(None)
+    vault.notes.remember("端口是 8080", actor, "fact", name="后端端口")
+    vault.notes.remember("Use pnpm", actor, "preference", name="pnpm")
+    assert vault.notes.read("后端端口").body == "端口是 8080"
+    assert vault.notes.read("memories/pnpm.md").body == "Use pnpm"
+    (vault.root / "memories" / "folder.md").mkdir()
+    (vault.root / "memories" / "notes.txt").write_text("not a note\n", encoding="utf-8")
+    for wrong, hint in [("PNPM", "did you mean pnpm"), ("后端端", "did you mean 后端端口"),
+                        ("folder", "list notes"), ("notes.txt", "list notes")]:
+        with pytest.raises(NotFound) as caught:
+            vault.notes.read(wrong)
+        assert hint in caught.value.hint, wrong
+
+
+def test_another_spelling_of_the_same_file_is_decided_by_the_listing(tmp_path):
+    """Where a stat finds a note under another spelling (a file system that folds case —
+    here a link, the same file under a second name), the listing decides: the name asked
+    for is found only when the folder holds that very entry."""
+    (tmp_path / "pnpm.md").write_text("x\n", encoding="utf-8")
+    (tmp_path / "PNPM.md").symlink_to(tmp_path / "pnpm.md")
+    assert notes.holds_exactly(tmp_path, "pnpm.md") and notes.holds_exactly(tmp_path, "PNPM.md")
+    (tmp_path / "PNPM.md").unlink()
+    assert notes.holds_exactly(tmp_path, "pnpm.md") and not notes.holds_exactly(tmp_path, "PNPM.md")
+    assert not notes.holds_exactly(tmp_path, "Pnpm.md")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,17 +46,34 @@ def slugs(root: Path, folder: str = layout.MEMORIES_DIR) -> list[str]:
     return sorted(p.stem for p in path.glob("*.md") if not layout.undecodable(p.name)) if path.is_dir() else []
 
 
+def holds_exactly(folder: Path, filename: str) -> bool:
+    """Whether ``folder`` holds a file named exactly ``filename``, answered with a few
+    stats rather than a listing. On a file system that folds names (case, Unicode
+    normalisation: macOS, Windows) a stat also finds the file under another spelling,
+    so there the listing decides."""
+    path = folder / filename
+    if not path.is_file():
+        return False
+    for other in {filename.swapcase(), unicodedata.normalize("NFD", filename)} - {filename}:
+        try:
+            if os.path.samefile(path, folder / other):  # the same file under another spelling: names fold
+                return filename in os.listdir(folder)
+        except OSError:
+            continue
+    return True
+
+
 def resolve(root: Path, slug: str) -> str:
     """The existing note's slug (``memories/`` and ``.md`` may be given), or NotFound
-    with the closest slugs as a hint."""
+    with the closest slugs as a hint (another spelling of the same name first)."""
     raw = (slug or "").strip().removeprefix(f"{layout.MEMORIES_DIR}/").removesuffix(".md")
     name = check_name(raw, "note slug")
-    existing = slugs(root)
-    if name not in existing:
-        close = close_matches(name, existing)
-        raise NotFound(f"no memory note {name!r} ({layout.note_path(name)})", field="slug",
-                       hint=f"did you mean {', '.join(close)}?" if close else "list notes in MEMORY.md")
-    return name
+    if holds_exactly(root / layout.MEMORIES_DIR, f"{name}.md"):
+        return name  # a few stats: a vault of 50,000 notes is not listed to read one
+    existing = [s for s in slugs(root) if s != name]  # (a folder named like a note is none)
+    close = [s for s in existing if collision_key(s) == collision_key(name)] or close_matches(name, existing)
+    raise NotFound(f"no memory note {name!r} ({layout.note_path(name)})", field="slug",
+                   hint=f"did you mean {', '.join(close)}?" if close else "list notes in MEMORY.md")
 
 
 def read(root: Path, slug: str) -> NoteInfo:
