@@ -166,6 +166,36 @@ def test_the_turn_that_answers_beats_the_turn_that_asks(vault):
     assert found.index("memories/zh-q-t02.md") < found.index("memories/zh-q-t01.md")
 
 
+SPOKEN = TURN.replace("author_kind: user\n", 'author: "{speaker}"\nauthor_kind: user\n')  # as an importer writes
+
+
+def spoken_turns(root, session, day, turns):
+    for n, (speaker, text) in enumerate(turns, start=1):
+        (root / "memories" / f"{session}-t{n:02d}.md").write_text(
+            SPOKEN.format(speaker=speaker, session=session, turn=n, day=day, text=text), encoding="utf-8")
+
+
+def test_advice_given_in_reply_to_the_named_persons_statement_may_lead(vault):
+    """A reply holds none of the question's words when it answers what the person the
+    question names said: "苏苏练倒车入库有什么窍门？" is answered by 周扬's turn after 苏苏's
+    "倒车入库最难". Such a reply may lead, as the reply to a question does. A reply to a
+    turn of theirs that holds none of the question's words, and any reply when the
+    question names no one, still follows every turn that holds a word of the question."""
+    small_talk(vault.root)
+    spoken_turns(vault.root, "drive", "2023-05-06", [
+        ("苏苏", "科目一我过了，98分！"), ("周扬", "厉害！比我当年还高。"),
+        ("苏苏", "接下来是科目二，听说倒车入库最难。"),
+        ("周扬", "练的时候盯住后视镜里的库角，看到线和车身重合就打满方向盘，多练几次就有感觉了。"),
+        ("苏苏", "好，我周末就去驾校。")])
+    spoken_turns(vault.root, "park", "2023-05-20", [
+        ("苏苏", "今天在商场停车，倒车倒了三次才进去。"), ("周扬", "哈哈，慢慢来。")])
+    reply, wordy = "memories/drive-t04.md", "memories/park-t01.md"  # (倒车: a word of the question)
+    found = ids(vault.search("苏苏练倒车入库有什么窍门？"))
+    assert found[0] == reply and found.index("memories/drive-t02.md") > found.index(wordy), found
+    found = ids(vault.search("倒车入库有什么窍门？"))
+    assert found.index(reply) > found.index(wordy), found
+
+
 # -- the relevance signal ------------------------------------------------------------------------
 FACTS = {
     "backend-port": "后端端口固定8080，本地、预发和生产环境一致。",

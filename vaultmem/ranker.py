@@ -88,6 +88,8 @@ class Candidate:
     rel_all: float = 0.0
     holds_word: bool = False
     after_question: bool = False  # the turn before it in its session is a candidate that asks (set by features)
+    after_named: bool = False  # by the other speaker, after a candidate turn of the person the question
+    # names whose own text holds a term of it (a word or its date; set by features)
     coverage: float = 0.0
     title_share: float = 0.0
     asks: bool = False
@@ -132,6 +134,9 @@ def features(cands: list[Candidate], question: str, days: set, answer_asked: boo
             if prev is not None and prev.asks:
                 after = prev.score / best
                 c.after_question = True
+            if (prev is not None and prev.rel_text > 0 and prev.doc.speaker in named and d.speaker
+                    and d.speaker != prev.doc.speaker):
+                c.after_named = True
             for step in (-2, -1, 1, 2):
                 nb = by_turn.get((d.session, d.turn + step))
                 if nb is not None:

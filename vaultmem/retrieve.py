@@ -169,10 +169,13 @@ def squash(x: float) -> float:
 def answers_in_words(c) -> bool:
     """Whether a candidate may lead the learned order: it holds a word of the question
     in its own text, title or aliases (not only its date), or it is the reply to a
-    candidate turn that asked. One that holds neither — "That sounds great!" after the
-    turn that named the thing — follows every one that does, whatever the model says: a
-    date or a neighbour alone never makes an answer (as the rules have it)."""
-    return c.holds_word or c.after_question
+    candidate turn that asked, or the other speaker's reply to a candidate turn of the
+    person the question names whose own text holds a term of it (advice given on what they
+    said: "练的时候盯住后视镜里的库角…" after 苏苏's "倒车入库最难", for "苏苏练倒车入库有什么窍门？").
+    One that is none of these — "That sounds great!" after the turn that named the
+    thing — follows every one that is, whatever the model says: a date or a neighbour
+    alone never makes an answer (as the rules have it)."""
+    return c.holds_word or c.after_question or c.after_named
 
 
 def learned_candidates(store, question: str, filters: Filters = Filters(), pool: int = LEARNED_POOL):
