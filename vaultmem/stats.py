@@ -172,18 +172,19 @@ def inbox_figures(items: dict[str, dict], nudge_days: float, now: _dt.datetime |
 
 def recall_figures(records: list[dict], notes: dict[str, dict], log_questions: list) -> dict[str, Any]:
     """The recall hit rate and the repeated-question rate (see the module's docstring)."""
-    searched: dict[str, list[_dt.datetime]] = {}
+    last_searched: dict[str, _dt.datetime] = {}  # a later search is one after the brief: the last decides
     for r in records:
         if r["via"] == "search":
             for i in r["ids"]:
-                searched.setdefault(i, []).append(r["t"])
+                if i not in last_searched or r["t"] > last_searched[i]:
+                    last_searched[i] = r["t"]
     briefs = [r for r in records if r["via"] == "brief"]
     cited = [r for r in briefs if r["ids"]]
     hits = 0
     for r in cited:
         for i in r["ids"]:
             confirmed = instant((notes.get(i) or {}).get("confirmed"))
-            if (confirmed and confirmed > r["t"]) or any(t > r["t"] for t in searched.get(i, ())):
+            if (confirmed and confirmed > r["t"]) or (i in last_searched and last_searched[i] > r["t"]):
                 hits += 1
                 break
     asked: dict[str, list[_dt.datetime]] = {}
