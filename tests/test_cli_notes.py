@@ -4,7 +4,7 @@ import pytest
 from conftest import git, out_json
 
 from vaultmem import notes
-from vaultmem.errors import NotFound
+from vaultmem.errors import NotFound, VaultmemError
 from vaultmem.parse import parse_note
 
 
@@ -159,30 +159,41 @@ def test_python_api_reads_a_note(vault):
 
 def test_a_note_is_read_by_its_exact_name_only(vault):
     """A note is found by its file (a few stats, not a listing of memories/): its exact
-    slug, Chinese or not, with or without memories/ and .md; another spelling, a folder
-    named like a note, or a file that is no note is not found, and the miss names the
-    closest slugs."""
+    slug, Chinese or not, with or without memories/ and .md; another spelling, a link to
+    nothing or a file that is no note is not found, and the miss names the closest slugs
+    (the same name in another case first). A folder named like a note, or a link that
+    leads back to itself, is named for what it is."""
     actor = vault.actor(None)
     vault.notes.remember("端口是 8080", actor, "fact", name="后端端口")
     vault.notes.remember("Use pnpm", actor, "preference", name="pnpm")
     assert vault.notes.read("后端端口").body == "端口是 8080"
     assert vault.notes.read("memories/pnpm.md").body == "Use pnpm"
-    (vault.root / "memories" / "folder.md").mkdir()
-    (vault.root / "memories" / "notes.txt").write_text("not a note\n", encoding="utf-8")
+    memories = vault.root / "memories"
+    (memories / "folder.md").mkdir()
+    (memories / "notes.txt").write_text("not a note\n", encoding="utf-8")
+    (memories / "gone.md").symlink_to(memories / "nowhere.md")
+    (memories / "loop.md").symlink_to(memories / "loop.md")
     for wrong, hint in [("PNPM", "did you mean pnpm"), ("后端端", "did you mean 后端端口"),
-                        ("folder", "list notes"), ("notes.txt", "list notes")]:
+                        ("notes.txt", "list notes"), ("gone", "list notes")]:
         with pytest.raises(NotFound) as caught:
             vault.notes.read(wrong)
         assert hint in caught.value.hint, wrong
+    for odd, said in [("folder", "is a folder"), ("loop", "leads back to itself")]:
+        with pytest.raises(VaultmemError) as caught:
+            vault.notes.read(odd)
+        assert said in str(caught.value), odd
 
 
 def test_another_spelling_of_the_same_file_is_decided_by_the_listing(tmp_path):
     """Where a stat finds a note under another spelling (a file system that folds case —
     here a link, the same file under a second name), the listing decides: the name asked
-    for is found only when the folder holds that very entry."""
+    for is held only when the folder has an entry of that very spelling."""
     (tmp_path / "pnpm.md").write_text("x\n", encoding="utf-8")
-    (tmp_path / "PNPM.md").symlink_to(tmp_path / "pnpm.md")
-    assert notes.holds_exactly(tmp_path, "pnpm.md") and notes.holds_exactly(tmp_path, "PNPM.md")
-    (tmp_path / "PNPM.md").unlink()
-    assert notes.holds_exactly(tmp_path, "pnpm.md") and not notes.holds_exactly(tmp_path, "PNPM.md")
-    assert not notes.holds_exactly(tmp_path, "Pnpm.md")
+    assert notes.holds_exactly(tmp_path, "pnpm.md") and notes.holds_exactly(tmp_path, "./pnpm.md")
+    assert not notes.holds_exactly(tmp_path, "PNPM.MD")
+    (tmp_path / "PNPM.MD").symlink_to(tmp_path / "pnpm.md")  # what a stat sees where case folds
+    assert notes.holds_exactly(tmp_path, "pnpm.md") and notes.holds_exactly(tmp_path, "PNPM.MD")
+    assert not notes.holds_exactly(tmp_path, "./pnpm.md")  # found by a stat, yet no entry of that spelling
+    (tmp_path / "Straße.md").write_text("x\n", encoding="utf-8")
+    (tmp_path / "sTRAßE.MD").symlink_to(tmp_path / "Straße.md")  # ß has no one-letter upper case
+    assert notes.holds_exactly(tmp_path, "Straße.md") and not notes.holds_exactly(tmp_path, "./Straße.md")

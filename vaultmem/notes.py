@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import re
+import string
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,15 +47,20 @@ def slugs(root: Path, folder: str = layout.MEMORIES_DIR) -> list[str]:
     return sorted(p.stem for p in path.glob("*.md") if not layout.undecodable(p.name)) if path.is_dir() else []
 
 
+_ASCII_CASE = str.maketrans(string.ascii_letters, string.ascii_lowercase.upper() + string.ascii_lowercase)
+
+
 def holds_exactly(folder: Path, filename: str) -> bool:
-    """Whether ``folder`` holds a file named exactly ``filename``, answered with a few
-    stats rather than a listing. On a file system that folds names (case, Unicode
-    normalisation: macOS, Windows) a stat also finds the file under another spelling,
-    so there the listing decides."""
+    """Whether ``folder`` holds a file named exactly ``filename`` (an entry of the folder,
+    by that spelling), answered with a few stats rather than a listing. On a file system
+    that folds names (case, Unicode normalisation: macOS, Windows) a stat also finds the
+    file under another spelling — the ASCII letters' case swapped (``x.MD`` for ``x.md``:
+    one for one, where a full case swap may change a name's length, as ß to SS), or the
+    name decomposed (NFD) — so there the listing decides, as before."""
     path = folder / filename
     if not path.is_file():
         return False
-    for other in {filename.swapcase(), unicodedata.normalize("NFD", filename)} - {filename}:
+    for other in {filename.translate(_ASCII_CASE), unicodedata.normalize("NFD", filename)} - {filename}:
         try:
             if os.path.samefile(path, folder / other):  # the same file under another spelling: names fold
                 return filename in os.listdir(folder)
@@ -70,10 +76,24 @@ def resolve(root: Path, slug: str) -> str:
     name = check_name(raw, "note slug")
     if holds_exactly(root / layout.MEMORIES_DIR, f"{name}.md"):
         return name  # a few stats: a vault of 50,000 notes is not listed to read one
-    existing = [s for s in slugs(root) if s != name]  # (a folder named like a note is none)
+    listed = slugs(root)
+    if name in listed and not _dangling(root / layout.note_path(name)):
+        return name  # a folder named like a note, a link that loops: reading it says what is wrong
+    existing = [s for s in listed if s != name]
     close = [s for s in existing if collision_key(s) == collision_key(name)] or close_matches(name, existing)
     raise NotFound(f"no memory note {name!r} ({layout.note_path(name)})", field="slug",
                    hint=f"did you mean {', '.join(close)}?" if close else "list notes in MEMORY.md")
+
+
+def _dangling(path: Path) -> bool:
+    """A link to nothing: no note at all."""
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def read(root: Path, slug: str) -> NoteInfo:
