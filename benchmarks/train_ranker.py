@@ -66,6 +66,7 @@ class Question:
     ids: list = field(default_factory=list)  # the candidates' ids, in engine order
     rows: list = field(default_factory=list)
     rules: list = field(default_factory=list)  # ids in the hand-set rules' order
+    leads: list = field(default_factory=list)  # whether each candidate may lead (retrieve.answers_in_words)
 
     def labels(self) -> list[int]:
         return [1 if i in self.expected else 0 for i in self.ids]
@@ -103,7 +104,7 @@ def collect_one(split: str, similarity: str | None = None) -> list[Question]:
     ``$VAULTMEM_INDEX_ENGINE`` names (with their similarity to the question by the model
     ``similarity`` names, when one is named)."""
     from vaultmem.index import Filters
-    from vaultmem.retrieve import learned_candidates
+    from vaultmem.retrieve import answers_in_words, learned_candidates
     from vaultmem.vault import Vault
 
     out: list[Question] = []
@@ -124,7 +125,8 @@ def collect_one(split: str, similarity: str | None = None) -> list[Question]:
                     if similarity:
                         with_similarity(v.index, q["query"], Filters(), cands, rows)
                     out.append(Question(f"conv-{lang}-{layout}", convs.index(conv) % FOLDS, q["id"], q["kind"],
-                                        set(q["expected"]), [c.doc.id for c in cands], rows, rules))
+                                        set(q["expected"]), [c.doc.id for c in cands], rows, rules,
+                                        [answers_in_words(c) for c in cands]))
         if split == "tune":
             root = make_devset(Path(tmp) / "devset")
             queries = devset_queries()
@@ -139,7 +141,7 @@ def collect_one(split: str, similarity: str | None = None) -> list[Question]:
                 if similarity:
                     with_similarity(v.index, q["query"], Filters(agent=q.get("agent")), cands, rows)
                 out.append(Question("devset", n % FOLDS, q["id"], q["kind"], set(q.get("expected") or []),
-                                    [c.doc.id for c in cands], rows, rules))
+                                    [c.doc.id for c in cands], rows, rules, [answers_in_words(c) for c in cands]))
     return out
 
 
@@ -239,12 +241,10 @@ def measure(questions: list[Question], orders: dict[str, list[str]]) -> dict:
 def order_by(model: dict, q: Question) -> list[str]:
     """The candidates' ids as search orders them with ``model``: by its scores, those that
     may not lead (``retrieve.answers_in_words``) after those that may."""
-    from vaultmem.ranker import FEATURES, Model
+    from vaultmem.ranker import Model
 
     scores = Model(model).score(q.rows)
-    word, after = FEATURES.index("holds_word"), FEATURES.index("after_question")
-    lead = [bool(r[word] or r[after]) for r in q.rows]
-    return [i for _l, _s, i in sorted(zip(lead, scores, q.ids), key=lambda x: (not x[0], -x[1], x[2]))]
+    return [i for _l, _s, i in sorted(zip(q.leads, scores, q.ids), key=lambda x: (not x[0], -x[1], x[2]))]
 
 
 def cross_validate(questions: list[Question], kind: str, names: tuple[str, ...], params: dict | None = None

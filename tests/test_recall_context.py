@@ -178,9 +178,13 @@ def spoken_turns(root, session, day, turns):
 def test_advice_given_in_reply_to_the_named_persons_statement_may_lead(vault):
     """A reply holds none of the question's words when it answers what the person the
     question names said: "苏苏练倒车入库有什么窍门？" is answered by 周扬's turn after 苏苏's
-    "倒车入库最难". Such a reply may lead, as the reply to a question does. A reply to a
-    turn of theirs that holds none of the question's words, and any reply when the
-    question names no one, still follows every turn that holds a word of the question."""
+    "倒车入库最难". Such a reply may lead, as the reply to a question does. The other
+    speaker's reply to a turn of theirs whose own text holds no word of the question (a
+    date is no word), a turn after the same speaker's, and any reply when the question
+    names no one still follow every turn that holds a word of the question."""
+    from vaultmem.index import Filters
+    from vaultmem.retrieve import learned_candidates
+
     small_talk(vault.root)
     spoken_turns(vault.root, "drive", "2023-05-06", [
         ("苏苏", "科目一我过了，98分！"), ("周扬", "厉害！比我当年还高。"),
@@ -188,12 +192,20 @@ def test_advice_given_in_reply_to_the_named_persons_statement_may_lead(vault):
         ("周扬", "练的时候盯住后视镜里的库角，看到线和车身重合就打满方向盘，多练几次就有感觉了。"),
         ("苏苏", "好，我周末就去驾校。")])
     spoken_turns(vault.root, "park", "2023-05-20", [
-        ("苏苏", "今天在商场停车，倒车倒了三次才进去。"), ("周扬", "哈哈，慢慢来。")])
+        ("苏苏", "今天在商场停车，倒车倒了三次才进去。"), ("苏苏", "真丢人。"), ("周扬", "哈哈，慢慢来。")])
     reply, wordy = "memories/drive-t04.md", "memories/park-t01.md"  # (倒车: a word of the question)
     found = ids(vault.search("苏苏练倒车入库有什么窍门？"))
     assert found[0] == reply and found.index("memories/drive-t02.md") > found.index(wordy), found
     found = ids(vault.search("倒车入库有什么窍门？"))
     assert found.index(reply) > found.index(wordy), found
+
+    def may_lead(question):  # the replies the rule lets lead
+        cands, _rows, _rules = learned_candidates(vault.index, question, Filters())
+        return {c.doc.id for c in cands if c.after_named}
+
+    assert may_lead("苏苏练倒车入库有什么窍门？") == {reply}
+    assert may_lead("苏苏5月6号练倒车入库有什么窍门？") == {reply}  # not 周扬's "厉害！" after 苏苏's turn of that day
+    assert may_lead("倒车入库有什么窍门？") == set()
 
 
 # -- the relevance signal ------------------------------------------------------------------------

@@ -87,9 +87,10 @@ class Candidate:
     rel_text: float = 0.0
     rel_all: float = 0.0
     holds_word: bool = False
+    word_in_text: bool = False  # … in its own text (not its title or aliases, which may name who said it)
     after_question: bool = False  # the turn before it in its session is a candidate that asks (set by features)
     after_named: bool = False  # by the other speaker, after a candidate turn of the person the question
-    # names whose own text holds a term of it (a word or its date; set by features)
+    # names whose own text holds a word of it (set by features)
     coverage: float = 0.0
     title_share: float = 0.0
     asks: bool = False
@@ -134,7 +135,7 @@ def features(cands: list[Candidate], question: str, days: set, answer_asked: boo
             if prev is not None and prev.asks:
                 after = prev.score / best
                 c.after_question = True
-            if (prev is not None and prev.rel_text > 0 and prev.doc.speaker in named and d.speaker
+            if (prev is not None and prev.word_in_text and prev.doc.speaker in named and d.speaker
                     and d.speaker != prev.doc.speaker):
                 c.after_named = True
             for step in (-2, -1, 1, 2):

@@ -170,7 +170,7 @@ def answers_in_words(c) -> bool:
     """Whether a candidate may lead the learned order: it holds a word of the question
     in its own text, title or aliases (not only its date), or it is the reply to a
     candidate turn that asked, or the other speaker's reply to a candidate turn of the
-    person the question names whose own text holds a term of it (advice given on what they
+    person the question names whose own text holds a word of it (advice given on what they
     said: "练的时候盯住后视镜里的库角…" after 苏苏's "倒车入库最难", for "苏苏练倒车入库有什么窍门？").
     One that is none of these — "That sounds great!" after the turn that named the
     thing — follows every one that is, whatever the model says: a date or a neighbour
@@ -243,6 +243,7 @@ def candidate_rows(found, units, kind, question: str, terms: list[str], days: se
             rel_text=_share(weights, in_text, whole_weight),
             rel_all=rel_own + NEAR_CREDIT * _share(weights, [b and not a for a, b in zip(own, in_near)], whole_weight),
             holds_word=any(h and w for w, h in zip(word_units, own)),
+            word_in_text=any(h and w for w, h in zip(word_units, in_text)),
             coverage=held / len(terms) if terms else 0.0, title_share=_share(weights, in_head, whole_weight),
             asks=is_question(text), holds_answer=holds_answer(kind, text, question),
             similarity=similarity.get(doc.id) if similarity is not None else None))
