@@ -242,8 +242,7 @@ def candidate_rows(found, units, kind, question: str, terms: list[str], days: se
             doc=doc, score=score, rank=n, dates=tuple(sorted(dates)), rel_own=rel_own,
             rel_text=_share(weights, in_text, whole_weight),
             rel_all=rel_own + NEAR_CREDIT * _share(weights, [b and not a for a, b in zip(own, in_near)], whole_weight),
-            holds_word=any(h and w for w, h in zip(word_units, own)),
-            word_in_text=any(h and w for w, h in zip(word_units, in_text)),
+            holds_word=any(compress(own, word_units)), word_in_text=any(compress(in_text, word_units)),
             coverage=held / len(terms) if terms else 0.0, title_share=_share(weights, in_head, whole_weight),
             asks=is_question(text), holds_answer=holds_answer(kind, text, question),
             similarity=similarity.get(doc.id) if similarity is not None else None))
