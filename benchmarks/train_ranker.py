@@ -243,6 +243,8 @@ def order_by(model: dict, q: Question) -> list[str]:
     may not lead (``retrieve.answers_in_words``) after those that may."""
     from vaultmem.ranker import Model
 
+    if len(q.leads) != len(q.ids):  # (zip would drop candidates without a word)
+        raise ValueError(f"{q.qid}: {len(q.ids)} candidates but {len(q.leads)} lead flags")
     scores = Model(model).score(q.rows)
     return [i for _l, _s, i in sorted(zip(q.leads, scores, q.ids), key=lambda x: (not x[0], -x[1], x[2]))]
 

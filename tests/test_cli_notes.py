@@ -1,5 +1,7 @@
 """vaultmem remember / forget: one file per fact, MEMORY.md's generated block."""
 
+import unicodedata
+
 import pytest
 from conftest import git, out_json
 
@@ -172,9 +174,10 @@ def test_a_note_is_read_by_its_exact_name_only(vault):
     (memories / "folder.md").mkdir()
     (memories / "notes.txt").write_text("not a note\n", encoding="utf-8")
     (memories / "gone.md").symlink_to(memories / "nowhere.md")
+    (memories / "through.md").symlink_to(memories / "notes.txt" / "x.md")  # a file taken for a folder
     (memories / "loop.md").symlink_to(memories / "loop.md")
     for wrong, hint in [("PNPM", "did you mean pnpm"), ("后端端", "did you mean 后端端口"),
-                        ("notes.txt", "list notes"), ("gone", "list notes")]:
+                        ("notes.txt", "list notes"), ("gone", "list notes"), ("through", "list notes")]:
         with pytest.raises(NotFound) as caught:
             vault.notes.read(wrong)
         assert hint in caught.value.hint, wrong
@@ -197,3 +200,8 @@ def test_another_spelling_of_the_same_file_is_decided_by_the_listing(tmp_path):
     (tmp_path / "Straße.md").write_text("x\n", encoding="utf-8")
     (tmp_path / "sTRAßE.MD").symlink_to(tmp_path / "Straße.md")  # ß has no one-letter upper case
     assert notes.holds_exactly(tmp_path, "Straße.md") and not notes.holds_exactly(tmp_path, "./Straße.md")
+    # a file system that folds Unicode normalisation finds "café" under its decomposed spelling too
+    cafe = unicodedata.normalize("NFC", "café.md")
+    (tmp_path / cafe).write_text("x\n", encoding="utf-8")
+    (tmp_path / unicodedata.normalize("NFD", cafe)).symlink_to(tmp_path / cafe)
+    assert notes.holds_exactly(tmp_path, cafe) and not notes.holds_exactly(tmp_path, f"./{cafe}")

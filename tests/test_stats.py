@@ -65,6 +65,24 @@ def test_recall_hit_rate_counts_briefs_whose_cited_memory_was_used_afterwards(cl
     assert out_json(vm(cli, v, "stats", "--json"))["recall"]["hit_rate"] == 1.0
 
 
+def test_a_brief_counts_as_used_only_when_its_note_is_searched_later():
+    """Of each cited note, any search after the brief counts — the last one decides, an
+    earlier one or one at the same instant does not (stats.recall_figures)."""
+    from vaultmem.stats import recall_figures
+
+    def at(minute):
+        return dt.datetime(2026, 5, 8, 12, minute, tzinfo=dt.timezone.utc)
+
+    def rec(minute, via, *ids):
+        return {"t": at(minute), "via": via, "ids": list(ids), "q": None, "agent": None}
+
+    records = [rec(5, "search", "a", "c"), rec(20, "search", "a", "e"), rec(5, "search", "e"),  # (in any order)
+               rec(10, "brief", "a"), rec(10, "brief", "b"), rec(10, "search", "b"), rec(10, "brief", "c"),
+               rec(10, "brief", "e"), rec(30, "search", "d")]
+    got = recall_figures(records, {}, [])
+    assert (got["briefs"], got["briefs_citing"], got["briefs_used"], got["searches"]) == (4, 4, 2, 5)
+
+
 def test_repeated_questions_are_those_asked_again_in_a_later_session(cli, en_vault):
     v = en_vault
     remember(cli, v, "The billing service listens on port 8443.", "--type", "fact", "--name", "billing port")

@@ -58,7 +58,10 @@ def holds_exactly(folder: Path, filename: str) -> bool:
     one for one, where a full case swap may change a name's length, as ß to SS), or the
     name decomposed (NFD) — so there the listing decides, as before."""
     path = folder / filename
-    if not path.is_file():
+    try:
+        if not path.is_file():
+            return False
+    except OSError:  # (not allowed to look: the listing and the read say what is wrong)
         return False
     for other in {filename.translate(_ASCII_CASE), unicodedata.normalize("NFD", filename)} - {filename}:
         try:
@@ -86,10 +89,10 @@ def resolve(root: Path, slug: str) -> str:
 
 
 def _dangling(path: Path) -> bool:
-    """A link to nothing: no note at all."""
+    """A link to nothing (or through a file, as if it were a folder): no note at all."""
     try:
         os.stat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return True
     except OSError:
         return False
