@@ -47,7 +47,7 @@ def slugs(root: Path, folder: str = layout.MEMORIES_DIR) -> list[str]:
     return sorted(p.stem for p in path.glob("*.md") if not layout.undecodable(p.name)) if path.is_dir() else []
 
 
-_ASCII_CASE = str.maketrans(string.ascii_letters, string.ascii_lowercase.upper() + string.ascii_lowercase)
+_ASCII_CASE = str.maketrans(string.ascii_letters, string.ascii_uppercase + string.ascii_lowercase)
 
 
 def holds_exactly(folder: Path, filename: str) -> bool:
