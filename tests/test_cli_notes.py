@@ -205,3 +205,23 @@ def test_another_spelling_of_the_same_file_is_decided_by_the_listing(tmp_path):
     (tmp_path / cafe).write_text("x\n", encoding="utf-8")
     (tmp_path / unicodedata.normalize("NFD", cafe)).symlink_to(tmp_path / cafe)
     assert notes.holds_exactly(tmp_path, cafe) and not notes.holds_exactly(tmp_path, f"./{cafe}")
+
+
+def test_the_notes_of_a_folder_are_its_md_files_by_stem_as_pathlib_names_them(tmp_path):
+    """notes.slugs lists the folder once: every entry whose name ends in .md (a folder, a
+    link to nothing, a hidden file included — a change may name any), by pathlib's stem
+    (".md" alone is its own); a name that is not UTF-8 is none; a folder that is missing
+    holds none."""
+    import os
+
+    memories = tmp_path / "memories"
+    (memories / "dir.md").mkdir(parents=True)
+    for name in ("a.md", ".md", "..md", ".hidden.md", "a.b.md", "X.MD", "y.mdx", "中文.md"):
+        (memories / name).write_text("x\n", encoding="utf-8")
+    (memories / "gone.md").symlink_to(memories / "nowhere.md")
+    with open(os.fsencode(memories) + b"/bad\xff.md", "w"):
+        pass
+    assert notes.slugs(tmp_path) == sorted(p.stem for p in memories.glob("*.md") if p.stem != "bad\udcff")
+    assert notes.slugs(tmp_path) == [".", ".hidden", ".md", "a", "a.b", "dir", "gone", "中文"]
+    assert notes.slugs(tmp_path / "missing") == []
+

@@ -1,7 +1,9 @@
+import unicodedata
+
 import pytest
 
 from vaultmem.errors import NameRefused
-from vaultmem.names import check_name, check_new_name, slugify
+from vaultmem.names import check_name, check_new_name, collision_key, slugify
 
 
 @pytest.mark.parametrize("name", ["前端审查", "code-reviewer", "后端 架构", "Ella", "agent.v2", "a" * 236, "审" * 78])
@@ -63,6 +65,17 @@ def test_case_and_width_collisions_are_refused(existing, new):
     with pytest.raises(NameRefused) as err:
         check_new_name(new, [existing])
     assert existing in err.value.message or existing in (err.value.hint or "")
+
+
+def test_an_ascii_name_collides_as_its_full_folded_form_says():
+    """collision_key folds an ASCII name by lowering it (NFC and NFKC leave ASCII as it
+    is): the same key as the full fold for every ASCII character and mixed names."""
+    def full(name):
+        return unicodedata.normalize("NFKC", unicodedata.normalize("NFC", name)).casefold()
+
+    names = [chr(c) for c in range(128)] + ["ReviewER", "Agent.V2", "A-b_C~d", "", "Ａgent", "Caf\u00e9", "ß", "ǅ"]
+    for name in names:
+        assert collision_key(name) == full(name), repr(name)
 
 
 def test_exact_existing_name_is_not_a_collision():

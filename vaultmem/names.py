@@ -134,6 +134,8 @@ def _refuse_secret(name: str, what: str, field: str | None) -> None:
 def collision_key(name: str) -> str:
     """The form two names share when a case-insensitive or compatibility-folding file
     system (macOS, Windows) would treat them as one file."""
+    if name.isascii():  # (the same: both forms leave ASCII alone, and its case folds to lower)
+        return name.lower()
     return unicodedata.normalize("NFKC", unicodedata.normalize("NFC", name)).casefold()
 
 

@@ -43,8 +43,12 @@ class NotePlan:
 def slugs(root: Path, folder: str = layout.MEMORIES_DIR) -> list[str]:
     """The notes of ``folder``, by slug. A file whose name is not UTF-8 is none of them: no
     change can name it (the index lists it as unread)."""
-    path = root / folder
-    return sorted(p.stem for p in path.glob("*.md") if not layout.undecodable(p.name)) if path.is_dir() else []
+    try:
+        names = os.listdir(root / folder)  # (a folder that cannot be listed holds none, as a glob finds none)
+    except OSError:
+        return []
+    # a name's stem as pathlib gives it (".md" alone is its own stem)
+    return sorted(n[:-3] if len(n) > 3 else n for n in names if n.endswith(".md") and not layout.undecodable(n))
 
 
 _ASCII_CASE = str.maketrans(string.ascii_letters, string.ascii_uppercase + string.ascii_lowercase)
