@@ -224,4 +224,9 @@ def test_the_notes_of_a_folder_are_its_md_files_by_stem_as_pathlib_names_them(tm
     assert notes.slugs(tmp_path) == sorted(p.stem for p in memories.glob("*.md") if p.stem != "bad\udcff")
     assert notes.slugs(tmp_path) == [".", ".hidden", ".md", "a", "a.b", "dir", "gone", "中文"]
     assert notes.slugs(tmp_path / "missing") == []
+    (tmp_path / "plain").mkdir()
+    (tmp_path / "plain" / "memories").write_text("a file where the folder should be\n", encoding="utf-8")
+    (tmp_path / "looped").mkdir()
+    (tmp_path / "looped" / "memories").symlink_to(tmp_path / "looped" / "memories")
+    assert notes.slugs(tmp_path / "plain") == [] == notes.slugs(tmp_path / "looped")
 

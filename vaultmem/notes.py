@@ -9,6 +9,7 @@ held, so what they read is still true when the writes land.
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import os
 import re
 import string
@@ -44,9 +45,13 @@ def slugs(root: Path, folder: str = layout.MEMORIES_DIR) -> list[str]:
     """The notes of ``folder``, by slug. A file whose name is not UTF-8 is none of them: no
     change can name it (the index lists it as unread)."""
     try:
-        names = os.listdir(root / folder)  # (a folder that cannot be listed holds none, as a glob finds none)
-    except OSError:
-        return []
+        names = os.listdir(root / folder)
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
+        return []  # no folder, or one that may not be listed: none, as pathlib's glob finds none
+    except OSError as exc:  # a failed listing is no empty folder: a free slug picked from it could be taken
+        if exc.errno == errno.ELOOP:
+            return []
+        raise
     # a name's stem as pathlib gives it (".md" alone is its own stem)
     return sorted(n[:-3] if len(n) > 3 else n for n in names if n.endswith(".md") and not layout.undecodable(n))
 
