@@ -120,6 +120,18 @@ def test_warm_cpu_runs_each_kind_of_call_on_a_vault(vault, kind):
     assert bad.returncode == 2 and "invalid choice" in bad.stderr
 
 
+def test_mcp_handed_reports_what_a_model_is_handed_by_search(vault):
+    """``mcp_handed.py`` asks a real ``vaultmem mcp`` each query and prints the size of its
+    structured content beside its text's."""
+    (vault.root / "memories" / "kafka.md").write_text("---\nname: kafka\ntype: fact\n---\nkafka retry 超时 3 次\n",
+                                                      encoding="utf-8")
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "mcp_handed.py"), str(vault.root), "--query", "kafka",
+                        "--query", "nothing-here"], capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr
+    rows = {line.split(" | ")[0].strip("| "): line.strip("| ").split(" | ")[1:] for line in r.stdout.splitlines()[2:]}
+    assert rows["kafka"][0] == "1" and rows["nothing-here"][0] == "0" and int(rows["all"][1]) > 0 < int(rows["all"][3])
+
+
 def test_mcp_tail_drives_a_real_server_and_reports_its_tail(vault):
     """``mcp_tail.py`` starts ``vaultmem mcp`` on a vault, calls one tool over bare
     JSON-RPC lines for the seconds given, and prints p50 / p95 / p99 / max."""

@@ -193,6 +193,49 @@ def test_a_briefs_structured_content_cites_its_lines_without_repeating_them(vaul
     assert ok(call(server, "delegate", role="后端", task="x"))["next"].startswith("harvest(role='后端', delegation='")
 
 
+def test_a_searchs_structured_content_is_its_hits_without_what_they_repeat(vault):
+    """What Claude Code hands the model for ``search_memory`` is its structured content:
+    the hits as the CLI's ``--json`` ranks them, each without what its other fields make
+    (``id``, ``link``), what only ranking uses (``coverage``, ``relevance``) and fields
+    without a value; the query's parse only when it used the syntax, the filters only when
+    set."""
+    for i in range(6):
+        (vault.root / "memories" / f"quince-{i}.md").write_text(
+            f"---\nname: Quince {i}\ndescription: quince orchard rule {i}\ntype: {'fact' if i % 2 else 'decision'}\n"
+            f"scope: global\n---\nThe quince orchard is pruned in week {i + 2}, before the frost.\n", encoding="utf-8")
+    server = VaultServer(vault, agent="lee")
+    ok(call(server, "dispatch", role="后端", task="准备"))
+    ok(call(server, "page_add", role="后端", text="quince orchard: the frost alarm is set to 2 degrees"))
+
+    def cli(*args):
+        return out_json(vaultmem_in_process("--vault", vault.root, "search", *args, "--json"))
+
+    async def steps(c):
+        return [ok(await c.call_tool("search_memory", args)) for args in (
+            {"query": "quince orchard frost"}, {"query": "quince orchard", "type": "fact"},
+            {"query": "quince -alarm"})]
+
+    plain, typed, syntax = session(server, steps)
+    whole = cli("quince orchard frost")
+    assert [h["path"] for h in plain["hits"]] == [h["path"] for h in whole["hits"]] and len(plain["hits"]) == 7
+    for got, full in zip(plain["hits"], whole["hits"]):
+        assert {k: v for k, v in full.items() if k in got} == got  # the same values, only fewer of them
+        assert None not in got.values() and not {"id", "link", "coverage", "relevance"} & set(got)
+        assert {"path", "kind", "score", "snippet", "relevant"} <= set(got)
+        # what was left out is made by what was kept
+        assert full["link"] == f"[[{got['path'][:-3]}" + (f"#^{got['entry_id']}" if "entry_id" in got else "") + "]]"
+        assert full["id"] == got["path"] + (f"#^{got['entry_id']}" if "entry_id" in got else "")
+    assert [h["kind"] for h in plain["hits"]].count("entry") == 1
+    assert next(h for h in plain["hits"] if h["kind"] == "entry")["section"] == "work"
+    assert set(plain) == {"query", "hits", "relevant", "no_memory"} and plain["relevant"] == whole["relevant"]
+    assert typed["filters"] == {"types": ["fact"]} and "parsed" not in typed
+    assert [h["path"] for h in typed["hits"]] == [h["path"] for h in cli("quince orchard", "--type", "fact")["hits"]]
+    assert syntax["parsed"]["excluded"][0]["terms"] == ["alarm"] and "filters" not in syntax
+    # what the model reads: the CLI's JSON was all of it
+    handed, full = (estimate_tokens(json.dumps(d, ensure_ascii=False, separators=(",", ":"))) for d in (plain, whole))
+    assert handed <= 0.7 * full, (handed, full)
+
+
 def test_remember_as_an_agent_files_an_inbox_item_and_as_the_human_writes_the_note(vault):
     agent_server = VaultServer(vault, agent="ella")
     proposed = ok(call(agent_server, "remember", text="后端端口固定8080", type="fact", key="backend.port"))
@@ -929,7 +972,7 @@ def test_the_server_of_a_process_freezes_what_its_first_call_loaded_and_frees_wh
             return found, frozen, engine_freed, first
 
         found, frozen, engine_freed, first = session(server, steps)
-        assert [[h["id"] for h in ok(r)["hits"]] for r in found] == [["memories/port.md"]] * 3
+        assert [[h["path"] for h in ok(r)["hits"]] for r in found] == [["memories/port.md"]] * 3
         assert frozen > 0 and gc.get_freeze_count() > 0
         assert engine_freed
         gc.collect()

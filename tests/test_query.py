@@ -290,11 +290,11 @@ def test_the_mcp_tool_takes_the_same_syntax_and_filters(corpus):
     server = VaultServer(corpus)
     d = ok(call(server, "search_memory", query="caching -filler", tag=["rare"], author_kind=["agent"],
                 until="2025-12-31", where=["batch=b"], limit=2))
-    got = [h["id"] for h in d["hits"]]  # two of the three rare notes (equal matches; the newer may lead)
+    got = [h["path"] for h in d["hits"]]  # two of the three rare notes (equal matches; the newer may lead)
     assert len(got) == 2 and set(got) < {"memories/filler-00.md", "memories/filler-10.md", "memories/filler-20.md"}
     assert d["parsed"]["excluded"][0]["terms"] == ["filler"] and d["filters"]["author_kinds"] == ["agent"]
     d = ok(call(server, "search_memory", query='"reviewed the PR"', status=["active"]))
-    assert [h["id"] for h in d["hits"]] == ["memories/review-pr.md"]
+    assert [h["path"] for h in d["hits"]] == ["memories/review-pr.md"]
     for args, field in (({"query": '"open'}, "query"), ({"query": "x", "author_kind": ["robot"]}, "author_kinds"),
                         ({"query": "x", "since": "soon"}, "since"), ({"query": "x", "where": ["nokey"]}, "where")):
         result = call(server, "search_memory", **args)

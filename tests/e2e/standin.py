@@ -22,8 +22,10 @@ order vary between versions):
 4. a user turn holds ``DISPATCH_MARK`` and no tool_result has come back yet: a tool_use of
    vaultmem's MCP ``dispatch`` tool (the name the request's ``tools`` list gives it) for
    the role ``reviewer``;
-5. a tool_result has come back: a closing text;
-6. anything else: a short acknowledging text.
+5. a user turn holds ``SEARCH_MARK`` and no tool_result has come back yet: a tool_use of
+   vaultmem's MCP ``search_memory`` tool for ``SEARCH_QUERY``;
+6. a tool_result has come back: a closing text;
+7. anything else: a short acknowledging text.
 
 Every request (method, path, parsed body) is recorded in ``requests``, in arrival order.
 Run it on its own with ``python tests/e2e/standin.py [PORT]`` to try Claude Code by hand.
@@ -39,6 +41,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 DELEGATE_MARK = "E2E-DELEGATE"
 DISPATCH_MARK = "E2E-DISPATCH"
 DISPATCH_TASK = "check the staging database settings before the release"
+SEARCH_MARK = "E2E-SEARCH"
+SEARCH_QUERY = "staging database settings"
 SUBTASK_MARK = "E2E-SUBTASK"
 ROLE = "reviewer"
 REPORT = ("Review finished.\n\n"
@@ -106,10 +110,15 @@ def tool_result_text(block: dict) -> str:
     return content if isinstance(content, str) else "\n".join(texts(content))
 
 
+def vault_tool(body: dict, name: str) -> str | None:
+    """The name under which the request offers vaultmem's MCP tool ``name``, if it does."""
+    return next((t for t in tool_names(body) if t.startswith("mcp__") and "vaultmem" in t
+                 and t.endswith(f"__{name}")), None)
+
+
 def dispatch_tool(body: dict) -> str | None:
     """The name under which the request offers vaultmem's MCP ``dispatch`` tool, if it does."""
-    return next((t for t in tool_names(body) if t.startswith("mcp__") and "vaultmem" in t
-                 and t.endswith("__dispatch")), None)
+    return vault_tool(body, "dispatch")
 
 
 def is_compaction(body: dict) -> bool:
@@ -135,6 +144,12 @@ def decide(body: dict) -> dict:
         tool = dispatch_tool(body)
         if tool:
             return {"tool": tool, "input": {"role": ROLE, "task": DISPATCH_TASK}}
+    if any(SEARCH_MARK in u for u in user_texts(body)):
+        if has_tool_result(body):
+            return {"text": CLOSING}
+        tool = vault_tool(body, "search_memory")
+        if tool:
+            return {"tool": tool, "input": {"query": SEARCH_QUERY}}
     if any(DELEGATE_MARK in u for u in user_texts(body)):
         if has_tool_result(body):
             return {"text": CLOSING}

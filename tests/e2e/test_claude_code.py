@@ -32,6 +32,7 @@ FACT = "please remember that the staging database listens on port 6543"
 PROMPT = f"Hello. {FACT.capitalize()}. {si.DELEGATE_MARK}: ask the reviewer to check the deploy notes."
 VENV_PROMPT = "E2E-VENV: hello."
 DISPATCH_PROMPT = f"{si.DISPATCH_MARK}: brief the reviewer before it checks the staging database."
+SEARCH_PROMPT = f"{si.SEARCH_MARK}: what do we know about the staging database settings?"
 PAGE_ENTRY = "the staging database settings live in deploy/staging.env, not in the notes"
 MODES = ["plugin", "installed"]
 
@@ -53,6 +54,10 @@ def _two_sessions(sc: Scenario, args: list[str], env: dict) -> None:
     dispatch = sc.run("dispatch", [*args, "--allowedTools", si.dispatch_tool(first), "-p", DISPATCH_PROMPT], env)
     assert dispatch["returncode"] == 0, dispatch["stderr"] or dispatch["stdout"][-2000:]
     sc.wait_filed(dispatch["session_id"])
+    search = sc.run("search", [*args, "--allowedTools", si.vault_tool(first, "search_memory"), "-p", SEARCH_PROMPT],
+                    env)
+    assert search["returncode"] == 0, search["stderr"] or search["stdout"][-2000:]
+    sc.wait_filed(search["session_id"])
 
 
 def build_plugin(root: Path, claude: str, standin) -> dict:
@@ -229,6 +234,27 @@ def test_the_mcp_dispatch_tool_hands_the_model_the_roles_brief(scenario):
     assert "items" not in handed and handed["cites"]["page"][0].startswith("agents/reviewer.md#^"), result[:3000]
     # (+125 tokens here, the brief's figures and one citation; with the items whole, +304)
     assert estimate_tokens(result) <= estimate_tokens(handed["markdown"]) + 200, result
+
+
+@pytest.mark.parametrize("scenario", MODES, indirect=True)
+def test_the_mcp_search_tool_hands_the_model_its_hits_compactly(scenario):
+    """The model calls vaultmem's MCP ``search_memory``: what Claude Code hands it back is
+    the search's structured content — the hits, the reviewer's page entry among them, each
+    without the fields the others make (``id``, ``link``) or that only ranking uses, and
+    none without a value (docs/mcp.md, "A search is handed over compactly")."""
+    run = session(scenario, "search")
+    called = [r.get("reply", {}) for r in run["requests"] if r.get("reply", {}).get("tool")]
+    assert called and called[0]["tool"].endswith("__search_memory"), "the stand-in never called search_memory"
+    answered = [b for b in main_requests(run, si.SEARCH_MARK) if si.has_tool_result(b)]
+    assert answered, f"no tool result came back to the model: {run['stdout'][-2000:]}"
+    result = "\n".join(si.tool_result_text(t) for t in si.tool_results(answered[0]))
+    handed = json.loads(result)
+    assert handed["query"] == si.SEARCH_QUERY and handed["hits"], result[:3000]
+    entry = next(h for h in handed["hits"] if h["kind"] == "entry")
+    assert entry["path"] == "agents/reviewer.md" and entry["entry_id"] and ".env, not in the notes" in entry["snippet"]
+    for hit in handed["hits"]:
+        assert None not in hit.values() and not {"id", "link", "coverage", "relevance"} & set(hit), hit
+    assert "min_relevance" not in handed and "parsed" not in handed and "filters" not in handed
 
 
 @pytest.mark.parametrize("scenario", MODES, indirect=True)

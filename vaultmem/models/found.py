@@ -133,6 +133,32 @@ class Hit:
             out["rerank"] = round(self.rerank, 4)
         return out
 
+    def handed(self) -> dict[str, Any]:
+        """The hit as an agent is handed it (the MCP and Hermes tools): :meth:`to_dict`
+        without what its other fields make (``id``, ``link``: its path and entry id), what
+        only ranking uses (``coverage``, ``relevance``, ``rank_score``: ``relevant`` says
+        whether it passes the cut), a field without a value, and the channel when it is the
+        lexical one. An agent reads every character of it."""
+        d = self.doc
+        out = {"path": d.path, "kind": d.kind}
+        for key, value in (("entry_id", d.entry_id), ("title", d.title), ("agent", d.agent), ("section", d.section),
+                           ("type", d.type), ("date", d.date)):
+            if value:
+                out[key] = value
+        out["score"] = round(self.score, 4)
+        out["snippet"] = self.snippet
+        if self.relevant is not None:
+            out["relevant"] = self.relevant
+        if self.channel != "lexical":
+            out["channel"] = self.channel
+        if self.similarity is not None:
+            out["similarity"] = round(self.similarity, 4)
+        if self.via is not None:
+            out["via"] = self.via
+        if self.rerank is not None:
+            out["rerank"] = round(self.rerank, 4)
+        return out
+
 
 class Hits(list):
     """Search hits, best first — a list — with what the search could not draw on:
@@ -170,4 +196,19 @@ class Hits(list):
             out["parsed"] = self.parsed
         if self.filters is not None:
             out["filters"] = self.filters
+        return out
+
+    def handed(self, query: str) -> dict[str, Any]:
+        """The search as an agent is handed it (the MCP and Hermes tools; Claude Code gives
+        its model a tool's structured content, not its text): :meth:`to_dict` with each hit
+        :meth:`Hit.handed`, the query's parse only when it used the query syntax (a phrase,
+        ``-word``, ``OR``, ``prefix*``), only the filters set, and no ``min_relevance`` (each
+        hit's ``relevant`` says how it was judged)."""
+        out = {"query": query, "hits": [h.handed() for h in self], "relevant": len(self.relevant),
+               "no_memory": self.no_memory}
+        if self.parsed is not None and self.parsed.get("syntax") and self.parsed.get("text") == query:
+            out["parsed"] = self.parsed
+        filters = {k: v for k, v in (self.filters or {}).items() if v or v == 0}
+        if filters:
+            out["filters"] = filters
         return out

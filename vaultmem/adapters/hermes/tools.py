@@ -70,7 +70,7 @@ REQUIRED = object()
 
 def _search(v: Vault, actor, query, agent, limit, kind, type) -> dict:
     hits = v.search(query, agent=agent, kinds=tuple(kind or ()), types=tuple(type or ()), limit=limit)
-    return _with(hits, hits.to_dict(without_secrets(query)))
+    return _with(hits, hits.handed(without_secrets(query)))
 
 
 def _with(result, data: dict) -> dict:

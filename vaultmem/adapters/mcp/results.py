@@ -59,7 +59,7 @@ def tool_result(text: str, data: dict[str, Any], warnings: list[str] | None = No
     lines += [f"warning: {w}" for w in warnings]
     if warnings:
         data = {**data, "warnings": warnings}
-    if problems is not None:
+    if problems:
         data = {**data, "problems": problems}
         lines += [f"warning: {p['path']}" + (f":{p['line']}" if p.get("line") else "") + f": not read: {p['message']}"
                   for p in problems[:10]]

@@ -45,12 +45,11 @@ class ChangeOut(Common, total=False):
 
 
 class Hit(TypedDict, total=False):
-    """One search hit: its source file, entry id, link, snippet and score."""
-    id: str
+    """One search hit: its source file, entry id (an entry's), snippet and score; a field
+    without a value is left out."""
     path: str
     kind: str
     entry_id: Optional[str]
-    link: str
     title: Optional[str]
     agent: Optional[str]
     section: Optional[str]
@@ -58,8 +57,8 @@ class Hit(TypedDict, total=False):
     date: Optional[str]
     score: float
     snippet: str
-    relevance: float
     relevant: bool
+    channel: str
 
 
 class BriefOut(Common, total=False):
@@ -85,12 +84,12 @@ class DispatchOut(BriefOut, total=False):
 
 
 class SearchOut(Common, total=False):
-    """Ranked hits; ``no_memory`` when nothing relevant was found."""
+    """Ranked hits; ``no_memory`` when nothing relevant was found; the query's parse when
+    it used the query syntax, and the filters set."""
     query: str
     hits: list[Hit]
     relevant: int
     no_memory: bool
-    min_relevance: float
     parsed: Optional[dict[str, Any]]
     filters: dict[str, Any]
 

@@ -83,9 +83,11 @@ def register_tools(server: VaultServer) -> None:
                             where=many(where), journal=journal, reader=reader)
             clean = without_secrets(query)
             shown = limits.echoed(clean)  # a long query is echoed by its beginning, never whole
-            data = hits.to_dict(shown)
+            data = hits.handed(shown)
             if clean != query and shown == clean:  # the parse of the query with its secrets replaced
-                data["parsed"] = parsed_query(clean)
+                parsed = parsed_query(clean)
+                if parsed is not None and parsed.get("syntax"):
+                    data["parsed"] = parsed
             return tool_result(render.search_hits(hits), data, hits.warnings, hits.skipped_files)
         return run(call)
 
