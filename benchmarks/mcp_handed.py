@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 from jsonrpc import LineClient
 
@@ -32,8 +33,12 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     from vaultmem.analysis import estimate_tokens
 
-    proc = subprocess.Popen([sys.executable, "-m", "vaultmem", "mcp", "--vault", args.vault], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, cwd=os.path.dirname(os.path.abspath(args.vault)) or ".")
+    if not os.path.isdir(args.vault):
+        p.error(f"{args.vault} is not a folder")
+
+    # the vault by its absolute path, from a neutral folder: `python -m` puts its folder ahead of PYTHONPATH
+    proc = subprocess.Popen([sys.executable, "-m", "vaultmem", "mcp", "--vault", os.path.abspath(args.vault)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=tempfile.gettempdir())
     client = LineClient(proc, "mcp-handed")
     total = [0, 0, 0, 0, 0]
     try:

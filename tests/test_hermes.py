@@ -178,7 +178,7 @@ def test_a_session_driven_as_hermes_drives_it_leaves_its_memory_in_the_vault(kin
     assert page["success"] and "read-only on Fridays" in json.dumps(page)
     found = json.loads(host.handle_tool_call("search_memory", {"query": "staging database Fridays"}))
     # the hits as the MCP tool hands them: no field the others make, none without a value
-    assert {h["kind"] for h in found["hits"]} == {"note", "entry"} and "min_relevance" not in found
+    assert {h["kind"] for h in found["hits"]} == {"note", "entry"} and "parsed" not in found
     assert all(None not in h.values() and not {"id", "link", "coverage"} & set(h) for h in found["hits"])
 
     # turns: what is worth keeping is spooled, the turn itself returns at once

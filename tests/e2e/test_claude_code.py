@@ -240,8 +240,8 @@ def test_the_mcp_dispatch_tool_hands_the_model_the_roles_brief(scenario):
 def test_the_mcp_search_tool_hands_the_model_its_hits_compactly(scenario):
     """The model calls vaultmem's MCP ``search_memory``: what Claude Code hands it back is
     the search's structured content — the hits, the reviewer's page entry among them, each
-    without the fields the others make (``id``, ``link``) or that only ranking uses, and
-    none without a value (docs/mcp.md, "A search is handed over compactly")."""
+    without the fields its path and entry id make (``id``, ``link``) or that only ranking
+    uses, and none without a value (docs/mcp.md, "A search is handed over compactly")."""
     run = session(scenario, "search")
     called = [r.get("reply", {}) for r in run["requests"] if r.get("reply", {}).get("tool")]
     assert called and called[0]["tool"].endswith("__search_memory"), "the stand-in never called search_memory"
@@ -253,8 +253,8 @@ def test_the_mcp_search_tool_hands_the_model_its_hits_compactly(scenario):
     entry = next(h for h in handed["hits"] if h["kind"] == "entry")
     assert entry["path"] == "agents/reviewer.md" and entry["entry_id"] and ".env, not in the notes" in entry["snippet"]
     for hit in handed["hits"]:
-        assert None not in hit.values() and not {"id", "link", "coverage", "relevance"} & set(hit), hit
-    assert "min_relevance" not in handed and "parsed" not in handed and "filters" not in handed
+        assert None not in hit.values() and not {"id", "link", "coverage"} & set(hit), hit
+    assert "parsed" not in handed and "filters" not in handed
 
 
 @pytest.mark.parametrize("scenario", MODES, indirect=True)

@@ -135,18 +135,24 @@ class Hit:
 
     def handed(self) -> dict[str, Any]:
         """The hit as an agent is handed it (the MCP and Hermes tools): :meth:`to_dict`
-        without what its other fields make (``id``, ``link``: its path and entry id), what
-        only ranking uses (``coverage``, ``relevance``, ``rank_score``: ``relevant`` says
-        whether it passes the cut), a field without a value, and the channel when it is the
-        lexical one. An agent reads every character of it."""
+        without what its other fields make — ``link``, and ``id`` where it is the path (a
+        note) or the path, ``#^`` and the entry id (an entry with a block id); a live-log
+        line's ``#agent-seq``, an entry's ``#L`` line, a section's ``#n`` keep it — without
+        ``coverage`` and ``rank_score`` (ranking's), a field without a value, and the
+        channel when it is the lexical one. An agent reads every character of it."""
         d = self.doc
-        out = {"path": d.path, "kind": d.kind}
+        out = {"path": d.path}
+        if d.id != (f"{d.path}#^{d.entry_id}" if d.entry_id else d.path):
+            out["id"] = d.id
+        out["kind"] = d.kind
         for key, value in (("entry_id", d.entry_id), ("title", d.title), ("agent", d.agent), ("section", d.section),
                            ("type", d.type), ("date", d.date)):
             if value:
                 out[key] = value
         out["score"] = round(self.score, 4)
         out["snippet"] = self.snippet
+        if self.relevance is not None:
+            out["relevance"] = round(self.relevance, 3)
         if self.relevant is not None:
             out["relevant"] = self.relevant
         if self.channel != "lexical":
@@ -202,13 +208,12 @@ class Hits(list):
         """The search as an agent is handed it (the MCP and Hermes tools; Claude Code gives
         its model a tool's structured content, not its text): :meth:`to_dict` with each hit
         :meth:`Hit.handed`, the query's parse only when it used the query syntax (a phrase,
-        ``-word``, ``OR``, ``prefix*``), only the filters set, and no ``min_relevance`` (each
-        hit's ``relevant`` says how it was judged)."""
+        ``-word``, ``OR``, ``prefix*``), and only the filters in effect."""
         out = {"query": query, "hits": [h.handed() for h in self], "relevant": len(self.relevant),
-               "no_memory": self.no_memory}
+               "no_memory": self.no_memory, "min_relevance": self.min_relevance}
         if self.parsed is not None and self.parsed.get("syntax") and self.parsed.get("text") == query:
             out["parsed"] = self.parsed
-        filters = {k: v for k, v in (self.filters or {}).items() if v or v == 0}
+        filters = {k: v for k, v in (self.filters or {}).items() if v not in (None, "", [], ())}
         if filters:
             out["filters"] = filters
         return out

@@ -45,9 +45,10 @@ class ChangeOut(Common, total=False):
 
 
 class Hit(TypedDict, total=False):
-    """One search hit: its source file, entry id (an entry's), snippet and score; a field
-    without a value is left out."""
+    """One search hit: its source file, entry id (an entry's), snippet and score; its id
+    where the path and entry id do not make it; a field without a value is left out."""
     path: str
+    id: str
     kind: str
     entry_id: Optional[str]
     title: Optional[str]
@@ -57,6 +58,7 @@ class Hit(TypedDict, total=False):
     date: Optional[str]
     score: float
     snippet: str
+    relevance: float
     relevant: bool
     channel: str
 
@@ -85,11 +87,12 @@ class DispatchOut(BriefOut, total=False):
 
 class SearchOut(Common, total=False):
     """Ranked hits; ``no_memory`` when nothing relevant was found; the query's parse when
-    it used the query syntax, and the filters set."""
+    it used the query syntax, and the filters in effect."""
     query: str
     hits: list[Hit]
     relevant: int
     no_memory: bool
+    min_relevance: float
     parsed: Optional[dict[str, Any]]
     filters: dict[str, Any]
 
