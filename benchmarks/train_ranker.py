@@ -66,7 +66,8 @@ class Question:
     ids: list = field(default_factory=list)  # the candidates' ids, in engine order
     rows: list = field(default_factory=list)
     rules: list = field(default_factory=list)  # ids in the hand-set rules' order
-    leads: list = field(default_factory=list)  # whether each candidate may lead (retrieve.answers_in_words)
+    leads: list = field(default_factory=list)  # whether each candidate may lead (ranker.answers_in_words)
+    replies: dict = field(default_factory=dict)  # a turn that asks → its reply (ranker.answering_replies)
 
     def labels(self) -> list[int]:
         return [1 if i in self.expected else 0 for i in self.ids]
@@ -103,8 +104,10 @@ def collect_one(split: str, similarity: str | None = None) -> list[Question]:
     """Every question of ``split`` with its candidates' feature rows, on the engine
     ``$VAULTMEM_INDEX_ENGINE`` names (with their similarity to the question by the model
     ``similarity`` names, when one is named)."""
+    from vaultmem.analysis import query_tokens
     from vaultmem.index import Filters
-    from vaultmem.retrieve import answers_in_words, learned_candidates
+    from vaultmem.ranker import answering_replies, answers_in_words
+    from vaultmem.retrieve import learned_candidates
     from vaultmem.vault import Vault
 
     out: list[Question] = []
@@ -126,7 +129,8 @@ def collect_one(split: str, similarity: str | None = None) -> list[Question]:
                         with_similarity(v.index, q["query"], Filters(), cands, rows)
                     out.append(Question(f"conv-{lang}-{layout}", convs.index(conv) % FOLDS, q["id"], q["kind"],
                                         set(q["expected"]), [c.doc.id for c in cands], rows, rules,
-                                        [answers_in_words(c) for c in cands]))
+                                        [answers_in_words(c) for c in cands],
+                                        answering_replies(cands, query_tokens(q["query"]))))
         if split == "tune":
             root = make_devset(Path(tmp) / "devset")
             queries = devset_queries()
@@ -141,7 +145,8 @@ def collect_one(split: str, similarity: str | None = None) -> list[Question]:
                 if similarity:
                     with_similarity(v.index, q["query"], Filters(agent=q.get("agent")), cands, rows)
                 out.append(Question("devset", n % FOLDS, q["id"], q["kind"], set(q.get("expected") or []),
-                                    [c.doc.id for c in cands], rows, rules, [answers_in_words(c) for c in cands]))
+                                    [c.doc.id for c in cands], rows, rules, [answers_in_words(c) for c in cands],
+                                    answering_replies(cands, query_tokens(q["query"]))))
     return out
 
 
@@ -240,13 +245,16 @@ def measure(questions: list[Question], orders: dict[str, list[str]]) -> dict:
 
 def order_by(model: dict, q: Question) -> list[str]:
     """The candidates' ids as search orders them with ``model``: by its scores, those that
-    may not lead (``retrieve.answers_in_words``) after those that may."""
+    may not lead (``ranker.answers_in_words``) after those that may, and the reply to a
+    turn that asks the question just before that turn (``ranker.replies_first``)."""
     from vaultmem.ranker import Model
+    from vaultmem.ranker import replies_first
 
     if len(q.leads) != len(q.ids):  # (zip would drop candidates without a word)
         raise ValueError(f"{q.qid}: {len(q.ids)} candidates but {len(q.leads)} lead flags")
     scores = Model(model).score(q.rows)
-    return [i for _l, _s, i in sorted(zip(q.leads, scores, q.ids), key=lambda x: (not x[0], -x[1], x[2]))]
+    order = sorted(range(len(q.ids)), key=lambda n: (not q.leads[n], -scores[n], q.ids[n]))
+    return [q.ids[n] for n in replies_first(order, q.replies)]
 
 
 def cross_validate(questions: list[Question], kind: str, names: tuple[str, ...], params: dict | None = None

@@ -175,6 +175,40 @@ def spoken_turns(root, session, day, turns):
             SPOKEN.format(speaker=speaker, session=session, turn=n, day=day, text=text), encoding="utf-8")
 
 
+def test_the_reply_comes_before_a_turn_that_asks_the_question_in_passing(vault):
+    """"By the way, what do you usually drink at breweries?" holds every word of "What
+    does Leah usually drink at breweries?" and answers nothing: Leah's reply does. The
+    reply is put just before the turn that asks, with that turn's score when it is higher,
+    and shown once. A turn whose question holds no word of the search, and a turn followed
+    by the same speaker's, have no reply put before them."""
+    from vaultmem.analysis import query_tokens
+    from vaultmem.index import Filters
+    from vaultmem.ranker import answering_replies
+    from vaultmem.retrieve import learned_candidates
+
+    small_talk(vault.root)
+    spoken_turns(vault.root, "brew", "2023-06-03", [
+        ("Marcus", "The truck was slammed today."),
+        ("Marcus", "Spinach, clever. By the way, what do you usually drink at breweries? I want to pair the menu."),
+        ("Leah", "Honestly I'm a sour beer person. The more it tastes like grapefruit, the happier I am."),
+        ("Marcus", "Noted, I'll tell the brewery folks.")])
+    spoken_turns(vault.root, "solo", "2023-06-10", [
+        ("Marcus", "Is the brewery open on Sundays? Usually the breweries close early."),
+        ("Marcus", "Anyway, I usually drink sour beer there.")])
+    spoken_turns(vault.root, "other", "2023-06-17", [
+        ("Marcus", "How was the hike? We went to two breweries after work."),
+        ("Leah", "Long, and I usually drink nothing but water on a hike.")])
+    question = "What does Leah usually drink at breweries?"
+    hits = vault.search(question)
+    found = ids(hits)
+    assert found.index("memories/brew-t03.md") == found.index("memories/brew-t02.md") - 1, found
+    assert len(found) == len(set(found))
+    assert hits[found.index("memories/brew-t03.md")].score >= hits[found.index("memories/brew-t02.md")].score
+    cands, _rows, _rules = learned_candidates(vault.index, question, Filters())
+    pairs = {(cands[a].doc.id, cands[r].doc.id) for a, r in answering_replies(cands, query_tokens(question)).items()}
+    assert pairs == {("memories/brew-t02.md", "memories/brew-t03.md")}, pairs
+
+
 def test_advice_given_in_reply_to_the_named_persons_statement_may_lead(vault):
     """A reply holds none of the question's words when it answers what the person the
     question names said: "苏苏练倒车入库有什么窍门？" is answered by 周扬's turn after 苏苏's

@@ -7,7 +7,10 @@ its neighbours' text holds, the date the question names, whether the entry asks 
 answers and whether the turn before it asked, who is named, whether the number or name the
 question asks for is there, what kind of entry it is, its age, and the semantic similarity
 when a model is on. :func:`features` turns each candidate into one row of these;
-:class:`Model` scores the rows.
+:class:`Model` scores the rows. Two rules finish the order the scores give: a candidate
+that holds no word of the question (and answers none asked) follows every one that does
+(:func:`answers_in_words`), and the reply to a turn that asks the question goes just
+before that turn (:func:`answering_replies`, :func:`replies_first`).
 
 The model is plain data — ``vaultmem/data/ranker.json``: the feature names and, for a
 linear model, a weight each; for trees, each tree's nodes — read once per process and
@@ -35,7 +38,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from .analysis import normalize
+from .analysis import normalize, tokens
 
 MODEL_PATH = Path(__file__).parent / "data" / "ranker.json"
 # every feature a row holds, in order (a model names the ones it uses)
@@ -165,6 +168,64 @@ def features(cands: list[Candidate], question: str, days: set, answer_asked: boo
             c.similarity or 0.0, 0.0 if c.similarity is None else 1.0,
         ])  # fmt: skip
     return rows
+
+
+# -- which candidates may lead, and a reply before the turn it answers (the order's last touches) --
+def answers_in_words(c) -> bool:
+    """Whether a candidate may lead the learned order: it holds a word of the question
+    in its own text, title or aliases (not only its date), or it is the reply to a
+    candidate turn that asked, or the other speaker's reply to a candidate turn of the
+    person the question names whose own text holds a word of it (advice given on what they
+    said: "练的时候盯住后视镜里的库角…" after 苏苏's "倒车入库最难", for "苏苏练倒车入库有什么窍门？").
+    One that is none of these — "That sounds great!" after the turn that named the
+    thing — follows every one that is, whatever the model says: a date or a neighbour
+    alone never makes an answer (as the rules have it)."""
+    return c.holds_word or c.after_question or c.after_named
+
+
+def answering_replies(cands: list, terms) -> dict[int, int]:
+    """Which candidate answers which: for each candidate turn that asks the question — a
+    sentence of it ends with a question mark and holds one of ``terms`` — the index of
+    the next turn of its session when that is a candidate by the other speaker that may
+    lead (:func:`answers_in_words`). "By the way, what do you usually drink at
+    breweries?" is not what "What does Leah usually drink at breweries?" wants: Leah's
+    reply, "Honestly I'm a sour beer person", is."""
+    at = {(c.doc.session, c.doc.turn): n for n, c in enumerate(cands) if c.doc.session and c.doc.turn is not None}
+    if len(at) < 2:
+        return {}
+    want = set(terms)
+    out = {}
+    for (session, turn), n in at.items():
+        r = at.get((session, turn + 1))
+        if r is None:
+            continue
+        asked, reply = cands[n], cands[r]
+        text = asked.doc.text
+        if (asked.word_in_text and reply.doc.speaker != asked.doc.speaker and ("?" in text or "？" in text)
+                and answers_in_words(reply) and any(want.intersection(tokens(q)) for q in _ASKING.findall(text))):
+            out[n] = r
+    return out
+
+
+# a sentence that ends with a question mark (each begins where the last ended: one pass)
+_ASKING = re.compile(r"(?:^|(?<=[.!?。！？]))[^.!?。！？]*[?？]")
+
+
+def replies_first(order: list[int], replies: dict[int, int]) -> list[int]:
+    """``order`` (candidates' indices, best first) with each reply of ``replies`` (asked →
+    reply: :func:`answering_replies`) moved just before the turn it answers, when it came
+    after it."""
+    out, placed = [], set()
+    for n in order:
+        if n in placed:
+            continue
+        reply = replies.get(n)
+        if reply is not None and reply not in placed:
+            out.append(reply)
+            placed.add(reply)
+        out.append(n)
+        placed.add(n)
+    return out
 
 
 def _ordinal(day: str | None) -> int:

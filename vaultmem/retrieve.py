@@ -27,6 +27,7 @@ from .index import Filters, Found, Match
 from .index.fields import analysed_texts, held_among, own_terms
 from .models import Hit
 from .query import MAX_EXPANSIONS, Query
+from .ranker import answering_replies, answers_in_words, replies_first
 
 OWN_BOOST = 1.5  # searching as a role: its own page and notes weigh more than shared memory
 DATE_BOOST = 1.0  # a document of the day the question names (docs/recall.md: measured)
@@ -157,25 +158,18 @@ def learned_order(learned, found, units, kind, question: str, terms: list[str], 
         more, more_rows = candidate_rows(list(extra), units, kind, question, terms, days, agent, similarity)
         cands, rows = cands + more, rows + more_rows
     scores = learned.score(rows)
-    ordered = sorted(zip(scores, cands), key=lambda x: (not answers_in_words(x[1]), -x[0], x[1].doc.id))
-    return [[c.doc, squash(s), list(c.dates)] for s, c in ordered]
+    order = sorted(range(len(cands)), key=lambda i: (not answers_in_words(cands[i]), -scores[i], cands[i].doc.id))
+    replies = answering_replies(cands, terms)
+    if replies:  # a reply put before the turn it answers takes that turn's score when it is higher
+        order = replies_first(order, replies)
+        for asked, reply in replies.items():
+            scores[reply] = max(scores[reply], scores[asked])
+    return [[cands[i].doc, squash(scores[i]), list(cands[i].dates)] for i in order]
 
 
 def squash(x: float) -> float:
     """A model's score (any real) as 0..1, in the same order: the logistic function."""
     return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, x))))
-
-
-def answers_in_words(c) -> bool:
-    """Whether a candidate may lead the learned order: it holds a word of the question
-    in its own text, title or aliases (not only its date), or it is the reply to a
-    candidate turn that asked, or the other speaker's reply to a candidate turn of the
-    person the question names whose own text holds a word of it (advice given on what they
-    said: "练的时候盯住后视镜里的库角…" after 苏苏's "倒车入库最难", for "苏苏练倒车入库有什么窍门？").
-    One that is none of these — "That sounds great!" after the turn that named the
-    thing — follows every one that is, whatever the model says: a date or a neighbour
-    alone never makes an answer (as the rules have it)."""
-    return c.holds_word or c.after_question or c.after_named
 
 
 def learned_candidates(store, question: str, filters: Filters = Filters(), pool: int = LEARNED_POOL):
