@@ -152,6 +152,43 @@ def test_queue_overflow_triggers_a_full_reconcile(vault, watcher):
     assert watcher.reports[-1].new == ["memories/lost.md"]
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the change monitor follows inotify")
+def test_a_queue_overflow_makes_the_change_monitor_walk_and_renew_its_markers(tmp_path):
+    """Events lost in an overflow may be a marker's: the question waiting for one says
+    walk at once (it would otherwise wait out its whole wait), the markers are made again
+    under new names, and the next questions are answered from events again."""
+    import threading
+
+    from vaultmem.adapters.watch import ChangeMonitor
+
+    root = tmp_path / "vault"
+    (root / "memories").mkdir(parents=True)
+    local = root / ".vaultmem" / "local"
+    local.mkdir(parents=True)
+    monitor = ChangeMonitor(root, wait=600)
+    assert monitor.start()
+    try:
+        assert monitor.changed() is None and monitor.changed() == []
+        before = sorted(p.name for p in local.iterdir())
+        answers = []
+        # a question whose write's event will never count: it was lost (the markers are renewed)
+        with monitor._cond:  # (held: the event cannot be counted before the overflow is reported)
+            question = monitor.ask()
+            waiting = threading.Thread(target=lambda: answers.append(monitor.changed(question)))
+            waiting.start()
+            logging.getLogger("watchdog.observers.inotify_c").warning("Inotify queue overflowed; events were lost")
+        waiting.join(timeout=120)
+        assert not waiting.is_alive() and answers == [None]
+        after = sorted(p.name for p in local.iterdir())
+        assert len(after) == 2 and not set(after) & set(before)
+        (root / "memories" / "a.md").write_text("x\n", encoding="utf-8")  # (that answer was the walk)
+        assert monitor.changed() == ["memories/a.md"]
+        assert monitor.changed() == []
+    finally:
+        monitor.stop()
+    assert list(local.iterdir()) == []
+
+
 def test_heartbeat_lets_other_commands_trust_the_watcher(vault, watcher):
     assert vault.watcher_alive()
     watcher.stop()
@@ -369,20 +406,22 @@ def test_the_change_monitor_asks_the_kernel_for_changes_only_and_misses_none(tmp
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the change monitor follows inotify")
-def test_the_change_monitor_removes_its_markers_together_and_a_killed_one_s_at_start(tmp_path):
-    """Each question makes a marker (one event); they are removed together, MARKS_KEPT at
-    a time, not one at the end of each answer (a removal read just before the next
-    question's marker held it a millisecond in watchdog): what changed is reported
-    throughout. A monitor starting removes the markers of processes no longer running (a
-    killed server's, in this version's names and the last one's) and of this process's
-    id that no running monitor made; it keeps a running process's and another monitor's
-    of this process; stopping, it removes its own. Names that only look like markers —
-    a number too long for a process id, digits that are not ASCII, under the monitor's
-    own prefix too — are left alone, and neither stop the monitor nor answer a question."""
+def test_the_change_monitor_writes_to_two_markers_in_turn_and_removes_a_killed_one_s_at_start(tmp_path):
+    """Each question writes a byte to one of the monitor's two marker files, in turn (the
+    kernel merges an unread event into the same one before it, and watchdog drops a
+    repeat): what changed is reported throughout, and no more marker files are made. A
+    marker removed between two questions is made again under a new name, and that
+    question is still answered. A monitor starting removes the markers of processes no
+    longer running (a killed server's, in this version's names and the last one's) and of
+    this process's id that no running monitor made; it keeps a running process's and
+    another monitor's of this process; stopping, it removes its own. Names that only look
+    like markers — a number too long for a process id, digits that are not ASCII, under
+    the monitor's own prefix too — are left alone, and neither stop the monitor nor answer
+    a question; nor does a write to another of the folder's files."""
     import re
     import subprocess
 
-    from vaultmem.adapters.watch import MARKS_KEPT, ChangeMonitor
+    from vaultmem.adapters.watch import ChangeMonitor
 
     root = tmp_path / "vault"
     (root / "memories").mkdir(parents=True)
@@ -412,24 +451,31 @@ def test_the_change_monitor_removes_its_markers_together_and_a_killed_one_s_at_s
         assert other.changed() is None and monitor.changed() is None  # the first question: walk
         names = {p.name for p in local.iterdir()}
         assert not names & set(stale) and set(kept) <= names
-        parts = {re.fullmatch(rf"mcp-{me}-([0-9a-f]{{8}})-1", n).group(1) for n in names - set(kept)}
-        assert len(parts) == 2  # one marker each, under a random part of each monitor's own
-        assert monitor.changed() == []
-        own = next(p for p in parts if len(markers(p)) == 2)  # the monitor asked again: a second marker
-        assert [len(markers(p)) for p in parts - {own}] == [1]
+        parts = {re.fullmatch(rf"mcp-{me}-([0-9a-f]{{8}})-[12]", n).group(1) for n in names - set(kept)}
+        assert len(parts) == 2 and all(len(markers(p)) == 2 for p in parts)  # two markers each, made at start
+        assert monitor.changed() == []  # its second question: a byte in its second marker
+        own = next(p for p in parts if (local / f"mcp-{me}-{p}-2").stat().st_size == 1)
+        assert [(local / f"mcp-{me}-{p}-2").stat().st_size for p in parts - {own}] == [0]
         prefix = f"mcp-{me}-{own}-"
-        for odd in ("stray", "²", "１２"):  # "１２" would read as question 12 with int()
+        for odd in ("stray", "²", "１２"):  # "１２" would read as marker 12 with int()
             (local / f"{prefix}{odd}").write_text("", encoding="utf-8")
-        for n in range(2 * MARKS_KEPT):
+        first = markers(own)
+        for n in range(60):
             if n % 17 == 0:
                 note.write_text(f"changed {n}\n", encoding="utf-8")
                 assert monitor.changed() == ["memories/a.md"]
             else:
+                if n % 5 == 0:
+                    (local / "keep.json").write_text(str(n), encoding="utf-8")  # another file of the folder
                 assert monitor.changed() == []
-            assert 1 <= len(markers(own)) <= MARKS_KEPT
-        (local / markers(own)[-1]).unlink()  # someone cleans up between two questions
+        assert markers(own) == first  # written to, never made again
+        assert all((local / m).stat().st_size == 1 for m in first)
+        (local / first[0]).unlink()  # someone cleans up between two questions
         note.write_text("again\n", encoding="utf-8")
         assert monitor.changed() == ["memories/a.md"]
+        note.write_text("and again\n", encoding="utf-8")
+        assert monitor.changed() == ["memories/a.md"]
+        assert len(markers(own)) == 2 and markers(own)[0] == first[1] and first[0] not in markers(own)
         assert other.changed() is not None  # the other monitor was never stopped by the odd names
     finally:
         monitor.stop()
