@@ -104,10 +104,9 @@ def collect_one(split: str, similarity: str | None = None) -> list[Question]:
     """Every question of ``split`` with its candidates' feature rows, on the engine
     ``$VAULTMEM_INDEX_ENGINE`` names (with their similarity to the question by the model
     ``similarity`` names, when one is named)."""
-    from vaultmem.analysis import query_tokens
     from vaultmem.index import Filters
     from vaultmem.ranker import answering_replies, answers_in_words
-    from vaultmem.retrieve import learned_candidates
+    from vaultmem.retrieve import learned_candidates, unit_weights
     from vaultmem.vault import Vault
 
     out: list[Question] = []
@@ -130,7 +129,7 @@ def collect_one(split: str, similarity: str | None = None) -> list[Question]:
                     out.append(Question(f"conv-{lang}-{layout}", convs.index(conv) % FOLDS, q["id"], q["kind"],
                                         set(q["expected"]), [c.doc.id for c in cands], rows, rules,
                                         [answers_in_words(c) for c in cands],
-                                        answering_replies(cands, query_tokens(q["query"]))))
+                                        answering_replies(cands, unit_weights(v.index, q["query"]))))
         if split == "tune":
             root = make_devset(Path(tmp) / "devset")
             queries = devset_queries()
@@ -146,7 +145,7 @@ def collect_one(split: str, similarity: str | None = None) -> list[Question]:
                     with_similarity(v.index, q["query"], Filters(agent=q.get("agent")), cands, rows)
                 out.append(Question("devset", n % FOLDS, q["id"], q["kind"], set(q.get("expected") or []),
                                     [c.doc.id for c in cands], rows, rules, [answers_in_words(c) for c in cands],
-                                    answering_replies(cands, query_tokens(q["query"]))))
+                                    answering_replies(cands, unit_weights(v.index, q["query"]))))
     return out
 
 
@@ -254,7 +253,7 @@ def order_by(model: dict, q: Question) -> list[str]:
         raise ValueError(f"{q.qid}: {len(q.ids)} candidates but {len(q.leads)} lead flags")
     scores = Model(model).score(q.rows)
     order = sorted(range(len(q.ids)), key=lambda n: (not q.leads[n], -scores[n], q.ids[n]))
-    return [q.ids[n] for n in replies_first(order, q.replies)]
+    return [q.ids[n] for n in replies_first(order, q.replies)[0]]
 
 
 def cross_validate(questions: list[Question], kind: str, names: tuple[str, ...], params: dict | None = None

@@ -175,17 +175,25 @@ def spoken_turns(root, session, day, turns):
             SPOKEN.format(speaker=speaker, session=session, turn=n, day=day, text=text), encoding="utf-8")
 
 
+def replies_of(vault, question):
+    """The (turn that asks, its reply) pairs the rule puts in that order for ``question``."""
+    from vaultmem.index import Filters
+    from vaultmem.ranker import answering_replies
+    from vaultmem.retrieve import learned_candidates, unit_weights
+
+    cands, _rows, _rules = learned_candidates(vault.index, question, Filters())
+    return {(cands[a].doc.id, cands[r].doc.id) for a, r in answering_replies(cands, unit_weights(vault.index,
+                                                                                                   question)).items()}
+
+
 def test_the_reply_comes_before_a_turn_that_asks_the_question_in_passing(vault):
     """"By the way, what do you usually drink at breweries?" holds every word of "What
     does Leah usually drink at breweries?" and answers nothing: Leah's reply does. The
     reply is put just before the turn that asks, with that turn's score when it is higher,
-    and shown once. A turn whose question holds no word of the search, and a turn followed
-    by the same speaker's, have no reply put before them."""
-    from vaultmem.analysis import query_tokens
-    from vaultmem.index import Filters
-    from vaultmem.ranker import answering_replies
-    from vaultmem.retrieve import learned_candidates
-
+    and shown once. No reply is put before a turn followed by the same speaker's, a turn
+    whose question holds no word of the search ("How was the hike?"; a "?" in a link is no
+    question), nor — the question naming Leah — a turn of Leah's that answers and asks
+    back: Marcus's reply is about him."""
     small_talk(vault.root)
     spoken_turns(vault.root, "brew", "2023-06-03", [
         ("Marcus", "The truck was slammed today."),
@@ -196,17 +204,38 @@ def test_the_reply_comes_before_a_turn_that_asks_the_question_in_passing(vault):
         ("Marcus", "Is the brewery open on Sundays? Usually the breweries close early."),
         ("Marcus", "Anyway, I usually drink sour beer there.")])
     spoken_turns(vault.root, "other", "2023-06-17", [
-        ("Marcus", "How was the hike? We went to two breweries after work."),
+        ("Marcus", "How was the hike? We went to two breweries after work, see https://brew.example/list?drink=ipa"),
         ("Leah", "Long, and I usually drink nothing but water on a hike.")])
+    spoken_turns(vault.root, "back", "2023-06-24", [
+        ("Leah", "At breweries I usually drink a pale ale. What do you drink there? Tell me."),
+        ("Marcus", "Stouts, mostly, I drink the dark ones.")])
     question = "What does Leah usually drink at breweries?"
     hits = vault.search(question)
     found = ids(hits)
     assert found.index("memories/brew-t03.md") == found.index("memories/brew-t02.md") - 1, found
     assert len(found) == len(set(found))
     assert hits[found.index("memories/brew-t03.md")].score >= hits[found.index("memories/brew-t02.md")].score
-    cands, _rows, _rules = learned_candidates(vault.index, question, Filters())
-    pairs = {(cands[a].doc.id, cands[r].doc.id) for a, r in answering_replies(cands, query_tokens(question)).items()}
-    assert pairs == {("memories/brew-t02.md", "memories/brew-t03.md")}, pairs
+    assert replies_of(vault, question) == {("memories/brew-t02.md", "memories/brew-t03.md")}
+    # asking no one in particular, the ask-back's reply may come first
+    assert ("memories/back-t01.md", "memories/back-t02.md") in replies_of(vault, "What do you drink at breweries?")
+
+
+def test_question_words_are_no_words_of_the_search_and_a_chain_of_replies_keeps_its_order(vault):
+    """"你晚上吃什么？" shares only its question words with "小雨去超市买了什么？": it asks
+    nothing of it, and the answer stays first. When the reply asks the question back and
+    is answered in turn, all three come in the order that answers: the last reply first."""
+    from vaultmem.ranker import replies_first
+
+    small_talk(vault.root)
+    spoken_turns(vault.root, "shop", "2023-06-03", [
+        ("小雨", "今天去超市买了草莓和牛奶。对了，你晚上吃什么？我先去做饭了。"),
+        ("阿哲", "我晚上吃面条，超市的打折面条。"), ("小雨", "好的")])
+    assert ids(vault.search("小雨去超市买了什么？"))[0] == "memories/shop-t01.md"
+    assert replies_of(vault, "小雨去超市买了什么？") == replies_of(vault, "去超市买了什么？") == set()
+    # (pure) turns 0 → 1 → 2 each answering the one before: whichever the model put first
+    assert replies_first([0, 1, 2, 3], {0: 1, 1: 2}) == ([2, 1, 0, 3], {1: 0, 2: 1})
+    assert replies_first([3, 1, 0, 2], {0: 1, 1: 2})[0] == [3, 2, 1, 0]
+    assert replies_first([2, 0, 1], {0: 1, 1: 2})[0] == [2, 1, 0]
 
 
 def test_advice_given_in_reply_to_the_named_persons_statement_may_lead(vault):

@@ -159,7 +159,6 @@ def test_a_search_orders_as_the_trained_ranker_scores_the_same_candidates(e5_alw
     as benchmarks/train_ranker.py sees them (their features, each one's similarity by e5),
     scored by the shipped e5 ranker — those holding a word of the question first."""
     from vaultmem import ranker, retrieve
-    from vaultmem.analysis import query_tokens
     from vaultmem.index import Filters
 
     store = e5_always.index
@@ -170,10 +169,12 @@ def test_a_search_orders_as_the_trained_ranker_scores_the_same_candidates(e5_alw
         row[at], row[has] = sims[c.doc.id], 1.0
     scores = ranker.similarity_model("e5").score(rows)
     order = sorted(range(len(cands)), key=lambda n: (not ranker.answers_in_words(cands[n]), -scores[n], cands[n].doc.id))
-    replies = ranker.answering_replies(cands, query_tokens(question))  # a reply before the turn that asks
-    for asked, reply in replies.items():
-        scores[reply] = max(scores[reply], scores[asked])
-    expected = [cands[n].doc.id for n in ranker.replies_first(order, replies)]
+    replies = ranker.answering_replies(cands, retrieve.unit_weights(store, question))  # before the turn that asks
+    order, before = ranker.replies_first(order, replies)
+    for n in reversed(order):  # a reply moved takes the score of the turn it comes before, when higher
+        if n in before:
+            scores[n] = max(scores[n], scores[before[n]])
+    expected = [cands[n].doc.id for n in order]
     hits = e5_always.search(question, limit=100)  # every candidate, the channel's own among them
     lexical = [h.doc.id for h in hits if h.channel != "semantic"]
     assert lexical == expected

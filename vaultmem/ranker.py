@@ -94,6 +94,7 @@ class Candidate:
     after_question: bool = False  # the turn before it in its session is a candidate that asks (set by features)
     after_named: bool = False  # by the other speaker, after a candidate turn of the person the question
     # names whose own text holds a word of it (set by features)
+    speaker_named: bool = False  # the question names who said it (set by features)
     coverage: float = 0.0
     title_share: float = 0.0
     asks: bool = False
@@ -150,7 +151,7 @@ def features(cands: list[Candidate], question: str, days: set, answer_asked: boo
             prev, nxt = by_turn.get((d.session, d.turn - 1)), by_turn.get((d.session, d.turn + 1))
             prev_rel = prev.rel_own if prev is not None else 0.0
             next_rel = nxt.rel_own if nxt is not None else 0.0
-        own_speaker = d.speaker in named if d.speaker else False
+        own_speaker = c.speaker_named = d.speaker in named if d.speaker else False
         other = bool(named) and not own_speaker
         second = _SECOND_PERSON.search(d.text[:2000]) is not None
         rows.append([
@@ -183,17 +184,21 @@ def answers_in_words(c) -> bool:
     return c.holds_word or c.after_question or c.after_named
 
 
-def answering_replies(cands: list, terms) -> dict[int, int]:
+def answering_replies(cands: list, units) -> dict[int, int]:
     """Which candidate answers which: for each candidate turn that asks the question — a
-    sentence of it ends with a question mark and holds one of ``terms`` — the index of
-    the next turn of its session when that is a candidate by the other speaker that may
-    lead (:func:`answers_in_words`). "By the way, what do you usually drink at
-    breweries?" is not what "What does Leah usually drink at breweries?" wants: Leah's
-    reply, "Honestly I'm a sour beer person", is."""
+    sentence of it ends with a question mark and holds a term of ``units`` (the question's
+    units with their terms, as ``retrieve.unit_weights`` gives them: its words, not its
+    question words, so "你晚上吃什么？" asks nothing of "小雨去超市买了什么？") — the index of
+    the next turn of its session, when that is a candidate by the other speaker that may
+    lead (:func:`answers_in_words`) and, if the question names who said any candidate, by
+    a person it names after a turn by one it does not: "By the way, what do you usually
+    drink at breweries?" is not what "What does Leah usually drink at breweries?" wants,
+    Leah's reply is; but when Leah answers and asks back, Marcus's reply is not."""
     at = {(c.doc.session, c.doc.turn): n for n, c in enumerate(cands) if c.doc.session and c.doc.turn is not None}
     if len(at) < 2:
         return {}
-    want = set(terms)
+    want = {t for grams, _w in units for t in grams}
+    named = any(c.speaker_named for c in cands)
     out = {}
     for (session, turn), n in at.items():
         r = at.get((session, turn + 1))
@@ -202,30 +207,40 @@ def answering_replies(cands: list, terms) -> dict[int, int]:
         asked, reply = cands[n], cands[r]
         text = asked.doc.text
         if (asked.word_in_text and reply.doc.speaker != asked.doc.speaker and ("?" in text or "？" in text)
-                and answers_in_words(reply) and any(want.intersection(tokens(q)) for q in _ASKING.findall(text))):
+                and (not named or (reply.speaker_named and not asked.speaker_named)) and answers_in_words(reply)
+                and any(want.intersection(tokens(q)) for q in _ASKING.findall(text))):
             out[n] = r
     return out
 
 
-# a sentence that ends with a question mark (each begins where the last ended: one pass)
-_ASKING = re.compile(r"(?:^|(?<=[.!?。！？]))[^.!?。！？]*[?？]")
+# a sentence that ends with a question mark: each begins where the last ended (one pass), a
+# line or an ellipsis ends one too, and a "?" inside a word (a link's query) ends none
+_ASKING = re.compile(r"(?:^|(?<=[.!?。！？…\n]))[^.!?。！？…\n]*(?:\?(?=\s|$)|？)")
 
 
-def replies_first(order: list[int], replies: dict[int, int]) -> list[int]:
+def replies_first(order: list[int], replies: dict[int, int]) -> tuple[list[int], dict[int, int]]:
     """``order`` (candidates' indices, best first) with each reply of ``replies`` (asked →
-    reply: :func:`answering_replies`) moved just before the turn it answers, when it came
-    after it."""
-    out, placed = [], set()
+    reply: :func:`answering_replies`) put just before the turn it answers, when it came
+    after it — and the reply to that reply before it, when it asks too. Also which were
+    moved, each to the index it now comes just before (the caller lifts its score to that
+    one's)."""
+    out: list[int] = []
+    placed: set[int] = set()
+    before: dict[int, int] = {}
     for n in order:
         if n in placed:
             continue
-        reply = replies.get(n)
-        if reply is not None and reply not in placed:
-            out.append(reply)
-            placed.add(reply)
+        chain, at = [], n
+        while (r := replies.get(at)) is not None and r not in placed and r not in chain:
+            chain.append(r)
+            before[r] = at
+            at = r
+        for r in reversed(chain):
+            out.append(r)
+            placed.add(r)
         out.append(n)
         placed.add(n)
-    return out
+    return out, before
 
 
 def _ordinal(day: str | None) -> int:

@@ -159,11 +159,12 @@ def learned_order(learned, found, units, kind, question: str, terms: list[str], 
         cands, rows = cands + more, rows + more_rows
     scores = learned.score(rows)
     order = sorted(range(len(cands)), key=lambda i: (not answers_in_words(cands[i]), -scores[i], cands[i].doc.id))
-    replies = answering_replies(cands, terms)
+    replies = answering_replies(cands, units)
     if replies:  # a reply put before the turn it answers takes that turn's score when it is higher
-        order = replies_first(order, replies)
-        for asked, reply in replies.items():
-            scores[reply] = max(scores[reply], scores[asked])
+        order, before = replies_first(order, replies)
+        for i in reversed(order):  # (the turn it comes before has its own score by then)
+            if i in before:
+                scores[i] = max(scores[i], scores[before[i]])
     return [[cands[i].doc, squash(scores[i]), list(cands[i].dates)] for i in order]
 
 
