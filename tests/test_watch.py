@@ -153,11 +153,13 @@ def test_queue_overflow_triggers_a_full_reconcile(vault, watcher):
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the change monitor follows inotify")
-def test_a_queue_overflow_makes_the_change_monitor_walk_and_renew_its_markers(tmp_path):
-    """Events lost in an overflow may be a marker's: the question waiting for one says
-    walk at once (it would otherwise wait out its whole wait), the markers are made again
-    under new names, and the next questions are answered from events again."""
-    import threading
+def test_events_lost_make_the_change_monitor_walk_and_renew_its_markers(tmp_path):
+    """watchdog says events were lost (its EventsLostEvent, once it has made its watches
+    again after a kernel queue overflow): a marker's may be among them. The question
+    waiting for one walks at once (it would otherwise wait out its whole wait), the
+    markers are made again under new names, and the next questions are answered from
+    events again."""
+    from watchdog.events import EventsLostEvent
 
     from vaultmem.adapters.watch import ChangeMonitor
 
@@ -171,12 +173,12 @@ def test_a_queue_overflow_makes_the_change_monitor_walk_and_renew_its_markers(tm
         assert monitor.changed() is None and monitor.changed() == []
         before = sorted(p.name for p in local.iterdir())
         answers = []
-        # a question whose write's event will never count: it was lost (the markers are renewed)
-        with monitor._cond:  # (held: the event cannot be counted before the overflow is reported)
+        # a question whose write's event will never count: lost (the markers are renewed)
+        with monitor._cond:  # (held: its event cannot be counted before the loss is reported)
             question = monitor.ask()
             waiting = threading.Thread(target=lambda: answers.append(monitor.changed(question)))
             waiting.start()
-            logging.getLogger("watchdog.observers.inotify_c").warning("Inotify queue overflowed; events were lost")
+            monitor._on_event(EventsLostEvent(str(root), is_directory=True))  # as watchdog's dispatcher hands it
         waiting.join(timeout=120)
         assert not waiting.is_alive() and answers == [None]
         after = sorted(p.name for p in local.iterdir())
@@ -184,6 +186,34 @@ def test_a_queue_overflow_makes_the_change_monitor_walk_and_renew_its_markers(tm
         (root / "memories" / "a.md").write_text("x\n", encoding="utf-8")  # (that answer was the walk)
         assert monitor.changed() == ["memories/a.md"]
         assert monitor.changed() == []
+    finally:
+        monitor.stop()
+    assert list(local.iterdir()) == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the change monitor follows inotify")
+def test_a_marker_whose_event_does_not_come_is_made_again(tmp_path):
+    """The folder of the markers moved aside and made again (or a marker renamed): the
+    writes raise events under another path, which count for nothing. Each marker's next
+    question waits out its wait and walks, and the marker is made again where it belongs:
+    the questions after it are answered from events, not each one after a wait."""
+    from vaultmem.adapters.watch import ChangeMonitor
+
+    root = tmp_path / "vault"
+    (root / "memories").mkdir(parents=True)
+    local = root / ".vaultmem" / "local"
+    local.mkdir(parents=True)
+    monitor = ChangeMonitor(root, wait=0.3)
+    assert monitor.start()
+    try:
+        assert monitor.changed() is None and monitor.changed() == []
+        os.rename(local, root / ".vaultmem" / "local.old")
+        local.mkdir()
+        assert [monitor.changed(), monitor.changed()] == [None, None]  # each marker's question: a walk
+        assert len(list(local.iterdir())) == 2  # both made again, in the folder
+        for n in range(6):
+            (root / "memories" / f"n{n}.md").write_text("x\n", encoding="utf-8")
+            assert monitor.changed() == [f"memories/n{n}.md"]
     finally:
         monitor.stop()
     assert list(local.iterdir()) == []

@@ -60,10 +60,11 @@ class _OverflowSpy(logging.Handler):
             self.callback()
 
 
-def changes_only() -> list:
+def changes_only(lost: bool = False) -> list:
     """The watchdog events that say a file or folder changed — made, deleted, moved,
     written to (and closed after writing), its attributes changed (a ``chmod`` can make a
-    note unreadable). Given
+    note unreadable); with ``lost``, also watchdog's word that events were lost (after a
+    kernel queue overflow, once it has made its watches again: watchdog 5+). Given
     to ``schedule`` as its filter, the kernel is not asked for the rest: every file read
     in the vault (a search's, a brief's, git's, an editor's) would otherwise come as an
     open and a close event, each handled in Python in the watching process."""
@@ -75,6 +76,8 @@ def changes_only() -> list:
         kinds.append(events.FileAttribEvent)
     if hasattr(events, "FileClosedNoWriteEvent"):  # then FileClosedEvent is a close after writing only
         kinds.append(events.FileClosedEvent)  # (a file written through mmap says so only then)
+    if lost and hasattr(events, "EventsLostEvent"):
+        kinds.append(events.EventsLostEvent)
     return kinds
 
 
@@ -411,7 +414,7 @@ class ChangeMonitor:
         self._made = 0  # the markers made: each one's number in its name
         self._observer = None
         self._prefix = self._own = ""
-        self._spy = _OverflowSpy(self._overflowed)
+        self._spy = _OverflowSpy(self.unsure)
 
     def start(self) -> bool:
         """Start watching; False (and nothing started) where inotify is not available."""
@@ -437,7 +440,7 @@ class ChangeMonitor:
             handler.on_any_event = self._on_event
             logging.getLogger("watchdog").addHandler(self._spy)
             observer = InotifyObserver()
-            observer.schedule(handler, str(self.root), recursive=True, event_filter=changes_only())
+            observer.schedule(handler, str(self.root), recursive=True, event_filter=changes_only(lost=True))
             observer.start()
         except Exception:  # noqa: BLE001 - no inotify, too many watches: walk as before
             logging.getLogger("watchdog").removeHandler(self._spy)
@@ -474,15 +477,18 @@ class ChangeMonitor:
                 with contextlib.suppress(OSError):
                     os.unlink(mark)
 
-    def _overflowed(self) -> None:
-        """The kernel's queue overflowed: events were lost, the markers' among them. The
-        next question walks, and both markers are made again, so that no write's event is
-        awaited that will never come."""
+    def _lost(self) -> None:
+        """watchdog recovered from a kernel queue overflow (its ``EventsLostEvent``, queued
+        in order once every watch is back): events were lost, the markers' among them. The
+        next question walks — again, if one walked while the watches were being made anew:
+        what changed meanwhile raised no event — and both markers are made again, so that
+        no write's event is awaited that will never come (a question waiting on one walks
+        now)."""
         with self._cond:
             self._sure = False
-            with contextlib.suppress(OSError):
-                for n in (0, 1):
-                    if self._fds[n] is not None:
+            for n in (0, 1):
+                if self._fds[n] is not None:
+                    with contextlib.suppress(OSError):
                         self._new_mark(n)
             self._cond.notify_all()
 
@@ -498,6 +504,9 @@ class ChangeMonitor:
 
     def _on_event(self, event) -> None:
         if event.event_type in ("opened", "closed", "closed_no_write"):
+            return
+        if event.event_type == "events_lost":
+            self._lost()
             return
         src = os.fsdecode(event.src_path)
         if os.path.dirname(src) == self._local and os.path.basename(src).startswith("mcp-"):
@@ -530,12 +539,14 @@ class ChangeMonitor:
         not be asked (the observer stopped, the marker could not be written): :meth:`changed`
         says walk. The questions write to two markers in turn: the kernel merges an event
         into the same one before it while that is unread, and watchdog drops a repeat of the
-        last. (A write is one event and one cheap system call; a marker file made for each
-        question cost a creation — ~0.3 ms on this project's test machine's file system —
-        and the removals' events.)"""
+        last. (A write is one event, and two cheap system calls with the check that the
+        marker is still there; a marker file made for each question cost a creation — ~0.3 ms
+        on this project's test machine's file system — and the removals' events.)"""
         if self._observer is None or not self._observer.is_alive():
             return None
         with self._cond:
+            if self._observer is None:  # stopped meanwhile
+                return None
             n = self._next % 2
             try:
                 if self._fds[n] is None or os.fstat(self._fds[n]).st_nlink == 0:  # removed: its writes unheard
@@ -555,10 +566,17 @@ class ChangeMonitor:
             return False
         n, mark, count = question
         with self._cond:
-            return self._cond.wait_for(lambda: self._marks[n] != mark or self._heard[n] >= count,
-                                       timeout=self.wait) and self._marks[n] == mark
+            if self._cond.wait_for(lambda: self._marks[n] != mark or self._heard[n] >= count, timeout=self.wait):
+                return self._marks[n] == mark
+            if self._marks[n] == mark and self._fds[n] is not None:
+                # its event did not come: lost (an overflow before watchdog said so), or raised
+                # under another path (the marker or its folder moved). Counting on would make
+                # every later question of this marker wait as long: it is made again.
+                with contextlib.suppress(OSError):
+                    self._new_mark(n)
+            return False
 
-    def changed(self, question: str | None | object = _NOW) -> list[str] | None:
+    def changed(self, question: tuple[int, str, int] | None | object = _NOW) -> list[str] | None:
         """The Markdown files changed since the last call (sorted) — at least all those
         changed before ``question`` was asked (:meth:`ask`; by default, now) — or None: walk."""
         if question is _NOW:
