@@ -453,29 +453,27 @@ class ChangeMonitor:
     def _new_mark(self, n: int) -> None:
         """Marker ``n`` made afresh, under a name not used before (the events of the one it
         replaces, still on their way, then count for nothing), open for writing."""
-        old, fd = self._marks[n], self._fds[n]
-        self._marks[n], self._fds[n], self._written[n], self._heard[n] = "", None, 0, 0
-        if fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        if old:
-            with contextlib.suppress(OSError):
-                os.unlink(old)
+        self._drop_mark(n)
+        self._written[n] = self._heard[n] = 0
         self._made += 1
         mark = os.path.join(self._local, f"{self._prefix}{self._made}")
         self._fds[n] = os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         self._marks[n] = mark
 
+    def _drop_mark(self, n: int) -> None:
+        """Marker ``n`` closed and removed (its slot empty)."""
+        fd, mark = self._fds[n], self._marks[n]
+        self._fds[n], self._marks[n] = None, ""
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        if mark:
+            with contextlib.suppress(OSError):
+                os.unlink(mark)
+
     def _close_marks(self) -> None:
         for n in (0, 1):
-            fd, mark = self._fds[n], self._marks[n]
-            self._fds[n], self._marks[n] = None, ""
-            if fd is not None:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
-            if mark:
-                with contextlib.suppress(OSError):
-                    os.unlink(mark)
+            self._drop_mark(n)
 
     def _lost(self) -> None:
         """watchdog recovered from a kernel queue overflow (its ``EventsLostEvent``, queued

@@ -119,18 +119,19 @@ class Hit:
                "title": d.title, "agent": d.agent, "section": d.section, "type": d.type, "date": d.date,
                "score": round(self.score, 4), "coverage": round(self.coverage, 3), "snippet": self.snippet,
                "channel": self.channel}
-        if self.similarity is not None:
-            out["similarity"] = round(self.similarity, 4)
-        if self.relevance is not None:
-            out["relevance"] = round(self.relevance, 3)
-        if self.relevant is not None:
-            out["relevant"] = self.relevant
-        if self.rank_score is not None:
-            out["rank_score"] = round(self.rank_score, 4)
-        if self.via is not None:
-            out["via"] = self.via
-        if self.rerank is not None:
-            out["rerank"] = round(self.rerank, 4)
+        out.update(self._given("similarity", "relevance", "relevant", "rank_score", "via", "rerank"))
+        return out
+
+    _PLACES = {"similarity": 4, "relevance": 3, "rank_score": 4, "rerank": 4}  # each figure's rounding as shown
+
+    def _given(self, *names: str) -> dict[str, Any]:
+        """Those of the hit's optional fields ``names`` that it has, in that order, each
+        figure rounded as shown."""
+        out = {}
+        for name in names:
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = round(value, self._PLACES[name]) if name in self._PLACES else value
         return out
 
     def handed(self) -> dict[str, Any]:
@@ -151,18 +152,10 @@ class Hit:
                 out[key] = value
         out["score"] = round(self.score, 4)
         out["snippet"] = self.snippet
-        if self.relevance is not None:
-            out["relevance"] = round(self.relevance, 3)
-        if self.relevant is not None:
-            out["relevant"] = self.relevant
+        out.update(self._given("relevance", "relevant"))
         if self.channel != "lexical":
             out["channel"] = self.channel
-        if self.similarity is not None:
-            out["similarity"] = round(self.similarity, 4)
-        if self.via is not None:
-            out["via"] = self.via
-        if self.rerank is not None:
-            out["rerank"] = round(self.rerank, 4)
+        out.update(self._given("similarity", "via", "rerank"))
         return out
 
 
