@@ -152,6 +152,15 @@ def test_queue_overflow_triggers_a_full_reconcile(vault, watcher):
     assert watcher.reports[-1].new == ["memories/lost.md"]
 
 
+def monitored_vault(tmp_path):
+    """A vault's folders as the change monitor needs them: (the root, its .vaultmem/local)."""
+    root = tmp_path / "vault"
+    (root / "memories").mkdir(parents=True)
+    local = root / ".vaultmem" / "local"
+    local.mkdir(parents=True)
+    return root, local
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the change monitor follows inotify")
 def test_events_lost_make_the_change_monitor_walk_and_renew_its_markers(tmp_path):
     """watchdog says events were lost (its EventsLostEvent, once it has made its watches
@@ -163,10 +172,7 @@ def test_events_lost_make_the_change_monitor_walk_and_renew_its_markers(tmp_path
 
     from vaultmem.adapters.watch import ChangeMonitor
 
-    root = tmp_path / "vault"
-    (root / "memories").mkdir(parents=True)
-    local = root / ".vaultmem" / "local"
-    local.mkdir(parents=True)
+    root, local = monitored_vault(tmp_path)
     monitor = ChangeMonitor(root, wait=600)
     assert monitor.start()
     try:
@@ -199,17 +205,16 @@ def test_a_marker_whose_event_does_not_come_is_made_again(tmp_path):
     the questions after it are answered from events, not each one after a wait."""
     from vaultmem.adapters.watch import ChangeMonitor
 
-    root = tmp_path / "vault"
-    (root / "memories").mkdir(parents=True)
-    local = root / ".vaultmem" / "local"
-    local.mkdir(parents=True)
-    monitor = ChangeMonitor(root, wait=0.3)
+    root, local = monitored_vault(tmp_path)
+    monitor = ChangeMonitor(root, wait=60)  # (a busy machine's event comes late, never a minute late)
     assert monitor.start()
     try:
         assert monitor.changed() is None and monitor.changed() == []
         os.rename(local, root / ".vaultmem" / "local.old")
         local.mkdir()
+        monitor.wait = 0.3  # these two events never come: each question waits its wait out
         assert [monitor.changed(), monitor.changed()] == [None, None]  # each marker's question: a walk
+        monitor.wait = 60
         assert len(list(local.iterdir())) == 2  # both made again, in the folder
         for n in range(6):
             (root / "memories" / f"n{n}.md").write_text("x\n", encoding="utf-8")
@@ -453,10 +458,7 @@ def test_the_change_monitor_writes_to_two_markers_in_turn_and_removes_a_killed_o
 
     from vaultmem.adapters.watch import ChangeMonitor
 
-    root = tmp_path / "vault"
-    (root / "memories").mkdir(parents=True)
-    local = root / ".vaultmem" / "local"
-    local.mkdir(parents=True)
+    root, local = monitored_vault(tmp_path)
     note = root / "memories" / "a.md"
     note.write_text("hello\n", encoding="utf-8")
     gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
