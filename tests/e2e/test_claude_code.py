@@ -215,18 +215,23 @@ def test_precompact_checkpoint_and_resume(scenario):
     assert "~~~~checkpoint" in context and "checkpoints/lee.md" in context and "6543" in context
 
 
+def handed_back(run: dict, tool: str, mark: str) -> str:
+    """What Claude Code handed the model back from vaultmem's MCP ``tool``, which the
+    stand-in called in the conversation holding ``mark``: the tool result's text."""
+    called = [r.get("reply", {}) for r in run["requests"] if r.get("reply", {}).get("tool")]
+    assert called and called[0]["tool"].endswith(f"__{tool}"), f"the stand-in never called {tool}"
+    answered = [b for b in main_requests(run, mark) if si.has_tool_result(b)]
+    assert answered, f"no tool result came back to the model: {run['stdout'][-2000:]}"
+    return "\n".join(si.tool_result_text(t) for t in si.tool_results(answered[0]))
+
+
 @pytest.mark.parametrize("scenario", MODES, indirect=True)
 def test_the_mcp_dispatch_tool_hands_the_model_the_roles_brief(scenario):
     """The model calls vaultmem's MCP ``dispatch`` for the reviewer: what Claude Code
     hands the model back is the brief's Markdown — the role's own page entry with its
     citation — not only its figures. (Claude Code gives the model a result's structured
     content when there is one, not its text: the brief must be there.)"""
-    run = session(scenario, "dispatch")
-    called = [r.get("reply", {}) for r in run["requests"] if r.get("reply", {}).get("tool")]
-    assert called and called[0]["tool"].endswith("__dispatch"), "the stand-in never called dispatch"
-    answered = [b for b in main_requests(run, si.DISPATCH_MARK) if si.has_tool_result(b)]
-    assert answered, f"no tool result came back to the model: {run['stdout'][-2000:]}"
-    result = "\n".join(si.tool_result_text(t) for t in si.tool_results(answered[0]))
+    result = handed_back(session(scenario, "dispatch"), "dispatch", si.DISPATCH_MARK)
     assert "[Memory brief — reviewer]" in result and PAGE_ENTRY in result, result[:3000]
     assert "agents/reviewer#^" in result  # cited
     # and the brief once: each line's source beside it, not the line again with its scores
@@ -242,12 +247,7 @@ def test_the_mcp_search_tool_hands_the_model_its_hits_compactly(scenario):
     the search's structured content — the hits, the reviewer's page entry among them, each
     without the fields its path and entry id make (``id``, ``link``) or that only ranking
     uses, and none without a value (docs/mcp.md, "A search is handed over compactly")."""
-    run = session(scenario, "search")
-    called = [r.get("reply", {}) for r in run["requests"] if r.get("reply", {}).get("tool")]
-    assert called and called[0]["tool"].endswith("__search_memory"), "the stand-in never called search_memory"
-    answered = [b for b in main_requests(run, si.SEARCH_MARK) if si.has_tool_result(b)]
-    assert answered, f"no tool result came back to the model: {run['stdout'][-2000:]}"
-    result = "\n".join(si.tool_result_text(t) for t in si.tool_results(answered[0]))
+    result = handed_back(session(scenario, "search"), "search_memory", si.SEARCH_MARK)
     handed = json.loads(result)
     assert handed["query"] == si.SEARCH_QUERY and handed["hits"], result[:3000]
     entry = next(h for h in handed["hits"] if h["kind"] == "entry")
