@@ -8,6 +8,7 @@ call them with the write lock held (see :mod:`vaultmem.notes`).
 from __future__ import annotations
 
 import datetime as _dt
+import os
 from pathlib import Path
 
 from . import files, layout
@@ -37,11 +38,15 @@ def role_files(root: Path) -> dict[str, str]:
     """NFC role name → the page's file stem as stored (macOS may store it NFD)."""
     import unicodedata
 
-    folder = root / layout.AGENTS_DIR
-    if not folder.is_dir():
+    # one listing, each entry's kind from it (no stat but for a link): every brief asks
+    try:
+        listing = os.scandir(root / layout.AGENTS_DIR)
+    except (FileNotFoundError, NotADirectoryError, PermissionError):
         return {}
-    return {unicodedata.normalize("NFC", p.stem): p.stem for p in folder.glob("*.md")
-            if p.is_file() or p.is_symlink()}
+    with listing:
+        stems = [os.path.splitext(e.name)[0] for e in listing
+                 if e.name.endswith(".md") and (e.is_file() or e.is_symlink())]
+    return {unicodedata.normalize("NFC", stem): stem for stem in stems}
 
 
 def roles(root: Path) -> list[str]:
