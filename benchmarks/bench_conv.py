@@ -550,6 +550,8 @@ def run_vault(root: Path, queries: list[dict]) -> list[dict]:
             "any_relevant": any(relevant),
             "evidence_cut": bool(ranks) and not any(relevant[n - 1] for n in ranks),
             "brief_covers": any(p in expected for p in cited), "brief_items": len(cited),
+            # whether the brief says memory matched the task (a brief before its no_memory: it cites any)
+            "brief_matched": not getattr(brief, "no_memory", not cited),
             "open_covers": any(p in expected for p in cited_open), "open_items": len(cited_open),
             "brief_tokens": brief.tokens, "top3": ids[:3], "channels": [getattr(h, "channel", "lexical") for h in hits[:3]],
         })  # fmt: skip
@@ -584,6 +586,7 @@ def metrics(rows: list[dict]) -> dict:
          "evidence_cut": mean([1.0 if r["evidence_cut"] else 0.0 for r in ans]),
          "brief_coverage": mean([1.0 if r["brief_covers"] else 0.0 for r in ans]),
          "brief_false_hits": mean([1.0 if r["brief_items"] else 0.0 for r in none]),
+         "brief_matched_false": mean([1.0 if r.get("brief_matched", r["brief_items"]) else 0.0 for r in none]),
          "open_coverage": mean([1.0 if r.get("open_covers") else 0.0 for r in ans]),
          "open_false_hits": mean([1.0 if r.get("open_items") else 0.0 for r in none])}  # fmt: skip
     return m
@@ -660,7 +663,7 @@ def run_one(split: str, lang: str, layout: str, mode: str, engine: str, settings
 
 
 COLUMNS = ("hit@1", "hit@5", "mrr@10", "recall@5", "recall@10", "false_hits", "evidence_cut", "brief_coverage",
-           "brief_false_hits", "open_coverage", "open_false_hits")
+           "brief_false_hits", "brief_matched_false", "open_coverage", "open_false_hits")
 
 
 def markdown(results: list[Result], details: bool, settings: dict) -> str:
@@ -686,7 +689,8 @@ def markdown(results: list[Result], details: bool, settings: dict) -> str:
            f"brief {BRIEF_TOKENS} tokens; settings: {settings or 'defaults'}.",
            "false_hits: no-answer questions with any hit that passes the relevance cut; evidence_cut: "
            "answerable questions whose evidence is in the top 10 but every evidence hit fails the cut; "
-           "brief_false_hits: no-answer questions whose brief cites any memory; open_coverage / open_false_hits: "
+           "brief_false_hits: no-answer questions whose brief cites any memory; brief_matched_false: those whose "
+           "brief says memory matched the task (not no_memory: its nearest hits aside); open_coverage / open_false_hits: "
            "the same brief with its relevance gate open (brief.min_relevance 0).", "",
            *table(["split", "lang", "layout", "mode", "engine", "questions", *COLUMNS, "s"],
                   [overall(r) for r in results]).splitlines()]

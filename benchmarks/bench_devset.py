@@ -30,8 +30,8 @@ from report import table  # noqa: E402
 MAKE_VAULT = HERE / "devset" / "make_vault.py"
 QUERIES = HERE / "devset" / "queries.yaml"
 BRIEF_TOKENS = 1500
-COLUMNS = ("hit@1", "hit@5", "hit@10", "mrr@10", "false_hits", "brief_coverage", "brief_false_hits", "open_coverage",
-           "open_false_hits")
+COLUMNS = ("hit@1", "hit@5", "hit@10", "mrr@10", "false_hits", "brief_coverage", "brief_false_hits",
+           "brief_matched_false", "open_coverage", "open_false_hits")
 
 
 def make_devset(root: Path, builder: Path = MAKE_VAULT) -> Path:
@@ -70,12 +70,15 @@ def run(ranking: str, engine: str, settings: dict | None = None) -> dict:
             agent = q.get("agent")
             hits = vault.search(q["query"], agent=agent, syntax=False)
             who = agent or vault.config.orchestrator
-            gated = [i.get("id") for i in vault.brief(who, q["query"], tokens=BRIEF_TOKENS).items]
+            brief = vault.brief(who, q["query"], tokens=BRIEF_TOKENS)
+            gated = [i.get("id") for i in brief.items]
             open_ = [i.get("id") for i in opened.brief(who, q["query"], tokens=BRIEF_TOKENS).items]
             rows.append({"kind": q["kind"], "answerable": bool(expected),
                          "first": first_rank([h.doc.id for h in hits], expected),
                          "false": not expected and bool(hits.relevant),
                          "covers": bool(expected & set(gated)), "cites": bool(gated),
+                         # it says memory matched (a brief before its no_memory: it cites any)
+                         "matched": not getattr(brief, "no_memory", not gated),
                          "open_covers": bool(expected & set(open_)), "open_cites": bool(open_)})
     return summarise(rows)
 
@@ -98,6 +101,7 @@ def summarise(rows: list[dict]) -> dict:
             "mrr@10": rate([1 / r["first"] if r["first"] else 0 for r in ans]),
             "false_hits": rate([r["false"] for r in none]),
             "brief_coverage": rate([r["covers"] for r in ans]), "brief_false_hits": rate([r["cites"] for r in none]),
+            "brief_matched_false": rate([r["matched"] for r in none]),
             "open_coverage": rate([r["open_covers"] for r in ans]), "open_false_hits": rate([r["open_cites"] for r in none]),
         }  # fmt: skip
     return out

@@ -11,7 +11,7 @@ import re
 
 import anyio
 import pytest
-from conftest import built_once, hermes_provider, run_vaultmem, vaultmem_in_process
+from conftest import built_once, hermes_provider, out_json, run_vaultmem, vaultmem_in_process
 from mcp import Client
 
 from vaultmem import BadInput, ParseError, Vault, VaultmemError
@@ -117,12 +117,21 @@ def test_once_a_hit_passes_the_gate_the_searchs_first_hits_join_the_brief(cat_va
     assert any(ADOPTED in x for x in memory_lines(gated)) and not any(WHISKERS in x for x in memory_lines(gated))
 
 
-def test_a_task_no_hit_passes_the_gate_for_still_gets_no_memory(cat_vault):
+def test_a_task_no_hit_passes_the_gate_for_says_no_memory_and_shows_the_nearest_as_such(cat_vault):
     task = "Which morning train does Anna take?"
     hits = cat_vault.search(task, agent="orch")
     assert len(hits) and all(h.relevance < cat_vault.config.brief_min_relevance for h in hits)  # found, all weak
     b = cat_vault.brief("orch", task, tokens=1500)
-    assert memory_lines(b) == [] and b.layers.get("memory") is None
+    # "no memory of this", in its words and its JSON; the search's first hits under a heading that says so
+    assert b.no_memory and b.to_dict()["no_memory"] is True
+    assert "## Nearest memory (nothing clearly matches this task" in b.markdown and "## Relevant memory" not in b.markdown
+    nearest = [h.doc.text for h in hits if h.doc.kind != "skill"][: cat_vault.config.brief_lead]
+    lines = memory_lines(b)
+    assert len(lines) == len(nearest) and all(text in line for text, line in zip(nearest, lines))
+    assert not any(i["layer"] == "skills" for i in b.items)  # a skill is named only when it passes the gate itself
+    # a brief whose gate opens says memory matched, under its own heading
+    opened = cat_vault.brief("orch", CAT, tokens=1500)
+    assert not opened.no_memory and "## Relevant memory" in opened.markdown and "## Nearest" not in opened.markdown
 
 
 def test_a_skill_that_passes_the_gate_does_not_open_it_for_the_notes(cat_vault):
@@ -137,7 +146,9 @@ def test_a_skill_that_passes_the_gate_does_not_open_it_for_the_notes(cat_vault):
     assert any(h.doc.kind == "skill" and h.relevance >= cat_vault.config.brief_min_relevance for h in hits)
     assert any(h.doc.kind == "note" for h in hits[:cat_vault.config.brief_lead])  # weak notes, about Tom
     b = cat_vault.brief("orch", task, tokens=1500)
-    assert memory_lines(b) == [] and any("not committed" in w for w in b.warnings)
+    # the weak notes are only the nearest: the brief says memory has nothing on the task
+    assert b.no_memory and "## Nearest memory" in b.markdown and "## Relevant memory" not in b.markdown
+    assert memory_lines(b) and any("not committed" in w for w in b.warnings)
 
 
 def test_the_lead_never_brings_the_roles_own_page_or_a_delegation_record_into_memory(page_vault):
@@ -443,6 +454,41 @@ def test_hermes_prefetch_hands_the_agent_its_page(page_vault, tmp_path, monkeypa
     finally:
         provider.shutdown()
     assert WORK in brief and CONTEXT in brief
+
+
+NEAR = "登录接口限流为每分钟60次"  # shares 登录 with UNRELATED_TASK, and little else: under the gate
+
+
+def test_every_adapter_says_no_memory_and_shows_the_nearest_as_such(page_vault, tmp_path, monkeypatch):
+    page_vault.notes.remember(NEAR, page_vault.actor(None), "fact")
+    [hit] = [h for h in page_vault.search(UNRELATED_TASK, agent=ROLE) if h.doc.kind == "note"]
+    assert 0 < hit.relevance < page_vault.config.brief_min_relevance
+    heading = "## 最接近的记忆（没有一条明确与此任务相关"
+    data = out_json(vaultmem_in_process("--json", "brief", ROLE, "--task", UNRELATED_TASK, "--tokens", "600",
+                                        "--vault", page_vault.root))
+    assert data["no_memory"] is True and heading in data["markdown"] and NEAR in data["markdown"]
+    assert WORK in data["markdown"]  # the role's page, as ever
+    server = VaultServer(page_vault, agent="lee")
+
+    async def steps():
+        async with Client(server) as c:
+            return [await c.call_tool("brief", {"agent": ROLE, "task": task, "tokens": 600})
+                    for task in (UNRELATED_TASK, "登录接口限流多少")]
+
+    weak, matched = anyio.run(steps)
+    assert weak.structured_content["no_memory"] is True and heading in weak.structured_content["markdown"]
+    assert matched.structured_content["no_memory"] is False and "## 相关记忆" in matched.structured_content["markdown"]
+    provider = hermes_provider(page_vault.root, tmp_path / "hermes", monkeypatch, "s1", agent=ROLE)
+    try:
+        assert heading in provider.prefetch(UNRELATED_TASK, session_id="s1")
+    finally:
+        provider.shutdown()
+    # a session that asked nothing yet is briefed for a placeholder: no nearest notes for it
+    payload = json.dumps({"session_id": "s2", "hook_event_name": "SessionStart", "source": "startup",
+                          "cwd": str(tmp_path / "登录"), "transcript_path": str(tmp_path / "none.jsonl")})
+    r = run_vaultmem("hook", "claude", "SessionStart", "--as", ROLE, "--vault", page_vault.root, stdin=payload)
+    context = json.loads(r.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert r.returncode == 0 and WORK in context and "## 最接近的记忆" not in context
 
 
 def test_a_page_that_cannot_be_parsed_is_an_error_only_for_its_own_commands(page_vault):

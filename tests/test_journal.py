@@ -247,6 +247,8 @@ def test_a_brief_for_the_orchestrator_falls_back_to_the_journal_only_when_memory
     fell = [i for i in b.items if i["kind"] == "journal"]
     assert fell and all(i["line"].startswith("- From the journal: (session sess-1, 2026-12-01") for i in fell)
     assert "[[journal/2026-12-01#^j-" in b.markdown
+    # the journal knows: its turns are the memory of this, in place of the nearest notes
+    assert not b.no_memory and fell == [i for i in b.items if i["layer"] == "memory"]
     # memory that answers: the journal is not searched
     en_vault.notes.remember("The login hashes passwords with argon2id (decided in December).", en_vault.actor(None), "decision",
                       name="login hashing")
@@ -255,7 +257,7 @@ def test_a_brief_for_the_orchestrator_falls_back_to_the_journal_only_when_memory
     # nothing anywhere: the brief says nothing is known
     b = en_vault.brief("orch", "kubernetes ingress certificate renewal")
     assert "Nothing known: neither memory nor the journal holds anything relevant" in b.markdown
-    assert not b.items
+    assert not b.items and b.no_memory
 
 
 def test_a_delegation_record_is_no_evidence_that_keeps_the_journal_closed(en_vault, tmp_path):

@@ -42,6 +42,7 @@ LABELS = {
         "task": "任务：",
         "identity": "## 身份",
         "memory": "## 相关记忆",
+        "nearest": "## 最接近的记忆（没有一条明确与此任务相关：按字词最接近，使用前请核实）",
         "index": "## 记忆索引",
         "live": "## 共享动态（未读）",
         "more": "- …更多条目见 [[MEMORY]]",
@@ -56,6 +57,7 @@ LABELS = {
         "page": "## 本角色记忆页（{link}）", "decisions": "## 相关决策",
         "page_more": "- …另有 {n} 条本页条目未显示：`vaultmem page show {agent}`",
         "memory_more": "- …另有 {n} 条相关记忆未显示：`vaultmem search 关键词 --agent {agent}`",
+        "nearest_more": "- …另有 {n} 条未显示：`vaultmem search 关键词 --agent {agent}`",
         "decisions_more": "- …另有 {n} 条相关决策未显示：[[shared/decisions]]",
         "skills_more": "- …另有 {n} 个相关技能未显示：`vaultmem skill list`",
         "live_more": "- …另有 {n} 条未读动态：`vaultmem log tail --unseen --as {agent}`",
@@ -67,6 +69,7 @@ LABELS = {
         "task": "Task: ",
         "identity": "## Identity",
         "memory": "## Relevant memory",
+        "nearest": "## Nearest memory (nothing clearly matches this task: the closest by words; verify before use)",
         "index": "## Memory index",
         "live": "## Live context (unseen)",
         "more": "- … more in [[MEMORY]]",
@@ -81,6 +84,7 @@ LABELS = {
         "page": "## This role's page ({link})", "decisions": "## Decisions",
         "page_more": "- … {n} more entries of this page not shown: `vaultmem page show {agent}`",
         "memory_more": "- … {n} more relevant items not shown: `vaultmem search WORDS --agent {agent}`",
+        "nearest_more": "- … {n} more not shown: `vaultmem search WORDS --agent {agent}`",
         "decisions_more": "- … {n} more relevant decisions not shown: [[shared/decisions]]",
         "skills_more": "- … {n} more relevant skills not shown: `vaultmem skill list`",
         "live_more": "- … {n} more unseen entries: `vaultmem log tail --unseen --as {agent}`",
@@ -129,6 +133,9 @@ class BriefParts:
     page_path: str | None = None
     shares: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_SHARES))
     identity_path: str | None = None
+    # nothing outside the page clearly matches the task ("no memory of this"): ``hits`` are
+    # only the search's nearest, shown under a heading that says so
+    no_memory: bool = False
 
 
 @dataclass
@@ -150,13 +157,14 @@ class Brief:
     warnings: list[str] = field(default_factory=list, compare=False)
     # each layer that had anything to give: {"shown": lines shown, "of": lines it had}
     layers: dict[str, dict[str, int]] = field(default_factory=dict)
+    no_memory: bool = False  # nothing outside the page clearly matches the task (BriefParts.no_memory)
 
     def to_dict(self) -> dict[str, Any]:
         return {"agent": self.agent, "task": self.task, "budget": self.budget, "tokens": self.tokens,
                 "items": self.items, "index_lines": self.index_lines, "index_total": self.index_total,
                 "identity_included": self.identity_included, "live_entries": self.live_entries,
-                "page": self.page, "layers": self.layers, "problems": self.skipped_files,
-                "markdown": self.markdown}
+                "page": self.page, "layers": self.layers, "no_memory": self.no_memory,
+                "problems": self.skipped_files, "markdown": self.markdown}
 
 
 def unread_notice(problem: dict[str, Any], lang: str) -> str:
@@ -617,8 +625,9 @@ def build_brief(parts: BriefParts, budget: int) -> Brief:
     id_link = f"[[{parts.identity_path.removesuffix('.md')}]]" if parts.identity_path else "identity/"
     page_link = f"[[{parts.page_path.removesuffix('.md')}]]" if parts.page_path else ""
     chosen = _dedupe(parts.hits)
-    notes = [h for h in chosen if h.doc.kind != "decision"]
-    decisions = [h for h in chosen if h.doc.kind == "decision"]
+    # the nearest hits, when nothing matched, are all shown as such: a decision among them too
+    notes = [h for h in chosen if h.doc.kind != "decision" or parts.no_memory]
+    decisions = [h for h in chosen if h.doc.kind == "decision" and not parts.no_memory]
     skills = _dedupe(parts.skills)[: parts.max_skills]
     shown_notes = notes[: parts.max_items]
     layers = [
@@ -627,7 +636,8 @@ def build_brief(parts: BriefParts, budget: int) -> Brief:
         # each entry's hit when first read: recall.PageHits)
         layer("page", labels["page"].format(link=page_link), _Rows(parts.page, lambda h: entry(h, "page")),
               "page_more"),
-        layer("memory", labels["memory"], [entry(h, "memory") for h in shown_notes], "memory_more",
+        layer("memory", labels["nearest" if parts.no_memory else "memory"], [entry(h, "memory") for h in shown_notes],
+              "nearest_more" if parts.no_memory else "memory_more",
               beyond=len(notes) - len(shown_notes)),
         layer("decisions", labels["decisions"], [entry(h, "decisions") for h in decisions], "decisions_more"),
         layer("skills", labels["skills"], [entry(h, "skills", labels["skill"], skill=True) for h in skills],
@@ -668,4 +678,5 @@ def build_brief(parts: BriefParts, budget: int) -> Brief:
     return Brief(agent=parts.agent, task=parts.task, budget=budget, tokens=used, markdown=markdown, items=items,
                  index_lines=taken["index"], index_total=len(parts.index_lines),
                  identity_included=bool(taken["identity"]), live_entries=taken["live"], warnings=warnings,
-                 layers={L.name: {"shown": L.taken, "of": L.count + L.beyond} for L in present})
+                 layers={L.name: {"shown": L.taken, "of": L.count + L.beyond} for L in present},
+                 no_memory=parts.no_memory)

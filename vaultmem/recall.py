@@ -209,18 +209,27 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
     passed = {id(h) for h in outside if is_relevant(h, task, config.brief_min_relevance)}
     gated = [h for h in outside if id(h) in passed or h.doc.id in near_meaning]
     # memory has something on this task — a note or document passed, not only a skill (followed,
-    # not read, and maybe not committed yet): the search's first hits are its best guesses
+    # not read, and maybe not committed yet) —, or it has not ("no memory of this"): either
+    # way the search's first hits are its best guesses, and the brief says which it is
     opened = any(id(h) in passed and h.doc.kind != "skill" for h in outside)
     in_gate = {id(h) for h in gated}
-    lead = lead_hits(outside, in_gate, config.brief_lead) if opened else []
+    lead = lead_hits(outside, in_gate, config.brief_lead)
+    # nothing passed: the nearest are those that hold a word of the task (not a meaning alone,
+    # far off) — none for a placeholder task: nothing was asked
+    if not opened:
+        lead = [h for h in lead if h.relevance] if read else []
     # one ranking: a lead hit the search scores high goes before a passing hit it scores low
     # (passing hits first measured worse: docs/recall.md, "Once the gate opens")
     relevant = rank(gated + lead, today)
     strong = [h for h in relevant if id(h) in in_gate][:LINK_HOPS_FROM]  # links are followed from these only
     relevant += linked(root, strong, agent, {h.doc.id for h in relevant})
+    found = []
     if journal is not None and not warning:
         found, known = journal_fallback(journal, task, kept, stale, config.brief_min_relevance,
                                         config.brief_max_items)
+        if found and not opened:  # the journal's turns answer what no note did: they replace the nearest
+            nearest = {id(h) for h in lead}
+            relevant = [h for h in relevant if id(h) not in nearest]
         relevant += found
         if not known:
             notices.append(LABELS.get(config.lang, LABELS["en"])["nothing"])
@@ -280,7 +289,8 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
     parts = BriefParts(agent=agent, task=task, identity=identity, hits=[h for h in relevant if h.doc.kind != "skill"],
                        index_lines=index_lines, live=live, lang=config.lang, max_items=config.brief_max_items,
                        notices=notices, skills=skills, page=own, page_path=page, shares=dict(config.brief_shares),
-                       identity_path=identity_rel if identity else None)
+                       identity_path=identity_rel if identity else None,
+                       no_memory=not opened and not found)
     result = build_brief(parts, budget)
     result.page, result.skipped_files = page, skipped
     result.warnings = warnings + result.warnings
@@ -425,14 +435,16 @@ class PageHits(Sequence):
 
 def lead_hits(hits, taken: set[int], lead: int) -> list:
     """The first ``lead`` of ``hits`` (the search's order, outside the role's page) not
-    already taken (``taken``: the ``id`` of each hit the brief has), skills aside. Called once a note or document passes the brief's
-    gate — memory has something on this task —, so the ranker's first hits join a brief
-    whatever words they share with it: the gate judges each hit by its own words, and a
-    turn that answers often shares few with the question ("She answers to Whiskers" for
-    "What is the name of Tom's cat?"). A brief no hit passes gets none of them. An e5
-    match close in meaning joins on its own (``semantic_leaders``) but does not open this:
-    e5 finds a no-answer question's nearest note as close as an answer. A skill is named
-    only when it passes the gate itself: it is followed, not read."""
+    already taken (``taken``: the ``id`` of each hit the brief has), skills aside. The
+    ranker's first hits join a brief whatever words they share with it: the gate judges
+    each hit by its own words, and a turn that answers often shares few with the question
+    ("She answers to Whiskers" for "What is the name of Tom's cat?"). When a note or
+    document passes the gate, memory has something on this task and they join it; when
+    none does, those that hold a word of the task are the brief's nearest memory, under a
+    heading that says nothing clearly matches (``no_memory``). An e5 match close in meaning
+    joins on its own (``semantic_leaders``) but does not open the gate: e5 finds a
+    no-answer question's nearest note as close as an answer. A skill is named only when it
+    passes the gate itself: it is followed, not read."""
     return [h for h in hits[:lead] if id(h) not in taken and h.doc.kind != "skill"]
 
 

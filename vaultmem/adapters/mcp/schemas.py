@@ -64,7 +64,8 @@ class Hit(TypedDict, total=False):
 
 
 class BriefOut(Common, total=False):
-    """A brief: its Markdown (what the sub-agent is given), the sources its lines cite by layer, its size in tokens."""
+    """A brief: its Markdown (what the sub-agent is given), the sources its lines cite by layer, its size in tokens;
+    ``no_memory`` when nothing outside the role's page clearly matches the task (its memory lines are the nearest)."""
     agent: str
     task: str
     budget: int
@@ -77,6 +78,7 @@ class BriefOut(Common, total=False):
     live_entries: int
     index_lines: int
     index_total: int
+    no_memory: bool
 
 
 class DispatchOut(BriefOut, total=False):
