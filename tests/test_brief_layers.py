@@ -134,6 +134,22 @@ def test_a_task_no_hit_passes_the_gate_for_says_no_memory_and_shows_the_nearest_
     assert not opened.no_memory and "## Relevant memory" in opened.markdown and "## Nearest" not in opened.markdown
 
 
+def test_the_nearest_are_not_recalls_and_a_decision_among_them_is_shown_with_them(cat_vault):
+    from vaultmem.usage import read_usage
+
+    task = "Which morning train does Anna take?"
+    cat_vault.shared.new_key("orch", cat_vault.actor("orch"))
+    cat_vault.shared.decide(cat_vault.actor("orch"), "Take a backup before every migration",
+                            "a failed one cost us a day")
+    b = cat_vault.brief("orch", task, tokens=1500)
+    assert b.no_memory and "## Decisions" not in b.markdown
+    assert any("backup before every migration" in x for x in memory_lines(b))  # with the nearest, under their heading
+    # a recall confirms a note (forgetting): the nearest match nothing clearly, so none is recorded
+    assert not any(path.startswith(("memories/", "shared/")) for path in read_usage(cat_vault.root))
+    opened = cat_vault.brief("orch", CAT, tokens=1500)
+    assert any(path.startswith("memories/") for path in read_usage(cat_vault.root)) and not opened.no_memory
+
+
 def test_a_skill_that_passes_the_gate_does_not_open_it_for_the_notes(cat_vault):
     # written by hand and not committed: a skill is followed, so it is named only once
     # reviewed — and whether it is or not, it says nothing of what memory holds

@@ -246,3 +246,20 @@ def test_lock_taken_between_staging_and_commit_leaves_nothing_staged(vault, tmp_
     assert (tmp_path / "mark.unstage").exists()  # unstaging met the lock and retried
     assert not (vault.root / ".git" / "index.lock").exists()
     assert git(vault.root, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+def test_a_page_link_that_loops_or_a_looping_agents_folder_never_stops_a_brief(vault):
+    """The role pages are listed from agents/ at every brief: a link that points at itself is
+    a page that cannot be read (its brief says so), and an agents/ that loops holds none."""
+    from vaultmem import pages
+
+    (vault.root / "agents" / "looping.md").symlink_to("looping.md")
+    assert "looping" in pages.role_files(vault.root)
+    assert vault.brief("looping", "login rate limit", tokens=600).tokens <= 600
+    agents = vault.root / "agents"
+    for p in agents.iterdir():
+        p.unlink()
+    agents.rmdir()
+    agents.symlink_to("agents")
+    assert pages.role_files(vault.root) == {}
+    assert vault.brief("anyone", "login rate limit", tokens=600).page is None

@@ -242,6 +242,8 @@ def test_the_journal_never_leaks_into_a_normal_search_or_brief(en_vault, tmp_pat
 
 def test_a_brief_for_the_orchestrator_falls_back_to_the_journal_only_when_memory_has_nothing(en_vault, tmp_path):
     en_vault.journal.add(claude_transcript(tmp_path / "s.jsonl"), en_vault.actor(None))
+    # a note that shares a word and passes nothing: the brief's nearest, until the journal answers
+    en_vault.notes.remember("The login page shows a blue banner on Mondays.", en_vault.actor(None), "fact")
     task = "which hashing algorithm does the login use, argon2?"
     b = en_vault.brief("orch", task)
     fell = [i for i in b.items if i["kind"] == "journal"]
@@ -257,7 +259,7 @@ def test_a_brief_for_the_orchestrator_falls_back_to_the_journal_only_when_memory
     # nothing anywhere: the brief says nothing is known
     b = en_vault.brief("orch", "kubernetes ingress certificate renewal")
     assert "Nothing known: neither memory nor the journal holds anything relevant" in b.markdown
-    assert not b.items and b.no_memory
+    assert b.no_memory and not any(i["kind"] == "journal" for i in b.items)
 
 
 def test_a_delegation_record_is_no_evidence_that_keeps_the_journal_closed(en_vault, tmp_path):

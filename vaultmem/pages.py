@@ -41,12 +41,19 @@ def role_files(root: Path) -> dict[str, str]:
     # one listing, each entry's kind from it (no stat but for a link): every brief asks
     try:
         listing = os.scandir(root / layout.AGENTS_DIR)
-    except (FileNotFoundError, NotADirectoryError, PermissionError):
+    except OSError:  # none, not a folder, unreadable, a link that loops: no pages (as a glob)
         return {}
     with listing:
-        stems = [os.path.splitext(e.name)[0] for e in listing
-                 if e.name.endswith(".md") and (e.is_file() or e.is_symlink())]
+        stems = [os.path.splitext(e.name)[0] for e in listing if e.name.endswith(".md") and _page_file(e)]
     return {unicodedata.normalize("NFC", stem): stem for stem in stems}
+
+
+def _page_file(entry: os.DirEntry) -> bool:
+    """A file, or a link (even dangling, or looping: its brief says it cannot be read)."""
+    try:
+        return entry.is_file() or entry.is_symlink()
+    except OSError:
+        return entry.is_symlink()
 
 
 def roles(root: Path) -> list[str]:

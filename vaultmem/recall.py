@@ -246,7 +246,7 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
         warnings.append(f"{what}, {_where(problem)}, cannot be read ({_flat(exc.message)}): it is missing "
                         f"from this brief, which says so; fix the file")
 
-    def read(rel: str, what: str) -> str | None:
+    def read_file(rel: str, what: str) -> str | None:
         """A file the brief draws on directly; None if absent, or not read (said so)."""
         if (root / rel).is_dir() and not (root / rel).is_symlink():
             return None
@@ -260,7 +260,7 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
 
     identity = ""
     identity_rel = layout.identity_path(agent)
-    text = read(identity_rel, f"the identity of {agent}")
+    text = read_file(identity_rel, f"the identity of {agent}")
     if text is not None:
         try:
             doc = parse_document(text, identity_rel, require_frontmatter=False)
@@ -268,7 +268,7 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
             unread(identity_rel, exc, f"the identity of {agent}")
         else:
             identity = "".join(doc.lines[doc.body_start:])
-    text = _memory_index(root, lambda: read(layout.MEMORY_INDEX, "the memory index"))
+    text = _memory_index(root, lambda: read_file(layout.MEMORY_INDEX, "the memory index"))
     # at most as many lines as could fit (an index line costs well over 8 tokens)
     index_lines = (_index_lines(text, agent, index.owners(), budget // 8 + 1) if text is not None else [])
     live = [f"- {e.ts[:16]}Z {e.id} #{e.channel} {e.type}: {e.summary} [[{e.log_path}]]" for e in unseen]
@@ -279,7 +279,7 @@ def brief(root: Path, config, index, unseen, agent: str, task: str, budget: int,
         warnings.append(f"{', '.join(sorted(unreviewed))}: a skill not committed yet is left out of the brief "
                         "(a skill is followed: a human commits it first)")
     own = []
-    if page is not None and (text := read(page, f"the page of {agent}")) is not None:
+    if page is not None and (text := read_file(page, f"the page of {agent}")) is not None:
         try:
             own = page_layer(page, text, current, task, project, config.brief_min_relevance, today,
                              room=int(budget * config.brief_shares.get("page", 0)), usage=usage)

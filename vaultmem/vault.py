@@ -473,8 +473,9 @@ class Vault:
         for e in failed:  # never shown as if verified, and never dropped without a word
             made.warnings.append(f"{e.log_path}: entry {e.id} of {e.agent} does not check out ({e.problem}): "
                                  f"left out of the brief")
-        usage.record_use(self.root, [i.get("id") or i["path"] for i in made.items], "brief", question=task,
-                         agent=agent)
+        # a recall confirms a note (forgetting.py): the nearest, which match nothing clearly, are not recalls
+        cited = [i for i in made.items if not (made.no_memory and i["layer"] == "memory")]
+        usage.record_use(self.root, [i.get("id") or i["path"] for i in cited], "brief", question=task, agent=agent)
         return made
 
     def evaluate(self, queries_path: str | Path, at: str | None = "HEAD", engine: str | None = None):
